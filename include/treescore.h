@@ -1,0 +1,192 @@
+/* treescore.h: the public C API of treescore, fast exact scoring with additive tree ensembles. */
+#ifndef TREESCORE_H
+#define TREESCORE_H
+
+/*
+ * Overview
+ * --------
+ *   ts_model   a forest loaded from a LightGBM text model, an XGBoost JSON model or a
+ *              QuickRank XML model. Immutable after loading.
+ *   ts_scorer  a model prepared for one traversal engine ("naive", "qs", ...). Immutable
+ *              after creation; it keeps no reference to the ts_model it came from.
+ *
+ * Every engine returns exactly the training library's own raw score: the LightGBM raw
+ * score bit for bit, the XGBoost margin (XGBoost sums in float32, treescore in double),
+ * the QuickRank score sum(weight * output).
+ *
+ * Errors
+ * ------
+ * Functions that can fail return an `enum ts_status` (TS_OK == 0) and, when the caller
+ * passes a non-NULL `ts_error *`, fill it with the status and a message that says what
+ * went wrong and where (file, line, byte offset for load errors). There is no global
+ * error state: the error channel is the caller's own struct, so it is thread-safe.
+ *
+ * Thread safety
+ * -------------
+ *   ts_model:  loading is independent per call; a loaded model may be read (info,
+ *              ts_scorer_create) from many threads at once. Freeing it while another
+ *              thread uses it is the caller's bug.
+ *   ts_scorer: ts_scorer_score may be called concurrently on one scorer from any number
+ *              of threads. It takes no lock and allocates nothing for batches of up to
+ *              TS_NOALLOC_BATCH_ROWS rows.
+ *   ts_error:  owned by the caller; use one per thread.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Version ---------------------------------------------------------------------- */
+
+#define TS_VERSION_MAJOR 0
+#define TS_VERSION_MINOR 1
+#define TS_VERSION_PATCH 0
+#define TS_VERSION_NUMBER (TS_VERSION_MAJOR * 10000 + TS_VERSION_MINOR * 100 + TS_VERSION_PATCH)
+#define TS_STRINGIFY_(x) #x
+#define TS_STRINGIFY(x) TS_STRINGIFY_(x)
+#define TS_VERSION_STRING                                                                   \
+    TS_STRINGIFY(TS_VERSION_MAJOR) "." TS_STRINGIFY(TS_VERSION_MINOR) "." TS_STRINGIFY(TS_VERSION_PATCH)
+
+/* The version of the library actually linked (compare with TS_VERSION_NUMBER). */
+unsigned ts_version_number(void);
+const char *ts_version_string(void);
+
+/* ---- Errors ----------------------------------------------------------------------- */
+
+/* Stable numbers: values are never reused or renumbered. */
+typedef enum ts_status {
+    TS_OK = 0,
+    TS_ERR_GENERIC = 1,           /* an error that fits no other class */
+    TS_ERR_IO = 2,                /* a file could not be opened, read or written */
+    TS_ERR_NO_MEMORY = 3,         /* an allocation failed */
+    TS_ERR_INVALID_ARGUMENT = 4,  /* a NULL pointer, a zero size, a bad option value */
+    TS_ERR_PARSE = 5,             /* a model or data file is malformed */
+    TS_ERR_UNSUPPORTED = 6,       /* well-formed, but uses something treescore cannot do yet */
+    TS_ERR_INVALID_MODEL = 7,     /* parsed, but the forest is inconsistent */
+    TS_ERR_SHAPE = 8,             /* data does not fit the model (column count, feature id) */
+    TS_ERR_ENGINE_UNAVAILABLE = 9,/* the engine is not built in or not supported by this CPU */
+    TS_ERR_LIMIT = 10             /* an input exceeds a documented limit (line length, sizes) */
+} ts_status;
+
+/* "TS_OK", "TS_ERR_PARSE", ...; "TS_ERR_UNKNOWN" for numbers outside the enum. */
+const char *ts_status_name(ts_status status);
+
+#define TS_ERROR_MESSAGE_SIZE 1024
+
+/* Filled by failing calls when the caller passes it. `message` is a complete sentence
+ * naming the input ("model.txt:12: tree 3: bad threshold 'abc'"). `line` is 1-based and
+ * `byte` is the 0-based offset of the problem in the input; both are 0 when unknown or
+ * not applicable (line 0 never exists, so 0 means "no location"). */
+typedef struct ts_error {
+    ts_status status;
+    unsigned long long line;
+    unsigned long long byte;
+    char message[TS_ERROR_MESSAGE_SIZE];
+} ts_error;
+
+/* ---- Models ----------------------------------------------------------------------- */
+
+typedef enum ts_model_format {
+    TS_FORMAT_AUTO = 0,           /* detect from content */
+    TS_FORMAT_LIGHTGBM = 1,       /* LightGBM text model (save_model / model.txt) */
+    TS_FORMAT_XGBOOST_JSON = 2,   /* XGBoost JSON from save_model("x.json") */
+    TS_FORMAT_QUICKRANK_XML = 3   /* QuickRank XML ensemble */
+} ts_model_format;
+
+/* "auto", "lightgbm", "xgboost", "quickrank". */
+const char *ts_model_format_name(ts_model_format format);
+/* Accepts the names above (and "xgboost-json", "quickrank-xml"); TS_ERR_INVALID_ARGUMENT otherwise. */
+ts_status ts_model_format_from_name(const char *name, ts_model_format *out);
+
+typedef struct ts_model ts_model;
+
+/* Load a model. With TS_FORMAT_AUTO the format is detected from the content. On failure
+ * *out is set to NULL. */
+ts_status ts_model_load_file(const char *path, ts_model_format format, ts_model **out, ts_error *err);
+/* `name` is used in error messages only (may be NULL: "<buffer>"). The buffer is not
+ * kept after the call. */
+ts_status ts_model_load_buffer(const void *data, size_t size, ts_model_format format, const char *name,
+                               ts_model **out, ts_error *err);
+/* Accepts NULL. */
+void ts_model_free(ts_model *model);
+
+typedef struct ts_model_info {
+    ts_model_format format;       /* the format it was loaded from */
+    uint32_t n_trees;
+    uint32_t n_features;          /* columns a row must have: 1 + the largest feature id read, or the
+                                     declared count when the file declares one (never smaller) */
+    uint32_t n_features_declared; /* the count the file declares (LightGBM max_feature_idx + 1,
+                                     XGBoost num_feature); 0 when the format has none */
+    uint32_t n_features_used;     /* distinct features appearing in splits */
+    uint64_t n_internal_nodes;    /* internal (split) nodes, all trees */
+    uint64_t n_leaves;            /* leaves, all trees */
+    uint32_t leaves_max;
+    double leaves_mean;
+    uint32_t depth_max;           /* root-to-leaf edges; a one-leaf tree has depth 0 */
+    double depth_mean;            /* mean over trees of each tree's max depth */
+    double base_score;            /* added to every score (XGBoost margin base; 0 for LightGBM) */
+    uint32_t average_divisor;     /* LightGBM random forest: the sum is divided by this; 0 = none */
+    uint32_t has_missing_splits;  /* 1 when some split routes missing values specially */
+    char objective[64];           /* objective named in the file ("lambdarank", "rank:ndcg"), or "" */
+} ts_model_info;
+
+ts_status ts_model_get_info(const ts_model *model, ts_model_info *out);
+
+/* What an absent entry of a sparse (SVMlight) row means to the training library of this
+ * model: 0.0 for LightGBM and QuickRank, NaN (missing) for XGBoost. */
+float ts_model_absent_value(const ts_model *model);
+
+/* ---- Engines and scorers ---------------------------------------------------------- */
+
+typedef enum ts_engine {
+    TS_ENGINE_AUTO = 0,   /* the best engine available for this model and machine */
+    TS_ENGINE_NAIVE = 1,  /* node-by-node traversal (Struct+): the readable reference */
+    TS_ENGINE_QS = 2      /* QuickScorer (Lucchese et al., SIGIR 2015), any number of leaves */
+} ts_engine;
+#define TS_ENGINE_COUNT 3
+
+/* "auto", "naive", "qs". */
+const char *ts_engine_name(ts_engine engine);
+ts_status ts_engine_from_name(const char *name, ts_engine *out);
+
+typedef struct ts_scorer_options {
+    ts_engine engine;     /* default TS_ENGINE_AUTO */
+    unsigned n_threads;   /* 0 = all cores (default); 1 = score in the calling thread */
+    unsigned reserved[14];/* zero */
+} ts_scorer_options;
+
+/* Fill with defaults. Always call before setting fields. */
+void ts_scorer_options_init(ts_scorer_options *opts);
+
+typedef struct ts_scorer ts_scorer;
+
+/* Prepare `model` for scoring. `opts` may be NULL (defaults). The model may be freed
+ * afterwards. On failure *out is set to NULL. */
+ts_status ts_scorer_create(const ts_model *model, const ts_scorer_options *opts, ts_scorer **out,
+                           ts_error *err);
+/* Accepts NULL. */
+void ts_scorer_free(ts_scorer *scorer);
+
+/* The engine actually used (never TS_ENGINE_AUTO) and the columns a row must have. */
+ts_engine ts_scorer_engine(const ts_scorer *scorer);
+uint32_t ts_scorer_n_features(const ts_scorer *scorer);
+
+/* Batches of at most this many rows are scored without any heap allocation. */
+#define TS_NOALLOC_BATCH_ROWS 4096
+
+/* Score `n_rows` rows of a dense row-major float32 matrix: row r starts at
+ * x + r * row_stride (in floats) and has `n_cols` readable values; NaN is a missing
+ * value. Requires n_cols >= ts_scorer_n_features() and row_stride >= n_cols; columns
+ * past the model's features are ignored. Writes n_rows doubles to `out`.
+ * n_rows == 0 is a no-op. Thread-safe, lock-free (see above). */
+ts_status ts_scorer_score(const ts_scorer *scorer, const float *x, size_t n_rows, size_t n_cols,
+                          size_t row_stride, double *out, ts_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TREESCORE_H */

@@ -1,0 +1,32 @@
+/* registry.c: the table of engines and their names. */
+#include <string.h>
+
+#include "engines/engine.h"
+
+static const tse_engine *const engines[] = {&tse_engine_naive, &tse_engine_qs};
+
+const tse_engine *tse_engine_get(ts_engine id) {
+    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
+        if (engines[i]->id == id) return engines[i];
+    return NULL;
+}
+
+const char *ts_engine_name(ts_engine e) {
+    if (e == TS_ENGINE_AUTO) return "auto";
+    const tse_engine *eng = tse_engine_get(e);
+    return eng ? eng->name : "unknown";
+}
+
+ts_status ts_engine_from_name(const char *name, ts_engine *out) {
+    if (!name || !out) return TS_ERR_INVALID_ARGUMENT;
+    if (strcmp(name, "auto") == 0) {
+        *out = TS_ENGINE_AUTO;
+        return TS_OK;
+    }
+    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
+        if (strcmp(engines[i]->name, name) == 0) {
+            *out = engines[i]->id;
+            return TS_OK;
+        }
+    return TS_ERR_INVALID_ARGUMENT;
+}

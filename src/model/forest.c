@@ -1,0 +1,309 @@
+/* forest.c: building, validating, canonicalizing and describing the forest IR. */
+#include "model/forest.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+
+_Static_assert(sizeof(float) == 4, "treescore needs IEEE-754 binary32 floats");
+_Static_assert(TSM_MAX_LEAVES <= (uint32_t)INT32_MAX, "leaf references must fit int32");
+
+ts_model *tsm_model_new(ts_model_format format) {
+    ts_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->format = format;
+    m->absent_value = format == TS_FORMAT_XGBOOST_JSON ? NAN : 0.0f;
+    return m;
+}
+
+void ts_model_free(ts_model *m) {
+    if (!m) return;
+    for (uint32_t i = 0; i < m->n_trees; i++) {
+        free(m->trees[i].nodes);
+        free(m->trees[i].leaf_values);
+    }
+    free(m->trees);
+    free(m);
+}
+
+float ts_model_absent_value(const ts_model *m) { return m ? m->absent_value : 0.0f; }
+
+/* ---- thresholds ------------------------------------------------------------------- */
+
+float tsm_threshold_le_double(double t) {
+    float f = (float)t; /* round to nearest; may round up past t */
+    if ((double)f > t) f = nextafterf(f, -INFINITY);
+    return f;
+}
+
+float tsm_threshold_lt_float(float t) { return nextafterf(t, -INFINITY); }
+
+float tsm_threshold_lightgbm(double t) {
+    float f = tsm_threshold_le_double(t);
+    /* Only thresholds landing inside the snapped range need care: there every x in
+     * [-Z, Z] behaves as 0.0, so the whole range is left (0 <= t) or right. */
+    if (f >= -TSM_ZERO_RANGE && f <= TSM_ZERO_RANGE) {
+        if (0.0 <= t) return TSM_ZERO_RANGE;
+        return nextafterf(-TSM_ZERO_RANGE, -INFINITY);
+    }
+    return f;
+}
+
+/* ---- traversal -------------------------------------------------------------------- */
+
+uint32_t tsm_tree_exit_leaf(const tsm_tree *tree, const float *row) {
+    int32_t c = 0;
+    if (tree->n_nodes == 0) return 0;
+    while (c >= 0) {
+        const tsm_node *n = &tree->nodes[c];
+        c = tsm_node_goes_left(n, row[n->feature]) ? n->left : n->right;
+    }
+    return (uint32_t)~c;
+}
+
+/* ---- adding a tree ---------------------------------------------------------------- */
+
+/* Renumbering state for one tree: an explicit stack replaces recursion so a degenerate
+ * deep tree (a chain of 1e6 nodes) cannot overflow the C stack. */
+typedef struct canon_ctx {
+    const tsm_node *in;
+    uint32_t n_nodes, n_leaves;
+    uint8_t *node_seen, *leaf_seen;
+    tsm_node *out;
+    double *out_leaves;
+    const double *in_leaves;
+    uint32_t next_node, next_leaf, depth;
+} canon_ctx;
+
+typedef struct canon_frame {
+    int32_t in_ref;      /* child reference in the input numbering */
+    int32_t *out_slot;   /* where to store the new reference (NULL for the root) */
+    uint32_t depth;
+} canon_frame;
+
+static ts_status visit(canon_ctx *c, canon_frame f, canon_frame *stack, uint32_t *sp, uint32_t tree_idx,
+                       ts_error *err) {
+    if (f.depth > c->depth) c->depth = f.depth;
+    if (f.in_ref < 0) {
+        uint32_t leaf = (uint32_t)~f.in_ref;
+        if (leaf >= c->n_leaves)
+            return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: reference to leaf %u, but the tree has %u leaves",
+                           tree_idx, leaf, c->n_leaves);
+        if (c->leaf_seen[leaf])
+            return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: leaf %u is reached twice", tree_idx, leaf);
+        c->leaf_seen[leaf] = 1;
+        c->out_leaves[c->next_leaf] = c->in_leaves[leaf];
+        if (f.out_slot) *f.out_slot = ~(int32_t)c->next_leaf;
+        c->next_leaf++;
+        return TS_OK;
+    }
+    uint32_t node = (uint32_t)f.in_ref;
+    if (node >= c->n_nodes)
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: reference to node %u, but the tree has %u nodes",
+                       tree_idx, node, c->n_nodes);
+    if (c->node_seen[node])
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u is reached twice (a cycle or a shared subtree)",
+                       tree_idx, node);
+    c->node_seen[node] = 1;
+    const tsm_node *src = &c->in[node];
+    if (src->threshold != src->threshold)
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u has a NaN threshold", tree_idx, node);
+    if (src->flags & ~TSM_NODE_FLAGS_ALL)
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u has unknown flags 0x%x", tree_idx, node,
+                       (unsigned)src->flags);
+    if (src->feature >= TSM_MAX_FEATURES)
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u uses feature %u (limit %u)", tree_idx, node,
+                       src->feature, TSM_MAX_FEATURES - 1);
+    uint32_t me = c->next_node++;
+    c->out[me] = *src;
+    if (f.out_slot) *f.out_slot = (int32_t)me;
+    /* Push right first so the left subtree is numbered first (preorder, leaves in order). */
+    stack[(*sp)++] = (canon_frame){src->right, &c->out[me].right, f.depth + 1};
+    stack[(*sp)++] = (canon_frame){src->left, &c->out[me].left, f.depth + 1};
+    return TS_OK;
+}
+
+static ts_status canonicalize(canon_ctx *c, uint32_t tree_idx, ts_error *err) {
+    /* Each visited node pushes 2 frames and pops 1, so the stack never exceeds n_nodes + 2. */
+    canon_frame *stack = malloc(((size_t)c->n_nodes + 2) * sizeof *stack);
+    if (!stack) return ts_fail(err, TS_ERR_NO_MEMORY, "tree %u: out of memory", tree_idx);
+    uint32_t sp = 0;
+    ts_status st = TS_OK;
+    stack[sp++] = (canon_frame){c->n_nodes ? 0 : ~0, NULL, 0};
+    while (sp > 0 && st == TS_OK) {
+        canon_frame f = stack[--sp];
+        st = visit(c, f, stack, &sp, tree_idx, err);
+    }
+    free(stack);
+    if (st != TS_OK) return st;
+    if (c->next_node != c->n_nodes || c->next_leaf != c->n_leaves)
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: %u of %u nodes and %u of %u leaves are unreachable",
+                       tree_idx, c->n_nodes - c->next_node, c->n_nodes, c->n_leaves - c->next_leaf, c->n_leaves);
+    return TS_OK;
+}
+
+static ts_status grow_trees(ts_model *m, ts_error *err) {
+    if (m->n_trees < m->trees_capacity) return TS_OK;
+    if (m->n_trees >= TSM_MAX_TREES)
+        return ts_fail(err, TS_ERR_LIMIT, "more than %u trees", TSM_MAX_TREES);
+    uint32_t cap = m->trees_capacity ? m->trees_capacity * 2 : 64;
+    tsm_tree *t = realloc(m->trees, (size_t)cap * sizeof *t);
+    if (!t) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory adding tree %u", m->n_trees);
+    m->trees = t;
+    m->trees_capacity = cap;
+    return TS_OK;
+}
+
+ts_status tsm_model_add_tree(ts_model *m, uint32_t n_nodes, const tsm_node *nodes, uint32_t n_leaves,
+                             const double *leaf_values, double weight, ts_error *err) {
+    uint32_t idx = m->n_trees;
+    if (n_leaves == 0 || n_leaves > TSM_MAX_LEAVES)
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: %u leaves (must be 1 to %u)", idx, n_leaves,
+                       TSM_MAX_LEAVES);
+    if (n_leaves != n_nodes + 1)
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: %u internal nodes but %u leaves (a binary tree has one more leaf than nodes)",
+                       idx, n_nodes, n_leaves);
+    for (uint32_t i = 0; i < n_leaves; i++)
+        if (!isfinite(leaf_values[i]))
+            return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: leaf %u has a non-finite value", idx, i);
+    if (!isfinite(weight))
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: non-finite weight", idx);
+    TS_TRY(grow_trees(m, err));
+
+    canon_ctx c = {0};
+    c.in = nodes;
+    c.in_leaves = leaf_values;
+    c.n_nodes = n_nodes;
+    c.n_leaves = n_leaves;
+    c.node_seen = calloc((size_t)n_nodes + 1, 1);
+    c.leaf_seen = calloc(n_leaves, 1);
+    c.out = n_nodes ? malloc((size_t)n_nodes * sizeof *c.out) : NULL;
+    c.out_leaves = malloc((size_t)n_leaves * sizeof *c.out_leaves);
+    ts_status st = TS_OK;
+    if (!c.node_seen || !c.leaf_seen || (n_nodes && !c.out) || !c.out_leaves)
+        st = ts_fail(err, TS_ERR_NO_MEMORY, "tree %u: out of memory", idx);
+    else
+        st = canonicalize(&c, idx, err);
+    free(c.node_seen);
+    free(c.leaf_seen);
+    if (st != TS_OK) {
+        free(c.out);
+        free(c.out_leaves);
+        return st;
+    }
+    tsm_tree *t = &m->trees[m->n_trees++];
+    t->n_nodes = n_nodes;
+    t->n_leaves = n_leaves;
+    t->depth = c.depth;
+    t->weight = weight;
+    t->nodes = c.out;
+    t->leaf_values = c.out_leaves;
+    return TS_OK;
+}
+
+/* ---- finishing -------------------------------------------------------------------- */
+
+ts_status tsm_model_finish(ts_model *m, ts_error *err) {
+    uint32_t max_feature_plus1 = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            uint32_t f = m->trees[t].nodes[i].feature;
+            if (m->n_features_declared && f >= m->n_features_declared)
+                return ts_fail(err, TS_ERR_INVALID_MODEL,
+                               "tree %u node %u uses feature %u, but the model declares %u features", t, i, f,
+                               m->n_features_declared);
+            if (f + 1 > max_feature_plus1) max_feature_plus1 = f + 1;
+        }
+    m->n_features = max_feature_plus1 > m->n_features_declared ? max_feature_plus1 : m->n_features_declared;
+
+    /* Zero-is-missing invariant: see tsm_model_finish in forest.h. */
+    uint8_t *zero_feature = calloc((size_t)m->n_features + 1, 1);
+    if (!zero_feature) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++)
+            if (m->trees[t].nodes[i].flags & TSM_ZERO_IS_MISSING) zero_feature[m->trees[t].nodes[i].feature] = 1;
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            const tsm_node *n = &m->trees[t].nodes[i];
+            if (zero_feature[n->feature] && n->threshold >= -TSM_ZERO_RANGE && n->threshold < TSM_ZERO_RANGE) {
+                free(zero_feature);
+                return ts_fail(err, TS_ERR_UNSUPPORTED,
+                               "tree %u node %u: threshold %.9g on feature %u splits the zero range of a "
+                               "feature whose missing type is Zero",
+                               t, i, (double)n->threshold, n->feature);
+            }
+        }
+    free(zero_feature);
+    return TS_OK;
+}
+
+/* ---- info ------------------------------------------------------------------------- */
+
+ts_status ts_model_get_info(const ts_model *m, ts_model_info *out) {
+    if (!m || !out) return TS_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    out->format = m->format;
+    out->n_trees = m->n_trees;
+    out->n_features = m->n_features;
+    out->n_features_declared = m->n_features_declared;
+    out->base_score = m->base_score;
+    out->average_divisor = m->average_divisor;
+    memcpy(out->objective, m->objective, sizeof out->objective);
+    out->objective[sizeof out->objective - 1] = '\0';
+
+    uint8_t *used = calloc((size_t)m->n_features + 1, 1);
+    if (!used) return TS_ERR_NO_MEMORY;
+    double leaves_sum = 0, depth_sum = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        out->n_internal_nodes += tr->n_nodes;
+        out->n_leaves += tr->n_leaves;
+        if (tr->n_leaves > out->leaves_max) out->leaves_max = tr->n_leaves;
+        if (tr->depth > out->depth_max) out->depth_max = tr->depth;
+        leaves_sum += tr->n_leaves;
+        depth_sum += tr->depth;
+        for (uint32_t i = 0; i < tr->n_nodes; i++) {
+            const tsm_node *n = &tr->nodes[i];
+            if (!used[n->feature]) {
+                used[n->feature] = 1;
+                out->n_features_used++;
+            }
+            /* A split routes missing values specially unless they simply follow x <= t
+             * with x = NaN (which goes right): that is any left default or zero rule. */
+            if (n->flags) out->has_missing_splits = 1;
+        }
+    }
+    free(used);
+    if (m->n_trees) {
+        out->leaves_mean = leaves_sum / m->n_trees;
+        out->depth_mean = depth_sum / m->n_trees;
+    }
+    return TS_OK;
+}
+
+const char *ts_model_format_name(ts_model_format f) {
+    switch (f) {
+    case TS_FORMAT_AUTO: return "auto";
+    case TS_FORMAT_LIGHTGBM: return "lightgbm";
+    case TS_FORMAT_XGBOOST_JSON: return "xgboost";
+    case TS_FORMAT_QUICKRANK_XML: return "quickrank";
+    }
+    return "unknown";
+}
+
+ts_status ts_model_format_from_name(const char *name, ts_model_format *out) {
+    static const struct { const char *name; ts_model_format f; } names[] = {
+        {"auto", TS_FORMAT_AUTO},          {"lightgbm", TS_FORMAT_LIGHTGBM},
+        {"xgboost", TS_FORMAT_XGBOOST_JSON}, {"xgboost-json", TS_FORMAT_XGBOOST_JSON},
+        {"quickrank", TS_FORMAT_QUICKRANK_XML}, {"quickrank-xml", TS_FORMAT_QUICKRANK_XML},
+    };
+    if (!name || !out) return TS_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].name) == 0) {
+            *out = names[i].f;
+            return TS_OK;
+        }
+    return TS_ERR_INVALID_ARGUMENT;
+}

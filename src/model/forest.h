@@ -1,0 +1,149 @@
+/* forest.h: the format-independent forest (struct ts_model) that loaders build and engines read. */
+#ifndef TS_MODEL_FOREST_H
+#define TS_MODEL_FOREST_H
+
+#include <stdint.h>
+
+#include "treescore.h"
+
+/*
+ * The split predicate
+ * -------------------
+ * Every numerical split of every input format is normalized to one predicate on float32:
+ *
+ *     x goes LEFT  iff  x <= threshold   (threshold is a float)
+ *
+ * unless x is "missing" for that node, in which case it goes where TSM_MISSING_LEFT says.
+ * A value is missing for a node when it is NaN, or, for nodes with TSM_ZERO_IS_MISSING,
+ * when -TSM_ZERO_RANGE <= x <= TSM_ZERO_RANGE (LightGBM's missing type "Zero").
+ * Engines never see the original comparison: see tsm_threshold_* below for why the
+ * normalization is exact for every float32 input.
+ *
+ * Tree layout (canonical form, established by tsm_model_add_tree)
+ * ---------------------------------------------------------------
+ *   - internal nodes are numbered in preorder: the root is node 0 and a node's left
+ *     subtree comes before its right subtree;
+ *   - leaves are numbered left to right (in-order), 0 .. n_leaves-1, which is the bit
+ *     order QuickScorer needs;
+ *   - a child reference c >= 0 is internal node c; c < 0 is leaf ~c (that is -c - 1);
+ *   - n_leaves == n_nodes + 1; a one-leaf tree has n_nodes == 0 and no node array.
+ *
+ * Score
+ * -----
+ *   score(x) = base_score + sum over trees t in order of (weight_t * leaf_t(x))   [double]
+ *   then, if average_divisor != 0, score /= average_divisor.
+ * Engines may precompute weight_t * leaf (the same double product) but must add the
+ * per-tree terms in tree order, starting from base_score: that is what makes LightGBM
+ * scores bit-exact (LightGBM adds leaf values in double in tree order from 0.0).
+ */
+
+/* Where a missing value goes: set = left, clear = right. */
+#define TSM_MISSING_LEFT 0x1u
+/* Values in [-TSM_ZERO_RANGE, TSM_ZERO_RANGE] are missing too (LightGBM missing type Zero). */
+#define TSM_ZERO_IS_MISSING 0x2u
+#define TSM_NODE_FLAGS_ALL (TSM_MISSING_LEFT | TSM_ZERO_IS_MISSING)
+
+/* LightGBM's kZeroThreshold (1e-35f): its predictor drops dense values with |x| <= this,
+ * so they behave as 0.0, and missing type Zero treats them as missing. */
+#define TSM_ZERO_RANGE 1e-35f
+
+typedef struct tsm_node {
+    float threshold;   /* x <= threshold goes left; never NaN */
+    uint32_t feature;  /* column index, 0-based */
+    int32_t left;      /* child: >= 0 internal node, < 0 leaf ~c */
+    int32_t right;
+    uint32_t flags;    /* TSM_MISSING_LEFT | TSM_ZERO_IS_MISSING */
+} tsm_node;
+
+typedef struct tsm_tree {
+    uint32_t n_nodes;      /* internal nodes */
+    uint32_t n_leaves;     /* == n_nodes + 1 */
+    uint32_t depth;        /* longest root-to-leaf path in edges */
+    double weight;         /* 1.0 for LightGBM and XGBoost gbtree */
+    tsm_node *nodes;       /* n_nodes, preorder; NULL when n_nodes == 0 */
+    double *leaf_values;   /* n_leaves, left to right */
+} tsm_tree;
+
+/* Largest number of leaves a tree may have (bounded so that counts fit int32 child
+ * references and engines can size per-tree state in 32 bits). */
+#define TSM_MAX_LEAVES (1u << 24)
+/* Largest feature id accepted by loaders (a row of this many floats is 64 MiB). */
+#define TSM_MAX_FEATURES (1u << 24)
+/* Largest number of trees accepted. */
+#define TSM_MAX_TREES (1u << 24)
+
+struct ts_model {
+    ts_model_format format;
+    uint32_t n_trees;
+    uint32_t trees_capacity;
+    tsm_tree *trees;
+    uint32_t n_features;          /* max(n_features_declared, 1 + largest feature id used) */
+    uint32_t n_features_declared; /* 0 when the file declares none */
+    double base_score;
+    uint32_t average_divisor;     /* 0 = plain sum */
+    float absent_value;           /* what an absent sparse entry means (0.0f or NaN) */
+    char objective[64];
+};
+
+/* ---- Building (loaders) ------------------------------------------------------------ */
+
+/* A new empty model of the given format (absent_value set from the format). NULL when
+ * out of memory. Free with ts_model_free. */
+ts_model *tsm_model_new(ts_model_format format);
+
+/* Append a tree given in any node/leaf numbering: nodes[0] is the root when n_nodes > 0,
+ * child references use the encoding above, leaf_values[i] is leaf i. The tree is checked
+ * (every node and leaf reached exactly once from the root, children in range, thresholds
+ * not NaN, flags known, feature < TSM_MAX_FEATURES, n_leaves == n_nodes + 1) and stored in
+ * canonical form. The inputs are copied. On error the message names the tree index
+ * ("tree 12: node 5 is reached twice"); loaders prefix file and line. */
+ts_status tsm_model_add_tree(ts_model *m, uint32_t n_nodes, const tsm_node *nodes, uint32_t n_leaves,
+                             const double *leaf_values, double weight, ts_error *err);
+
+/* Call once after the last tree: computes n_features, checks feature ids against
+ * n_features_declared when it is set, and checks the TSM_ZERO_IS_MISSING invariant
+ * (no threshold inside [-TSM_ZERO_RANGE, TSM_ZERO_RANGE) on a feature that has
+ * zero-is-missing nodes, so all values of that range take one path). */
+ts_status tsm_model_finish(ts_model *m, ts_error *err);
+
+/* ---- Threshold normalization -------------------------------------------------------- */
+/*
+ * Why these are exact: float32 values are totally ordered (NaN aside, handled as
+ * missing). For a double t, the set {float x : x <= t} is exactly {float x : x <= F}
+ * where F is the largest float not above t, because x is itself a float. So comparing
+ * the float input in double against t (what LightGBM does after widening the input)
+ * and comparing it in float against F give the same answer for every float32 x.
+ * For XGBoost's strict x < t with a float t, the floats below t are exactly those
+ * <= nextafterf(t, -inf).
+ */
+
+/* The largest float not above t (t not NaN; +-inf map to themselves). */
+float tsm_threshold_le_double(double t);
+
+/* XGBoost: x < t  ==  x <= tsm_threshold_lt_float(t). */
+float tsm_threshold_lt_float(float t);
+
+/* LightGBM: its predictor turns inputs with |x| <= TSM_ZERO_RANGE into 0.0 before
+ * comparing in double with t. The predicate snap(x) <= t is still monotone in x, so it
+ * is one float threshold: the largest float x with snap(x) <= t. */
+float tsm_threshold_lightgbm(double t);
+
+/* ---- Reading (engines, info) ----------------------------------------------------------- */
+
+/* Reference traversal of one tree for one row (handles missing values). Returns the leaf
+ * index (left-to-right numbering). This is the definition every engine must match. */
+uint32_t tsm_tree_exit_leaf(const tsm_tree *tree, const float *row);
+
+/* True when x is missing for a node with these flags. */
+static inline int tsm_is_missing(float x, uint32_t flags) {
+    if (x != x) return 1;
+    return (flags & TSM_ZERO_IS_MISSING) && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE;
+}
+
+/* True when x goes left at node n. */
+static inline int tsm_node_goes_left(const tsm_node *n, float x) {
+    if (tsm_is_missing(x, n->flags)) return (n->flags & TSM_MISSING_LEFT) != 0;
+    return x <= n->threshold;
+}
+
+#endif /* TS_MODEL_FOREST_H */
