@@ -1,0 +1,155 @@
+/* data_raw.c: the raw float32 matrix format ("TSRAWF32" header + little-endian rows): reader and writer. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "io/data_internal.h"
+
+#define RAW_VERSION 1u
+
+static int host_is_little_endian(void) {
+    const uint32_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+static void swap_words(void *data, size_t n) {
+    unsigned char *p = data;
+    size_t i;
+    for (i = 0; i < n; i++, p += 4) {
+        unsigned char t = p[0];
+        p[0] = p[3];
+        p[3] = t;
+        t = p[1];
+        p[1] = p[2];
+        p[2] = t;
+    }
+}
+
+static uint32_t get_u32le(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_u64le(const unsigned char *p) { return (uint64_t)get_u32le(p) | (uint64_t)get_u32le(p + 4) << 32; }
+
+static void put_u32le(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+}
+
+static void put_u64le(unsigned char *p, uint64_t v) {
+    put_u32le(p, (uint32_t)v);
+    put_u32le(p + 4, (uint32_t)(v >> 32));
+}
+
+ts_status tsio_raw_init(tsio_reader *r, ts_error *err) {
+    unsigned char h[TSIO_RAW_HEADER_SIZE];
+    size_t got;
+    uint32_t version, n_cols;
+    TS_TRY(tsio_src_read(&r->src, h, sizeof h, &got, err));
+    if (got < sizeof h)
+        return ts_fail(err, TS_ERR_PARSE, "%s: not a raw float32 matrix: %zu bytes, shorter than the %d-byte header",
+                       r->name, got, TSIO_RAW_HEADER_SIZE);
+    if (memcmp(h, TSIO_RAW_MAGIC, 8) != 0)
+        return ts_fail(err, TS_ERR_PARSE, "%s: not a raw float32 matrix (the file does not start with \"%s\")", r->name,
+                       TSIO_RAW_MAGIC);
+    version = get_u32le(h + 8);
+    n_cols = get_u32le(h + 12);
+    r->raw_rows = get_u64le(h + 16);
+    if (version != RAW_VERSION)
+        return ts_fail(err, TS_ERR_UNSUPPORTED, "%s: raw matrix version %u, this reader knows version %u", r->name,
+                       version, RAW_VERSION);
+    if (n_cols == 0) return ts_fail(err, TS_ERR_PARSE, "%s: raw matrix header says 0 columns", r->name);
+    if (r->raw_rows > UINT64_MAX / 4 / n_cols)
+        return ts_fail(err, TS_ERR_PARSE, "%s: raw matrix header says %llu rows of %u columns: too large", r->name,
+                       (unsigned long long)r->raw_rows, n_cols);
+    if (r->opts.n_cols > 0 && n_cols != r->opts.n_cols)
+        return ts_fail(err, TS_ERR_SHAPE, "%s: %u columns, expected %u", r->name, n_cols, r->opts.n_cols);
+    r->n_cols = n_cols;
+    return TS_OK;
+}
+
+/* After the declared rows: nothing may follow. */
+static ts_status check_trailing(tsio_reader *r, ts_error *err) {
+    unsigned char extra[1];
+    size_t got;
+    TS_TRY(tsio_src_read(&r->src, extra, 1, &got, err));
+    if (got)
+        return ts_fail(err, TS_ERR_PARSE, "%s: data after the %llu rows the raw header declares", r->name,
+                       (unsigned long long)r->raw_rows);
+    return TS_OK;
+}
+
+ts_status tsio_raw_fill(tsio_reader *r, size_t *rows, ts_error *err) {
+    uint64_t left = r->raw_rows - r->rows_total;
+    size_t n = left < r->chunk_rows ? (size_t)left : r->chunk_rows;
+    size_t row_bytes = (size_t)r->n_cols * sizeof(float), got, i;
+    if (n == 0) {
+        r->at_eof = 1;
+        *rows = 0;
+        return check_trailing(r, err);
+    }
+    TS_TRY(tsio_src_read(&r->src, r->x, n * row_bytes, &got, err));
+    if (got < n * row_bytes)
+        return ts_fail(err, TS_ERR_PARSE, "%s: truncated: header says %llu rows, file ends after %llu", r->name,
+                       (unsigned long long)r->raw_rows, (unsigned long long)(r->rows_total + got / row_bytes));
+    if (!host_is_little_endian()) swap_words(r->x, n * r->n_cols);
+    for (i = 0; i < n; i++) {
+        r->labels[i] = NAN;
+        TS_TRY(tsio_row_query(r, NULL, &r->qids[i], err));
+    }
+    *rows = n;
+    return TS_OK;
+}
+
+/* Write n floats little-endian, through a bounce buffer on big-endian hosts. */
+static int write_floats(FILE *f, const float *x, size_t n) {
+    unsigned char tmp[4096 * 4];
+    if (n == 0) return 1;
+    if (host_is_little_endian()) return fwrite(x, sizeof(float), n, f) == n;
+    while (n > 0) {
+        size_t k = n < 4096 ? n : 4096;
+        memcpy(tmp, x, k * 4);
+        swap_words(tmp, k);
+        if (fwrite(tmp, 4, k, f) != k) return 0;
+        x += k;
+        n -= k;
+    }
+    return 1;
+}
+
+ts_status tsio_write_raw(const char *path, const float *x, uint64_t n_rows, uint32_t n_cols, ts_error *err) {
+    unsigned char h[TSIO_RAW_HEADER_SIZE];
+    int to_stdout, ok;
+    FILE *f;
+    if (!path || (!x && n_rows > 0)) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "tsio_write_raw: NULL argument");
+    if (n_cols == 0) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "tsio_write_raw: n_cols is 0");
+    if (n_rows > SIZE_MAX / 4 / n_cols)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "tsio_write_raw: %llu x %u floats is too large",
+                       (unsigned long long)n_rows, n_cols);
+    to_stdout = strcmp(path, "-") == 0;
+    f = to_stdout ? stdout : fopen(path, "wb");
+    if (!f) return ts_fail(err, TS_ERR_IO, "cannot open '%s' for writing: %s", path, strerror(errno));
+    memcpy(h, TSIO_RAW_MAGIC, 8);
+    put_u32le(h + 8, RAW_VERSION);
+    put_u32le(h + 12, n_cols);
+    put_u64le(h + 16, n_rows);
+    ok = fwrite(h, 1, sizeof h, f) == sizeof h && write_floats(f, x, (size_t)n_rows * n_cols);
+    ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
+    if (!ok) {
+        int e = errno;
+        if (!to_stdout) remove(path);
+        return ts_fail(err, TS_ERR_IO, "error writing '%s': %s", path, strerror(e));
+    }
+    return TS_OK;
+}
