@@ -128,7 +128,9 @@ typedef struct ts_model_info {
     uint32_t depth_max;           /* root-to-leaf edges; a one-leaf tree has depth 0 */
     double depth_mean;            /* mean over trees of each tree's max depth */
     double base_score;            /* added to every score (XGBoost margin base; 0 for LightGBM) */
-    uint32_t average_divisor;     /* LightGBM random forest: the sum is divided by this; 0 = none */
+    uint32_t average_output;      /* 1 for a LightGBM random forest (average_output): the score is
+                                     still the raw score, the sum, as LightGBM's raw_score;
+                                     its predict() divides by the number of trees */
     uint32_t has_missing_splits;  /* 1 when some split routes missing values specially */
     char objective[64];           /* objective named in the file ("lambdarank", "rank:ndcg"), or "" */
 } ts_model_info;

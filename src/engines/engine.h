@@ -16,7 +16,7 @@
  *   - rows have at least model->n_features readable floats (row r at x + r*row_stride);
  *   - out[r] = base_score + sum over trees in tree order of weight*leaf, in double, so
  *     that every engine returns the same bits as tsm_tree_exit_leaf-based reference
- *     scoring (the scorer applies average_divisor afterwards).
+ *     scoring.
  */
 typedef struct tse_engine {
     ts_engine id;

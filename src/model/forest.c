@@ -249,7 +249,7 @@ ts_status ts_model_get_info(const ts_model *m, ts_model_info *out) {
     out->n_features = m->n_features;
     out->n_features_declared = m->n_features_declared;
     out->base_score = m->base_score;
-    out->average_divisor = m->average_divisor;
+    out->average_output = m->average_output;
     memcpy(out->objective, m->objective, sizeof out->objective);
     out->objective[sizeof out->objective - 1] = '\0';
 

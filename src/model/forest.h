@@ -31,7 +31,6 @@
  * Score
  * -----
  *   score(x) = base_score + sum over trees t in order of (weight_t * leaf_t(x))   [double]
- *   then, if average_divisor != 0, score /= average_divisor.
  * Engines may precompute weight_t * leaf (the same double product) but must add the
  * per-tree terms in tree order, starting from base_score: that is what makes LightGBM
  * scores bit-exact (LightGBM adds leaf values in double in tree order from 0.0).
@@ -80,7 +79,7 @@ struct ts_model {
     uint32_t n_features;          /* max(n_features_declared, 1 + largest feature id used) */
     uint32_t n_features_declared; /* 0 when the file declares none */
     double base_score;
-    uint32_t average_divisor;     /* 0 = plain sum */
+    uint32_t average_output;      /* LightGBM random forest (informational: raw scores are sums) */
     float absent_value;           /* what an absent sparse entry means (0.0f or NaN) */
     char objective[64];
 };

@@ -12,7 +12,6 @@ struct ts_scorer {
     const tse_engine *engine;
     void *state;                 /* the engine's read-only layout */
     uint32_t n_features;         /* columns a row must have */
-    uint32_t average_divisor;    /* 0 = none */
     unsigned n_threads;          /* as asked; threads arrive with the threads issue */
 };
 
@@ -45,7 +44,6 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
     s->engine = eng;
     s->n_features = m->n_features;
-    s->average_divisor = m->average_divisor;
     s->n_threads = opts->n_threads;
     ts_status st = eng->prepare(m, opts, &s->state, err);
     if (st != TS_OK) {
@@ -75,7 +73,5 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
     if (row_stride < n_cols)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "row_stride %zu is smaller than n_cols %zu", row_stride, n_cols);
     s->engine->score(s->state, x, n_rows, row_stride, out);
-    if (s->average_divisor)
-        for (size_t r = 0; r < n_rows; r++) out[r] /= (double)s->average_divisor;
     return TS_OK;
 }

@@ -1,0 +1,145 @@
+/* model_load.c: ts_model_load_file / ts_model_load_buffer: read the input, detect the format, dispatch. */
+#include <errno.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "io/loaders.h"
+#include "io/text.h"
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* Offset of the first byte that is neither the BOM nor whitespace (size when none). */
+static size_t content_start(const char *data, size_t size) {
+    size_t i = tsio_skip_bom(data, size);
+    while (i < size && is_ws(data[i])) i++;
+    return i;
+}
+
+static int has_prefix(const char *p, size_t n, const char *prefix) {
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(p, prefix, k) == 0;
+}
+
+ts_model_format tsio_detect_model_format(const char *data, size_t size) {
+    if (!data) return TS_FORMAT_AUTO;
+    size_t i = content_start(data, size);
+    const char *p = data + i;
+    size_t n = size - i;
+    if (n == 0) return TS_FORMAT_AUTO;
+    if (has_prefix(p, n, "tree") && (n == 4 || p[4] == '\n' || p[4] == '\r')) return TS_FORMAT_LIGHTGBM;
+    if (has_prefix(p, n, "version=")) return TS_FORMAT_LIGHTGBM;
+    if (p[0] == '{') return TS_FORMAT_XGBOOST_JSON;
+    if (p[0] == '<' || p[0] == '#') return TS_FORMAT_QUICKRANK_XML;
+    return TS_FORMAT_AUTO;
+}
+
+/* Number parsing must not depend on the caller's LC_NUMERIC (a "de_DE" locale would
+ * make strtod stop at the '.'), so loaders run under the "C" numeric locale in this
+ * thread only (uselocale is per thread). */
+typedef struct locale_guard {
+    locale_t c_locale, previous;
+} locale_guard;
+
+static void guard_enter(locale_guard *g) {
+    g->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    g->previous = g->c_locale ? uselocale(g->c_locale) : (locale_t)0;
+}
+
+static void guard_leave(locale_guard *g) {
+    if (!g->c_locale) return;
+    uselocale(g->previous);
+    freelocale(g->c_locale);
+}
+
+static ts_status dispatch(const char *data, size_t size, ts_model_format format, const char *name, ts_model **out,
+                          ts_error *err) {
+    locale_guard g;
+    ts_status st;
+    guard_enter(&g);
+    switch (format) {
+    case TS_FORMAT_LIGHTGBM: st = tsio_load_lightgbm(data, size, name, out, err); break;
+    case TS_FORMAT_XGBOOST_JSON: st = tsio_load_xgboost_json(data, size, name, out, err); break;
+    case TS_FORMAT_QUICKRANK_XML: st = tsio_load_quickrank_xml(data, size, name, out, err); break;
+    default: st = ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: unknown model format %d", name, (int)format); break;
+    }
+    guard_leave(&g);
+    return st;
+}
+
+ts_status ts_model_load_buffer(const void *data, size_t size, ts_model_format format, const char *name,
+                               ts_model **out, ts_error *err) {
+    if (!name) name = "<buffer>";
+    if (!out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: ts_model_load_buffer: out is NULL", name);
+    *out = NULL;
+    if (!data && size > 0) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: ts_model_load_buffer: data is NULL", name);
+    if ((unsigned)format > TS_FORMAT_QUICKRANK_XML)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: unknown model format %d", name, (int)format);
+    const char *text = data;
+    if (size == 0) return ts_fail(err, TS_ERR_PARSE, "%s: empty model file", name);
+    if (content_start(text, size) == size)
+        return ts_fail(err, TS_ERR_PARSE, "%s: empty model file (only whitespace)", name);
+    if (format == TS_FORMAT_AUTO) {
+        format = tsio_detect_model_format(text, size);
+        if (format == TS_FORMAT_AUTO) {
+            size_t i = content_start(text, size);
+            return tsio_fail(err, TS_ERR_PARSE, name, tsio_line_at(text, size, i), i,
+                             "unknown model format: expected a LightGBM text model (starting with 'tree' or "
+                             "'version='), an XGBoost JSON model ('{') or a QuickRank XML model ('<' or '##')");
+        }
+    }
+    return dispatch(text, size, format, name, out, err);
+}
+
+/* Read a whole stream into a heap buffer (works for pipes too). */
+static ts_status read_all(FILE *f, const char *path, char **out, size_t *out_size, ts_error *err) {
+    size_t cap = 1 << 16, size = 0;
+    char *buf = malloc(cap);
+    if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", path);
+    for (;;) {
+        if (size == cap) {
+            if (cap > ((size_t)-1) / 2) {
+                free(buf);
+                return ts_fail(err, TS_ERR_NO_MEMORY, "%s: file too large", path);
+            }
+            char *p = realloc(buf, cap * 2);
+            if (!p) {
+                free(buf);
+                return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory reading %zu bytes", path, cap * 2);
+            }
+            buf = p;
+            cap *= 2;
+        }
+        size_t got = fread(buf + size, 1, cap - size, f);
+        size += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        int e = errno;
+        free(buf);
+        return ts_fail(err, TS_ERR_IO, "%s: cannot read: %s", path, strerror(e ? e : EIO));
+    }
+    *out = buf;
+    *out_size = size;
+    return TS_OK;
+}
+
+ts_status ts_model_load_file(const char *path, ts_model_format format, ts_model **out, ts_error *err) {
+    if (!out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_load_file: out is NULL");
+    *out = NULL;
+    if (!path) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_load_file: path is NULL");
+    errno = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return ts_fail(err, TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
+    char *data = NULL;
+    size_t size = 0;
+    errno = 0;
+    ts_status st = read_all(f, path, &data, &size, err);
+    fclose(f);
+    if (st != TS_OK) return st;
+    st = ts_model_load_buffer(data, size, format, path, out, err);
+    free(data);
+    return st;
+}
