@@ -1,0 +1,28 @@
+# Makefile: the front door of treescore (CMake underneath): build, demo, test, fuzz, clean.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all build demo test fuzz clean
+
+all: build
+
+# Release build (-O3, no -march=native): the CLI lands at build/treescore.
+build:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# Rank the bundled example (LightGBM LambdaMART on the Yahoo LTR sample).
+demo: build
+	@./scripts/demo.sh $(BUILD)/treescore
+
+# Install what the tests need, build with -Werror, run every test, print a pass/fail count.
+test:
+	@./scripts/run_tests.sh
+
+# Longer fuzzing session (seconds per target).
+fuzz:
+	@./scripts/run_fuzzers.sh 300
+
+clean:
+	rm -rf build build-asan build-fuzz build-*

@@ -1,0 +1,92 @@
+/* cli.h: what the treescore subcommands share: options, inputs, output files, messages. */
+#ifndef TS_CLI_H
+#define TS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "io/data.h"
+#include "treescore.h"
+
+/* Exit statuses of every subcommand. */
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+/* Every option any subcommand takes; each subcommand says which it accepts. */
+typedef struct cli_opts {
+    const char *model_path;
+    const char *data_path;
+    const char *output_path;     /* NULL = stdout */
+    const char *query_file;
+    const char *engines;         /* bench: comma-separated list */
+    ts_model_format model_format;
+    tsio_data_format data_format;
+    ts_engine engine;
+    unsigned threads;            /* 0 = all cores */
+    int one_based;
+    int header;                  /* -1 detect, 0, 1 */
+    int label_column;            /* -1 none */
+    unsigned top;                /* rank: rows printed per query */
+    unsigned ndcg_k;             /* rank: K of NDCG@K (0 = top) */
+    long print_queries;          /* rank: queries printed (-1 = all) */
+    unsigned repeat;             /* bench */
+    unsigned batch;              /* bench: rows per call (0 = all) */
+    uint64_t max_rows;           /* bench: rows loaded (0 = all) */
+    int tsv;                     /* bench: --format tsv output */
+    int quiet;                   /* no progress on stderr */
+    int help;
+} cli_opts;
+
+/* Option flags: which options a subcommand accepts. */
+enum {
+    OPT_MODEL = 1 << 0, OPT_DATA = 1 << 1, OPT_OUTPUT = 1 << 2, OPT_ENGINE = 1 << 3, OPT_THREADS = 1 << 4,
+    OPT_DATA_FORMAT = 1 << 5, OPT_READER = 1 << 6, OPT_RANK = 1 << 7, OPT_BENCH = 1 << 8, OPT_QUIET = 1 << 9
+};
+
+/* Parse argv[1..] (argv[0] is the subcommand name). Prints the problem and returns
+ * CLI_USAGE on a bad option; CLI_OK otherwise (opts->help set for --help). */
+int cli_parse(int argc, char **argv, unsigned accepted, cli_opts *opts);
+
+/* "treescore: " + message on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Load the model named in opts (message and NULL on failure). */
+ts_model *cli_load_model(const cli_opts *o);
+/* Create a scorer for the engine in opts (message and NULL on failure). */
+ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine engine);
+/* Open the data for this model: SVMlight reads feature id k into column k of a matrix
+ * as wide as the model, with the model library's meaning of absent entries; CSV/TSV/raw
+ * must have the model's column count. want_queries: find query sizes (the --query-file,
+ * or DATA.query next to the data as LightGBM does). Message and NULL on failure. */
+tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries);
+/* Check a chunk's width against the model; message and nonzero on mismatch. */
+int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols);
+
+/* An output that appears only when complete: writes go to a temporary file beside
+ * OUT, renamed over OUT by cli_output_commit; cli_output_abort removes it. With no
+ * path, stdout (which cannot be taken back). */
+typedef struct cli_output {
+    FILE *f;
+    const char *path;
+    char tmp[4096];
+} cli_output;
+int cli_output_open(cli_output *out, const char *path);
+int cli_output_commit(cli_output *out);
+void cli_output_abort(cli_output *out);
+
+/* Progress on stderr for long runs: only on a terminal, at most twice a second. */
+typedef struct cli_progress {
+    int enabled;
+    double start, last;
+} cli_progress;
+void cli_progress_init(cli_progress *p, int quiet);
+void cli_progress_update(cli_progress *p, uint64_t rows);
+void cli_progress_done(cli_progress *p);
+
+double cli_now(void); /* monotonic seconds */
+
+int cmd_score(int argc, char **argv);
+int cmd_rank(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif /* TS_CLI_H */

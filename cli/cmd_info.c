@@ -1,0 +1,53 @@
+/* cmd_info.c: `treescore info`: what a model file holds. */
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: treescore info -m MODEL [--model-format F]\n"
+    "\n"
+    "Print a summary of MODEL: format, objective, trees, leaves, depth, features, base\n"
+    "score, and whether its splits route missing values.\n"
+    "\n"
+    "  -m, --model FILE        LightGBM text, XGBoost JSON or QuickRank XML model\n"
+    "      --model-format F    auto (default), lightgbm, xgboost, quickrank\n"
+    "  -h, --help              this help\n";
+
+int cmd_info(int argc, char **argv) {
+    cli_opts o;
+    int rc = cli_parse(argc, argv, OPT_MODEL, &o);
+    if (rc != CLI_OK) return rc;
+    if (o.help) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (!o.model_path) {
+        cli_error("info: -m MODEL is required (see 'treescore info --help')");
+        return CLI_USAGE;
+    }
+    ts_model *m = cli_load_model(&o);
+    if (!m) return CLI_FAILED;
+    ts_model_info i;
+    ts_model_get_info(m, &i);
+    printf("model:            %s\n", o.model_path);
+    printf("format:           %s\n", ts_model_format_name(i.format));
+    printf("objective:        %s\n", i.objective[0] ? i.objective : "(not stated)");
+    printf("trees:            %u\n", i.n_trees);
+    printf("leaves:           %llu (max %u, mean %.2f per tree)\n", (unsigned long long)i.n_leaves, i.leaves_max,
+           i.leaves_mean);
+    printf("internal nodes:   %llu\n", (unsigned long long)i.n_internal_nodes);
+    printf("depth:            max %u, mean %.2f\n", i.depth_max, i.depth_mean);
+    if (i.n_features_declared)
+        printf("features:         %u declared, %u used in splits\n", i.n_features_declared, i.n_features_used);
+    else
+        printf("features:         %u columns read (the format declares no count), %u used in splits\n",
+               i.n_features, i.n_features_used);
+    printf("base score:       %.17g\n", i.base_score);
+    if (i.average_output)
+        printf("random forest:    average_output; scores are LightGBM raw scores (sums); its predict() "
+               "divides them by %u\n", i.n_trees);
+    printf("missing values:   %s\n", i.has_missing_splits ? "some splits route them explicitly" : "NaN goes right everywhere");
+    printf("absent in SVMlight: %s\n", ts_model_absent_value(m) == 0.0f ? "0.0" : "missing (NaN)");
+    ts_model_free(m);
+    return CLI_OK;
+}

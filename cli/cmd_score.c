@@ -1,0 +1,113 @@
+/* cmd_score.c: `treescore score`: one score per input row, streamed chunk by chunk. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: treescore score -m MODEL -d DATA [-o OUT] [options]\n"
+    "\n"
+    "Score every row of DATA with MODEL and print one score per line (%.17g: the exact\n"
+    "double). The scores are the training library's raw scores: LightGBM raw_score,\n"
+    "XGBoost output_margin, QuickRank sum(weight * output). DATA is read and scored in\n"
+    "chunks, so files of any size run in bounded memory.\n"
+    "\n"
+    "  -m, --model FILE        LightGBM text, XGBoost JSON or QuickRank XML model\n"
+    "      --model-format F    auto (default), lightgbm, xgboost, quickrank\n"
+    "  -d, --data FILE         data file, or - for standard input\n"
+    "  -f, --format F          auto (default: from the extension, else SVMlight), svmlight,\n"
+    "                          csv, tsv, raw (TSRAWF32 float32 matrix)\n"
+    "  -o, --output FILE       write here instead of standard output; the file appears only\n"
+    "                          when every row was scored\n"
+    "  -e, --engine E          auto (default), naive, qs\n"
+    "  -t, --threads N         threads (0 = all cores; accepted, scoring is single-threaded\n"
+    "                          in this version)\n"
+    "  -q, --query-file FILE   SVMlight: query sizes, one per line (checked against the rows)\n"
+    "      --one-based         SVMlight: feature id k is column k-1 (scikit-learn's\n"
+    "                          zero_based=False); default: id k is column k, as LightGBM and\n"
+    "                          XGBoost read LETOR files\n"
+    "      --header, --no-header   CSV/TSV: the first line is (not) a header (default: detect)\n"
+    "      --label-column K    CSV/TSV: column K is a label, not a feature\n"
+    "      --quiet             no progress messages\n"
+    "  -h, --help              this help\n"
+    "\n"
+    "SVMlight entries absent from a line are 0.0 for LightGBM and QuickRank models and\n"
+    "missing (NaN) for XGBoost models, as each library reads sparse data. In CSV/TSV, an\n"
+    "empty field, nan, NaN or NA is missing.\n";
+
+static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer *s, tsio_reader *r, cli_output *out) {
+    double *scores = NULL;
+    size_t cap = 0;
+    uint64_t total = 0;
+    cli_progress prog;
+    cli_progress_init(&prog, o->quiet);
+    int width_checked = 0, rc = CLI_OK;
+    for (;;) {
+        tsio_chunk c;
+        ts_error err;
+        if (tsio_reader_next(r, &c, &err) != TS_OK) {
+            cli_error("%s", err.message);
+            rc = CLI_FAILED;
+            break;
+        }
+        if (c.n_rows == 0) break;
+        if (!width_checked && cli_check_width(o, m, c.n_cols)) {
+            rc = CLI_FAILED;
+            break;
+        }
+        width_checked = 1;
+        if (c.n_rows > cap) {
+            free(scores);
+            cap = c.n_rows;
+            scores = malloc(cap * sizeof *scores);
+            if (!scores) {
+                cli_error("out of memory");
+                rc = CLI_FAILED;
+                break;
+            }
+        }
+        if (ts_scorer_score(s, c.x, c.n_rows, c.n_cols, c.n_cols, scores, &err) != TS_OK) {
+            cli_error("%s: rows %llu..: %s", o->data_path, (unsigned long long)c.first_row + 1, err.message);
+            rc = CLI_FAILED;
+            break;
+        }
+        for (size_t i = 0; i < c.n_rows; i++) fprintf(out->f, "%.17g\n", scores[i]);
+        total += c.n_rows;
+        cli_progress_update(&prog, total);
+    }
+    cli_progress_done(&prog);
+    free(scores);
+    return rc;
+}
+
+int cmd_score(int argc, char **argv) {
+    cli_opts o;
+    int rc = cli_parse(argc, argv,
+                       OPT_MODEL | OPT_DATA | OPT_OUTPUT | OPT_ENGINE | OPT_THREADS | OPT_DATA_FORMAT | OPT_READER |
+                           OPT_QUIET,
+                       &o);
+    if (rc != CLI_OK) return rc;
+    if (o.help) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (!o.model_path || !o.data_path) {
+        cli_error("score: -m MODEL and -d DATA are required (see 'treescore score --help')");
+        return CLI_USAGE;
+    }
+    ts_model *m = cli_load_model(&o);
+    if (!m) return CLI_FAILED;
+    ts_scorer *s = cli_create_scorer(m, &o, o.engine);
+    tsio_reader *r = s ? cli_open_data(&o, m, 0) : NULL;
+    cli_output out;
+    rc = CLI_FAILED;
+    if (r && cli_output_open(&out, o.output_path) == 0) {
+        rc = score_stream(&o, m, s, r, &out);
+        if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;
+        if (rc != CLI_OK) cli_output_abort(&out);
+    }
+    tsio_reader_close(r);
+    ts_scorer_free(s);
+    ts_model_free(m);
+    return rc;
+}

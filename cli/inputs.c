@@ -1,0 +1,205 @@
+/* inputs.c: opening models, scorers, data and output files for the subcommands, with their messages. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+ts_model *cli_load_model(const cli_opts *o) {
+    ts_model *m = NULL;
+    ts_error err;
+    if (ts_model_load_file(o->model_path, o->model_format, &m, &err) != TS_OK) {
+        cli_error("%s", err.message);
+        return NULL;
+    }
+    return m;
+}
+
+ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine engine) {
+    ts_scorer_options so;
+    ts_scorer *s = NULL;
+    ts_error err;
+    ts_scorer_options_init(&so);
+    so.engine = engine;
+    so.n_threads = o->threads;
+    if (ts_scorer_create(m, &so, &s, &err) != TS_OK) {
+        cli_error("%s: engine %s: %s", o->model_path, ts_engine_name(engine), err.message);
+        return NULL;
+    }
+    return s;
+}
+
+/* Resolve AUTO here (the reader would too) because the width to ask for depends on it:
+ * SVMlight is read into the model's width, the other formats bring their own. */
+static tsio_data_format resolve_format(const char *path, tsio_data_format f) {
+    if (f != TSIO_DATA_AUTO || strcmp(path, "-") == 0) return f;
+    const char *dot = strrchr(path, '.');
+    if (dot && strcmp(dot, ".csv") == 0) return TSIO_DATA_CSV;
+    if (dot && strcmp(dot, ".tsv") == 0) return TSIO_DATA_TSV;
+    if (dot && (strcmp(dot, ".f32") == 0 || strcmp(dot, ".raw") == 0)) return TSIO_DATA_RAW;
+    char magic[8] = {0};
+    FILE *fp = fopen(path, "rb");
+    if (fp) {
+        size_t got = fread(magic, 1, sizeof magic, fp);
+        fclose(fp);
+        if (got == sizeof magic && memcmp(magic, TSIO_RAW_MAGIC, sizeof magic) == 0) return TSIO_DATA_RAW;
+    }
+    return f; /* let the reader decide (SVMlight) */
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries) {
+    ts_model_info info;
+    tsio_data_options d;
+    tsio_reader *r = NULL;
+    ts_error err;
+    char query_path[4096];
+    ts_model_get_info(m, &info);
+    tsio_data_options_init(&d);
+    d.format = o->data_format;
+    d.one_based = o->one_based;
+    d.csv_header = o->header;
+    d.csv_label_column = o->label_column;
+    d.absent_value = ts_model_absent_value(m);
+    d.query_file = o->query_file;
+    if (!d.query_file && want_queries && strcmp(o->data_path, "-") != 0 &&
+        (size_t)snprintf(query_path, sizeof query_path, "%s.query", o->data_path) < sizeof query_path &&
+        file_exists(query_path))
+        d.query_file = query_path; /* LightGBM's convention: DATA.query beside DATA */
+    /* SVMlight needs the width up front: the model's columns. Past the model's declared
+     * features an id is an error (as LightGBM and XGBoost refuse such data); models that
+     * declare no count (QuickRank) simply never read the extra columns. */
+    d.n_cols = info.n_features ? info.n_features : 1;
+    d.strict_cols = info.n_features_declared > 0;
+    tsio_data_format f = resolve_format(o->data_path, d.format);
+    if (f == TSIO_DATA_CSV || f == TSIO_DATA_TSV || f == TSIO_DATA_RAW) d.n_cols = 0;
+    if (tsio_reader_open(o->data_path, &d, &r, &err) != TS_OK) {
+        cli_error("%s", err.message);
+        return NULL;
+    }
+    return r;
+}
+
+int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols) {
+    ts_model_info info;
+    ts_model_get_info(m, &info);
+    if (info.n_features_declared && n_cols != info.n_features_declared && n_cols != info.n_features) {
+        cli_error("%s: the data has %u feature columns but the model %s was trained on %u", o->data_path, n_cols,
+                  o->model_path, info.n_features_declared);
+        return -1;
+    }
+    if (n_cols < info.n_features) {
+        cli_error("%s: the data has %u feature columns but the model %s reads %u", o->data_path, n_cols,
+                  o->model_path, info.n_features);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- output ----------------------------------------------------------------------- */
+
+int cli_output_open(cli_output *out, const char *path) {
+    memset(out, 0, sizeof *out);
+    out->path = path;
+    if (!path || strcmp(path, "-") == 0) {
+        out->f = stdout;
+        out->path = NULL;
+        return 0;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* /dev/null, a FIFO, a terminal: nothing to rename into place. */
+        out->f = fopen(path, "w");
+        out->tmp[0] = '\0';
+        if (!out->f) {
+            cli_error("%s: cannot open for writing: %s", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    if ((size_t)snprintf(out->tmp, sizeof out->tmp, "%s.tmp.XXXXXX", path) >= sizeof out->tmp) {
+        cli_error("%s: output path too long", path);
+        return -1;
+    }
+    int fd = mkstemp(out->tmp);
+    if (fd < 0) {
+        cli_error("%s: cannot create the output file: %s", path, strerror(errno));
+        return -1;
+    }
+    fchmod(fd, 0644);
+    out->f = fdopen(fd, "w");
+    if (!out->f) {
+        close(fd);
+        unlink(out->tmp);
+        cli_error("%s: cannot open the output file: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int cli_output_commit(cli_output *out) {
+    if (!out->path) {
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            cli_error("writing standard output: %s", strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    int bad = ferror(out->f);
+    if (fclose(out->f) != 0) bad = 1;
+    out->f = NULL;
+    if (bad) {
+        cli_error("%s: writing failed: %s", out->path, strerror(errno));
+        if (out->tmp[0]) unlink(out->tmp);
+        return -1;
+    }
+    if (out->tmp[0] && rename(out->tmp, out->path) != 0) {
+        cli_error("%s: cannot rename the finished output into place: %s", out->path, strerror(errno));
+        unlink(out->tmp);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_output_abort(cli_output *out) {
+    if (!out->path) {
+        fflush(stdout);
+        return;
+    }
+    if (out->f) fclose(out->f);
+    out->f = NULL;
+    if (out->tmp[0]) unlink(out->tmp);
+}
+
+/* ---- progress --------------------------------------------------------------------- */
+
+void cli_progress_init(cli_progress *p, int quiet) {
+    p->enabled = !quiet && isatty(STDERR_FILENO);
+    p->start = p->last = cli_now();
+}
+
+void cli_progress_update(cli_progress *p, uint64_t rows) {
+    if (!p->enabled) return;
+    double now = cli_now();
+    if (now - p->last < 0.5 || now - p->start < 1.0) return;
+    p->last = now;
+    fprintf(stderr, "\rtreescore: %llu rows scored (%.0f rows/s)   ", (unsigned long long)rows,
+            (double)rows / (now - p->start));
+}
+
+void cli_progress_done(cli_progress *p) {
+    if (p->enabled && p->last > p->start) fputc('\n', stderr);
+}

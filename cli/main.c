@@ -1,0 +1,50 @@
+/* main.c: the treescore command: dispatch to subcommands, --help, --version. */
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: treescore <command> [options]\n"
+    "\n"
+    "Score documents with tree ensembles (LightGBM, XGBoost, QuickRank models), exactly\n"
+    "as the training library does, only faster.\n"
+    "\n"
+    "commands:\n"
+    "  score    one score per row of a data file\n"
+    "  rank     rank the rows of each query, print the top K and NDCG@K\n"
+    "  info     summarize a model file\n"
+    "  bench    time engines side by side on the same rows\n"
+    "\n"
+    "'treescore <command> --help' tells more. 'treescore --version' prints the version.\n"
+    "\n"
+    "example:\n"
+    "  treescore rank -m data/example/model.txt -d data/example/rank.test --top 10\n";
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} command;
+
+static const command commands[] = {
+    {"score", cmd_score}, {"rank", cmd_rank}, {"info", cmd_info}, {"bench", cmd_bench},
+};
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("treescore %s\n", ts_version_string());
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    cli_error("unknown command '%s' (score, rank, info, bench; see 'treescore --help')", cmd);
+    return CLI_USAGE;
+}

@@ -1,0 +1,188 @@
+/* options.c: command-line option parsing shared by the treescore subcommands. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *fmt, ...) {
+    va_list ap;
+    fputs("treescore: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned long long max, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-') goto bad;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max) goto bad;
+    *out = v;
+    return 0;
+bad:
+    cli_error("%s needs a whole number from 0 to %llu, not '%s'", opt, max, s ? s : "");
+    return -1;
+}
+
+typedef enum {
+    O_MODEL, O_DATA, O_OUTPUT, O_ENGINE, O_ENGINES, O_THREADS, O_FORMAT, O_MODEL_FORMAT, O_QUERY_FILE,
+    O_DATA_FORMAT, O_ONE_BASED, O_HEADER, O_NO_HEADER, O_LABEL_COLUMN, O_TOP, O_NDCG, O_PRINT_QUERIES, O_REPEAT, O_BATCH,
+    O_ROWS, O_QUIET, O_HELP
+} opt_id;
+
+typedef struct opt_spec {
+    const char *long_name;
+    char short_name;
+    int takes_value;
+    unsigned group;
+    opt_id id;
+} opt_spec;
+
+static const opt_spec specs[] = {
+    {"model", 'm', 1, OPT_MODEL, O_MODEL},
+    {"data", 'd', 1, OPT_DATA, O_DATA},
+    {"output", 'o', 1, OPT_OUTPUT, O_OUTPUT},
+    {"engine", 'e', 1, OPT_ENGINE, O_ENGINE},
+    {"engines", 0, 1, OPT_BENCH, O_ENGINES},
+    {"threads", 't', 1, OPT_THREADS, O_THREADS},
+    {"format", 'f', 1, OPT_DATA_FORMAT | OPT_BENCH, O_FORMAT},
+    {"data-format", 0, 1, OPT_DATA_FORMAT | OPT_BENCH, O_DATA_FORMAT},
+    {"model-format", 0, 1, OPT_MODEL, O_MODEL_FORMAT},
+    {"query-file", 'q', 1, OPT_READER, O_QUERY_FILE},
+    {"one-based", 0, 0, OPT_READER, O_ONE_BASED},
+    {"header", 0, 0, OPT_READER, O_HEADER},
+    {"no-header", 0, 0, OPT_READER, O_NO_HEADER},
+    {"label-column", 0, 1, OPT_READER, O_LABEL_COLUMN},
+    {"top", 'k', 1, OPT_RANK, O_TOP},
+    {"ndcg", 0, 1, OPT_RANK, O_NDCG},
+    {"print-queries", 0, 1, OPT_RANK, O_PRINT_QUERIES},
+    {"repeat", 'r', 1, OPT_BENCH, O_REPEAT},
+    {"batch", 0, 1, OPT_BENCH, O_BATCH},
+    {"rows", 0, 1, OPT_BENCH, O_ROWS},
+    {"quiet", 0, 0, OPT_QUIET, O_QUIET},
+    {"help", 'h', 0, ~0u, O_HELP},
+};
+
+static const opt_spec *find_spec(const char *arg, const char **inline_value) {
+    *inline_value = NULL;
+    if (arg[0] == '-' && arg[1] == '-') {
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+            if (strlen(specs[i].long_name) == len && strncmp(specs[i].long_name, name, len) == 0) {
+                if (eq) *inline_value = eq + 1;
+                return &specs[i];
+            }
+        return NULL;
+    }
+    if (arg[0] == '-' && arg[1] && arg[2] == '\0')
+        for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+            if (specs[i].short_name == arg[1]) return &specs[i];
+    return NULL;
+}
+
+/* The bench subcommand's --format names its output table; the others' name the data. */
+static int set_format(cli_opts *o, unsigned accepted, const char *v) {
+    if ((accepted & OPT_BENCH) && !(accepted & OPT_DATA_FORMAT)) {
+        if (strcmp(v, "tsv") == 0) o->tsv = 1;
+        else if (strcmp(v, "table") == 0) o->tsv = 0;
+        else {
+            cli_error("--format for bench is 'table' or 'tsv', not '%s'", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (tsio_data_format_from_name(v, &o->data_format) != TS_OK) {
+        cli_error("unknown data format '%s' (auto, svmlight, csv, tsv, raw)", v);
+        return -1;
+    }
+    return 0;
+}
+
+static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
+    unsigned long long n;
+    switch (id) {
+    case O_MODEL: o->model_path = v; return 0;
+    case O_DATA: o->data_path = v; return 0;
+    case O_OUTPUT: o->output_path = v; return 0;
+    case O_QUERY_FILE: o->query_file = v; return 0;
+    case O_ENGINES: o->engines = v; return 0;
+    case O_ENGINE:
+        if (ts_engine_from_name(v, &o->engine) == TS_OK) return 0;
+        cli_error("unknown engine '%s' (auto, naive, qs)", v);
+        return -1;
+    case O_MODEL_FORMAT:
+        if (ts_model_format_from_name(v, &o->model_format) == TS_OK) return 0;
+        cli_error("unknown model format '%s' (auto, lightgbm, xgboost, quickrank)", v);
+        return -1;
+    case O_FORMAT: return set_format(o, accepted, v);
+    case O_DATA_FORMAT:
+        if (tsio_data_format_from_name(v, &o->data_format) == TS_OK) return 0;
+        cli_error("unknown data format '%s' (auto, svmlight, csv, tsv, raw)", v);
+        return -1;
+    case O_THREADS: if (parse_uint("--threads", v, 4096, &n)) return -1; o->threads = (unsigned)n; return 0;
+    case O_ONE_BASED: o->one_based = 1; return 0;
+    case O_HEADER: o->header = 1; return 0;
+    case O_NO_HEADER: o->header = 0; return 0;
+    case O_LABEL_COLUMN: if (parse_uint("--label-column", v, 1u << 24, &n)) return -1; o->label_column = (int)n; return 0;
+    case O_TOP: if (parse_uint("--top", v, 1u << 30, &n)) return -1; o->top = (unsigned)n; return 0;
+    case O_NDCG: if (parse_uint("--ndcg", v, 1u << 30, &n)) return -1; o->ndcg_k = (unsigned)n; return 0;
+    case O_PRINT_QUERIES:
+        if (parse_uint("--print-queries", v, 1u << 30, &n)) return -1;
+        o->print_queries = (long)n;
+        return 0;
+    case O_REPEAT:
+        if (parse_uint("--repeat", v, 100000, &n)) return -1;
+        if (n == 0) { cli_error("--repeat must be at least 1"); return -1; }
+        o->repeat = (unsigned)n;
+        return 0;
+    case O_BATCH: if (parse_uint("--batch", v, 1u << 30, &n)) return -1; o->batch = (unsigned)n; return 0;
+    case O_ROWS: if (parse_uint("--rows", v, ~0ull, &n)) return -1; o->max_rows = n; return 0;
+    case O_QUIET: o->quiet = 1; return 0;
+    case O_HELP: o->help = 1; return 0;
+    }
+    return -1;
+}
+
+static void defaults(cli_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->model_format = TS_FORMAT_AUTO;
+    o->data_format = TSIO_DATA_AUTO;
+    o->engine = TS_ENGINE_AUTO;
+    o->header = -1;
+    o->label_column = -1;
+    o->top = 10;
+    o->print_queries = -1;
+    o->repeat = 5;
+}
+
+int cli_parse(int argc, char **argv, unsigned accepted, cli_opts *o) {
+    defaults(o);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value;
+        const opt_spec *s = find_spec(arg, &value);
+        if (!s || !(s->group & accepted)) {
+            if (arg[0] == '-' && arg[1])
+                cli_error("%s: unknown option '%s' (see 'treescore %s --help')", argv[0], arg, argv[0]);
+            else
+                cli_error("%s: unexpected argument '%s' (see 'treescore %s --help')", argv[0], arg, argv[0]);
+            return CLI_USAGE;
+        }
+        if (s->takes_value && !value) {
+            if (i + 1 >= argc) {
+                cli_error("%s: option '%s' needs a value", argv[0], arg);
+                return CLI_USAGE;
+            }
+            value = argv[++i];
+        } else if (!s->takes_value && value) {
+            cli_error("%s: option '--%s' takes no value", argv[0], s->long_name);
+            return CLI_USAGE;
+        }
+        if (apply(o, accepted, s->id, value)) return CLI_USAGE;
+    }
+    return CLI_OK;
+}

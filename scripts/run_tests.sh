@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# run_tests.sh: `make test`: install test dependencies, build (-Werror), run unit, conformance,
+# CLI and sanitizer tests and the fuzzers, then print one pass/fail count for everything.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+failed_stages=()
+
+stage() { printf '\n==== %s\n' "$*"; }
+fail_stage() { failed_stages+=("$1"); echo "stage failed: $1"; }
+
+# --- dependencies: Debian packages (clang and its runtime for fuzzing), pinned Python packages
+stage "dependencies"
+need_apt=()
+command -v cmake >/dev/null || need_apt+=(cmake)
+command -v clang >/dev/null || need_apt+=(clang)
+if command -v clang >/dev/null && ! echo 'int LLVMFuzzerTestOneInput(const char*d,unsigned long n){(void)d;(void)n;return 0;}' |
+    clang -x c -fsanitize=fuzzer,address - -o "$results/fuzzcheck" 2>/dev/null; then
+    need_apt+=(libclang-rt-14-dev)
+fi
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "installing Debian packages: ${need_apt[*]}"
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null ||
+            fail_stage "apt-get install ${need_apt[*]}"
+    else
+        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null ||
+            fail_stage "apt-get install ${need_apt[*]}"
+    fi
+fi
+./scripts/setup_venv.sh || fail_stage "python packages (tests/requirements.txt)"
+py=$root/.venv/bin/python
+
+# --- release build with warnings as errors, unit tests
+stage "build (Release, -Wall -Wextra -Werror)"
+if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTS_WERROR=ON >/dev/null && cmake --build build -j "$jobs" >"$results/build.log" 2>&1; then
+    stage "unit tests (ctest)"
+    (cd build && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest.xml") || fail_stage "unit tests"
+else
+    cat "$results/build.log"; fail_stage "build"
+fi
+
+# --- conformance (real LightGBM/XGBoost models) and CLI behaviour, on the release binary
+stage "conformance and CLI tests (pytest)"
+TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider tests/conformance tests/cli \
+    --junitxml="$results/pytest.xml" || fail_stage "conformance/CLI tests"
+
+# --- the same unit and bad-input tests under AddressSanitizer + UndefinedBehaviorSanitizer
+stage "ASan+UBSan build and tests"
+if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
+    cmake --build build-asan -j "$jobs" >"$results/build-asan.log" 2>&1; then
+    (cd build-asan && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest-asan.xml") || fail_stage "unit tests (ASan+UBSan)"
+    TS_BIN=$root/build-asan/treescore ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider tests/cli \
+        --junitxml="$results/pytest-asan.xml" || fail_stage "CLI tests (ASan+UBSan)"
+else
+    cat "$results/build-asan.log"; fail_stage "ASan+UBSan build"
+fi
+
+# --- fuzz every parser for a short bounded time
+stage "fuzzing (libFuzzer, ${TS_FUZZ_SECONDS:-15} s per target)"
+./scripts/run_fuzzers.sh "${TS_FUZZ_SECONDS:-15}" | tee "$results/fuzz.log" || fail_stage "fuzzing"
+
+# --- one count for everything
+stage "summary"
+"$py" scripts/count_results.py "$results" "${#failed_stages[@]}" "${failed_stages[@]}"
