@@ -1,0 +1,37 @@
+# conftest.py: pytest setup of the conformance suite (engine parametrization, work directory, binary check).
+"""Conformance tests: `treescore score` must return the training library's own raw scores.
+
+Environment:
+    TS_BIN      the treescore binary (default <repo>/build/treescore). When it is missing
+                every test that runs it FAILS with a message saying so (never skips).
+    TS_ENGINES  comma-separated engines to test (default "naive,qs"); every engine must
+                pass every case.
+
+Run: .venv/bin/python -m pytest tests/conformance -q
+Trained models are cached in tests/conformance/.cache (git-ignored); delete it to retrain.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tshelpers as H  # noqa: E402
+
+
+def pytest_generate_tests(metafunc):
+    if "engine" in metafunc.fixturenames:
+        metafunc.parametrize("engine", H.engines())
+
+
+def pytest_report_header(config):
+    b = H.treescore_bin()
+    state = "found" if b.is_file() else "MISSING"
+    return [f"treescore binary: {b} ({state}); engines: {','.join(H.engines())}"]
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory) -> Path:
+    """Per-session directory for data files written for the CLI."""
+    return tmp_path_factory.mktemp("conformance")
