@@ -28,6 +28,10 @@
  * entry carries a precomputed AND mask; with W > 1 it carries the leaf range [lo, hi)
  * of the left subtree (contiguous, leaves being in order), cleared word by word.
  *
+ * Sentinels: every feature's scan list ends with an entry of threshold +inf, which no
+ * value passes (v > +inf is false for every v, NaN included), so the hot loop needs no
+ * bounds check. Its tree and mask are never applied.
+ *
  * Tree blocks: the bitvectors of all trees of a block must fit QS_BV_WORDS words on
  * the stack (32 KiB: L1-resident and no heap use per call), so models with more trees
  * are split into blocks of consecutive trees, each with its own sorted lists. Scores
@@ -120,9 +124,11 @@ static uint64_t range_mask(uint32_t lo, uint32_t hi) {
     return ~bits;
 }
 
-/* Collect the entries of trees [first, first + n) into e (capacity checked by caller). */
+/* Collect the entries of trees [first, first + n) into e (capacity checked by caller),
+ * then one sentinel per feature seen. mark[] holds, per feature, the last block stamp
+ * that saw it. */
 static size_t collect_entries(const ts_model *m, uint32_t first, uint32_t n, const uint8_t *zero_feature,
-                              qs_entry *e, uint32_t *lo, uint32_t *hi) {
+                              qs_entry *e, uint32_t *lo, uint32_t *hi, uint32_t *mark, uint32_t stamp) {
     size_t k = 0;
     for (uint32_t t = first; t < first + n; t++) {
         const tsm_tree *tr = &m->trees[t];
@@ -146,6 +152,15 @@ static size_t collect_entries(const ts_model *m, uint32_t first, uint32_t n, con
             }
         }
     }
+    /* Sentinels come last in insertion order, so they sort after any real +inf threshold. */
+    const size_t n_real = k;
+    for (size_t i = 0; i < n_real; i++) {
+        uint32_t f = e[i].feature;
+        if (e[i].kind != KIND_SCAN || mark[f] == stamp) continue;
+        mark[f] = stamp;
+        e[k] = (qs_entry){f, KIND_SCAN, INFINITY, 0, 0, 1, (uint32_t)k};
+        k++;
+    }
     return k;
 }
 
@@ -155,13 +170,16 @@ typedef struct qs_build {
     const uint8_t *zero_feature;
     qs_entry *scratch;
     uint32_t *lo, *hi;
+    uint32_t *mark;                 /* per feature: stamp of the last block that saw it */
     size_t n_entries, n_features;   /* filled so far */
 } qs_build;
 
 /* Sort the block's entries and append them and its feature table to the state. */
 static void build_block(qs_build *b, qs_block *blk) {
     qs_state *s = b->s;
-    size_t k = collect_entries(b->m, blk->first_tree, blk->n_trees, b->zero_feature, b->scratch, b->lo, b->hi);
+    uint32_t stamp = (uint32_t)(blk - b->s->blocks) + 1;
+    size_t k = collect_entries(b->m, blk->first_tree, blk->n_trees, b->zero_feature, b->scratch, b->lo, b->hi,
+                               b->mark, stamp);
     qsort(b->scratch, k, sizeof *b->scratch, entry_cmp);
     blk->features = s->features + b->n_features;
     blk->n_features = 0;
@@ -189,8 +207,9 @@ static void build_block(qs_build *b, qs_block *blk) {
     b->n_features += blk->n_features;
 }
 
-/* Entries a tree contributes at most: one scan, one missing, one zero per node. */
-static uint64_t max_entries(const tsm_tree *t) { return 3ull * t->n_nodes; }
+/* Entries a tree contributes at most: one scan, one missing, one zero per node, and a
+ * block has at most one sentinel per node. */
+static uint64_t max_entries(const tsm_tree *t) { return 4ull * t->n_nodes; }
 
 static ts_status qs_alloc(qs_state *s, const ts_model *m, uint64_t n_entries, uint64_t n_leaves) {
     size_t ne = (size_t)n_entries + 1;
@@ -237,14 +256,15 @@ static ts_status qs_prepare(const ts_model *m, const ts_scorer_options *opts, vo
     uint32_t per_block = QS_BV_WORDS / words;
     s->n_blocks = (m->n_trees + per_block - 1) / per_block;
 
-    qs_build b = {m, s, NULL, NULL, NULL, NULL, 0, 0};
+    qs_build b = {m, s, NULL, NULL, NULL, NULL, NULL, 0, 0};
     uint8_t *zero_feature = calloc((size_t)m->n_features + 1, 1);
-    uint64_t block_entries = 3ull * max_nodes * per_block; /* bound for one block */
+    b.mark = calloc((size_t)m->n_features + 1, sizeof *b.mark);
+    uint64_t block_entries = 4ull * max_nodes * per_block; /* bound for one block */
     if (block_entries > n_entries) block_entries = n_entries;
     b.scratch = malloc(((size_t)block_entries + 1) * sizeof *b.scratch);
     b.lo = malloc(((size_t)max_nodes + 1) * sizeof *b.lo);
     b.hi = malloc(((size_t)max_nodes + 1) * sizeof *b.hi);
-    ts_status st = (zero_feature && b.scratch && b.lo && b.hi) ? qs_alloc(s, m, n_entries, n_leaves) : TS_ERR_NO_MEMORY;
+    ts_status st = (zero_feature && b.mark && b.scratch && b.lo && b.hi) ? qs_alloc(s, m, n_entries, n_leaves) : TS_ERR_NO_MEMORY;
     if (st == TS_OK) {
         for (uint32_t t = 0; t < m->n_trees; t++)
             for (uint32_t i = 0; i < m->trees[t].n_nodes; i++)
@@ -265,6 +285,7 @@ static ts_status qs_prepare(const ts_model *m, const ts_scorer_options *opts, vo
         }
     }
     free(zero_feature);
+    free(b.mark);
     free(b.scratch);
     free(b.lo);
     free(b.hi);
@@ -308,7 +329,7 @@ static void score_block_1w(const qs_state *s, const qs_block *blk, const float *
             i = qf->zero_begin;
             end = qf->zero_end;
         } else {
-            for (i = qf->scan_begin, end = qf->scan_end; i < end && v > thr[i]; i++) bv[tree[i]] &= mask[i];
+            for (i = qf->scan_begin; v > thr[i]; i++) bv[tree[i]] &= mask[i];
             continue;
         }
         for (; i < end; i++) bv[tree[i]] &= mask[i];
@@ -329,7 +350,7 @@ static void score_block_nw(const qs_state *s, const qs_block *blk, const float *
             i = qf->zero_begin;
             end = qf->zero_end;
         } else {
-            for (i = qf->scan_begin, end = qf->scan_end; i < end && v > s->threshold[i]; i++)
+            for (i = qf->scan_begin; v > s->threshold[i]; i++)
                 clear_range(bv + (size_t)s->tree[i] * W, s->lo[i], s->hi[i]);
             continue;
         }
