@@ -32,6 +32,8 @@ typedef enum tsio_data_format {
  */
 #define TSIO_RAW_MAGIC "TSRAWF32"
 #define TSIO_RAW_HEADER_SIZE 24
+/* The widest matrix any reader produces (as TSM_MAX_FEATURES: a row is 64 MiB). */
+#define TSIO_MAX_COLS (1u << 24)
 
 typedef struct tsio_data_options {
     tsio_data_format format;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/error.h"
 #include "io/data_internal.h"
@@ -70,11 +71,25 @@ ts_status tsio_raw_init(tsio_reader *r, ts_error *err) {
         return ts_fail(err, TS_ERR_UNSUPPORTED, "%s: raw matrix version %u, this reader knows version %u", r->name,
                        version, RAW_VERSION);
     if (n_cols == 0) return ts_fail(err, TS_ERR_PARSE, "%s: raw matrix header says 0 columns", r->name);
+    if (n_cols > TSIO_MAX_COLS)
+        return ts_fail(err, TS_ERR_LIMIT, "%s: raw matrix header says %u columns (limit %u)", r->name, n_cols,
+                       TSIO_MAX_COLS);
     if (r->raw_rows > UINT64_MAX / 4 / n_cols)
         return ts_fail(err, TS_ERR_PARSE, "%s: raw matrix header says %llu rows of %u columns: too large", r->name,
                        (unsigned long long)r->raw_rows, n_cols);
     if (r->opts.n_cols > 0 && n_cols != r->opts.n_cols)
         return ts_fail(err, TS_ERR_SHAPE, "%s: %u columns, expected %u", r->name, n_cols, r->opts.n_cols);
+    /* A regular file must hold what the header declares: check before anything is
+     * allocated from the header's numbers (a pipe is checked as it is read). */
+    struct stat st;
+    if (fstat(r->src.fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        uint64_t want = (uint64_t)TSIO_RAW_HEADER_SIZE + r->raw_rows * n_cols * 4u;
+        if ((uint64_t)st.st_size < want)
+            return ts_fail(err, TS_ERR_PARSE, "%s: truncated: the header declares %llu rows of %u columns (%llu bytes) "
+                           "but the file has %llu bytes",
+                           r->name, (unsigned long long)r->raw_rows, n_cols, (unsigned long long)want,
+                           (unsigned long long)st.st_size);
+    }
     r->n_cols = n_cols;
     return TS_OK;
 }

@@ -699,8 +699,9 @@ static void test_raw(void) {
         write_file_n("t.f32", buf, 24 + 7 * 12 + 5);
         snprintf(path, sizeof path, "%s/t.f32", tmp_dir);
         CHECK_STATUS(read_all(path, &o, &a), TS_ERR_PARSE);
-        CHECK_MSG(has(&a.err, "truncated: header says 10 rows, file ends after 7"), "%s", a.err.message);
-        CHECK(a.n_rows == 6);
+        /* a regular file is measured against its header before anything is read */
+        CHECK_MSG(has(&a.err, "truncated: the header declares 10 rows of 3 columns"), "%s", a.err.message);
+        CHECK(a.n_rows == 0);
         free_rows(&a);
         memcpy(buf + 24 + 120, "extra", 5);
         CHECK_STATUS(read_all(write_file_n("x.f32", buf, 24 + 120 + 5), &o, &a), TS_ERR_PARSE);

@@ -1,0 +1,385 @@
+"""test_bad_input.py: the treescore CLI on broken, truncated, empty, huge and missing inputs."""
+import random
+import re
+import struct
+
+import pytest
+
+from cli_helpers import EXAMPLE, MODELS, write_svmlight_ok
+
+LGB_FEATURES = 136  # rankeval_LightGBM.model.txt: max_feature_idx=135
+REAL_MODELS = sorted(p.name for p in MODELS.iterdir() if p.is_file())
+
+
+# ---- baseline: the inputs the bad ones are made from are good ---------------------------
+
+def test_baseline_score_ok(ts, lgb_model, tmp_path):
+    data = write_svmlight_ok(tmp_path / "ok.svm", 20)
+    r = ts.succeeds("score", "-m", lgb_model, "-d", data)
+    lines = r.stdout.split()
+    assert len(lines) == 20, r
+    [float(x) for x in lines]
+    out = tmp_path / "out.txt"
+    ts.succeeds("score", "-m", lgb_model, "-d", data, "-o", out)
+    assert out.read_text().split() == lines
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_baseline_info_ok(ts, name):
+    r = ts.succeeds("info", "-m", MODELS / name)
+    assert r.stdout.strip(), r
+
+
+# ---- truncated models -------------------------------------------------------------------
+
+def strict_regions(data, kind):
+    """Byte ranges [a, b) where any cut must make the model invalid: inside a LightGBM
+    tree block before its leaf_value line (required field lost), anywhere before the last
+    </tree> of QuickRank XML (unclosed elements), anywhere before the final '}' of JSON."""
+    if kind == "lightgbm":
+        regions = []
+        for m in re.finditer(rb"^Tree=\d+\r?\n", data, re.M):
+            lv = data.find(b"\nleaf_value=", m.end())
+            if lv > 0:
+                regions.append((m.start() + 6, lv + 1))
+        return regions
+    if kind == "quickrank":
+        return [(data.index(b"<") + 1, data.rindex(b"</tree>"))]
+    return [(1, len(data.rstrip()) - 1)]
+
+
+def cut_offsets(regions, n=10):
+    """n offsets spread evenly over the union of the regions."""
+    points = [p for a, b in regions for p in range(a, b)]
+    assert points, "no region to cut in"
+    step = max(1, len(points) // n)
+    return sorted(set(points[i] for i in range(step // 2, len(points), step)))[:n]
+
+
+def kind_of(path):
+    return {".txt": "lightgbm", ".xml": "quickrank", ".json": "xgboost"}[path.suffix]
+
+
+def check_truncations(ts, model, tmp_path):
+    data = model.read_bytes()
+    kind = kind_of(model)
+    problems = []
+    strict = cut_offsets(strict_regions(data, kind))
+    lenient = [1, len(data) // 50, len(data) - 2]  # may or may not still be a valid model
+    for off in strict + [o for o in lenient if o not in strict]:
+        path = tmp_path / f"cut{off}_{model.name}"
+        path.write_bytes(data[:off])
+        r = ts.run("info", "-m", path)  # run() already rejects signals, hangs, sanitizer reports
+        if off not in strict and r.returncode == 0:
+            continue
+        if r.returncode != 1:
+            problems.append(f"cut at {off}: exit {r.returncode}")
+        elif not re.search(re.escape(path.name) + r":\d+", r.stderr):
+            problems.append(f"cut at {off}: message lacks '{path.name}:LINE': {r.stderr.strip()!r}")
+    assert not problems, f"{model.name} ({len(data)} bytes):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_truncated_real_models(ts, name, tmp_path):
+    check_truncations(ts, MODELS / name, tmp_path)
+
+
+def test_truncated_trained_lightgbm(ts, trained_lgb_model, tmp_path):
+    check_truncations(ts, trained_lgb_model, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def trained_xgb_model(tmp_path_factory):
+    """A small XGBoost ranking model saved as JSON (3 trees of depth 2, missing values)."""
+    xgb = pytest.importorskip("xgboost")
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 8))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 1]) > 0).astype(int)
+    d = xgb.DMatrix(X, label=y)
+    d.set_group([20] * 10)
+    booster = xgb.train({"objective": "rank:ndcg", "max_depth": 2, "nthread": 1}, d, 3)
+    path = tmp_path_factory.mktemp("xgb") / "trained_xgboost.json"
+    booster.save_model(str(path))
+    return path
+
+
+def test_truncated_trained_xgboost(ts, trained_xgb_model, tmp_path):
+    check_truncations(ts, trained_xgb_model, tmp_path)
+
+
+# ---- empty, garbled, binary, wrong-kind models ------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["auto", "lightgbm", "xgboost", "quickrank"])
+def test_empty_model(ts, tmp_path, fmt):
+    model = tmp_path / "empty_model.txt"
+    model.write_bytes(b"")
+    ts.fails("info", "-m", model, "--model-format", fmt, mentions=[model])
+    out = tmp_path / "out.txt"
+    data = write_svmlight_ok(tmp_path / "ok.svm", 3)
+    ts.fails("score", "-m", model, "--model-format", fmt, "-d", data, "-o", out, mentions=[model], out=out)
+
+
+# name -> (content, line of the error or None where no one line is to blame)
+GARBLED = {
+    "prose.txt": (b"this is not a model\nat all\n", None),
+    "lightgbm_bad_split.txt": (b"tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\n"
+                               b"max_feature_idx=3\nobjective=regression\n\nTree=0\nnum_leaves=3\n"
+                               b"split_feature=a b\nthreshold=1 2\ndecision_type=2 2\nleft_child=1 -1\n"
+                               b"right_child=-2 -3\nleaf_value=1 2 3\nshrinkage=1\n\n\nend of trees\n", 11),
+    "quickrank_bad_threshold.xml": (b"<ranker>\n<ensemble>\n<tree id=\"1\" weight=\"1\">\n<split>\n"
+                                    b"<feature>1</feature>\n<threshold>x</threshold>\n<split pos=\"left\">"
+                                    b"<output>1</output></split>\n<split pos=\"right\"><output>2</output>"
+                                    b"</split>\n</split>\n</tree>\n</ensemble>\n</ranker>\n", 6),
+    "quickrank_unclosed.xml": (b"<ranker><ensemble><tree id=\"1\" weight=\"1\"><split><feature>1"
+                               b"</feature><threshold>0.5</threshold><split pos=\"left\"><output>1", 1),
+    "json_garbled.json": (b'{"learner":\n {"gradient_booster": [1, 2,, }', 2),
+    "nul_bytes.txt": (b"tree\n\x00\x00\x00version=v4\n\x00", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GARBLED))
+def test_garbled_model(ts, tmp_path, name):
+    content, line = GARBLED[name]
+    model = tmp_path / name
+    model.write_bytes(content)
+    ts.fails("info", "-m", model, mentions=[model], line=line)
+
+
+@pytest.mark.parametrize("fmt", ["auto", "lightgbm", "xgboost", "quickrank"])
+def test_random_binary_model(ts, tmp_path, fmt):
+    rng = random.Random(12345)
+    model = tmp_path / "random.bin"
+    model.write_bytes(bytes(rng.randrange(256) for _ in range(8192)))
+    ts.fails("info", "-m", model, "--model-format", fmt, mentions=[model])
+
+
+@pytest.mark.parametrize("text", ['{"name": "not a model", "trees": [1, 2, 3]}', "{}", "[]", '"x"',
+                                  '{"learner": {"gradient_booster": {"name": "gbtree"}}}'])
+def test_json_that_is_not_xgboost(ts, tmp_path, text):
+    model = tmp_path / "other.json"
+    model.write_text(text + "\n")
+    ts.fails("info", "-m", model, mentions=[model])
+    ts.fails("info", "-m", model, "--model-format", "xgboost", mentions=[model])
+
+
+def test_model_in_wrong_forced_format(ts, lgb_model):
+    ts.fails("info", "-m", lgb_model, "--model-format", "xgboost", mentions=[lgb_model])
+    ts.fails("info", "-m", lgb_model, "--model-format", "quickrank", mentions=[lgb_model])
+
+
+# ---- empty data: zero rows is not an error for text formats -----------------------------
+
+@pytest.mark.parametrize("name,fmt", [("empty.svm", "svmlight"), ("empty.txt", "auto"),
+                                      ("empty.csv", "csv"), ("empty.csv", "auto"), ("empty.tsv", "tsv")])
+def test_empty_text_data_is_zero_rows(ts, lgb_model, tmp_path, name, fmt):
+    data = tmp_path / name
+    data.write_bytes(b"")
+    r = ts.succeeds("score", "-m", lgb_model, "-d", data, "--format", fmt)
+    assert r.stdout == "", r
+    out = tmp_path / "out.txt"
+    ts.succeeds("score", "-m", lgb_model, "-d", data, "--format", fmt, "-o", out)
+    assert out.exists() and out.read_bytes() == b""
+
+
+def test_empty_raw_data_is_an_error(ts, lgb_model, tmp_path):
+    data = tmp_path / "empty.f32"
+    data.write_bytes(b"")
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "--format", "raw", "-o", out, mentions=[data], out=out)
+
+
+# ---- malformed data ---------------------------------------------------------------------
+
+def dense_row(n, value="0.5", sep=","):
+    return sep.join([value] * n)
+
+
+def test_csv_wrong_column_count(ts, lgb_model, tmp_path):
+    data = tmp_path / "five.csv"
+    data.write_text("\n".join(dense_row(5) for _ in range(3)) + "\n")
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "--no-header", "-o", out, mentions=[data], out=out)
+
+
+def test_csv_ragged_row_names_line(ts, lgb_model, tmp_path):
+    data = tmp_path / "ragged.csv"
+    rows = [dense_row(LGB_FEATURES)] * 2 + [dense_row(LGB_FEATURES - 1)] + [dense_row(LGB_FEATURES)]
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "--no-header", "-o", out, mentions=[data], line=3, out=out)
+
+
+def test_csv_bad_number_names_line(ts, lgb_model, tmp_path):
+    data = tmp_path / "badnum.csv"
+    rows = [dense_row(LGB_FEATURES)] * 4
+    rows[1] = "0.5," * (LGB_FEATURES - 1) + "0.5x"
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "--no-header", "-o", out, mentions=[data], line=2, out=out)
+
+
+def raw_file(n_rows, n_cols, data_rows=None):
+    hdr = b"TSRAWF32" + struct.pack("<IIQ", 1, n_cols, n_rows)
+    rows = n_rows if data_rows is None else data_rows
+    return hdr + struct.pack("<%df" % int(rows * n_cols), *([0.25] * int(rows * n_cols)))
+
+
+def test_raw_ok_baseline(ts, lgb_model, tmp_path):
+    data = tmp_path / "ok.f32"
+    data.write_bytes(raw_file(3, LGB_FEATURES))
+    r = ts.succeeds("score", "-m", lgb_model, "-d", data)
+    assert len(r.stdout.split()) == 3, r
+
+
+@pytest.mark.parametrize("cut", ["mid_row", "mid_value", "header"])
+def test_raw_truncated(ts, lgb_model, tmp_path, cut):
+    full = raw_file(3, LGB_FEATURES)
+    end = {"mid_row": 24 + 4 * LGB_FEATURES * 2 + 4 * 10, "mid_value": len(full) - 2, "header": 13}[cut]
+    data = tmp_path / "truncated.f32"
+    data.write_bytes(full[:end])
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[data], out=out)
+
+
+def test_raw_wrong_column_count(ts, lgb_model, tmp_path):
+    data = tmp_path / "narrow.f32"
+    data.write_bytes(raw_file(2, 10))
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[data], out=out)
+
+
+def test_raw_bad_magic(ts, lgb_model, tmp_path):
+    data = tmp_path / "bad.f32"
+    data.write_bytes(b"NOTRAW!!" + raw_file(1, LGB_FEATURES)[8:])
+    ts.fails("score", "-m", lgb_model, "-d", data, "--format", "raw", mentions=[data])
+
+
+def test_svmlight_feature_id_past_model(ts, lgb_model, tmp_path):
+    data = write_svmlight_ok(tmp_path / "wide.svm", 6, bad_line=4, bad_text="1 qid:1 3:0.5 500:1.0")
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[data], line=4, out=out)
+
+
+@pytest.mark.parametrize("bad", ["1 qid:1 1:abc", "1 qid:1 1:0.5 1:0.7 :3", "x qid:1 1:0.5",
+                                 "1 qid:zz 1:0.5", "1 qid:1 -3:0.5", "1 qid:1 1:0.5 2:"])
+def test_svmlight_bad_token_names_line(ts, lgb_model, tmp_path, bad):
+    data = write_svmlight_ok(tmp_path / "bad.svm", 5, bad_line=3, bad_text=bad)
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[data], line=3, out=out)
+
+
+def test_random_binary_data(ts, lgb_model, tmp_path):
+    rng = random.Random(777)
+    data = tmp_path / "random.svm"
+    data.write_bytes(bytes(rng.randrange(256) for _ in range(8192)))
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[data], line=1, out=out)
+
+
+LINE_LIMIT_WORDS = re.compile(r"limit|too long|longer than|exceeds", re.I)
+
+
+def test_svmlight_10mb_line(ts, lgb_model, tmp_path):
+    data = tmp_path / "long.svm"
+    with open(data, "w") as f:
+        f.write("1 qid:1 1:0.5\n0 qid:1")
+        chunk = " 1:0.5" * 10000
+        while f.tell() < 10 * 1024 * 1024:
+            f.write(chunk)
+        f.write("\n1 qid:1 2:0.5\n")
+    out = tmp_path / "out.txt"
+    r = ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[data], line=2, out=out)
+    assert LINE_LIMIT_WORDS.search(r.stderr), r
+
+
+def test_csv_10mb_line(ts, lgb_model, tmp_path):
+    data = tmp_path / "long.csv"
+    with open(data, "w") as f:
+        f.write(dense_row(LGB_FEATURES) + "\n")
+        chunk = ",0.5" * 10000
+        while f.tell() < 10 * 1024 * 1024:
+            f.write(chunk)
+        f.write("\n" + dense_row(LGB_FEATURES) + "\n")
+    out = tmp_path / "out.txt"
+    r = ts.fails("score", "-m", lgb_model, "-d", data, "--no-header", "-o", out, mentions=[data], line=2, out=out)
+    assert LINE_LIMIT_WORDS.search(r.stderr), r
+
+
+def test_query_file_mismatch(ts, lgb_model, tmp_path):
+    data = write_svmlight_ok(tmp_path / "noqid.svm", 5, qid=False)
+    q = tmp_path / "sizes.query"
+    q.write_text("2\n2\n")  # 4 rows, the file has 5
+    r = ts.fails("rank", "-m", lgb_model, "-d", data, "--query-file", q)
+    assert q.name in r.stderr or data.name in r.stderr, r
+
+
+# ---- missing files, directories ---------------------------------------------------------
+
+def test_nonexistent_model(ts, tmp_path):
+    data = write_svmlight_ok(tmp_path / "ok.svm", 2)
+    missing = tmp_path / "no_such_model.txt"
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", missing, "-d", data, "-o", out, mentions=[missing], out=out)
+    ts.fails("info", "-m", missing, mentions=[missing])
+    ts.fails("rank", "-m", missing, "-d", data, mentions=[missing])
+
+
+def test_nonexistent_data(ts, lgb_model, tmp_path):
+    missing = tmp_path / "no_such_data.svm"
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", missing, "-o", out, mentions=[missing], out=out)
+    ts.fails("rank", "-m", lgb_model, "-d", missing, mentions=[missing])
+
+
+def test_nonexistent_query_file(ts, lgb_model, tmp_path):
+    data = write_svmlight_ok(tmp_path / "ok.svm", 2)
+    missing = tmp_path / "no_such.query"
+    ts.fails("score", "-m", lgb_model, "-d", data, "--query-file", missing, mentions=[missing])
+
+
+def test_directory_as_model(ts, tmp_path):
+    d = tmp_path / "a_directory"
+    d.mkdir()
+    ts.fails("info", "-m", d, mentions=[d])
+    data = write_svmlight_ok(tmp_path / "ok.svm", 2)
+    ts.fails("score", "-m", d, "-d", data, mentions=[d])
+
+
+def test_directory_as_data(ts, lgb_model, tmp_path):
+    d = tmp_path / "data_dir"
+    d.mkdir()
+    out = tmp_path / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", d, "-o", out, mentions=[d], out=out)
+
+
+def test_output_in_missing_directory(ts, lgb_model, tmp_path):
+    data = write_svmlight_ok(tmp_path / "ok.svm", 2)
+    out = tmp_path / "no_dir" / "out.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[out], out=out)
+
+
+# ---- an error deep in a large file: nothing written -------------------------------------
+
+def test_error_midway_leaves_no_output(ts, lgb_model, tmp_path):
+    outdir = tmp_path / "outdir"
+    outdir.mkdir()
+    data = write_svmlight_ok(tmp_path / "big.svm", 10000, bad_line=5000)
+    out = outdir / "scores.txt"
+    ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[data], line=5000, out=out)
+    assert list(outdir.iterdir()) == [], "temporary files left behind"
+
+
+def test_error_midway_keeps_existing_output(ts, lgb_model, tmp_path):
+    data = write_svmlight_ok(tmp_path / "big.svm", 10000, bad_line=5000)
+    out = tmp_path / "scores.txt"
+    out.write_text("precious\n")
+    ts.fails("score", "-m", lgb_model, "-d", data, "-o", out, mentions=[data], line=5000)
+    assert out.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.svm", "scores.txt"]
+
+
+def test_example_data_past_model_range(ts, lgb_model):
+    """data/example/rank.test has feature ids up to 300: past the 136-feature model."""
+    ts.fails("score", "-m", lgb_model, "-d", EXAMPLE / "rank.test", mentions=["rank.test"], line=1)

@@ -1,0 +1,93 @@
+"""test_usage.py: the treescore CLI's help, version and bad-usage exits (status 2)."""
+import pytest
+
+from cli_helpers import write_svmlight_ok
+
+SUBCOMMANDS = ["score", "rank", "info", "bench"]
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_subcommand_help(ts, sub, flag):
+    r = ts.succeeds(sub, flag)
+    assert "usage" in r.stdout.lower(), r
+    assert sub in r.stdout, r
+
+
+def test_top_level_help(ts):
+    r = ts.succeeds("--help")
+    assert "usage" in r.stdout.lower(), r
+    for sub in ("score", "rank", "info"):
+        assert sub in r.stdout, r
+
+
+def test_version(ts):
+    r = ts.succeeds("--version")
+    assert "0.1.0" in r.stdout, r
+
+
+@pytest.fixture
+def ok_data(tmp_path):
+    return write_svmlight_ok(tmp_path / "ok.svm", 3)
+
+
+def usage_error(ts, *args):
+    r = ts.fails(*args, status=2)
+    assert r.stdout == "" or "usage" in r.stdout.lower(), r
+    return r
+
+
+def test_no_arguments(ts):
+    usage_error(ts)
+
+
+def test_unknown_subcommand(ts):
+    r = usage_error(ts, "frobnicate")
+    assert "frobnicate" in r.stderr, r
+
+
+@pytest.mark.parametrize("opt", ["--no-such-option", "-Z", "--engine-typo=qs"])
+def test_unknown_option(ts, lgb_model, ok_data, opt):
+    r = usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, opt)
+    assert opt.split("=")[0] in r.stderr, r
+
+
+def test_unknown_engine(ts, lgb_model, ok_data):
+    r = usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, "--engine", "warp-drive")
+    assert "warp-drive" in r.stderr, r
+
+
+def test_unknown_formats(ts, lgb_model, ok_data):
+    usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, "--format", "parquet")
+    usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, "--model-format", "onnx")
+
+
+def test_missing_required_options(ts, lgb_model, ok_data):
+    usage_error(ts, "score", "-d", ok_data)
+    usage_error(ts, "score", "-m", lgb_model)
+    usage_error(ts, "info")
+    usage_error(ts, "rank", "-m", lgb_model)
+
+
+def test_option_missing_its_value(ts, lgb_model):
+    usage_error(ts, "score", "-m", lgb_model, "-d")
+    usage_error(ts, "info", "-m")
+
+
+@pytest.mark.parametrize("value", ["-1", "abc", "", "99999999999999999999999"])
+def test_bad_numbers(ts, lgb_model, ok_data, value):
+    usage_error(ts, "rank", "-m", lgb_model, "-d", ok_data, "--top", value)
+
+
+def test_option_of_another_subcommand(ts, lgb_model):
+    usage_error(ts, "info", "-m", lgb_model, "--top", "3")
+
+
+def test_unexpected_positional(ts, lgb_model, ok_data):
+    usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, "stray")
+
+
+@pytest.mark.parametrize("engine", ["naive", "qs", "auto"])
+def test_known_engines_accepted(ts, lgb_model, ok_data, engine):
+    r = ts.succeeds("score", "-m", lgb_model, "-d", ok_data, "--engine", engine)
+    assert len(r.stdout.split()) == 3, r

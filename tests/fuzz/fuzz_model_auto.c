@@ -1,0 +1,183 @@
+/* fuzz_model_auto.c: libFuzzer target for format detection + all loaders, and a differential fuzzer of the engines. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * The input is loaded with TS_FORMAT_AUTO. When a model loads, rows are built from the
+ * model's own thresholds (each exactly, one ulp above and below), the special values
+ * LightGBM and XGBoost treat specially (NaN, +-0, +-1e-35, +-inf) and random floats,
+ * and then scored by the naive engine, the QuickScorer engine and a reference sum
+ * computed here from tsm_tree_exit_leaf. All three must agree bit for bit (two NaNs of
+ * any payload count as equal); any difference aborts.
+ */
+
+#define MAX_CELLS (1u << 22) /* floats per scoring batch: 16 MiB */
+#define MAX_ROWS 37u
+
+/* xorshift64*, seeded from the input so every input gives its own rows. */
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t seed_of(const uint8_t *data, size_t size) {
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 0x100000001b3ULL;
+    return h ? h : 1;
+}
+
+/* A random node of a random tree, or NULL when the model has no internal node. */
+static const tsm_node *random_node(const ts_model *m, uint64_t *s) {
+    if (m->n_trees == 0) return NULL;
+    for (int tries = 0; tries < 4; tries++) {
+        const tsm_tree *t = &m->trees[rng_next(s) % m->n_trees];
+        if (t->n_nodes) return &t->nodes[rng_next(s) % t->n_nodes];
+    }
+    return NULL;
+}
+
+/* A value near a threshold (t, one ulp above, one ulp below). */
+static float near_threshold(float t, uint64_t *s) {
+    switch (rng_next(s) % 3) {
+    case 0: return t;
+    case 1: return nextafterf(t, INFINITY);
+    default: return nextafterf(t, -INFINITY);
+    }
+}
+
+static float special_value(const ts_model *m, uint64_t *s) {
+    uint64_t k = rng_next(s) % 12;
+    switch (k) {
+    case 0: return NAN;
+    case 1: return 0.0f;
+    case 2: return -0.0f;
+    case 3: return 1e-35f;
+    case 4: return -1e-35f;
+    case 5: return nextafterf(1e-35f, INFINITY);
+    case 6: return -nextafterf(1e-35f, INFINITY);
+    case 7: return INFINITY;
+    case 8: return -INFINITY;
+    case 9: {
+        uint32_t bits = (uint32_t)rng_next(s);
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        return f != f ? 1.0f : f;
+    }
+    default: {
+        const tsm_node *n = random_node(m, s);
+        return n ? near_threshold(n->threshold, s) : 0.5f;
+    }
+    }
+}
+
+/* Fills the rows: each cell a special value, then each row gets a few cells set next
+ * to the threshold of a random node on that node's own feature. */
+static void build_rows(const ts_model *m, float *x, size_t n_rows, size_t stride, size_t n_cols, uint64_t *s) {
+    for (size_t r = 0; r < n_rows; r++) {
+        float *row = x + r * stride;
+        for (size_t c = 0; c < stride; c++) row[c] = c < n_cols ? special_value(m, s) : NAN;
+        for (int k = 0; k < 16; k++) {
+            const tsm_node *n = random_node(m, s);
+            if (n && n->feature < n_cols) row[n->feature] = near_threshold(n->threshold, s);
+        }
+    }
+}
+
+/* The definition of the score (forest.h): base + sum in tree order, then the divisor. */
+static double reference_score(const ts_model *m, const float *row) {
+    double sum = m->base_score;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        sum += tr->weight * tr->leaf_values[tsm_tree_exit_leaf(tr, row)];
+    }
+    return sum;
+}
+
+static int same_bits(double a, double b) {
+    if (a != a && b != b) return 1;
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static ts_scorer *make_scorer(const ts_model *m, ts_engine engine) {
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = engine;
+    o.n_threads = 1;
+    ts_scorer *sc = NULL;
+    ts_error err;
+    memset(&err, 0, sizeof err);
+    ts_status st = ts_scorer_create(m, &o, &sc, &err);
+    if (st != TS_OK) {
+        if (sc) fuzz_die("scorer not NULL after a failed create", &err);
+        fuzz_check_error(st, &err, 0);
+        return NULL;
+    }
+    if (ts_scorer_engine(sc) != engine) fuzz_die("scorer runs another engine than asked", NULL);
+    if (ts_scorer_n_features(sc) != m->n_features) fuzz_die("scorer n_features != model n_features", NULL);
+    return sc;
+}
+
+static void score_or_die(const ts_scorer *sc, const float *x, size_t n_rows, size_t n_cols, size_t stride,
+                         double *out) {
+    ts_error err;
+    memset(&err, 0, sizeof err);
+    if (ts_scorer_score(sc, x, n_rows, n_cols, stride, out, &err) != TS_OK)
+        fuzz_die("ts_scorer_score failed on a valid batch", &err);
+}
+
+static void report_diff(const char *what, size_t row, double a, double b) {
+    unsigned long long ba, bb;
+    memcpy(&ba, &a, sizeof ba);
+    memcpy(&bb, &b, sizeof bb);
+    fprintf(stderr, "%s differ at row %zu: %.17g (%016llx) vs %.17g (%016llx)\n", what, row, a, ba, b, bb);
+    abort();
+}
+
+static void differential(const ts_model *m, const uint8_t *data, size_t size) {
+    size_t n_cols = (size_t)m->n_features + 1; /* one extra column must be ignored */
+    uint64_t s = seed_of(data, size);
+    size_t stride = n_cols + rng_next(&s) % 3;
+    size_t n_rows = 1 + rng_next(&s) % MAX_ROWS;
+    if (stride * n_rows > MAX_CELLS) n_rows = MAX_CELLS / stride;
+    if (n_rows == 0) return;
+    ts_scorer *naive = make_scorer(m, TS_ENGINE_NAIVE);
+    ts_scorer *qs = make_scorer(m, TS_ENGINE_QS);
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double *a = malloc(n_rows * sizeof *a), *b = malloc(n_rows * sizeof *b);
+    if (naive && qs && x && a && b) {
+        build_rows(m, x, n_rows, stride, n_cols, &s);
+        score_or_die(naive, x, n_rows, n_cols, stride, a);
+        score_or_die(qs, x, n_rows, n_cols, stride, b);
+        for (size_t r = 0; r < n_rows; r++) {
+            double ref = reference_score(m, x + r * stride);
+            if (!same_bits(a[r], ref)) report_diff("naive and reference scores", r, a[r], ref);
+            if (!same_bits(a[r], b[r])) report_diff("naive and qs scores", r, a[r], b[r]);
+        }
+    }
+    free(x);
+    free(a);
+    free(b);
+    ts_scorer_free(naive);
+    ts_scorer_free(qs);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    ts_model *m = (ts_model *)(uintptr_t)1;
+    ts_error err;
+    memset(&err, 0, sizeof err);
+    ts_status st = ts_model_load_buffer(data, size, TS_FORMAT_AUTO, FUZZ_NAME, &m, &err);
+    if (st != TS_OK) {
+        if (m != NULL) fuzz_die("*out not NULL after a failed load", &err);
+        fuzz_check_error(st, &err, fuzz_count_lines(data, size));
+        fuzz_check_named(st, &err);
+        return 0;
+    }
+    if (!m) fuzz_die("TS_OK but *out is NULL", NULL);
+    fuzz_check_model(m);
+    differential(m, data, size);
+    ts_model_free(m);
+    return 0;
+}
