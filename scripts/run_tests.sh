@@ -60,6 +60,16 @@ else
     cat "$results/build-asan.log"; fail_stage "ASan+UBSan build"
 fi
 
+# --- concurrent scoring on one scorer under ThreadSanitizer
+stage "ThreadSanitizer: one scorer, many threads"
+if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_WERROR=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
+    cmake --build build-tsan -j "$jobs" --target test_concurrency >"$results/build-tsan.log" 2>&1; then
+    (cd build-tsan && ctest --output-on-failure -R test_concurrency --output-junit "$results/ctest-tsan.xml") ||
+        fail_stage "concurrency test (TSan)"
+else
+    cat "$results/build-tsan.log"; fail_stage "ThreadSanitizer build"
+fi
+
 # --- fuzz every parser for a short bounded time
 stage "fuzzing (libFuzzer, ${TS_FUZZ_SECONDS:-15} s per target)"
 ./scripts/run_fuzzers.sh "${TS_FUZZ_SECONDS:-15}" | tee "$results/fuzz.log" || fail_stage "fuzzing"

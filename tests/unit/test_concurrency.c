@@ -1,0 +1,87 @@
+/* test_concurrency.c: one scorer used by many threads at once gives every thread the single-thread scores. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "treescore.h"
+
+#define N_THREADS 8
+#define N_ROWS 512
+#define ROUNDS 20
+
+typedef struct job {
+    const ts_scorer *scorer;
+    const float *x;
+    size_t cols;
+    const double *expected;
+    int mismatches;
+} job;
+
+static void *worker(void *p) {
+    job *j = p;
+    double out[N_ROWS];
+    ts_error err;
+    for (int r = 0; r < ROUNDS; r++) {
+        /* different batch sizes per round, so threads are at different places */
+        size_t batch = 1 + (size_t)(r * 37) % N_ROWS;
+        for (size_t i = 0; i < N_ROWS; i += batch) {
+            size_t n = N_ROWS - i < batch ? N_ROWS - i : batch;
+            if (ts_scorer_score(j->scorer, j->x + i * j->cols, n, j->cols, j->cols, out + i, &err) != TS_OK)
+                j->mismatches++;
+        }
+        if (memcmp(out, j->expected, sizeof out) != 0) j->mismatches++;
+    }
+    return NULL;
+}
+
+static void run_engine(const ts_model *m, ts_engine engine) {
+    ts_model_info info;
+    ts_model_get_info(m, &info);
+    size_t cols = info.n_features;
+    float *x = malloc(N_ROWS * cols * sizeof *x);
+    double *expected = malloc(N_ROWS * sizeof *expected);
+    unsigned seed = 12345;
+    for (size_t i = 0; i < N_ROWS * cols; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (seed >> 16) % 17 == 0 ? NAN : (float)((seed >> 8) % 2000) / 100.0f - 5.0f;
+    }
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = engine;
+    ts_scorer *s = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+    if (s) {
+        CHECK_STATUS(ts_scorer_score(s, x, N_ROWS, cols, cols, expected, &err), TS_OK);
+        pthread_t th[N_THREADS];
+        job jobs[N_THREADS];
+        for (int t = 0; t < N_THREADS; t++) {
+            jobs[t] = (job){s, x, cols, expected, 0};
+            CHECK(pthread_create(&th[t], NULL, worker, &jobs[t]) == 0);
+        }
+        for (int t = 0; t < N_THREADS; t++) {
+            pthread_join(th[t], NULL);
+            CHECK_MSG(jobs[t].mismatches == 0, "engine %s thread %d: %d mismatching rounds", ts_engine_name(engine), t,
+                      jobs[t].mismatches);
+        }
+    }
+    ts_scorer_free(s);
+    free(x);
+    free(expected);
+}
+
+static void test_shared_scorer(void) {
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_model_load_file(TS_TEST_DATA_DIR "/models/lgb_small_lambdarank.txt", TS_FORMAT_AUTO, &m, &err),
+                 TS_OK);
+    if (!m) return;
+    run_engine(m, TS_ENGINE_NAIVE);
+    run_engine(m, TS_ENGINE_QS);
+    ts_model_free(m);
+}
+
+int main(void) {
+    RUN_TEST(test_shared_scorer);
+    return check_summary("test_concurrency");
+}
