@@ -61,6 +61,23 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
 /* Check a chunk's width against the model; message and nonzero on mismatch. */
 int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols);
 
+/* The chunks of one data file for one model: reading errors are printed, the width is
+ * checked on the first chunk, and scores land in a buffer grown as needed. */
+typedef struct cli_chunks {
+    const cli_opts *o;
+    const ts_model *m;
+    tsio_reader *r;
+    int width_checked;
+    double *scores;
+    size_t cap;
+} cli_chunks;
+void cli_chunks_init(cli_chunks *it, const cli_opts *o, const ts_model *m, tsio_reader *r);
+/* 1: the next chunk is in *c; 0: end of input; -1: error (printed). */
+int cli_chunks_next(cli_chunks *it, tsio_chunk *c);
+/* Score chunk c into it->scores; nonzero on error (printed). */
+int cli_chunks_score(cli_chunks *it, ts_scorer *s, const tsio_chunk *c);
+void cli_chunks_free(cli_chunks *it);
+
 /* An output that appears only when complete: writes go to a temporary file beside
  * OUT, renamed over OUT by cli_output_commit; cli_output_abort removes it. With no
  * path, stdout (which cannot be taken back). */

@@ -44,18 +44,16 @@ static int load_rows(const cli_opts *o, const ts_model *m, matrix *mx) {
     mx->x = NULL;
     mx->rows = 0;
     mx->cols = tsio_reader_n_cols(r);
+    cli_chunks it;
+    tsio_chunk c;
+    int got;
+    cli_chunks_init(&it, o, m, r);
     for (;;) {
-        tsio_chunk c;
-        ts_error err;
-        if (tsio_reader_next(r, &c, &err) != TS_OK) {
-            cli_error("%s", err.message);
-            break;
-        }
-        if (c.n_rows == 0 || (o->max_rows && mx->rows >= o->max_rows)) {
+        if ((got = cli_chunks_next(&it, &c)) < 0) break;
+        if (got == 0 || (o->max_rows && mx->rows >= o->max_rows)) {
             rc = 0;
             break;
         }
-        if (mx->rows == 0 && cli_check_width(o, m, c.n_cols)) break;
         size_t take = c.n_rows;
         if (o->max_rows && mx->rows + take > o->max_rows) take = (size_t)(o->max_rows - mx->rows);
         if (mx->rows + take > cap) {

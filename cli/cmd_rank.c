@@ -113,14 +113,8 @@ static int add_doc(rank_state *st, double score, double label, uint64_t row, con
     return 0;
 }
 
-static int rank_chunk(rank_state *st, const tsio_chunk *c, ts_scorer *s, double *scores) {
-    ts_error err;
-    double t0 = cli_now();
-    if (ts_scorer_score(s, c->x, c->n_rows, c->n_cols, c->n_cols, scores, &err) != TS_OK) {
-        cli_error("%s: %s", st->o->data_path, err.message);
-        return -1;
-    }
-    st->score_seconds += cli_now() - t0;
+/* Add a scored chunk's rows to their queries, flushing each query as it ends. */
+static int rank_chunk(rank_state *st, const tsio_chunk *c, const double *scores) {
     for (size_t i = 0; i < c->n_rows; i++) {
         if (c->qids[i] < 0) {
             cli_error("%s:%llu: rank needs query ids: qid: fields in the data, or query sizes in --query-file "
@@ -140,42 +134,28 @@ static int rank_chunk(rank_state *st, const tsio_chunk *c, ts_scorer *s, double 
 }
 
 static int rank_stream(rank_state *st, const ts_model *m, ts_scorer *s, tsio_reader *r) {
-    double *scores = NULL;
-    size_t cap = 0;
-    int rc = CLI_OK, width_checked = 0;
+    cli_chunks it;
+    tsio_chunk c;
+    int got;
+    cli_chunks_init(&it, st->o, m, r);
     for (;;) {
-        tsio_chunk c;
-        ts_error err;
-        if (tsio_reader_next(r, &c, &err) != TS_OK) {
-            cli_error("%s", err.message);
-            rc = CLI_FAILED;
+        if ((got = cli_chunks_next(&it, &c)) <= 0) break;
+        double t0 = cli_now();
+        if (cli_chunks_score(&it, s, &c)) {
+            got = -1;
             break;
         }
-        if (c.n_rows == 0) break;
-        if (!width_checked && cli_check_width(st->o, m, c.n_cols)) {
-            rc = CLI_FAILED;
-            break;
-        }
-        width_checked = 1;
-        if (c.n_rows > cap) {
-            free(scores);
-            cap = c.n_rows;
-            if (!(scores = malloc(cap * sizeof *scores))) {
-                cli_error("out of memory");
-                rc = CLI_FAILED;
-                break;
-            }
-        }
-        if (rank_chunk(st, &c, s, scores)) {
-            rc = CLI_FAILED;
+        st->score_seconds += cli_now() - t0;
+        if (rank_chunk(st, &c, it.scores)) {
+            got = -1;
             break;
         }
     }
-    if (rc == CLI_OK) flush_query(st);
+    if (got == 0) flush_query(st);
     for (size_t i = 0; i < st->n; i++) free(st->docs[i].comment);
     free(st->docs);
-    free(scores);
-    return rc;
+    cli_chunks_free(&it);
+    return got == 0 ? CLI_OK : CLI_FAILED;
 }
 
 static void summary(const rank_state *st, ts_scorer *s, double wall) {

@@ -36,48 +36,21 @@ static const char usage[] =
     "empty field, nan, NaN or NA is missing.\n";
 
 static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer *s, tsio_reader *r, cli_output *out) {
-    double *scores = NULL;
-    size_t cap = 0;
     uint64_t total = 0;
     cli_progress prog;
+    cli_chunks it;
+    tsio_chunk c;
+    int got;
     cli_progress_init(&prog, o->quiet);
-    int width_checked = 0, rc = CLI_OK;
-    for (;;) {
-        tsio_chunk c;
-        ts_error err;
-        if (tsio_reader_next(r, &c, &err) != TS_OK) {
-            cli_error("%s", err.message);
-            rc = CLI_FAILED;
-            break;
-        }
-        if (c.n_rows == 0) break;
-        if (!width_checked && cli_check_width(o, m, c.n_cols)) {
-            rc = CLI_FAILED;
-            break;
-        }
-        width_checked = 1;
-        if (c.n_rows > cap) {
-            free(scores);
-            cap = c.n_rows;
-            scores = malloc(cap * sizeof *scores);
-            if (!scores) {
-                cli_error("out of memory");
-                rc = CLI_FAILED;
-                break;
-            }
-        }
-        if (ts_scorer_score(s, c.x, c.n_rows, c.n_cols, c.n_cols, scores, &err) != TS_OK) {
-            cli_error("%s: rows %llu..: %s", o->data_path, (unsigned long long)c.first_row + 1, err.message);
-            rc = CLI_FAILED;
-            break;
-        }
-        for (size_t i = 0; i < c.n_rows; i++) fprintf(out->f, "%.17g\n", scores[i]);
+    cli_chunks_init(&it, o, m, r);
+    while ((got = cli_chunks_next(&it, &c)) > 0 && cli_chunks_score(&it, s, &c) == 0) {
+        for (size_t i = 0; i < c.n_rows; i++) fprintf(out->f, "%.17g\n", it.scores[i]);
         total += c.n_rows;
         cli_progress_update(&prog, total);
     }
     cli_progress_done(&prog);
-    free(scores);
-    return rc;
+    cli_chunks_free(&it);
+    return got == 0 ? CLI_OK : CLI_FAILED;
 }
 
 int cmd_score(int argc, char **argv) {

@@ -109,6 +109,51 @@ int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols) {
     return 0;
 }
 
+/* ---- chunks ----------------------------------------------------------------------- */
+
+void cli_chunks_init(cli_chunks *it, const cli_opts *o, const ts_model *m, tsio_reader *r) {
+    memset(it, 0, sizeof *it);
+    it->o = o;
+    it->m = m;
+    it->r = r;
+}
+
+int cli_chunks_next(cli_chunks *it, tsio_chunk *c) {
+    ts_error err;
+    if (tsio_reader_next(it->r, c, &err) != TS_OK) {
+        cli_error("%s", err.message);
+        return -1;
+    }
+    if (c->n_rows == 0) return 0;
+    if (!it->width_checked && cli_check_width(it->o, it->m, c->n_cols)) return -1;
+    it->width_checked = 1;
+    return 1;
+}
+
+int cli_chunks_score(cli_chunks *it, ts_scorer *s, const tsio_chunk *c) {
+    ts_error err;
+    if (c->n_rows > it->cap) {
+        free(it->scores);
+        it->cap = c->n_rows;
+        if (!(it->scores = malloc(it->cap * sizeof *it->scores))) {
+            it->cap = 0;
+            cli_error("out of memory");
+            return -1;
+        }
+    }
+    if (ts_scorer_score(s, c->x, c->n_rows, c->n_cols, c->n_cols, it->scores, &err) != TS_OK) {
+        cli_error("%s: rows %llu..: %s", it->o->data_path, (unsigned long long)c->first_row + 1, err.message);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_chunks_free(cli_chunks *it) {
+    free(it->scores);
+    it->scores = NULL;
+    it->cap = 0;
+}
+
 /* ---- output ----------------------------------------------------------------------- */
 
 int cli_output_open(cli_output *out, const char *path) {
