@@ -54,8 +54,8 @@ stage "ASan+UBSan build and tests"
 if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
     cmake --build build-asan -j "$jobs" >"$results/build-asan.log" 2>&1; then
     (cd build-asan && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest-asan.xml") || fail_stage "unit tests (ASan+UBSan)"
-    TS_BIN=$root/build-asan/treescore ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider tests/cli \
-        --junitxml="$results/pytest-asan.xml" || fail_stage "CLI tests (ASan+UBSan)"
+    TS_BIN=$root/build-asan/treescore ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider \
+        tests/conformance tests/cli --junitxml="$results/pytest-asan.xml" || fail_stage "conformance/CLI tests (ASan+UBSan)"
 else
     cat "$results/build-asan.log"; fail_stage "ASan+UBSan build"
 fi
