@@ -144,7 +144,8 @@ float ts_model_absent_value(const ts_model *model);
 /* ---- Engines and scorers ---------------------------------------------------------- */
 
 typedef enum ts_engine {
-    TS_ENGINE_AUTO = 0,   /* the best engine available for this model and machine */
+    TS_ENGINE_AUTO = 0,   /* the best engine for this model: today qs for trees of up to 64
+                             leaves, naive for wider ones (see docs/benchmarks.md) */
     TS_ENGINE_NAIVE = 1,  /* node-by-node traversal (Struct+): the readable reference */
     TS_ENGINE_QS = 2      /* QuickScorer (Lucchese et al., SIGIR 2015), any number of leaves */
 } ts_engine;

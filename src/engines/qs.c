@@ -24,9 +24,12 @@
  * any value of [-Z, Z] right; tsm_model_finish guarantees no threshold splits that range
  * there, so every value of it takes the same path as 0.0f.
  *
- * Trees of any size: W = ceil(max leaves / 64) 64-bit words per tree. With W == 1 an
- * entry carries a precomputed AND mask; with W > 1 it carries the leaf range [lo, hi)
- * of the left subtree (contiguous, leaves being in order), cleared word by word.
+ * Trees of any size: W = ceil(max leaves / 64) 64-bit words per tree. An entry names the
+ * first bitvector word its node touches (tree * W + word, within the block) and the AND
+ * mask for that word. The left subtree's leaves are contiguous, so with W > 1 a node may
+ * also clear following words: `span` words in all, the middle ones entirely, the last
+ * with `mask_last`. Most nodes of a wide tree are deep, with small left subtrees, so
+ * span is usually 1 and the update is the same single AND as with W == 1.
  *
  * Sentinels: every feature's scan list ends with QS_SENTINELS entries of threshold +inf,
  * which no value passes (v > +inf is false for every v, NaN included), so the hot loop
@@ -70,9 +73,10 @@ typedef struct qs_state {
     qs_feature *features;           /* all blocks' features */
     /* Entries of all lists, struct-of-arrays (paper's layout): */
     float *threshold;
-    uint16_t *tree;                 /* tree index local to the block (< QS_BV_WORDS) */
-    uint64_t *mask;                 /* words == 1 */
-    uint32_t *lo, *hi;              /* words > 1 */
+    uint16_t *word;                 /* first bitvector word touched, in the block (< QS_BV_WORDS) */
+    uint64_t *mask;                 /* AND mask for that word */
+    uint16_t *span;                 /* words > 1: words touched (>= 1) */
+    uint64_t *mask_last;            /* words > 1: AND mask of the last word when span > 1 */
     double *leaves;                 /* weight * leaf value, per tree at leaf_offset[t] */
     uint32_t *leaf_offset;
 } qs_state;
@@ -83,10 +87,10 @@ static void qs_free(void *p) {
     free(s->blocks);
     free(s->features);
     free(s->threshold);
-    free(s->tree);
+    free(s->word);
     free(s->mask);
-    free(s->lo);
-    free(s->hi);
+    free(s->span);
+    free(s->mask_last);
     free(s->leaves);
     free(s->leaf_offset);
     free(s);
@@ -128,6 +132,24 @@ static uint64_t range_mask(uint32_t lo, uint32_t hi) {
     /* ~(bits lo .. hi-1), with 0 <= lo < hi <= 64 */
     uint64_t bits = (hi - lo == 64) ? ~0ULL : ((1ULL << (hi - lo)) - 1) << lo;
     return ~bits;
+}
+
+/* The words entry `at` clears for leaves [lo, hi) of local tree t. */
+static void set_clear(qs_state *s, uint32_t at, uint32_t t, uint32_t lo, uint32_t hi) {
+    uint32_t wlo = lo >> 6, whi = (hi - 1) >> 6;
+    s->word[at] = (uint16_t)(t * s->words + wlo);
+    if (s->words == 1) {
+        s->mask[at] = range_mask(lo, hi);
+        return;
+    }
+    s->span[at] = (uint16_t)(whi - wlo + 1);
+    if (wlo == whi) {
+        s->mask[at] = range_mask(lo & 63, ((hi - 1) & 63) + 1);
+        s->mask_last[at] = ~0ULL;
+    } else {
+        s->mask[at] = range_mask(lo & 63, 64);
+        s->mask_last[at] = range_mask(0, ((hi - 1) & 63) + 1);
+    }
 }
 
 /* Collect the entries of trees [first, first + n) into e (capacity checked by caller),
@@ -203,13 +225,7 @@ static void build_block(qs_build *b, qs_block *blk) {
         if (e->kind == KIND_MISS) f->miss_end = f->zero_begin = f->zero_end = at + 1;
         if (e->kind == KIND_ZERO) f->zero_end = at + 1;
         s->threshold[at] = e->threshold;
-        s->tree[at] = (uint16_t)e->tree;
-        if (s->words == 1)
-            s->mask[at] = range_mask(e->lo, e->hi);
-        else {
-            s->lo[at] = e->lo;
-            s->hi[at] = e->hi;
-        }
+        set_clear(s, at, e->tree, e->lo, e->hi);
     }
     b->n_entries += k;
     b->n_features += blk->n_features;
@@ -224,16 +240,15 @@ static ts_status qs_alloc(qs_state *s, const ts_model *m, uint64_t n_entries, ui
     s->blocks = calloc((size_t)s->n_blocks + 1, sizeof *s->blocks);
     s->features = calloc(ne, sizeof *s->features);
     s->threshold = malloc(ne * sizeof *s->threshold);
-    s->tree = malloc(ne * sizeof *s->tree);
-    if (s->words == 1) {
-        s->mask = malloc(ne * sizeof *s->mask);
-    } else {
-        s->lo = malloc(ne * sizeof *s->lo);
-        s->hi = malloc(ne * sizeof *s->hi);
+    s->word = malloc(ne * sizeof *s->word);
+    s->mask = malloc(ne * sizeof *s->mask);
+    if (s->words > 1) {
+        s->span = malloc(ne * sizeof *s->span);
+        s->mask_last = malloc(ne * sizeof *s->mask_last);
     }
     s->leaves = malloc(((size_t)n_leaves + 1) * sizeof *s->leaves);
     s->leaf_offset = malloc(((size_t)m->n_trees + 1) * sizeof *s->leaf_offset);
-    if (!s->blocks || !s->features || !s->threshold || !s->tree || (s->words == 1 ? !s->mask : !s->lo || !s->hi) ||
+    if (!s->blocks || !s->features || !s->threshold || !s->word || !s->mask || (s->words > 1 && (!s->span || !s->mask_last)) ||
         !s->leaves || !s->leaf_offset)
         return TS_ERR_NO_MEMORY;
     return TS_OK;
@@ -307,71 +322,66 @@ static ts_status qs_prepare(const ts_model *m, const ts_scorer_options *opts, vo
 
 /* ---- score ------------------------------------------------------------------------ */
 
-static inline void clear_range(uint64_t *bv, uint32_t lo, uint32_t hi) {
-    uint32_t wlo = lo >> 6, whi = (hi - 1) >> 6;
-    uint64_t first = ~0ULL << (lo & 63);            /* bits >= lo in word wlo */
-    uint64_t last = ~0ULL >> (63 - ((hi - 1) & 63)); /* bits <= hi-1 in word whi */
-    if (wlo == whi) {
-        bv[wlo] &= ~(first & last);
-        return;
-    }
-    bv[wlo] &= ~first;
-    for (uint32_t w = wlo + 1; w < whi; w++) bv[w] = 0;
-    bv[whi] &= ~last;
-}
+/* The scan of one feature (hot loop, long on purpose): apply the false nodes of value v.
+ * APPLY(j) applies entry j. NaN and zero-range values take their precomputed lists. */
+#define QS_SCAN_FEATURE(APPLY)                                                              \
+    do {                                                                                    \
+        float v = row[qf->feature];                                                         \
+        uint32_t i, end;                                                                    \
+        if (v != v) {                                                                       \
+            i = qf->miss_begin;                                                             \
+            end = qf->miss_end;                                                             \
+        } else if (qf->has_zero && v >= -TSM_ZERO_RANGE && v <= TSM_ZERO_RANGE) {           \
+            i = qf->zero_begin;                                                             \
+            end = qf->zero_end;                                                             \
+        } else {                                                                            \
+            /* Thresholds ascend: if v passes thr[i+3], entries i..i+3 are all false. */    \
+            for (i = qf->scan_begin; v > thr[i + 3]; i += 4) {                              \
+                APPLY(i);                                                                   \
+                APPLY(i + 1);                                                               \
+                APPLY(i + 2);                                                               \
+                APPLY(i + 3);                                                               \
+            }                                                                               \
+            for (; v > thr[i]; i++) APPLY(i);                                               \
+            break;                                                                          \
+        }                                                                                   \
+        for (; i < end; i++) APPLY(i);                                                      \
+    } while (0)
 
-/* Hot loop, long on purpose: one document through one block, single-word bitvectors. */
+/* One document through one block, one 64-bit word per tree. */
 static void score_block_1w(const qs_state *s, const qs_block *blk, const float *row, uint64_t *bv) {
-    memset(bv, 0xFF, (size_t)blk->n_trees * sizeof *bv);
     const float *thr = s->threshold;
-    const uint16_t *tree = s->tree;
+    const uint16_t *word = s->word;
     const uint64_t *mask = s->mask;
+    memset(bv, 0xFF, (size_t)blk->n_trees * sizeof *bv);
+#define APPLY_1W(j) (bv[word[j]] &= mask[j])
     for (uint32_t f = 0; f < blk->n_features; f++) {
         const qs_feature *qf = &blk->features[f];
-        float v = row[qf->feature];
-        uint32_t i, end;
-        if (v != v) {
-            i = qf->miss_begin;
-            end = qf->miss_end;
-        } else if (qf->has_zero && v >= -TSM_ZERO_RANGE && v <= TSM_ZERO_RANGE) {
-            i = qf->zero_begin;
-            end = qf->zero_end;
-        } else {
-            /* Thresholds ascend: if v passes thr[i+3], entries i..i+3 are all false nodes. */
-            for (i = qf->scan_begin; v > thr[i + 3]; i += 4) {
-                bv[tree[i]] &= mask[i];
-                bv[tree[i + 1]] &= mask[i + 1];
-                bv[tree[i + 2]] &= mask[i + 2];
-                bv[tree[i + 3]] &= mask[i + 3];
-            }
-            for (; v > thr[i]; i++) bv[tree[i]] &= mask[i];
-            continue;
-        }
-        for (; i < end; i++) bv[tree[i]] &= mask[i];
+        QS_SCAN_FEATURE(APPLY_1W);
     }
+#undef APPLY_1W
 }
 
+/* One document through one block, W > 1 words per tree: the first word's AND, the last
+ * word's AND (a no-op mask when span is 1), and zeros in between. */
 static void score_block_nw(const qs_state *s, const qs_block *blk, const float *row, uint64_t *bv) {
-    const uint32_t W = s->words;
-    memset(bv, 0xFF, (size_t)blk->n_trees * W * sizeof *bv);
+    const float *thr = s->threshold;
+    const uint16_t *word = s->word, *span = s->span;
+    const uint64_t *mask = s->mask, *mask_last = s->mask_last;
+    memset(bv, 0xFF, (size_t)blk->n_trees * s->words * sizeof *bv);
+#define APPLY_NW(j)                                                                         \
+    do {                                                                                    \
+        uint64_t *p = bv + word[j];                                                         \
+        uint32_t n = span[j];                                                               \
+        p[0] &= mask[j];                                                                    \
+        p[n - 1] &= mask_last[j];                                                           \
+        for (uint32_t k = 1; k + 1 < n; k++) p[k] = 0;                                      \
+    } while (0)
     for (uint32_t f = 0; f < blk->n_features; f++) {
         const qs_feature *qf = &blk->features[f];
-        float v = row[qf->feature];
-        uint32_t i, end;
-        if (v != v) {
-            i = qf->miss_begin;
-            end = qf->miss_end;
-        } else if (qf->has_zero && v >= -TSM_ZERO_RANGE && v <= TSM_ZERO_RANGE) {
-            i = qf->zero_begin;
-            end = qf->zero_end;
-        } else {
-            for (i = qf->scan_begin; v > s->threshold[i + 3]; i += 4) /* as in score_block_1w */
-                for (uint32_t j = i; j < i + 4; j++) clear_range(bv + (size_t)s->tree[j] * W, s->lo[j], s->hi[j]);
-            for (; v > s->threshold[i]; i++) clear_range(bv + (size_t)s->tree[i] * W, s->lo[i], s->hi[i]);
-            continue;
-        }
-        for (; i < end; i++) clear_range(bv + (size_t)s->tree[i] * W, s->lo[i], s->hi[i]);
+        QS_SCAN_FEATURE(APPLY_NW);
     }
+#undef APPLY_NW
 }
 
 static inline uint32_t exit_leaf(const uint64_t *bv) {

@@ -220,6 +220,14 @@ static void test_scorer_api(void) {
     CHECK_STATUS(ts_scorer_score(NULL, row, 1, N_FEATURES, N_FEATURES, out, &err), TS_ERR_INVALID_ARGUMENT);
     ts_scorer_free(s);
     ts_scorer_free(NULL);
+    {
+        /* auto: qs up to 64 leaves, naive for wider trees */
+        ts_model *wide = random_model(2, 65, 70);
+        CHECK_STATUS(ts_scorer_create(wide, NULL, &s, &err), TS_OK);
+        CHECK(ts_scorer_engine(s) == TS_ENGINE_NAIVE);
+        ts_scorer_free(s);
+        ts_model_free(wide);
+    }
     ts_model_free(NULL);
 
     /* LightGBM random forests: the raw score stays the plain sum. */
