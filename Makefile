@@ -3,7 +3,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test fuzz clean
+.PHONY: all build demo test fuzz install clean
+PREFIX ?= /usr/local
 
 all: build
 
@@ -23,6 +24,12 @@ test:
 # Longer fuzzing session (seconds per target).
 fuzz:
 	@./scripts/run_fuzzers.sh 300
+
+# The CLI, libtreescore.{a,so}, treescore.h and treescore.pc under PREFIX (default /usr/local).
+install:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --install $(BUILD)
 
 clean:
 	rm -rf build build-asan build-fuzz build-*

@@ -39,6 +39,14 @@
 extern "C" {
 #endif
 
+/* Every function below is exported from the shared library; the rest of the library's
+ * symbols are hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TS_API __attribute__((visibility("default")))
+#else
+#define TS_API
+#endif
+
 /* ---- Version ---------------------------------------------------------------------- */
 
 #define TS_VERSION_MAJOR 0
@@ -51,8 +59,8 @@ extern "C" {
     TS_STRINGIFY(TS_VERSION_MAJOR) "." TS_STRINGIFY(TS_VERSION_MINOR) "." TS_STRINGIFY(TS_VERSION_PATCH)
 
 /* The version of the library actually linked (compare with TS_VERSION_NUMBER). */
-unsigned ts_version_number(void);
-const char *ts_version_string(void);
+TS_API unsigned ts_version_number(void);
+TS_API const char *ts_version_string(void);
 
 /* ---- Errors ----------------------------------------------------------------------- */
 
@@ -72,7 +80,7 @@ typedef enum ts_status {
 } ts_status;
 
 /* "TS_OK", "TS_ERR_PARSE", ...; "TS_ERR_UNKNOWN" for numbers outside the enum. */
-const char *ts_status_name(ts_status status);
+TS_API const char *ts_status_name(ts_status status);
 
 #define TS_ERROR_MESSAGE_SIZE 1024
 
@@ -97,21 +105,21 @@ typedef enum ts_model_format {
 } ts_model_format;
 
 /* "auto", "lightgbm", "xgboost", "quickrank". */
-const char *ts_model_format_name(ts_model_format format);
+TS_API const char *ts_model_format_name(ts_model_format format);
 /* Accepts the names above (and "xgboost-json", "quickrank-xml"); TS_ERR_INVALID_ARGUMENT otherwise. */
-ts_status ts_model_format_from_name(const char *name, ts_model_format *out);
+TS_API ts_status ts_model_format_from_name(const char *name, ts_model_format *out);
 
 typedef struct ts_model ts_model;
 
 /* Load a model. With TS_FORMAT_AUTO the format is detected from the content. On failure
  * *out is set to NULL. */
-ts_status ts_model_load_file(const char *path, ts_model_format format, ts_model **out, ts_error *err);
+TS_API ts_status ts_model_load_file(const char *path, ts_model_format format, ts_model **out, ts_error *err);
 /* `name` is used in error messages only (may be NULL: "<buffer>"). The buffer is not
  * kept after the call. */
-ts_status ts_model_load_buffer(const void *data, size_t size, ts_model_format format, const char *name,
+TS_API ts_status ts_model_load_buffer(const void *data, size_t size, ts_model_format format, const char *name,
                                ts_model **out, ts_error *err);
 /* Accepts NULL. */
-void ts_model_free(ts_model *model);
+TS_API void ts_model_free(ts_model *model);
 
 typedef struct ts_model_info {
     ts_model_format format;       /* the format it was loaded from */
@@ -135,11 +143,11 @@ typedef struct ts_model_info {
     char objective[64];           /* objective named in the file ("lambdarank", "rank:ndcg"), or "" */
 } ts_model_info;
 
-ts_status ts_model_get_info(const ts_model *model, ts_model_info *out);
+TS_API ts_status ts_model_get_info(const ts_model *model, ts_model_info *out);
 
 /* What an absent entry of a sparse (SVMlight) row means to the training library of this
  * model: 0.0 for LightGBM and QuickRank, NaN (missing) for XGBoost. */
-float ts_model_absent_value(const ts_model *model);
+TS_API float ts_model_absent_value(const ts_model *model);
 
 /* ---- Engines and scorers ---------------------------------------------------------- */
 
@@ -152,8 +160,8 @@ typedef enum ts_engine {
 #define TS_ENGINE_COUNT 3
 
 /* "auto", "naive", "qs". */
-const char *ts_engine_name(ts_engine engine);
-ts_status ts_engine_from_name(const char *name, ts_engine *out);
+TS_API const char *ts_engine_name(ts_engine engine);
+TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
 
 typedef struct ts_scorer_options {
     ts_engine engine;     /* default TS_ENGINE_AUTO */
@@ -162,20 +170,20 @@ typedef struct ts_scorer_options {
 } ts_scorer_options;
 
 /* Fill with defaults. Always call before setting fields. */
-void ts_scorer_options_init(ts_scorer_options *opts);
+TS_API void ts_scorer_options_init(ts_scorer_options *opts);
 
 typedef struct ts_scorer ts_scorer;
 
 /* Prepare `model` for scoring. `opts` may be NULL (defaults). The model may be freed
  * afterwards. On failure *out is set to NULL. */
-ts_status ts_scorer_create(const ts_model *model, const ts_scorer_options *opts, ts_scorer **out,
+TS_API ts_status ts_scorer_create(const ts_model *model, const ts_scorer_options *opts, ts_scorer **out,
                            ts_error *err);
 /* Accepts NULL. */
-void ts_scorer_free(ts_scorer *scorer);
+TS_API void ts_scorer_free(ts_scorer *scorer);
 
 /* The engine actually used (never TS_ENGINE_AUTO) and the columns a row must have. */
-ts_engine ts_scorer_engine(const ts_scorer *scorer);
-uint32_t ts_scorer_n_features(const ts_scorer *scorer);
+TS_API ts_engine ts_scorer_engine(const ts_scorer *scorer);
+TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
 
 /* Batches of at most this many rows are scored without any heap allocation. */
 #define TS_NOALLOC_BATCH_ROWS 4096
@@ -185,7 +193,7 @@ uint32_t ts_scorer_n_features(const ts_scorer *scorer);
  * value. Requires n_cols >= ts_scorer_n_features() and row_stride >= n_cols; columns
  * past the model's features are ignored. Writes n_rows doubles to `out`.
  * n_rows == 0 is a no-op. Thread-safe, lock-free (see above). */
-ts_status ts_scorer_score(const ts_scorer *scorer, const float *x, size_t n_rows, size_t n_cols,
+TS_API ts_status ts_scorer_score(const ts_scorer *scorer, const float *x, size_t n_rows, size_t n_cols,
                           size_t row_stride, double *out, ts_error *err);
 
 #ifdef __cplusplus
