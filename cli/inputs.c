@@ -1,5 +1,6 @@
 /* inputs.c: opening models, scorers, data and output files for the subcommands, with their messages. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -156,6 +157,31 @@ void cli_chunks_free(cli_chunks *it) {
 
 /* ---- output ----------------------------------------------------------------------- */
 
+/* The temporary output file of this process, removed if a signal ends it (Ctrl-C):
+ * an interrupted run leaves no partial file, like a failed one. One at a time. */
+static char pending_tmp[4096];
+static volatile sig_atomic_t pending_set;
+
+static void remove_pending(int sig) {
+    if (pending_set) unlink(pending_tmp); /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void watch_tmp(const char *tmp) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = remove_pending;
+    sigemptyset(&sa.sa_mask);
+    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
+    pending_set = 1;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+static void unwatch_tmp(void) { pending_set = 0; }
+
 int cli_output_open(cli_output *out, const char *path) {
     memset(out, 0, sizeof *out);
     out->path = path;
@@ -185,10 +211,12 @@ int cli_output_open(cli_output *out, const char *path) {
         return -1;
     }
     fchmod(fd, 0644);
+    watch_tmp(out->tmp);
     out->f = fdopen(fd, "w");
     if (!out->f) {
         close(fd);
         unlink(out->tmp);
+        unwatch_tmp();
         cli_error("%s: cannot open the output file: %s", path, strerror(errno));
         return -1;
     }
@@ -209,13 +237,16 @@ int cli_output_commit(cli_output *out) {
     if (bad) {
         cli_error("%s: writing failed: %s", out->path, strerror(errno));
         if (out->tmp[0]) unlink(out->tmp);
+        unwatch_tmp();
         return -1;
     }
     if (out->tmp[0] && rename(out->tmp, out->path) != 0) {
         cli_error("%s: cannot rename the finished output into place: %s", out->path, strerror(errno));
         unlink(out->tmp);
+        unwatch_tmp();
         return -1;
     }
+    unwatch_tmp();
     return 0;
 }
 
@@ -227,6 +258,7 @@ void cli_output_abort(cli_output *out) {
     if (out->f) fclose(out->f);
     out->f = NULL;
     if (out->tmp[0]) unlink(out->tmp);
+    unwatch_tmp();
 }
 
 /* ---- progress --------------------------------------------------------------------- */
