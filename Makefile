@@ -8,10 +8,11 @@ PREFIX ?= /usr/local
 
 all: build
 
-# Release build (-O3, no -march=native): the CLI lands at build/treescore.
+# Release build (-O3, no -march=native): the CLI lands at build/treescore, the libraries
+# at build/libtreescore.{a,so}. (--no-print-directory: cmake's inner make stays quiet.)
 build:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) --target treescore treescore_static treescore_shared -- --no-print-directory
 
 # Rank the bundled example (LightGBM LambdaMART on the Yahoo LTR sample).
 demo: build
@@ -28,7 +29,7 @@ fuzz:
 # The CLI, libtreescore.{a,so}, treescore.h and treescore.pc under PREFIX (default /usr/local).
 install:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) --target treescore treescore_static treescore_shared -- --no-print-directory
 	@cmake --install $(BUILD)
 
 clean:

@@ -85,8 +85,10 @@ typedef struct cli_output {
     FILE *f;
     const char *path;
     char tmp[4096];
+    char real[4096];   /* the resolved path when OUT exists (through symbolic links) */
 } cli_output;
-int cli_output_open(cli_output *out, const char *path);
+/* `input`: the data path, which the output must not overwrite (may be NULL). */
+int cli_output_open(cli_output *out, const char *path, const char *input);
 int cli_output_commit(cli_output *out);
 void cli_output_abort(cli_output *out);
 

@@ -181,7 +181,7 @@ int cmd_bench(int argc, char **argv) {
     cli_opts o;
     ts_engine engines[MAX_ENGINES];
     int n_engines;
-    int rc = cli_parse(argc, argv, OPT_MODEL | OPT_DATA | OPT_THREADS | OPT_READER | OPT_BENCH | OPT_ENGINE, &o);
+    int rc = cli_parse(argc, argv, OPT_MODEL | OPT_DATA | OPT_THREADS | OPT_READER | OPT_BENCH, &o);
     if (rc != CLI_OK) return rc;
     if (o.help) {
         fputs(usage, stdout);

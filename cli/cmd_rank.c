@@ -12,7 +12,8 @@ static const char usage[] =
     "--query-file or DATA.query), sort each query by score (highest first; ties keep\n"
     "file order) and print its top K rows as tab-separated lines:\n"
     "    qid  rank  row  score  label  comment\n"
-    "(row is the 1-based row of DATA, comment the text after # such as a docid). When the\n"
+    "(qid is the file's qid, or the 0-based query number when sizes come from a query\n"
+    "file; row is the 1-based row of DATA; comment the text after #, such as a docid). When the\n"
     "data has labels, NDCG@K over all queries is printed at the end (gain 2^label - 1,\n"
     "discount log2(rank + 1), a query without relevant rows counts 1, as in LightGBM).\n"
     "\n"
@@ -117,9 +118,11 @@ static int add_doc(rank_state *st, double score, double label, uint64_t row, con
 static int rank_chunk(rank_state *st, const tsio_chunk *c, const double *scores) {
     for (size_t i = 0; i < c->n_rows; i++) {
         if (c->qids[i] < 0) {
-            cli_error("%s:%llu: rank needs query ids: qid: fields in the data, or query sizes in --query-file "
-                      "or %s.query",
-                      st->o->data_path, (unsigned long long)c->first_line, st->o->data_path);
+            int is_stdin = strcmp(st->o->data_path, "-") == 0;
+            cli_error("%s: row %llu has no query id: rank needs qid: fields in the data or query sizes in "
+                      "--query-file%s%s%s",
+                      is_stdin ? "<stdin>" : st->o->data_path, (unsigned long long)(c->first_row + i + 1),
+                      is_stdin ? "" : " or ", is_stdin ? "" : st->o->data_path, is_stdin ? "" : ".query");
             return -1;
         }
         if (c->qids[i] != st->qid) flush_query(st);
@@ -161,7 +164,9 @@ static int rank_stream(rank_state *st, const ts_model *m, ts_scorer *s, tsio_rea
 static void summary(const rank_state *st, ts_scorer *s, double wall) {
     unsigned k = st->o->ndcg_k ? st->o->ndcg_k : st->o->top;
     if (st->o->quiet) return;
-    if (st->ndcg_queries == st->n_queries && st->n_queries)
+    if (st->n_queries == 0)
+        fprintf(stderr, "NDCG@%u: not computed (no rows)\n", k);
+    else if (st->ndcg_queries == st->n_queries)
         fprintf(stderr, "NDCG@%u: %.4f over %llu queries\n", k, st->ndcg_sum / (double)st->ndcg_queries,
                 (unsigned long long)st->ndcg_queries);
     else
@@ -188,7 +193,6 @@ int cmd_rank(int argc, char **argv) {
         cli_error("rank: -m MODEL and -d DATA are required (see 'treescore rank --help')");
         return CLI_USAGE;
     }
-    if (o.top == 0) o.top = 10;
     double t0 = cli_now();
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
@@ -196,7 +200,7 @@ int cmd_rank(int argc, char **argv) {
     tsio_reader *r = s ? cli_open_data(&o, m, 1) : NULL;
     cli_output out;
     rc = CLI_FAILED;
-    if (r && cli_output_open(&out, o.output_path) == 0) {
+    if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {
         rank_state st = {.o = &o, .out = out.f, .qid = INT64_MIN, .labels_ok = 1};
         rc = rank_stream(&st, m, s, r);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;

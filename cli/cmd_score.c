@@ -27,7 +27,7 @@ static const char usage[] =
     "                          zero_based=False); default: id k is column k, as LightGBM and\n"
     "                          XGBoost read LETOR files\n"
     "      --header, --no-header   CSV/TSV: the first line is (not) a header (default: detect)\n"
-    "      --label-column K    CSV/TSV: column K is a label, not a feature\n"
+    "      --label-column K    CSV/TSV: column K (counting from 0) is a label, not a feature\n"
     "      --quiet             no progress messages\n"
     "  -h, --help              this help\n"
     "\n"
@@ -74,7 +74,7 @@ int cmd_score(int argc, char **argv) {
     tsio_reader *r = s ? cli_open_data(&o, m, 0) : NULL;
     cli_output out;
     rc = CLI_FAILED;
-    if (r && cli_output_open(&out, o.output_path) == 0) {
+    if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {
         rc = score_stream(&o, m, s, r, &out);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;
         if (rc != CLI_OK) cli_output_abort(&out);

@@ -1,8 +1,11 @@
 /* inputs.c: opening models, scorers, data and output files for the subcommands, with their messages. */
+#define _XOPEN_SOURCE 700 /* realpath (XSI) on top of the build's POSIX 2008 */
 #include <errno.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,27 +42,48 @@ ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine eng
     return s;
 }
 
+static int is_regular_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Resolve AUTO here (the reader would too) because the width to ask for depends on it:
- * SVMlight is read into the model's width, the other formats bring their own. */
+ * SVMlight is read into the model's width, the other formats bring their own. Only a
+ * regular file is opened to look at its first bytes: reading a pipe here would take
+ * data away from the reader. */
 static tsio_data_format resolve_format(const char *path, tsio_data_format f) {
     if (f != TSIO_DATA_AUTO || strcmp(path, "-") == 0) return f;
     const char *dot = strrchr(path, '.');
-    if (dot && strcmp(dot, ".csv") == 0) return TSIO_DATA_CSV;
-    if (dot && strcmp(dot, ".tsv") == 0) return TSIO_DATA_TSV;
-    if (dot && (strcmp(dot, ".f32") == 0 || strcmp(dot, ".raw") == 0)) return TSIO_DATA_RAW;
+    if (dot && strcasecmp(dot, ".csv") == 0) return TSIO_DATA_CSV;
+    if (dot && strcasecmp(dot, ".tsv") == 0) return TSIO_DATA_TSV;
+    if (dot && (strcasecmp(dot, ".f32") == 0 || strcasecmp(dot, ".raw") == 0)) return TSIO_DATA_RAW;
     char magic[8] = {0};
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = is_regular_file(path) ? fopen(path, "rb") : NULL;
     if (fp) {
         size_t got = fread(magic, 1, sizeof magic, fp);
         fclose(fp);
         if (got == sizeof magic && memcmp(magic, TSIO_RAW_MAGIC, sizeof magic) == 0) return TSIO_DATA_RAW;
     }
-    return f; /* let the reader decide (SVMlight) */
+    return f; /* let the reader decide (SVMlight, or raw on a pipe) */
 }
 
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+/* Whether the first data line of a regular SVMlight file carries a qid: token. */
+static int first_line_has_qid(const char *path) {
+    char buf[65536];
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    for (char *line = buf; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        if (strspn(line, " \t\r") != strlen(line)) return strstr(line, "qid:") != NULL;
+        line = next;
+    }
+    return 0;
 }
 
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries) {
@@ -76,10 +100,12 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     d.csv_label_column = o->label_column;
     d.absent_value = ts_model_absent_value(m);
     d.query_file = o->query_file;
-    if (!d.query_file && want_queries && strcmp(o->data_path, "-") != 0 &&
+    /* LightGBM's convention: DATA.query beside DATA gives the query sizes, unless the
+     * rows carry qid: themselves (then the rows win). */
+    if (!d.query_file && want_queries && is_regular_file(o->data_path) &&
         (size_t)snprintf(query_path, sizeof query_path, "%s.query", o->data_path) < sizeof query_path &&
-        file_exists(query_path))
-        d.query_file = query_path; /* LightGBM's convention: DATA.query beside DATA */
+        is_regular_file(query_path) && !first_line_has_qid(o->data_path))
+        d.query_file = query_path;
     /* SVMlight needs the width up front: the model's columns. Past the model's declared
      * features an id is an error (as LightGBM and XGBoost refuse such data); models that
      * declare no count (QuickRank) simply never read the extra columns. */
@@ -182,7 +208,21 @@ static void watch_tmp(const char *tmp) {
 
 static void unwatch_tmp(void) { pending_set = 0; }
 
-int cli_output_open(cli_output *out, const char *path) {
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The mode a new file would get (0666 less the umask), or the existing file's. */
+static mode_t output_mode(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0) return st.st_mode & 07777;
+    mode_t mask = umask(0); /* the CLI is single-threaded: read and restore */
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+int cli_output_open(cli_output *out, const char *path, const char *input) {
     memset(out, 0, sizeof *out);
     out->path = path;
     if (!path || strcmp(path, "-") == 0) {
@@ -190,6 +230,12 @@ int cli_output_open(cli_output *out, const char *path) {
         out->path = NULL;
         return 0;
     }
+    if (same_file(path, input)) {
+        cli_error("%s: the output would overwrite the input data", path);
+        return -1;
+    }
+    /* Write through a symbolic link to its target, as a plain write would. */
+    if (realpath(path, out->real)) out->path = path = out->real;
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* /dev/null, a FIFO, a terminal: nothing to rename into place. */
@@ -210,7 +256,7 @@ int cli_output_open(cli_output *out, const char *path) {
         cli_error("%s: cannot create the output file: %s", path, strerror(errno));
         return -1;
     }
-    fchmod(fd, 0644);
+    fchmod(fd, output_mode(path));
     watch_tmp(out->tmp);
     out->f = fdopen(fd, "w");
     if (!out->f) {

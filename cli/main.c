@@ -15,7 +15,8 @@ static const char usage[] =
     "  info     summarize a model file\n"
     "  bench    time engines side by side on the same rows\n"
     "\n"
-    "'treescore <command> --help' tells more. 'treescore --version' prints the version.\n"
+    "'treescore <command> --help' (or 'treescore help <command>') tells more.\n"
+    "'treescore --version' prints the version.\n"
     "\n"
     "example:\n"
     "  treescore rank -m data/example/model.txt -d data/example/rank.test --top 10\n";
@@ -35,11 +36,17 @@ int main(int argc, char **argv) {
         return CLI_USAGE;
     }
     const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 && argc > 2) { /* treescore help score == treescore score --help */
+        char help[] = "--help";
+        char *args[] = {argv[2], help, NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (strcmp(argv[2], commands[i].name) == 0) return commands[i].run(2, args);
+    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);
         return CLI_OK;
     }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
         printf("treescore %s\n", ts_version_string());
         return CLI_OK;
     }

@@ -79,9 +79,15 @@ static const opt_spec *find_spec(const char *arg, const char **inline_value) {
             }
         return NULL;
     }
-    if (arg[0] == '-' && arg[1] && arg[2] == '\0')
+    /* -m FILE, or -mFILE for options that take a value */
+    if (arg[0] == '-' && arg[1] && arg[1] != '-')
         for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-            if (specs[i].short_name == arg[1]) return &specs[i];
+            if (specs[i].short_name == arg[1]) {
+                if (arg[2] == '\0') return &specs[i];
+                if (!specs[i].takes_value) return NULL;
+                *inline_value = arg + 2;
+                return &specs[i];
+            }
     return NULL;
 }
 
@@ -91,7 +97,8 @@ static int set_format(cli_opts *o, unsigned accepted, const char *v) {
         if (strcmp(v, "tsv") == 0) o->tsv = 1;
         else if (strcmp(v, "table") == 0) o->tsv = 0;
         else {
-            cli_error("--format for bench is 'table' or 'tsv', not '%s'", v);
+            cli_error("bench: --format names the output, 'table' or 'tsv', not '%s' (the data's format is "
+                      "--data-format)", v);
             return -1;
         }
         return 0;
@@ -129,8 +136,15 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
     case O_HEADER: o->header = 1; return 0;
     case O_NO_HEADER: o->header = 0; return 0;
     case O_LABEL_COLUMN: if (parse_uint("--label-column", v, 1u << 24, &n)) return -1; o->label_column = (int)n; return 0;
-    case O_TOP: if (parse_uint("--top", v, 1u << 30, &n)) return -1; o->top = (unsigned)n; return 0;
-    case O_NDCG: if (parse_uint("--ndcg", v, 1u << 30, &n)) return -1; o->ndcg_k = (unsigned)n; return 0;
+    case O_TOP:
+    case O_NDCG:
+        if (parse_uint(id == O_TOP ? "--top" : "--ndcg", v, 1u << 30, &n)) return -1;
+        if (n == 0) {
+            cli_error("%s must be at least 1", id == O_TOP ? "--top" : "--ndcg");
+            return -1;
+        }
+        *(id == O_TOP ? &o->top : &o->ndcg_k) = (unsigned)n;
+        return 0;
     case O_PRINT_QUERIES:
         if (parse_uint("--print-queries", v, 1u << 30, &n)) return -1;
         o->print_queries = (long)n;

@@ -155,7 +155,8 @@ typedef enum ts_engine {
     TS_ENGINE_AUTO = 0,   /* the best engine for this model: today qs for trees of up to 64
                              leaves, naive for wider ones (see docs/benchmarks.md) */
     TS_ENGINE_NAIVE = 1,  /* node-by-node traversal (Struct+): the readable reference */
-    TS_ENGINE_QS = 2      /* QuickScorer (Lucchese et al., SIGIR 2015), any number of leaves */
+    TS_ENGINE_QS = 2      /* QuickScorer (Lucchese et al., SIGIR 2015): trees of up to 262,144
+                             leaves (TS_ERR_UNSUPPORTED beyond; naive has no such limit) */
 } ts_engine;
 #define TS_ENGINE_COUNT 3
 
@@ -165,7 +166,8 @@ TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
 
 typedef struct ts_scorer_options {
     ts_engine engine;     /* default TS_ENGINE_AUTO */
-    unsigned n_threads;   /* 0 = all cores (default); 1 = score in the calling thread */
+    unsigned n_threads;   /* reserved for multi-threaded scoring: accepted and recorded, but in
+                             this version every call scores in the calling thread */
     unsigned reserved[14];/* zero */
 } ts_scorer_options;
 

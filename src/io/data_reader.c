@@ -41,11 +41,11 @@ ts_status tsio_src_open(tsio_src *s, const char *path, const char *name, size_t 
         do {
             s->fd = open(path, O_RDONLY);
         } while (s->fd < 0 && errno == EINTR);
-        if (s->fd < 0) return ts_fail(err, TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+        if (s->fd < 0) return ts_fail(err, TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         s->own_fd = 1;
         if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
             tsio_src_close(s);
-            return ts_fail(err, TS_ERR_IO, "cannot read '%s': %s", path, strerror(EISDIR));
+            return ts_fail(err, TS_ERR_IO, "%s: cannot read: %s", path, strerror(EISDIR));
         }
     }
     s->buf = malloc(s->cap + 1);
@@ -545,6 +545,9 @@ static ts_status resolve_format(tsio_reader *r, const char *path, ts_error *err)
     }
     if (r->format != TSIO_DATA_RAW) { /* a UTF-8 byte-order mark is not data */
         TS_TRY(tsio_src_fill(s, 3, err));
+        if (s->end - s->start >= 2 && memcmp(s->buf + s->start, "\x1F\x8B", 2) == 0)
+            return ts_fail(err, TS_ERR_PARSE, "%s: gzip-compressed data: decompress it first (zcat FILE | treescore ... -d -)",
+                           r->name);
         if (s->end - s->start >= 3 && memcmp(s->buf + s->start, "\xEF\xBB\xBF", 3) == 0) tsio_src_skip(s, 3);
     }
     return TS_OK;

@@ -59,10 +59,14 @@ static ts_status parse_qid(tsio_reader *r, const tsio_line *ln, char *p, char *t
 static ts_status fail_shape(tsio_reader *r, const tsio_line *ln, const char *tok, const char *colon, ts_error *err) {
     unsigned long long lo = r->opts.one_based ? 1 : 0;
     int nd = colon - tok > 40 ? 40 : (int)(colon - tok);
+    /* One past the end, reading ids from 0: most likely a file counting from 1 for a model
+     * counting from 0. */
+    int hint = !r->opts.one_based && (uint64_t)(colon - tok) < 12 && strtoull(tok, NULL, 10) == r->n_cols;
     return ts_fail_at(err, TS_ERR_SHAPE, ln->line_no, ln->byte + (uint64_t)(tok - ln->p),
-                      "%s:%llu: feature id %.*s%s is past the model's %u features (%llu..%llu)", r->name,
+                      "%s:%llu: feature id %.*s%s is past the model's %u features (%llu..%llu)%s", r->name,
                       (unsigned long long)ln->line_no, nd, tok, colon - tok > 40 ? "..." : "", r->n_cols, lo,
-                      lo + r->n_cols - 1);
+                      lo + r->n_cols - 1,
+                      hint ? "; if the file's ids start at 1 for the model's column 0, use --one-based" : "");
 }
 
 /* The "id:value" token at p, whose id digits end at the ':' at `colon`; *t gets its end. */

@@ -532,8 +532,11 @@ static ts_status read_tree(lgb_ctx *c) {
     TS_TRY(parse_one(c, tree, &f[F_NUM_LEAVES], "num_leaves", 1, (long long)TSM_MAX_LEAVES, &v));
     uint32_t leaves = (uint32_t)v, nodes = leaves - 1;
     TS_TRY(check_tree_kind(c, tree, f));
-    TS_TRY(grow_scratch(c, leaves));
     if (!f[F_LEAF_VALUE].p) return missing_field(c, tree, "leaf_value");
+    /* Check the count before sizing anything from num_leaves (a 90-byte file must not
+     * allocate for 2^24 leaves). */
+    TS_TRY(check_count(c, tree, &f[F_LEAF_VALUE], "leaf_value", leaves, "num_leaves"));
+    TS_TRY(grow_scratch(c, leaves));
     TS_TRY(parse_doubles(c, tree, &f[F_LEAF_VALUE], "leaf_value", leaves, "num_leaves", c->s.leaf));
     if (nodes > 0) TS_TRY(parse_splits(c, tree, f, nodes));
     for (uint32_t i = 0; i < nodes; i++) TS_TRY(map_node(c, tree, &f[F_DECISION_TYPE], i));
