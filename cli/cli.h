@@ -56,8 +56,10 @@ ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine eng
 /* Open the data for this model: SVMlight reads feature id k into column k of a matrix
  * as wide as the model, with the model library's meaning of absent entries; CSV/TSV/raw
  * must have the model's column count. want_queries: find query sizes (the --query-file,
- * or DATA.query next to the data as LightGBM does). Message and NULL on failure. */
-tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries);
+ * or DATA.query next to the data as LightGBM does). want_doubles: text values as
+ * doubles (chunk.xd), scored with ts_scorer_score_f64 so that a library comparing in
+ * double (LightGBM) gets its exact decisions. Message and NULL on failure. */
+tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles);
 /* Check a chunk's width against the model; message and nonzero on mismatch. */
 int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols);
 

@@ -37,7 +37,7 @@ typedef struct matrix {
 } matrix;
 
 static int load_rows(const cli_opts *o, const ts_model *m, matrix *mx) {
-    tsio_reader *r = cli_open_data(o, m, 0);
+    tsio_reader *r = cli_open_data(o, m, 0, 0);
     size_t cap = 0;
     int rc = -1;
     if (!r) return -1;

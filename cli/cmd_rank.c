@@ -197,7 +197,7 @@ int cmd_rank(int argc, char **argv) {
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
     ts_scorer *s = cli_create_scorer(m, &o, o.engine);
-    tsio_reader *r = s ? cli_open_data(&o, m, 1) : NULL;
+    tsio_reader *r = s ? cli_open_data(&o, m, 1, 1) : NULL;
     cli_output out;
     rc = CLI_FAILED;
     if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {

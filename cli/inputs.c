@@ -86,7 +86,7 @@ static int first_line_has_qid(const char *path) {
     return 0;
 }
 
-tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries) {
+tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles) {
     ts_model_info info;
     tsio_data_options d;
     tsio_reader *r = NULL;
@@ -100,6 +100,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     d.csv_label_column = o->label_column;
     d.absent_value = ts_model_absent_value(m);
     d.query_file = o->query_file;
+    d.double_values = want_doubles;
     /* LightGBM's convention: DATA.query beside DATA gives the query sizes, unless the
      * rows carry qid: themselves (then the rows win). */
     if (!d.query_file && want_queries && is_regular_file(o->data_path) &&
@@ -168,7 +169,9 @@ int cli_chunks_score(cli_chunks *it, ts_scorer *s, const tsio_chunk *c) {
             return -1;
         }
     }
-    if (ts_scorer_score(s, c->x, c->n_rows, c->n_cols, c->n_cols, it->scores, &err) != TS_OK) {
+    ts_status st = c->xd ? ts_scorer_score_f64(s, c->xd, c->n_rows, c->n_cols, c->n_cols, it->scores, &err)
+                         : ts_scorer_score(s, c->x, c->n_rows, c->n_cols, c->n_cols, it->scores, &err);
+    if (st != TS_OK) {
         cli_error("%s: rows %llu..: %s", it->o->data_path, (unsigned long long)c->first_row + 1, err.message);
         return -1;
     }

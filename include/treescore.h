@@ -198,6 +198,20 @@ TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
 TS_API ts_status ts_scorer_score(const ts_scorer *scorer, const float *x, size_t n_rows, size_t n_cols,
                           size_t row_stride, double *out, ts_error *err);
 
+/* Score rows of doubles (row r at x + r * row_stride, n_cols readable, NaN missing) the
+ * way the training library scores float64 input:
+ *   - LightGBM compares doubles with its double thresholds: the scores equal its
+ *     predict(raw_score=True) on a float64 matrix (and on text files) bit for bit;
+ *   - XGBoost and QuickRank convert each value to float32 first, and so does this call.
+ * Each row is rounded to the float32 row that takes the same path in every tree (usually
+ * the nearest floats; the other neighbour when a threshold lies between); a row no float
+ * row can stand for (two thresholds within one float32 gap, the value between them) is
+ * scored by an exact double traversal. Requirements and guarantees as for
+ * ts_scorer_score; uses about 100 KiB of stack, and allocates only for rows of more than
+ * 16,384 features. */
+TS_API ts_status ts_scorer_score_f64(const ts_scorer *scorer, const double *x, size_t n_rows, size_t n_cols,
+                                     size_t row_stride, double *out, ts_error *err);
+
 #ifdef __cplusplus
 }
 #endif

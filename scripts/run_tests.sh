@@ -37,7 +37,7 @@ py=$root/.venv/bin/python
 
 # --- release build with warnings as errors, unit tests
 stage "build (Release, -Wall -Wextra -Werror)"
-if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTS_WERROR=ON >/dev/null && cmake --build build -j "$jobs" >"$results/build.log" 2>&1; then
+if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTS_WERROR=ON -DTS_TESTS=ON -DTS_SANITIZE=OFF -DTS_FUZZ=OFF -DTS_TSAN=OFF >/dev/null && cmake --build build -j "$jobs" >"$results/build.log" 2>&1; then
     stage "unit tests (ctest)"
     (cd build && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest.xml") || fail_stage "unit tests"
 else
@@ -51,7 +51,7 @@ TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider tests/confor
 
 # --- the same unit and bad-input tests under AddressSanitizer + UndefinedBehaviorSanitizer
 stage "ASan+UBSan build and tests"
-if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
+if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DTS_TESTS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
     cmake --build build-asan -j "$jobs" >"$results/build-asan.log" 2>&1; then
     (cd build-asan && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest-asan.xml") || fail_stage "unit tests (ASan+UBSan)"
     TS_BIN=$root/build-asan/treescore ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider \
@@ -62,7 +62,7 @@ fi
 
 # --- concurrent scoring on one scorer under ThreadSanitizer
 stage "ThreadSanitizer: one scorer, many threads"
-if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_WERROR=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
+if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_WERROR=ON -DTS_TESTS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
     cmake --build build-tsan -j "$jobs" --target test_concurrency >"$results/build-tsan.log" 2>&1; then
     (cd build-tsan && ctest --output-on-failure -R test_concurrency --output-junit "$results/ctest-tsan.xml") ||
         fail_stage "concurrency test (TSan)"

@@ -58,6 +58,11 @@ typedef struct tsio_data_options {
     int csv_header;
     /* CSV/TSV: index of a label column, removed from the features; -1 for none. */
     int csv_label_column;
+    /* Text formats (SVMlight, CSV, TSV): deliver each value as the correctly rounded
+     * double of its text in chunk->xd (chunk->x is then NULL), for libraries that
+     * compare in double; values beyond float range are then accepted. Raw files always
+     * deliver floats. */
+    int double_values;
     size_t chunk_rows;      /* 0 = default 4096 */
     size_t max_line_bytes;  /* 0 = default TSIO_DEFAULT_MAX_LINE; longer lines are TS_ERR_LIMIT */
 } tsio_data_options;
@@ -70,7 +75,8 @@ void tsio_data_options_init(tsio_data_options *o); /* the defaults above; format
 typedef struct tsio_chunk {
     size_t n_rows;          /* 0 at end of input */
     uint32_t n_cols;
-    const float *x;         /* n_rows * n_cols, row-major; NaN = missing */
+    const float *x;         /* n_rows * n_cols, row-major; NaN = missing (NULL when xd is set) */
+    const double *xd;       /* the same as doubles, with double_values on a text format; else NULL */
     const double *labels;   /* n_rows; NaN where the input has no label */
     const int64_t *qids;    /* n_rows; qid: value, or the group index from query_file, or -1 */
     const char *const *comments; /* n_rows; text after '#' (trimmed) or NULL */

@@ -129,7 +129,8 @@ ts_status tsio_csv_init(tsio_reader *r, ts_error *err) {
 
 /* Parse the fields of one line into chunk row `row`. */
 static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_error *err) {
-    float *xr = r->x + row * r->n_cols;
+    float *xr = r->x ? r->x + row * r->n_cols : NULL;
+    double *xd = r->xd ? r->xd + row * r->n_cols : NULL;
     double label = NAN;
     size_t i;
     for (i = 0; i < r->n_fields; i++) {
@@ -144,14 +145,24 @@ static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_e
             if (st != TSIO_NUM_OK) return tsio_fail_token(r, ln, f.p, f.n, "bad label", err);
             continue;
         }
-        st = tsio_parse_f32(f.p, f.n, xr);
-        if (st == TSIO_NUM_BAD && tsio_is_missing_marker(f.p, f.n)) {
-            st = TSIO_NUM_OK;
-            *xr = NAN;
+        if (xd) {
+            st = tsio_parse_f64(f.p, f.n, xd);
+            if (st == TSIO_NUM_BAD && tsio_is_missing_marker(f.p, f.n)) {
+                st = TSIO_NUM_OK;
+                *xd = NAN;
+            }
+            xd++;
+        } else {
+            st = tsio_parse_f32(f.p, f.n, xr);
+            if (st == TSIO_NUM_BAD && tsio_is_missing_marker(f.p, f.n)) {
+                st = TSIO_NUM_OK;
+                *xr = NAN;
+            }
+            xr++;
         }
-        if (st == TSIO_NUM_RANGE) return tsio_fail_token(r, ln, f.p, f.n, "value out of float range", err);
+        if (st == TSIO_NUM_RANGE)
+            return tsio_fail_token(r, ln, f.p, f.n, xd ? "value out of double range" : "value out of float range", err);
         if (st != TSIO_NUM_OK) return tsio_fail_token(r, ln, f.p, f.n, "bad value", err);
-        xr++;
     }
     r->labels[row] = label;
     return tsio_row_query(r, ln, &r->qids[row], err);

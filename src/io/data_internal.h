@@ -68,6 +68,7 @@ int tsio_parse_f64(char *s, size_t n, double *out);
 /* The float token starting at s and ending at the first space or tab (or e): *end is
  * set to that end whatever the result. The SVMlight hot path. */
 int tsio_parse_f32_field(char *s, const char *e, float *out, char **end);
+int tsio_parse_f64_field(char *s, const char *e, double *out, char **end);
 /* CSV missing markers: "", nan (any case), NA, N/A (any case). */
 int tsio_is_missing_marker(const char *s, size_t n);
 /* Printable, truncated (about 40 chars) copy of a token for messages. */
@@ -90,7 +91,8 @@ struct tsio_reader {
     size_t chunk_rows;          /* effective: opts->chunk_rows capped so x stays bounded */
 
     /* one chunk; allocated once, reused */
-    float *x;
+    float *x;              /* the chunk matrix, or NULL when xd holds it */
+    double *xd;            /* double_values on a text format */
     double *labels;
     int64_t *qids;
     const char **comments;

@@ -407,6 +407,19 @@ int tsio_parse_f32_field(char *s, const char *e, float *out, char **end) {
     return tsio_parse_f32(s, (size_t)(t - s), out);
 }
 
+int tsio_parse_f64_field(char *s, const char *e, double *out, char **end) {
+    tsio_decimal d;
+    const char *p = scan_short_decimal(s, e, &d);
+    char *t;
+    if (p && (p == e || *p == ' ' || *p == '\t') && fast_f64(&d, out)) {
+        *end = s + (p - s);
+        return TSIO_NUM_OK;
+    }
+    for (t = s; t < e && *t != ' ' && *t != '\t'; t++) continue;
+    *end = t;
+    return tsio_parse_f64(s, (size_t)(t - s), out);
+}
+
 int tsio_parse_f64(char *s, size_t n, double *out) {
     tsio_decimal d;
     char save, *end;
@@ -560,12 +573,15 @@ static ts_status alloc_chunk(tsio_reader *r, ts_error *err) {
     if (rows > TSIO_MAX_CHUNK_ROWS) rows = TSIO_MAX_CHUNK_ROWS;
     if (rows > cap) rows = cap ? cap : 1;
     r->chunk_rows = rows;
-    r->x = malloc(rows * cols * sizeof(float));
+    if (r->opts.double_values && r->format != TSIO_DATA_RAW)
+        r->xd = malloc(rows * cols * sizeof(double));
+    else
+        r->x = malloc(rows * cols * sizeof(float));
     r->labels = malloc(rows * sizeof(double));
     r->qids = malloc(rows * sizeof(int64_t));
     r->comments = malloc(rows * sizeof(const char *));
     r->comment_off = malloc(rows * sizeof(size_t));
-    if (!r->x || !r->labels || !r->qids || !r->comments || !r->comment_off)
+    if ((!r->x && !r->xd) || !r->labels || !r->qids || !r->comments || !r->comment_off)
         return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory for a %zu x %zu chunk", r->name, rows, cols);
     return TS_OK;
 }
@@ -627,6 +643,7 @@ void tsio_reader_close(tsio_reader *r) {
     free(r->name);
     free(r->query_name);
     free(r->x);
+    free(r->xd);
     free(r->labels);
     free(r->qids);
     free(r->comments);
@@ -755,6 +772,7 @@ static void publish_chunk(tsio_reader *r, size_t rows, tsio_chunk *chunk) {
     for (i = 0; i < rows; i++) r->comments[i] = r->comment_off[i] == SIZE_MAX ? NULL : r->arena + r->comment_off[i];
     chunk->n_rows = rows;
     chunk->x = r->x;
+    chunk->xd = r->xd;
     chunk->labels = r->labels;
     chunk->qids = r->qids;
     chunk->comments = r->comments;

@@ -69,14 +69,18 @@ static ts_status fail_shape(tsio_reader *r, const tsio_line *ln, const char *tok
                       hint ? "; if the file's ids start at 1 for the model's column 0, use --one-based" : "");
 }
 
-/* The "id:value" token at p, whose id digits end at the ':' at `colon`; *t gets its end. */
-static ts_status set_feature(tsio_reader *r, const tsio_line *ln, float *row, uint32_t stamp, char *p,
+/* The "id:value" token at p, whose id digits end at the ':' at `colon`; *t gets its end.
+ * The value goes to row (floats) or, with double_values, to rowd. */
+static ts_status set_feature(tsio_reader *r, const tsio_line *ln, float *row, double *rowd, uint32_t stamp, char *p,
                              char *colon, const char *e, char **t, uint64_t id, ts_error *err) {
-    float v;
+    float v = 0.0f;
+    double vd = 0.0;
     uint64_t col;
-    int st = tsio_parse_f32_field(colon + 1, e, &v, t);
+    int st = rowd ? tsio_parse_f64_field(colon + 1, e, &vd, t) : tsio_parse_f32_field(colon + 1, e, &v, t);
     if (st == TSIO_NUM_BAD) return tsio_fail_token(r, ln, p, (size_t)(*t - p), "bad feature value in", err);
-    if (st == TSIO_NUM_RANGE) return tsio_fail_token(r, ln, p, (size_t)(*t - p), "value out of float range in", err);
+    if (st == TSIO_NUM_RANGE)
+        return tsio_fail_token(r, ln, p, (size_t)(*t - p), rowd ? "value out of double range in" : "value out of float range in",
+                               err);
     if (r->opts.one_based) {
         if (id == 0) return tsio_fail_token(r, ln, p, (size_t)(*t - p), "feature id 0 with one-based ids in", err);
         col = id - 1;
@@ -93,7 +97,10 @@ static ts_status set_feature(tsio_reader *r, const tsio_line *ln, float *row, ui
         return tsio_fail_token(r, ln, p, (size_t)(*t - p), msg, err);
     }
     r->seen[col] = stamp;
-    row[col] = v;
+    if (rowd)
+        rowd[col] = vd;
+    else
+        row[col] = v;
     return TS_OK;
 }
 
@@ -113,7 +120,7 @@ static ts_status other_token(tsio_reader *r, const tsio_line *ln, char *p, char 
 
 /* The tokens after the label, up to `e` (the '#' or the line end). */
 static ts_status parse_features(tsio_reader *r, const tsio_line *ln, char *p, const char *e, float *row,
-                                int64_t *qid, int *has_qid, ts_error *err) {
+                                double *rowd, int64_t *qid, int *has_qid, ts_error *err) {
     uint32_t stamp = next_stamp(r);
     for (;;) {
         char *q, *t;
@@ -123,7 +130,7 @@ static ts_status parse_features(tsio_reader *r, const tsio_line *ln, char *p, co
         for (q = p; q < e && (unsigned)(*q - '0') < 10u; q++)
             id = id < SVM_ID_SATURATE ? id * 10 + (uint64_t)(*q - '0') : id;
         if (q < e && *q == ':' && q > p) {
-            TS_TRY(set_feature(r, ln, row, stamp, p, q, e, &t, id, err));
+            TS_TRY(set_feature(r, ln, row, rowd, stamp, p, q, e, &t, id, err));
         } else {
             t = token_end(q, e);
             TS_TRY(other_token(r, ln, p, t, qid, has_qid, err));
@@ -156,9 +163,16 @@ static ts_status parse_line(tsio_reader *r, const tsio_line *ln, size_t row, int
     st = tsio_parse_f64(p, (size_t)(t - p), &label);
     if (st != TSIO_NUM_OK)
         return tsio_fail_token(r, ln, p, (size_t)(t - p), st == TSIO_NUM_RANGE ? "label out of range" : "bad label", err);
-    xr = r->x + row * r->n_cols;
-    fill_row(xr, r->n_cols, r->opts.absent_value);
-    TS_TRY(parse_features(r, ln, t, e, xr, &qid, &has_qid, err));
+    xr = NULL;
+    double *xd = NULL;
+    if (r->xd) {
+        xd = r->xd + row * r->n_cols;
+        for (uint32_t i = 0; i < r->n_cols; i++) xd[i] = (double)r->opts.absent_value;
+    } else {
+        xr = r->x + row * r->n_cols;
+        fill_row(xr, r->n_cols, r->opts.absent_value);
+    }
+    TS_TRY(parse_features(r, ln, t, e, xr, xd, &qid, &has_qid, err));
     if (!has_qid) TS_TRY(tsio_row_query(r, ln, &qid, err));
     if (hash) {
         char *c = hash + 1, *ce = ln->p + ln->len;

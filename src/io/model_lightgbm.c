@@ -540,7 +540,7 @@ static ts_status read_tree(lgb_ctx *c) {
     TS_TRY(parse_doubles(c, tree, &f[F_LEAF_VALUE], "leaf_value", leaves, "num_leaves", c->s.leaf));
     if (nodes > 0) TS_TRY(parse_splits(c, tree, f, nodes));
     for (uint32_t i = 0; i < nodes; i++) TS_TRY(map_node(c, tree, &f[F_DECISION_TYPE], i));
-    ts_status st = tsm_model_add_tree(c->m, nodes, c->s.nodes, leaves, c->s.leaf, 1.0, c->r.err);
+    ts_status st = tsm_model_add_tree_d(c->m, nodes, c->s.nodes, c->s.threshold, leaves, c->s.leaf, 1.0, c->r.err);
     if (st != TS_OK) return tsio_locate(c->r.err, st, c->r.name, c->locs[tree].line, c->locs[tree].byte);
     return TS_OK;
 }

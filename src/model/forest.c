@@ -15,6 +15,7 @@ ts_model *tsm_model_new(ts_model_format format) {
     if (!m) return NULL;
     m->format = format;
     m->absent_value = format == TS_FORMAT_XGBOOST_JSON ? NAN : 0.0f;
+    m->compares_double = format == TS_FORMAT_LIGHTGBM;
     return m;
 }
 
@@ -23,6 +24,7 @@ void ts_model_free(ts_model *m) {
     for (uint32_t i = 0; i < m->n_trees; i++) {
         free(m->trees[i].nodes);
         free(m->trees[i].leaf_values);
+        free(m->trees[i].thresholds_d);
     }
     free(m->trees);
     free(m);
@@ -74,6 +76,8 @@ typedef struct canon_ctx {
     tsm_node *out;
     double *out_leaves;
     const double *in_leaves;
+    const double *in_thr_d;  /* optional: double thresholds, permuted like the nodes */
+    double *out_thr_d;
     uint32_t next_node, next_leaf, depth;
 } canon_ctx;
 
@@ -118,6 +122,7 @@ static ts_status visit(canon_ctx *c, canon_frame f, canon_frame *stack, uint32_t
                        src->feature, TSM_MAX_FEATURES - 1);
     uint32_t me = c->next_node++;
     c->out[me] = *src;
+    if (c->out_thr_d) c->out_thr_d[me] = c->in_thr_d[node];
     if (f.out_slot) *f.out_slot = (int32_t)me;
     /* Push right first so the left subtree is numbered first (preorder, leaves in order). */
     stack[(*sp)++] = (canon_frame){src->right, &c->out[me].right, f.depth + 1};
@@ -158,6 +163,11 @@ static ts_status grow_trees(ts_model *m, ts_error *err) {
 
 ts_status tsm_model_add_tree(ts_model *m, uint32_t n_nodes, const tsm_node *nodes, uint32_t n_leaves,
                              const double *leaf_values, double weight, ts_error *err) {
+    return tsm_model_add_tree_d(m, n_nodes, nodes, NULL, n_leaves, leaf_values, weight, err);
+}
+
+ts_status tsm_model_add_tree_d(ts_model *m, uint32_t n_nodes, const tsm_node *nodes, const double *thresholds_d,
+                               uint32_t n_leaves, const double *leaf_values, double weight, ts_error *err) {
     uint32_t idx = m->n_trees;
     if (n_leaves == 0 || n_leaves > TSM_MAX_LEAVES)
         return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: %u leaves (must be 1 to %u)", idx, n_leaves,
@@ -181,8 +191,10 @@ ts_status tsm_model_add_tree(ts_model *m, uint32_t n_nodes, const tsm_node *node
     c.leaf_seen = calloc(n_leaves, 1);
     c.out = n_nodes ? malloc((size_t)n_nodes * sizeof *c.out) : NULL;
     c.out_leaves = malloc((size_t)n_leaves * sizeof *c.out_leaves);
+    c.in_thr_d = thresholds_d;
+    c.out_thr_d = thresholds_d && n_nodes ? malloc((size_t)n_nodes * sizeof *c.out_thr_d) : NULL;
     ts_status st = TS_OK;
-    if (!c.node_seen || !c.leaf_seen || (n_nodes && !c.out) || !c.out_leaves)
+    if (!c.node_seen || !c.leaf_seen || (n_nodes && !c.out) || !c.out_leaves || (thresholds_d && n_nodes && !c.out_thr_d))
         st = ts_fail(err, TS_ERR_NO_MEMORY, "tree %u: out of memory", idx);
     else
         st = canonicalize(&c, idx, err);
@@ -191,6 +203,7 @@ ts_status tsm_model_add_tree(ts_model *m, uint32_t n_nodes, const tsm_node *node
     if (st != TS_OK) {
         free(c.out);
         free(c.out_leaves);
+        free(c.out_thr_d);
         return st;
     }
     tsm_tree *t = &m->trees[m->n_trees++];
@@ -200,6 +213,7 @@ ts_status tsm_model_add_tree(ts_model *m, uint32_t n_nodes, const tsm_node *node
     t->weight = weight;
     t->nodes = c.out;
     t->leaf_values = c.out_leaves;
+    t->thresholds_d = c.out_thr_d;
     return TS_OK;
 }
 

@@ -61,6 +61,8 @@ typedef struct tsm_tree {
     double weight;         /* 1.0 for LightGBM and XGBoost gbtree */
     tsm_node *nodes;       /* n_nodes, preorder; NULL when n_nodes == 0 */
     double *leaf_values;   /* n_leaves, left to right */
+    double *thresholds_d;  /* n_nodes, preorder: the file's double thresholds when the
+                              library compares double inputs (LightGBM); else NULL */
 } tsm_tree;
 
 /* Largest number of leaves a tree may have (bounded so that counts fit int32 child
@@ -81,6 +83,10 @@ struct ts_model {
     double base_score;
     uint32_t average_output;      /* LightGBM random forest (informational: raw scores are sums) */
     float absent_value;           /* what an absent sparse entry means (0.0f or NaN) */
+    /* How the training library treats double inputs: 1 = compares them in double with
+     * the double thresholds_d (LightGBM: x <= t after its zero snapping); 0 = converts
+     * them to float32 first (XGBoost, QuickRank), which is then exact in the engines. */
+    int compares_double;
     char objective[64];
 };
 
@@ -98,6 +104,11 @@ ts_model *tsm_model_new(ts_model_format format);
  * ("tree 12: node 5 is reached twice"); loaders prefix file and line. */
 ts_status tsm_model_add_tree(ts_model *m, uint32_t n_nodes, const tsm_node *nodes, uint32_t n_leaves,
                              const double *leaf_values, double weight, ts_error *err);
+
+/* The same, also keeping the file's double thresholds (thresholds_d[i] belongs to
+ * nodes[i]; may be NULL) for libraries that compare double inputs (compares_double). */
+ts_status tsm_model_add_tree_d(ts_model *m, uint32_t n_nodes, const tsm_node *nodes, const double *thresholds_d,
+                               uint32_t n_leaves, const double *leaf_values, double weight, ts_error *err);
 
 /* Call once after the last tree: computes n_features, checks feature ids against
  * n_features_declared when it is set, and checks the TSM_ZERO_IS_MISSING invariant

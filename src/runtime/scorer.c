@@ -5,12 +5,14 @@
 
 #include "common/error.h"
 #include "engines/engine.h"
+#include "runtime/f64.h"
 
 /* Immutable after ts_scorer_create: ts_scorer_score only reads it, which is what makes
  * concurrent scoring on one scorer safe without locks. */
 struct ts_scorer {
     const tse_engine *engine;
     void *state;                 /* the engine's read-only layout */
+    tsr_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
     uint32_t n_features;         /* columns a row must have */
     unsigned n_threads;          /* as asked; threads arrive with the threads issue */
 };
@@ -54,6 +56,12 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
         free(s);
         return st;
     }
+    st = tsr_f64_prepare(m, &s->f64, err);
+    if (st != TS_OK) {
+        eng->free(s->state);
+        free(s);
+        return st;
+    }
     *out = s;
     return TS_OK;
 }
@@ -61,21 +69,82 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
 void ts_scorer_free(ts_scorer *s) {
     if (!s) return;
     s->engine->free(s->state);
+    tsr_f64_free(s->f64);
     free(s);
 }
 
 ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->engine->id : TS_ENGINE_AUTO; }
 uint32_t ts_scorer_n_features(const ts_scorer *s) { return s ? s->n_features : 0; }
 
-ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, size_t n_cols, size_t row_stride,
-                          double *out, ts_error *err) {
-    if (!s) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_scorer_score: scorer is NULL");
+static ts_status check_batch(const ts_scorer *s, const void *x, size_t n_rows, size_t n_cols, size_t row_stride,
+                             const double *out, const char *fn, ts_error *err) {
+    if (!s) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: scorer is NULL", fn);
     if (n_rows == 0) return TS_OK;
-    if (!x || !out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_scorer_score: x and out must not be NULL");
+    if (!x || !out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: x and out must not be NULL", fn);
     if (n_cols < s->n_features)
         return ts_fail(err, TS_ERR_SHAPE, "the data has %zu columns but the model reads %u", n_cols, s->n_features);
     if (row_stride < n_cols)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "row_stride %zu is smaller than n_cols %zu", row_stride, n_cols);
-    s->engine->score(s->state, x, n_rows, row_stride, out);
+    return TS_OK;
+}
+
+ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, size_t n_cols, size_t row_stride,
+                          double *out, ts_error *err) {
+    TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
+    if (n_rows) s->engine->score(s->state, x, n_rows, row_stride, out);
+    return TS_OK;
+}
+
+/* Double rows are converted to float rows in sub-batches on the stack (F64_STACK_FLOATS
+ * floats, at most F64_BATCH rows), scored by the engine, and scattered back; rows that
+ * no float row can stand for are scored by the exact double traversal instead. */
+#define F64_STACK_FLOATS 16384
+#define F64_BATCH 64
+
+/* Convert rows [r0, r0 + n) into buf; idx gets the rows the engine will score. */
+static size_t convert_rows(const ts_scorer *s, const double *x, size_t r0, size_t n, size_t stride, float *buf,
+                           size_t width, uint32_t *idx, double *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double *row = x + (r0 + i) * stride;
+        float *dst = buf + k * width;
+        if (!s->f64) { /* the library converts to float32 itself */
+            for (size_t j = 0; j < s->n_features; j++) dst[j] = (float)row[j];
+            idx[k++] = (uint32_t)i;
+            continue;
+        }
+        if (tsr_f64_round_row(s->f64, row, dst)) /* writes the columns splits read */
+            idx[k++] = (uint32_t)i;
+        else
+            out[r0 + i] = tsr_f64_score_row(s->f64, row);
+    }
+    return k;
+}
+
+ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
+                              size_t row_stride, double *out, ts_error *err) {
+    TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
+    float stack_buf[F64_STACK_FLOATS];
+    uint32_t idx[F64_BATCH];
+    double part[F64_BATCH];
+    size_t width = s->n_features ? s->n_features : 1;
+    size_t per = F64_STACK_FLOATS / width;
+    float *buf = stack_buf;
+    if (per == 0) { /* rows wider than the stack buffer: the one documented allocation */
+        buf = malloc(width * sizeof *buf);
+        if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for a row of %zu features", width);
+        per = 1;
+    }
+    if (per > F64_BATCH) per = F64_BATCH;
+    /* Columns no split reads are never written: zero them once, for tidiness. */
+    if (s->f64) memset(buf, 0, (n_rows < per ? n_rows : per) * width * sizeof *buf);
+    for (size_t r0 = 0; r0 < n_rows; r0 += per) {
+        size_t n = n_rows - r0 < per ? n_rows - r0 : per;
+        size_t k = convert_rows(s, x, r0, n, row_stride, buf, width, idx, out);
+        if (k == 0) continue;
+        s->engine->score(s->state, buf, k, width, part);
+        for (size_t q = 0; q < k; q++) out[r0 + idx[q]] = part[q];
+    }
+    if (buf != stack_buf) free(buf);
     return TS_OK;
 }

@@ -1,0 +1,196 @@
+/* test_f64.c: ts_scorer_score_f64 equals LightGBM's double-precision decisions on crowded float gaps. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "model/forest.h"
+#include "treescore.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 2685821657736338717ull;
+}
+static uint32_t below(uint32_t n) { return (uint32_t)(rnd() % n); }
+
+#define N_FEAT 6
+#define ZERO_FEAT 5 /* the one feature with LightGBM missing type Zero */
+enum { MT_NONE, MT_ZERO, MT_NAN };
+
+/* Per feature, values around which thresholds and inputs crowd. */
+static const double bases[N_FEAT][3] = {
+    {0.988973, 0.5, 0.1},
+    {123456789.0, 123456701.0, 1e8},
+    {12345.6789, 12345.67891, -4.25},
+    {1.5e-35, -1.5e-35, 1e-30},
+    {-3.3333333333, 7.1, 1e30},
+    {0.25, 2.0000001, 3.0},
+};
+
+/* A double near a base: the base, its double neighbours, or a point inside the float32
+ * gap around it, so several thresholds share one gap. */
+static double near_base(uint32_t f) {
+    double b = bases[f][below(3)];
+    float lo = (float)b;
+    if ((double)lo > b) lo = nextafterf(lo, -INFINITY);
+    double gap = (double)nextafterf(lo, INFINITY) - (double)lo;
+    switch (below(5)) {
+    case 0: return b;
+    case 1: return nextafter(b, INFINITY);
+    case 2: return nextafter(b, -INFINITY);
+    case 3: return (double)lo + gap * (double)(1 + below(7)) / 8.0;
+    default: return (double)lo;
+    }
+}
+
+typedef struct ref_node {
+    double t;
+    int mt, default_left;
+} ref_node;
+
+typedef struct ref_tree {
+    uint32_t n;
+    tsm_node nodes[16];
+    ref_node ref[16];
+    double leaves[17];
+} ref_tree;
+
+static ref_tree trees[40];
+
+/* LightGBM's NumericalDecision on a double input, after its predictor's zero snapping. */
+static int ref_left(const ref_node *r, double v) {
+    if (fabs(v) <= (double)TSM_ZERO_RANGE) v = 0.0;
+    if (v != v && r->mt != MT_NAN) v = 0.0;
+    if ((r->mt == MT_ZERO && fabs(v) <= (double)TSM_ZERO_RANGE) || (r->mt == MT_NAN && v != v)) return r->default_left;
+    return v <= r->t;
+}
+
+static double ref_score(uint32_t n_trees, const double *x) {
+    double s = 0.0;
+    for (uint32_t t = 0; t < n_trees; t++) {
+        int32_t c = trees[t].n ? 0 : -1;
+        while (c >= 0) {
+            const tsm_node *nd = &trees[t].nodes[c];
+            c = ref_left(&trees[t].ref[c], x[nd->feature]) ? nd->left : nd->right;
+        }
+        s += trees[t].leaves[~c];
+    }
+    return s;
+}
+
+/* A chain-and-branch tree of n internal nodes (node i's right child is node i+1). */
+static void make_tree(ref_tree *rt, uint32_t n) {
+    rt->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t f = below(N_FEAT);
+        ref_node r = {near_base(f), f == ZERO_FEAT ? MT_ZERO : (below(2) ? MT_NAN : MT_NONE), (int)below(2)};
+        uint32_t flags = 0;
+        if (r.mt == MT_NONE) flags = 0.0 <= r.t ? TSM_MISSING_LEFT : 0;
+        if (r.mt == MT_NAN) flags = r.default_left ? TSM_MISSING_LEFT : 0;
+        if (r.mt == MT_ZERO) flags = TSM_ZERO_IS_MISSING | (r.default_left ? TSM_MISSING_LEFT : 0);
+        rt->ref[i] = r;
+        rt->nodes[i] = (tsm_node){tsm_threshold_lightgbm(r.t), f, ~(int32_t)i, i + 1 < n ? (int32_t)(i + 1) : ~(int32_t)n,
+                                  flags};
+    }
+    for (uint32_t l = 0; l <= n; l++) rt->leaves[l] = (double)below(1000) / 8.0 - 60.0;
+}
+
+static double random_input(uint32_t f) {
+    switch (below(8)) {
+    case 0: return NAN;
+    case 1: return 0.0;
+    case 2: { /* around the zero range */
+        static const double z[] = {1e-36, -1e-36, (double)TSM_ZERO_RANGE, -(double)TSM_ZERO_RANGE};
+        double v = z[below(4)];
+        return below(2) ? v : nextafter(v, below(2) ? INFINITY : -INFINITY);
+    }
+    default: return near_base(f);
+    }
+}
+
+static void test_crowded_gaps(void) {
+    const uint32_t n_trees = 40, n_rows = 3000, cols = N_FEAT + 1;
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    ts_error err;
+    for (uint32_t t = 0; t < n_trees; t++) {
+        make_tree(&trees[t], 1 + below(15));
+        double td[16];
+        for (uint32_t i = 0; i < trees[t].n; i++) td[i] = trees[t].ref[i].t;
+        CHECK_STATUS(tsm_model_add_tree_d(m, trees[t].n, trees[t].nodes, td, trees[t].n + 1, trees[t].leaves, 1.0, &err),
+                     TS_OK);
+    }
+    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
+    /* The chain trees are already canonical (preorder, leaves in order), so trees[] is
+     * also the reference's view of them. */
+    double *x = malloc((size_t)n_rows * cols * sizeof *x), *ref = malloc(n_rows * sizeof *ref);
+    double *got = malloc(n_rows * sizeof *got), *as_float = malloc(n_rows * sizeof *as_float);
+    float *xf = malloc((size_t)n_rows * cols * sizeof *xf);
+    for (uint32_t r = 0; r < n_rows; r++) {
+        for (uint32_t j = 0; j < cols; j++) x[r * cols + j] = random_input(j % N_FEAT);
+        ref[r] = ref_score(n_trees, x + r * cols);
+    }
+    for (size_t i = 0; i < (size_t)n_rows * cols; i++) xf[i] = (float)x[i];
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS};
+    for (int e = 0; e < 2; e++) {
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = engines[e];
+        ts_scorer *s = NULL;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (!s) continue;
+        CHECK_STATUS(ts_scorer_score_f64(s, x, n_rows, cols, cols, got, &err), TS_OK);
+        uint32_t bad = 0, differs_as_float = 0;
+        for (uint32_t r = 0; r < n_rows; r++)
+            if (memcmp(&got[r], &ref[r], sizeof ref[r]) != 0 && bad++ < 3)
+                fprintf(stderr, "%s row %u: %.17g != %.17g\n", ts_engine_name(engines[e]), r, got[r], ref[r]);
+        CHECK_MSG(bad == 0, "%s: %u of %u rows differ from LightGBM's double decisions", ts_engine_name(engines[e]), bad,
+                  n_rows);
+        /* the test means something only if float32 rounding would have changed scores */
+        CHECK_STATUS(ts_scorer_score(s, xf, n_rows, cols, cols, as_float, &err), TS_OK);
+        for (uint32_t r = 0; r < n_rows; r++) differs_as_float += as_float[r] != ref[r];
+        CHECK_MSG(differs_as_float > n_rows / 20, "only %u rows differ under float32 rounding", differs_as_float);
+        ts_scorer_free(s);
+    }
+    ts_model_free(m);
+    free(x);
+    free(ref);
+    free(got);
+    free(as_float);
+    free(xf);
+}
+
+/* XGBoost models convert double inputs to float32 first: score_f64 == score on (float)x. */
+static void test_float_models_cast(void) {
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_model_load_file(TS_TEST_DATA_DIR "/models/xgb_small_logistic.json", TS_FORMAT_AUTO, &m, &err), TS_OK);
+    if (!m) return;
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, NULL, &s, &err), TS_OK);
+    uint32_t cols = ts_scorer_n_features(s), n = 500;
+    double *x = malloc((size_t)n * cols * sizeof *x), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    float *xf = malloc((size_t)n * cols * sizeof *xf);
+    for (size_t i = 0; i < (size_t)n * cols; i++) {
+        x[i] = below(10) == 0 ? NAN : (double)below(100000) / 997.0 - 20.0;
+        xf[i] = (float)x[i];
+    }
+    CHECK_STATUS(ts_scorer_score_f64(s, x, n, cols, cols, a, &err), TS_OK);
+    CHECK_STATUS(ts_scorer_score(s, xf, n, cols, cols, b, &err), TS_OK);
+    CHECK(memcmp(a, b, n * sizeof *a) == 0);
+    CHECK_STATUS(ts_scorer_score_f64(s, x, n, cols - 1, cols, a, &err), cols ? TS_ERR_SHAPE : TS_OK);
+    ts_scorer_free(s);
+    ts_model_free(m);
+    free(x);
+    free(a);
+    free(b);
+    free(xf);
+}
+
+int main(void) {
+    RUN_TEST(test_crowded_gaps);
+    RUN_TEST(test_float_models_cast);
+    return check_summary("test_f64");
+}
