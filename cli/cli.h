@@ -33,6 +33,7 @@ typedef struct cli_opts {
     uint64_t max_rows;           /* bench: rows loaded (0 = all) */
     int tsv;                     /* bench: --format tsv output */
     int quiet;                   /* no progress on stderr */
+    int no_name_check;           /* CSV/TSV header names are not compared with the model's */
     int help;
 } cli_opts;
 

@@ -42,6 +42,11 @@ int cmd_info(int argc, char **argv) {
     else
         printf("features:         %u columns read (the format declares no count), %u used in splits\n",
                i.n_features, i.n_features_used);
+    if (ts_model_feature_name(m, 0)) {
+        printf("feature names:    %s", ts_model_feature_name(m, 0));
+        for (uint32_t j = 1; j < i.n_features && j < 8; j++) printf(" %s", ts_model_feature_name(m, j));
+        printf("%s\n", i.n_features > 8 ? " ..." : "");
+    }
     printf("base score:       %.17g\n", i.base_score);
     if (i.average_output)
         printf("random forest:    average_output; scores are LightGBM raw scores (sums); its predict() "

@@ -27,7 +27,8 @@ static const char usage[] =
     "  -t, --threads N         threads (accepted; single-threaded in this version)\n"
     "  -f, --format F          auto, svmlight, csv, tsv, raw\n"
     "  -q, --query-file FILE   query sizes, one per line\n"
-    "      --one-based, --header, --no-header, --label-column K, --model-format F\n"
+    "      --one-based, --header, --no-header, --label-column K, --no-name-check,\n"
+    "      --model-format F\n"
     "                          as for 'treescore score'\n"
     "      --quiet             no summary on stderr\n"
     "  -h, --help              this help\n";

@@ -28,6 +28,8 @@ static const char usage[] =
     "                          XGBoost read LETOR files\n"
     "      --header, --no-header   CSV/TSV: the first line is (not) a header (default: detect)\n"
     "      --label-column K    CSV/TSV: column K (counting from 0) is a label, not a feature\n"
+    "      --no-name-check     CSV/TSV: score even when the header's column names differ from\n"
+    "                          the feature names the model file gives (default: an error)\n"
     "      --quiet             no progress messages\n"
     "  -h, --help              this help\n"
     "\n"

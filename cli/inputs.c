@@ -86,6 +86,34 @@ static int first_line_has_qid(const char *path) {
     return 0;
 }
 
+/* LightGBM names features Column_0, Column_1, ... when the data had no names. */
+static int generic_names(const ts_model *m, uint32_t n) {
+    char want[32];
+    for (uint32_t j = 0; j < n; j++) {
+        snprintf(want, sizeof want, "Column_%u", j);
+        if (strcmp(ts_model_feature_name(m, j), want) != 0) return 0;
+    }
+    return 1;
+}
+
+/* A CSV/TSV header must name the model's features in the model's order, when the model
+ * names them: a reordered file would otherwise score silently wrong. */
+static int check_names(const cli_opts *o, const ts_model *m, const tsio_reader *r) {
+    uint32_t n = tsio_reader_n_cols(r);
+    if (o->no_name_check || !tsio_reader_column_name(r, 0) || !ts_model_feature_name(m, 0) || generic_names(m, n))
+        return 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const char *have = tsio_reader_column_name(r, j), *want = ts_model_feature_name(m, j);
+        if (want && strcmp(have, want) != 0) {
+            cli_error("%s: feature column %u is named '%s' but feature %u of the model %s is '%s': the columns must "
+                      "come in the model's order (--no-name-check scores them as they are)",
+                      o->data_path, j, have, j, o->model_path, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles) {
     ts_model_info info;
     tsio_data_options d;
@@ -116,6 +144,10 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     if (f == TSIO_DATA_CSV || f == TSIO_DATA_TSV || f == TSIO_DATA_RAW) d.n_cols = 0;
     if (tsio_reader_open(o->data_path, &d, &r, &err) != TS_OK) {
         cli_error("%s", err.message);
+        return NULL;
+    }
+    if (check_names(o, m, r)) {
+        tsio_reader_close(r);
         return NULL;
     }
     return r;

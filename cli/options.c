@@ -31,7 +31,7 @@ bad:
 typedef enum {
     O_MODEL, O_DATA, O_OUTPUT, O_ENGINE, O_ENGINES, O_THREADS, O_FORMAT, O_MODEL_FORMAT, O_QUERY_FILE,
     O_DATA_FORMAT, O_ONE_BASED, O_HEADER, O_NO_HEADER, O_LABEL_COLUMN, O_TOP, O_NDCG, O_PRINT_QUERIES, O_REPEAT, O_BATCH,
-    O_ROWS, O_QUIET, O_HELP
+    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_HELP
 } opt_id;
 
 typedef struct opt_spec {
@@ -64,6 +64,7 @@ static const opt_spec specs[] = {
     {"batch", 0, 1, OPT_BENCH, O_BATCH},
     {"rows", 0, 1, OPT_BENCH, O_ROWS},
     {"quiet", 0, 0, OPT_QUIET, O_QUIET},
+    {"no-name-check", 0, 0, OPT_READER, O_NO_NAME_CHECK},
     {"help", 'h', 0, ~0u, O_HELP},
 };
 
@@ -157,6 +158,7 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
     case O_BATCH: if (parse_uint("--batch", v, 1u << 30, &n)) return -1; o->batch = (unsigned)n; return 0;
     case O_ROWS: if (parse_uint("--rows", v, ~0ull, &n)) return -1; o->max_rows = n; return 0;
     case O_QUIET: o->quiet = 1; return 0;
+    case O_NO_NAME_CHECK: o->no_name_check = 1; return 0;
     case O_HELP: o->help = 1; return 0;
     }
     return -1;

@@ -145,6 +145,10 @@ typedef struct ts_model_info {
 
 TS_API ts_status ts_model_get_info(const ts_model *model, ts_model_info *out);
 
+/* The name the model file gives feature i (LightGBM feature_names, XGBoost feature_names),
+ * or NULL when it gives none or i is out of range. Valid while the model lives. */
+TS_API const char *ts_model_feature_name(const ts_model *model, uint32_t i);
+
 /* What an absent entry of a sparse (SVMlight) row means to the training library of this
  * model: 0.0 for LightGBM and QuickRank, NaN (missing) for XGBoost. */
 TS_API float ts_model_absent_value(const ts_model *model);

@@ -97,6 +97,9 @@ uint32_t tsio_reader_n_cols(const tsio_reader *r);
 /* Accepts NULL. */
 void tsio_reader_close(tsio_reader *r);
 
+/* The name of feature column j from a CSV/TSV header line; NULL without a header. */
+const char *tsio_reader_column_name(const tsio_reader *r, uint32_t j);
+
 /* The format a reader chose (after AUTO resolution); and names for messages/CLI. */
 tsio_data_format tsio_reader_format(const tsio_reader *r);
 const char *tsio_data_format_name(tsio_data_format f);         /* "auto", "svmlight", "csv", "tsv", "raw" */

@@ -123,7 +123,24 @@ ts_status tsio_csv_init(tsio_reader *r, ts_error *err) {
         header = 0;
         for (i = 0; i < n_fields && !header; i++) header = !field_is_value(r->fields[i]);
     }
-    if (!header) tsio_src_unread_line(&r->src);
+    if (!header) {
+        tsio_src_unread_line(&r->src);
+        return TS_OK;
+    }
+    /* Keep the feature columns' names (the label column's is not a feature). */
+    r->col_names = calloc(r->n_cols ? r->n_cols : 1, sizeof *r->col_names);
+    if (!r->col_names) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    size_t j = 0;
+    for (i = 0; i < n_fields; i++) {
+        if (i == r->label_col) continue;
+        const char *p = r->fields[i].p;
+        size_t n = r->fields[i].n;
+        while (n && (*p == ' ' || *p == '"')) p++, n--;
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '"' || p[n - 1] == '\r')) n--;
+        if (!(r->col_names[j] = malloc(n + 1))) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
+        memcpy(r->col_names[j], p, n);
+        r->col_names[j++][n] = '\0';
+    }
     return TS_OK;
 }
 

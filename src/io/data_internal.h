@@ -124,6 +124,7 @@ struct tsio_reader {
     size_t n_fields;
     size_t label_col;           /* SIZE_MAX: none */
     tsio_span *fields;          /* n_fields spans */
+    char **col_names;           /* CSV/TSV header: n_cols feature column names, or NULL */
 
     /* raw */
     uint64_t raw_rows;

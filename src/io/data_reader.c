@@ -651,12 +651,19 @@ void tsio_reader_close(tsio_reader *r) {
     free(r->arena);
     free(r->seen);
     free(r->fields);
+    if (r->col_names)
+        for (uint32_t j = 0; j < r->n_cols; j++) free(r->col_names[j]);
+    free(r->col_names);
     free(r);
 }
 
 uint32_t tsio_reader_n_cols(const tsio_reader *r) { return r ? r->n_cols : 0; }
 
 tsio_data_format tsio_reader_format(const tsio_reader *r) { return r ? r->format : TSIO_DATA_AUTO; }
+
+const char *tsio_reader_column_name(const tsio_reader *r, uint32_t j) {
+    return r && r->col_names && j < r->n_cols ? r->col_names[j] : NULL;
+}
 
 /* ---- Query file ---------------------------------------------------------------------- */
 

@@ -71,7 +71,7 @@ static const char *const field_names[F_COUNT] = {
     "left_child", "right_child", "leaf_value",    "is_linear", "has_categorical"};
 
 typedef struct lgb_header {
-    lgb_span version, num_class, num_tree_per_iteration, max_feature_idx, objective, tree_sizes;
+    lgb_span version, num_class, num_tree_per_iteration, max_feature_idx, objective, tree_sizes, feature_names;
     int average_output;
     long long max_feature;         /* max_feature_idx */
 } lgb_header;
@@ -257,9 +257,9 @@ static ts_status parse_one(lgb_ctx *c, uint32_t tree, const lgb_span *v, const c
 
 static ts_status header_key(lgb_ctx *c, const char *key, size_t key_n, const lgb_span *val) {
     static const char *const keys[] = {"version", "num_class", "num_tree_per_iteration", "max_feature_idx",
-                                       "objective", "tree_sizes"};
-    lgb_span *slots[] = {&c->h.version,   &c->h.num_class, &c->h.num_tree_per_iteration, &c->h.max_feature_idx,
-                         &c->h.objective, &c->h.tree_sizes};
+                                       "objective", "tree_sizes", "feature_names"};
+    lgb_span *slots[] = {&c->h.version,   &c->h.num_class,  &c->h.num_tree_per_iteration, &c->h.max_feature_idx,
+                         &c->h.objective, &c->h.tree_sizes, &c->h.feature_names};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!key_is(key, key_n, keys[i])) continue;
         if (slots[i]->p)
@@ -313,6 +313,20 @@ static ts_status check_version(lgb_ctx *c) {
                      "LightGBM model version '%s' is not supported (v2, v3 and v4 are)", ex);
 }
 
+/* feature_names=a b c: kept when there is one per feature (else ignored: names are
+ * information, not needed to score). */
+static ts_status read_feature_names(lgb_ctx *c) {
+    const lgb_span *v = &c->h.feature_names;
+    if (!v->p || count_tokens(v) != (size_t)c->m->n_features_declared) return TS_OK;
+    for (size_t i = 0; i < v->n;) {
+        while (i < v->n && is_sep(v->p[i])) i++;
+        size_t start = i;
+        while (i < v->n && !is_sep(v->p[i])) i++;
+        if (i > start) TS_TRY(tsm_model_add_feature_name(c->m, v->p + start, i - start, c->r.err));
+    }
+    return TS_OK;
+}
+
 static ts_status check_header(lgb_ctx *c) {
     long long num_class, per_iter, max_feature;
     TS_TRY(check_version(c));
@@ -339,7 +353,7 @@ static ts_status check_header(lgb_ctx *c) {
         memcpy(c->m->objective, p, k);
         c->m->objective[k] = '\0';
     }
-    return TS_OK;
+    return read_feature_names(c);
 }
 
 /* ---- trees ------------------------------------------------------------------------ */

@@ -517,6 +517,22 @@ static ts_status read_objective(xgb_ctx *c) {
     return c->p.status;
 }
 
+/* learner.feature_names: ["a", "b", ...] (absent, or empty, when the data had none). */
+static ts_status read_feature_names(xgb_ctx *c) {
+    int has;
+    char name[1024];
+    TS_TRY(tsj_array_begin(&c->p));
+    while (tsj_array_next(&c->p, &has) == TS_OK && has) {
+        int truncated = 0;
+        tsj_type t;
+        TS_TRY(tsj_peek(&c->p, &t));
+        if (t != TSJ_STRING) return tsj_fail(&c->p, TS_ERR_PARSE, "feature_names: expected strings");
+        TS_TRY(tsj_string_prefix(&c->p, name, sizeof name, &truncated));
+        TS_TRY(tsm_model_add_feature_name(c->m, name, strlen(name), c->err));
+    }
+    return c->p.status;
+}
+
 static ts_status read_learner(xgb_ctx *c) {
     char key[TSJ_KEY_MAX];
     int has;
@@ -528,6 +544,8 @@ static ts_status read_learner(xgb_ctx *c) {
             TS_TRY(read_objective(c));
         else if (strcmp(key, "gradient_booster") == 0)
             TS_TRY(read_booster(c));
+        else if (strcmp(key, "feature_names") == 0)
+            TS_TRY(read_feature_names(c));
         else
             TS_TRY(tsj_skip(&c->p));
     }

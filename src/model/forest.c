@@ -27,7 +27,30 @@ void ts_model_free(ts_model *m) {
         free(m->trees[i].thresholds_d);
     }
     free(m->trees);
+    for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
+    free(m->feature_names);
     free(m);
+}
+
+ts_status tsm_model_add_feature_name(ts_model *m, const char *name, size_t len, ts_error *err) {
+    if (m->n_feature_names >= TSM_MAX_FEATURES)
+        return ts_fail(err, TS_ERR_LIMIT, "more than %u feature names", TSM_MAX_FEATURES);
+    if ((m->n_feature_names & (m->n_feature_names - 1)) == 0) { /* grow at powers of two */
+        size_t cap = m->n_feature_names ? 2 * (size_t)m->n_feature_names : 1;
+        char **p = realloc(m->feature_names, cap * sizeof *p);
+        if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+        m->feature_names = p;
+    }
+    char *s = malloc(len + 1);
+    if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+    memcpy(s, name, len);
+    s[len] = '\0';
+    m->feature_names[m->n_feature_names++] = s;
+    return TS_OK;
+}
+
+const char *ts_model_feature_name(const ts_model *m, uint32_t i) {
+    return m && i < m->n_feature_names ? m->feature_names[i] : NULL;
 }
 
 float ts_model_absent_value(const ts_model *m) { return m ? m->absent_value : 0.0f; }
@@ -231,6 +254,13 @@ ts_status tsm_model_finish(ts_model *m, ts_error *err) {
             if (f + 1 > max_feature_plus1) max_feature_plus1 = f + 1;
         }
     m->n_features = max_feature_plus1 > m->n_features_declared ? max_feature_plus1 : m->n_features_declared;
+    /* Names are kept only when there is one per feature column. */
+    if (m->n_feature_names && m->n_feature_names != m->n_features) {
+        for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
+        free(m->feature_names);
+        m->feature_names = NULL;
+        m->n_feature_names = 0;
+    }
 
     /* Zero-is-missing invariant: see tsm_model_finish in forest.h. */
     uint8_t *zero_feature = calloc((size_t)m->n_features + 1, 1);

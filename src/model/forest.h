@@ -88,6 +88,8 @@ struct ts_model {
      * them to float32 first (XGBoost, QuickRank), which is then exact in the engines. */
     int compares_double;
     char objective[64];
+    char **feature_names;         /* n_feature_names names the file gives, or NULL */
+    uint32_t n_feature_names;
 };
 
 /* ---- Building (loaders) ------------------------------------------------------------ */
@@ -109,6 +111,9 @@ ts_status tsm_model_add_tree(ts_model *m, uint32_t n_nodes, const tsm_node *node
  * nodes[i]; may be NULL) for libraries that compare double inputs (compares_double). */
 ts_status tsm_model_add_tree_d(ts_model *m, uint32_t n_nodes, const tsm_node *nodes, const double *thresholds_d,
                                uint32_t n_leaves, const double *leaf_values, double weight, ts_error *err);
+
+/* Append the name of the next feature (feature n_feature_names); len bytes at name. */
+ts_status tsm_model_add_feature_name(ts_model *m, const char *name, size_t len, ts_error *err);
 
 /* Call once after the last tree: computes n_features, checks feature ids against
  * n_features_declared when it is set, and checks the TSM_ZERO_IS_MISSING invariant

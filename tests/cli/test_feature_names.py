@@ -1,0 +1,57 @@
+"""test_feature_names.py: a CSV header must name the model's features in its order, or the run stops."""
+import numpy as np
+import pytest
+
+from cli_helpers import ENV, binary_path  # noqa: F401 (ENV: the sanitizer settings)
+import subprocess
+
+
+def run(*args):
+    return subprocess.run([str(binary_path()), *map(str, args)], capture_output=True, text=True, env=ENV, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def named_models(tmp_path_factory):
+    import lightgbm as lgb
+    import xgboost as xgb
+    d = tmp_path_factory.mktemp("names")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = 2 * X[:, 0] + X[:, 1] - X[:, 2]
+    xgb.train({"objective": "reg:squarederror", "max_depth": 3, "nthread": 1},
+              xgb.DMatrix(X, y, feature_names=["a", "b", "c"]), 5).save_model(str(d / "x.json"))
+    lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 7, "num_threads": 1},
+              lgb.Dataset(X, y, feature_name=["a", "b", "c"]), 5).save_model(str(d / "l.txt"))
+    lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 7, "num_threads": 1},
+              lgb.Dataset(X, y), 5).save_model(str(d / "unnamed.txt"))
+    # the same rows, once in the model's column order and once with the columns reversed
+    np.savetxt(d / "ordered.csv", X[:4], delimiter=",", header="a,b,c", comments="", fmt="%.9g")
+    np.savetxt(d / "reordered.csv", X[:4, ::-1], delimiter=",", header="c,b,a", comments="", fmt="%.9g")
+    return d
+
+
+@pytest.mark.parametrize("model", ["x.json", "l.txt"])
+def test_reordered_header_is_refused(named_models, model):
+    r = run("score", "-m", named_models / model, "-d", named_models / "reordered.csv")
+    assert r.returncode == 1 and r.stdout == ""
+    assert "feature column 0 is named 'c'" in r.stderr and "'a'" in r.stderr and "--no-name-check" in r.stderr
+
+
+@pytest.mark.parametrize("model", ["x.json", "l.txt"])
+def test_ordered_header_and_override(named_models, model):
+    ok = run("score", "-m", named_models / model, "-d", named_models / "ordered.csv")
+    assert ok.returncode == 0 and len(ok.stdout.split()) == 4, ok.stderr
+    forced = run("score", "-m", named_models / model, "-d", named_models / "reordered.csv", "--no-name-check")
+    assert forced.returncode == 0 and len(forced.stdout.split()) == 4, forced.stderr
+    assert forced.stdout != ok.stdout  # the columns really are read in file order
+
+
+def test_generic_names_are_not_checked(named_models):
+    """LightGBM's Column_0.. names (data without names) do not make headers mandatory."""
+    r = run("score", "-m", named_models / "unnamed.txt", "-d", named_models / "reordered.csv")
+    assert r.returncode == 0, r.stderr
+
+
+def test_info_shows_names(named_models):
+    r = run("info", "-m", named_models / "x.json")
+    assert r.returncode == 0 and "feature names:    a b c" in r.stdout
