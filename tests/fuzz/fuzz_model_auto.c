@@ -96,6 +96,61 @@ static double reference_score(const ts_model *m, const float *row) {
     return sum;
 }
 
+/* Double rows as the library sees them: LightGBM compares in double with the file's
+ * thresholds (after dropping |x| <= 1e-35 to 0); the others convert to float first. */
+static int left_f64(const tsm_node *n, double t, double v) {
+    if (fabs(v) <= (double)TSM_ZERO_RANGE) v = 0.0;
+    if (v != v || ((n->flags & TSM_ZERO_IS_MISSING) && v == 0.0)) return (n->flags & TSM_MISSING_LEFT) != 0;
+    return v <= t;
+}
+
+static double reference_score_f64(const ts_model *m, const double *row, float *tmp, size_t n_cols) {
+    if (!m->compares_double) {
+        for (size_t c = 0; c < n_cols; c++) tmp[c] = (float)row[c];
+        return reference_score(m, tmp);
+    }
+    double sum = m->base_score;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        int32_t c = tr->n_nodes ? 0 : -1;
+        while (c >= 0) {
+            const tsm_node *n = &tr->nodes[c];
+            double thr = tr->thresholds_d ? tr->thresholds_d[c] : (double)n->threshold;
+            c = left_f64(n, thr, row[n->feature]) ? n->left : n->right;
+        }
+        sum += tr->weight * tr->leaf_values[~c];
+    }
+    return sum;
+}
+
+/* A double next to a node's double threshold: on it, a double step away, inside its
+ * float gap, or on the float threshold. */
+static double near_threshold_d(const tsm_tree *tr, uint32_t i, uint64_t *s) {
+    double t = tr->thresholds_d ? tr->thresholds_d[i] : (double)tr->nodes[i].threshold;
+    double lo = (double)tr->nodes[i].threshold, hi = (double)nextafterf(tr->nodes[i].threshold, INFINITY);
+    switch (rng_next(s) % 6) {
+    case 0: return t;
+    case 1: return nextafter(t, INFINITY);
+    case 2: return nextafter(t, -INFINITY);
+    case 3: return lo + (hi - lo) / (double)(2 + rng_next(s) % 6);
+    case 4: return lo;
+    default: return (t + hi) / 2;
+    }
+}
+
+static void build_rows_f64(const ts_model *m, const float *x, double *xd, size_t n_rows, size_t stride,
+                           size_t n_cols, uint64_t *s) {
+    for (size_t i = 0; i < n_rows * stride; i++) xd[i] = (double)x[i];
+    if (m->n_trees == 0) return;
+    for (size_t r = 0; r < n_rows; r++)
+        for (int k = 0; k < 16; k++) {
+            const tsm_tree *tr = &m->trees[rng_next(s) % m->n_trees];
+            if (tr->n_nodes == 0) continue;
+            uint32_t i = (uint32_t)(rng_next(s) % tr->n_nodes);
+            if (tr->nodes[i].feature < n_cols) xd[r * stride + tr->nodes[i].feature] = near_threshold_d(tr, i, s);
+        }
+}
+
 static int same_bits(double a, double b) {
     if (a != a && b != b) return 1;
     return memcmp(&a, &b, sizeof a) == 0;
@@ -156,6 +211,23 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
             if (!same_bits(a[r], ref)) report_diff("naive and reference scores", r, a[r], ref);
             if (!same_bits(a[r], b[r])) report_diff("naive and qs scores", r, a[r], b[r]);
         }
+        /* The same with double rows (ts_scorer_score_f64), against the library's rule. */
+        double *xd = malloc(n_rows * stride * sizeof *xd);
+        float *tmp = malloc(stride * sizeof *tmp);
+        ts_error err;
+        if (xd && tmp) {
+            build_rows_f64(m, x, xd, n_rows, stride, n_cols, &s);
+            if (ts_scorer_score_f64(naive, xd, n_rows, n_cols, stride, a, &err) != TS_OK ||
+                ts_scorer_score_f64(qs, xd, n_rows, n_cols, stride, b, &err) != TS_OK)
+                fuzz_die("ts_scorer_score_f64 failed on a valid batch", &err);
+            for (size_t r = 0; r < n_rows; r++) {
+                double ref = reference_score_f64(m, xd + r * stride, tmp, n_cols);
+                if (!same_bits(a[r], ref)) report_diff("naive f64 and double reference scores", r, a[r], ref);
+                if (!same_bits(a[r], b[r])) report_diff("naive and qs f64 scores", r, a[r], b[r]);
+            }
+        }
+        free(xd);
+        free(tmp);
     }
     free(x);
     free(a);
