@@ -11,6 +11,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+/* Rows per chunk: small enough that a chunk (text as doubles: 8 bytes a column) is still
+ * in L2 when it is scored after parsing. 2.1 GB SVMlight file: 23.0 s with 256 rows,
+ * 26-28 s with 4,096. */
+#define TS_CLI_CHUNK_ROWS 256
+
 
 double cli_now(void) {
     struct timespec ts;
@@ -129,6 +134,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     d.absent_value = ts_model_absent_value(m);
     d.query_file = o->query_file;
     d.double_values = want_doubles;
+    d.chunk_rows = TS_CLI_CHUNK_ROWS;
     /* LightGBM's convention: DATA.query beside DATA gives the query sizes, unless the
      * rows carry qid: themselves (then the rows win). */
     if (!d.query_file && want_queries && is_regular_file(o->data_path) &&

@@ -13,6 +13,10 @@
 typedef struct f64_feature {
     uint32_t feature;
     uint32_t begin, end;   /* its sorted distinct double thresholds in tsr_f64.thr */
+    /* Bloom filter of the float gaps holding a threshold of this feature (bit
+     * bloom_bit(float floor)): a clear bit proves the gap empty without touching the
+     * hash table, and the filters of all features stay in L1. */
+    uint64_t bloom[4];
 } f64_feature;
 
 /* The thresholds of one feature whose float floor (largest float <= t) is `lo`: those
@@ -98,7 +102,7 @@ static ts_status build_thresholds(tsr_f64 *f, const ts_model *m, ts_error *err) 
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && p[i].feature == p[i - 1].feature && p[i].t == p[i - 1].t) continue;
         if (f->n_used == 0 || f->used[f->n_used - 1].feature != p[i].feature)
-            f->used[f->n_used++] = (f64_feature){p[i].feature, (uint32_t)out, (uint32_t)out};
+            f->used[f->n_used++] = (f64_feature){p[i].feature, (uint32_t)out, (uint32_t)out, {0, 0, 0, 0}};
         f64_feature *u = &f->used[f->n_used - 1];
         float lo = tsm_threshold_le_double(p[i].t);
         if (u->end > u->begin && tsm_threshold_le_double(f->thr[u->end - 1]) == lo) f->can_fail = 1;
@@ -115,6 +119,8 @@ static uint32_t float_bits(float x) {
     memcpy(&b, &x, sizeof b);
     return b;
 }
+
+static inline uint32_t bloom_bit(uint32_t lo_bits) { return (lo_bits * 0x9E3779B1u) >> 24; }
 
 static uint32_t gap_hash(uint32_t feature, uint32_t lo_bits) {
     uint64_t k = ((uint64_t)feature << 32 | lo_bits) * 0x9E3779B97F4A7C15ull;
@@ -145,6 +151,8 @@ static ts_status build_gaps(tsr_f64 *f, ts_error *err) {
             uint32_t h = gap_hash(f->used[u].feature, bits) & f->gap_mask;
             while (f->gaps[h].feature != UINT32_MAX) h = (h + 1) & f->gap_mask;
             f->gaps[h] = (gap_entry){f->used[u].feature, bits, i, j - i};
+            uint32_t b = bloom_bit(bits);
+            f->used[u].bloom[b >> 6] |= 1ull << (b & 63);
             i = j;
         }
     return TS_OK;
@@ -225,7 +233,8 @@ static int round_value(const tsr_f64 *f, const f64_feature *u, double v, float *
     float lo = (double)near < v ? near : float_step(near, 0);
     float hi = float_step(lo, 1);
     /* the thresholds in [lo, hi), if any */
-    const gap_entry *g = gap_find(f, u->feature, lo);
+    uint32_t b = bloom_bit(float_bits(lo));
+    const gap_entry *g = (u->bloom[b >> 6] >> (b & 63)) & 1 ? gap_find(f, u->feature, lo) : NULL;
     int need_lo = 0, need_hi = 0;
     for (uint32_t i = g ? g->first : 0, end = g ? g->first + g->count : 0; i < end; i++) {
         if (f->thr[i] < v) need_hi = 1;
