@@ -47,6 +47,10 @@ enum {
  * CLI_USAGE on a bad option; CLI_OK otherwise (opts->help set for --help). */
 int cli_parse(int argc, char **argv, unsigned accepted, cli_opts *opts);
 
+/* The start every subcommand shares: parse its options, answer --help with `usage`,
+ * require -m (and -d when need_data). Returns -1 to go on, else the exit status. */
+int cli_start(int argc, char **argv, unsigned accepted, const char *usage, int need_data, cli_opts *opts);
+
 /* "treescore: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -181,16 +181,8 @@ int cmd_bench(int argc, char **argv) {
     cli_opts o;
     ts_engine engines[MAX_ENGINES];
     int n_engines;
-    int rc = cli_parse(argc, argv, OPT_MODEL | OPT_DATA | OPT_THREADS | OPT_READER | OPT_BENCH, &o);
-    if (rc != CLI_OK) return rc;
-    if (o.help) {
-        fputs(usage, stdout);
-        return CLI_OK;
-    }
-    if (!o.model_path || !o.data_path) {
-        cli_error("bench: -m MODEL and -d DATA are required (see 'treescore bench --help')");
-        return CLI_USAGE;
-    }
+    int rc = cli_start(argc, argv, OPT_MODEL | OPT_DATA | OPT_THREADS | OPT_READER | OPT_BENCH, usage, 1, &o);
+    if (rc >= 0) return rc;
     if (parse_engines(o.engines, engines, &n_engines)) return CLI_USAGE;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;

@@ -15,16 +15,8 @@ static const char usage[] =
 
 int cmd_info(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, OPT_MODEL, &o);
-    if (rc != CLI_OK) return rc;
-    if (o.help) {
-        fputs(usage, stdout);
-        return CLI_OK;
-    }
-    if (!o.model_path) {
-        cli_error("info: -m MODEL is required (see 'treescore info --help')");
-        return CLI_USAGE;
-    }
+    int rc = cli_start(argc, argv, OPT_MODEL, usage, 0, &o);
+    if (rc >= 0) return rc;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
     ts_model_info i;

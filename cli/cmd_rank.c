@@ -181,19 +181,11 @@ static void summary(const rank_state *st, ts_scorer *s, double wall) {
 
 int cmd_rank(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv,
+    int rc = cli_start(argc, argv,
                        OPT_MODEL | OPT_DATA | OPT_OUTPUT | OPT_ENGINE | OPT_THREADS | OPT_DATA_FORMAT | OPT_READER |
                            OPT_RANK | OPT_QUIET,
-                       &o);
-    if (rc != CLI_OK) return rc;
-    if (o.help) {
-        fputs(usage, stdout);
-        return CLI_OK;
-    }
-    if (!o.model_path || !o.data_path) {
-        cli_error("rank: -m MODEL and -d DATA are required (see 'treescore rank --help')");
-        return CLI_USAGE;
-    }
+                       usage, 1, &o);
+    if (rc >= 0) return rc;
     double t0 = cli_now();
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;

@@ -57,19 +57,11 @@ static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer *s, tsio
 
 int cmd_score(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv,
+    int rc = cli_start(argc, argv,
                        OPT_MODEL | OPT_DATA | OPT_OUTPUT | OPT_ENGINE | OPT_THREADS | OPT_DATA_FORMAT | OPT_READER |
                            OPT_QUIET,
-                       &o);
-    if (rc != CLI_OK) return rc;
-    if (o.help) {
-        fputs(usage, stdout);
-        return CLI_OK;
-    }
-    if (!o.model_path || !o.data_path) {
-        cli_error("score: -m MODEL and -d DATA are required (see 'treescore score --help')");
-        return CLI_USAGE;
-    }
+                       usage, 1, &o);
+    if (rc >= 0) return rc;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
     ts_scorer *s = cli_create_scorer(m, &o, o.engine);

@@ -176,6 +176,21 @@ static void defaults(cli_opts *o) {
     o->repeat = 5;
 }
 
+int cli_start(int argc, char **argv, unsigned accepted, const char *usage, int need_data, cli_opts *o) {
+    int rc = cli_parse(argc, argv, accepted, o);
+    if (rc != CLI_OK) return rc;
+    if (o->help) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (!o->model_path || (need_data && !o->data_path)) {
+        cli_error("%s: -m MODEL%s %s required (see 'treescore %s --help')", argv[0], need_data ? " and -d DATA" : "",
+                  need_data ? "are" : "is", argv[0]);
+        return CLI_USAGE;
+    }
+    return -1;
+}
+
 int cli_parse(int argc, char **argv, unsigned accepted, cli_opts *o) {
     defaults(o);
     for (int i = 1; i < argc; i++) {
