@@ -27,8 +27,18 @@
  *              ts_scorer_create) from many threads at once. Freeing it while another
  *              thread uses it is the caller's bug.
  *   ts_scorer: ts_scorer_score may be called concurrently on one scorer from any number
- *              of threads. It takes no lock and allocates nothing for batches of up to
- *              TS_NOALLOC_BATCH_ROWS rows.
+ *              of threads. It takes no lock. Each calling thread keeps one scratch
+ *              buffer that grows on its first calls to the largest size needed, so in
+ *              steady state scoring allocates nothing.
+ *
+ * Threads
+ * -------
+ * A scorer scores a batch with up to `n_threads` threads (default: all cores): the
+ * calling thread plus helpers from one process-wide pool of (cores - 1) threads,
+ * started once and kept. A helper joins a batch only when it is idle, so callers that
+ * are themselves multi-threaded never make more threads run than they have plus the
+ * pool; small batches are scored in the calling thread alone. Scores are the same bits
+ * for every thread count.
  *   ts_error:  owned by the caller; use one per thread.
  */
 
@@ -159,20 +169,53 @@ typedef enum ts_engine {
     TS_ENGINE_AUTO = 0,   /* the best engine for this model: today qs for trees of up to 64
                              leaves, naive for wider ones (see docs/benchmarks.md) */
     TS_ENGINE_NAIVE = 1,  /* node-by-node traversal (Struct+): the readable reference */
-    TS_ENGINE_QS = 2      /* QuickScorer (Lucchese et al., SIGIR 2015): trees of up to 262,144
+    TS_ENGINE_QS = 2,     /* QuickScorer (Lucchese et al., SIGIR 2015): trees of up to 262,144
                              leaves (TS_ERR_UNSUPPORTED beyond; naive has no such limit) */
+    TS_ENGINE_VQS = 3     /* vectorized QuickScorer (Lucchese et al., SIGIR 2016): 4, 8 or 16
+                             documents per SSE4.2, AVX2 or AVX-512 register; the scalar qs
+                             kernel where the CPU (or the isa option) has none of them */
 } ts_engine;
-#define TS_ENGINE_COUNT 3
+#define TS_ENGINE_COUNT 4
 
-/* "auto", "naive", "qs". */
+/* "auto", "naive", "qs", "vqs". */
 TS_API const char *ts_engine_name(ts_engine engine);
 TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
 
+/* Instruction-set levels of the vectorized engines, lowest first. A level implies the
+ * ones below it. */
+typedef enum ts_isa {
+    TS_ISA_AUTO = 0,      /* the best level this CPU and OS support */
+    TS_ISA_SCALAR = 1,    /* no SIMD: portable C */
+    TS_ISA_SSE42 = 2,     /* SSE4.2 (x86-64-v2) */
+    TS_ISA_AVX2 = 3,      /* AVX2 + BMI2 (x86-64-v3) */
+    TS_ISA_AVX512 = 4     /* AVX-512 F, BW, DQ, VL (x86-64-v4) */
+} ts_isa;
+#define TS_ISA_COUNT 5
+
+/* "auto", "scalar", "sse4.2", "avx2", "avx512". */
+TS_API const char *ts_isa_name(ts_isa isa);
+/* Accepts the names above (and "sse42", "avx-512"); TS_ERR_INVALID_ARGUMENT otherwise. */
+TS_API ts_status ts_isa_from_name(const char *name, ts_isa *out);
+/* The best level this CPU and OS support, detected once (cpuid and xgetbv), lowered by
+ * the environment variable TREESCORE_ISA ("avx2", ...) when it is set. TS_ISA_SCALAR on
+ * other architectures. */
+TS_API ts_isa ts_cpu_isa(void);
+/* Logical CPUs this process may run on (its affinity mask): the default thread count. */
+TS_API unsigned ts_cpu_count(void);
+
+/* tau for "all trees in one block": QuickScorer as first published, without blocking. */
+#define TS_BLOCK_ALL 0xFFFFFFFFu
+
 typedef struct ts_scorer_options {
     ts_engine engine;     /* default TS_ENGINE_AUTO */
-    unsigned n_threads;   /* reserved for multi-threaded scoring: accepted and recorded, but in
-                             this version every call scores in the calling thread */
-    unsigned reserved[14];/* zero */
+    unsigned n_threads;   /* threads per batch; 0 (default) = ts_cpu_count() */
+    ts_isa max_isa;       /* highest instruction set the engine may use; default TS_ISA_AUTO
+                             (the best of ts_cpu_isa()); a level the CPU lacks is lowered */
+    uint32_t tau;         /* qs, vqs: trees per block (BlockWise-QS); 0 (default) = sized from
+                             the cache sizes; TS_BLOCK_ALL = one block */
+    uint32_t delta;       /* qs, vqs: documents per block; 0 (default) = sized from the cache
+                             sizes (vqs rounds it up to whole SIMD registers) */
+    unsigned reserved[11];/* zero */
 } ts_scorer_options;
 
 /* Fill with defaults. Always call before setting fields. */
@@ -190,15 +233,20 @@ TS_API void ts_scorer_free(ts_scorer *scorer);
 /* The engine actually used (never TS_ENGINE_AUTO) and the columns a row must have. */
 TS_API ts_engine ts_scorer_engine(const ts_scorer *scorer);
 TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
-
-/* Batches of at most this many rows are scored without any heap allocation. */
-#define TS_NOALLOC_BATCH_ROWS 4096
+/* What the scorer actually uses: instruction set (TS_ISA_SCALAR for naive and qs),
+ * threads per batch, and the block sizes tau (trees) and delta (documents) of qs and vqs
+ * (0 and 0 for the other engines). */
+TS_API ts_isa ts_scorer_isa(const ts_scorer *scorer);
+TS_API unsigned ts_scorer_n_threads(const ts_scorer *scorer);
+TS_API void ts_scorer_blocking(const ts_scorer *scorer, uint32_t *tau, uint32_t *delta);
 
 /* Score `n_rows` rows of a dense row-major float32 matrix: row r starts at
  * x + r * row_stride (in floats) and has `n_cols` readable values; NaN is a missing
  * value. Requires n_cols >= ts_scorer_n_features() and row_stride >= n_cols; columns
  * past the model's features are ignored. Writes n_rows doubles to `out`.
- * n_rows == 0 is a no-op. Thread-safe, lock-free (see above). */
+ * n_rows == 0 is a no-op. Thread-safe, lock-free (see above). Fails only with
+ * TS_ERR_INVALID_ARGUMENT, TS_ERR_SHAPE, or TS_ERR_NO_MEMORY when a thread's scratch
+ * buffer cannot grow. */
 TS_API ts_status ts_scorer_score(const ts_scorer *scorer, const float *x, size_t n_rows, size_t n_cols,
                           size_t row_stride, double *out, ts_error *err);
 

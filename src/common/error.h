@@ -2,6 +2,7 @@
 #ifndef TS_COMMON_ERROR_H
 #define TS_COMMON_ERROR_H
 
+#include "common/generic.h"
 #include "treescore.h"
 
 #if defined(__GNUC__)

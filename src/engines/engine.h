@@ -5,29 +5,48 @@
 #include <stddef.h>
 
 #include "model/forest.h"
+#include "runtime/cpu.h"
 #include "treescore.h"
+
+/* What the scorer asks of an engine: resolved options (isa is never TS_ISA_AUTO and is
+ * supported by this CPU; tau and delta may be 0 = the engine's choice from cache sizes). */
+typedef struct tse_config {
+    ts_isa isa;
+    uint32_t tau, delta;
+} tse_config;
+
+/* What the engine reports back from prepare. */
+typedef struct tse_layout {
+    ts_isa isa;             /* the instruction set its kernel uses (<= config isa) */
+    uint32_t tau, delta;    /* block sizes used (0, 0 when the engine does not block) */
+    size_t scratch_bytes;   /* working memory one score call needs, any n_rows */
+    size_t rows_per_chunk;  /* the smallest batch worth a thread of its own */
+} tse_layout;
 
 /*
  * An engine turns a finished ts_model into its own read-only layout (prepare), scores
  * batches from that layout (score), and frees it. Contract:
  *   - prepare copies what it needs: the model may be freed afterwards;
  *   - score is called concurrently from many threads on one state: it must not write
- *     to the state, take locks, or allocate for n_rows <= TS_NOALLOC_BATCH_ROWS;
+ *     to the state, take locks, or allocate; its working memory is `scratch`, which has
+ *     layout.scratch_bytes bytes, 64-byte aligned, private to the call (NULL when 0);
  *   - rows have at least model->n_features readable floats (row r at x + r*row_stride);
  *   - out[r] = base_score + sum over trees in tree order of weight*leaf, in double, so
  *     that every engine returns the same bits as tsm_tree_exit_leaf-based reference
- *     scoring.
+ *     scoring, whatever the batch, block sizes, ISA or thread count.
  */
 typedef struct tse_engine {
     ts_engine id;
     const char *name;
-    ts_status (*prepare)(const ts_model *model, const ts_scorer_options *opts, void **state, ts_error *err);
-    void (*score)(const void *state, const float *x, size_t n_rows, size_t row_stride, double *out);
+    ts_status (*prepare)(const ts_model *model, const tse_config *cfg, void **state, tse_layout *layout,
+                         ts_error *err);
+    void (*score)(const void *state, const float *x, size_t n_rows, size_t row_stride, double *out, void *scratch);
     void (*free)(void *state);
 } tse_engine;
 
 extern const tse_engine tse_engine_naive;
 extern const tse_engine tse_engine_qs;
+extern const tse_engine tse_engine_vqs;
 
 /* The engine with this id, or NULL (TS_ENGINE_AUTO is resolved by the scorer). */
 const tse_engine *tse_engine_get(ts_engine id);

@@ -3,7 +3,7 @@
 
 #include "engines/engine.h"
 
-static const tse_engine *const engines[] = {&tse_engine_naive, &tse_engine_qs};
+static const tse_engine *const engines[] = {&tse_engine_naive, &tse_engine_qs, &tse_engine_vqs};
 
 const tse_engine *tse_engine_get(ts_engine id) {
     for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)

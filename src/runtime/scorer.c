@@ -6,33 +6,53 @@
 #include "common/error.h"
 #include "engines/engine.h"
 #include "runtime/f64.h"
+#include "runtime/pool.h"
+#include "runtime/scratch.h"
 
 /* Immutable after ts_scorer_create: ts_scorer_score only reads it, which is what makes
  * concurrent scoring on one scorer safe without locks. */
 struct ts_scorer {
     const tse_engine *engine;
     void *state;                 /* the engine's read-only layout */
+    tse_layout layout;           /* what the engine chose: ISA, blocks, scratch, chunk size */
     tsr_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
     uint32_t n_features;         /* columns a row must have */
-    unsigned n_threads;          /* as asked; threads arrive with the threads issue */
+    unsigned n_threads;          /* threads per batch, >= 1 */
 };
+
+/* More threads than this per batch are never useful and bound the pool's chunking. */
+#define MAX_THREADS 1024u
 
 void ts_scorer_options_init(ts_scorer_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->engine = TS_ENGINE_AUTO;
     o->n_threads = 0;
+    o->max_isa = TS_ISA_AUTO;
 }
 
 /* The engine AUTO stands for, by a rule of thumb until the planner measures: QuickScorer
  * visits every false node (about 40% of all nodes) where a root-to-leaf walk visits the
  * depth, so it wins on trees of up to 64 leaves and loses on wider ones. Measured with
  * treescore bench on LightGBM lambdarank models (docs/benchmarks.md): qs/naive speed
- * 4.0x at 1,000 x 64 leaves, 0.93x at 500 x 127, 0.43x at 300 x 255. */
-static ts_engine resolve_auto(const ts_model *m) {
+ * 4.0x at 1,000 x 64 leaves, 0.93x at 500 x 127, 0.43x at 300 x 255. vqs replaces qs
+ * where the CPU has SIMD. */
+static ts_engine resolve_auto(const ts_model *m, ts_isa isa) {
     for (uint32_t t = 0; t < m->n_trees; t++)
         if (m->trees[t].n_leaves > 64) return TS_ENGINE_NAIVE;
-    return TS_ENGINE_QS;
+    return isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
+}
+
+static ts_status check_options(const ts_scorer_options *o, ts_error *err) {
+    if ((unsigned)o->engine >= TS_ENGINE_COUNT)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)o->engine);
+    if ((unsigned)o->max_isa >= TS_ISA_COUNT)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown instruction set %d", (int)o->max_isa);
+    for (size_t i = 0; i < sizeof o->reserved / sizeof o->reserved[0]; i++)
+        if (o->reserved[i])
+            return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
+                           "ts_scorer_options.reserved must be zero (call ts_scorer_options_init)");
+    return TS_OK;
 }
 
 ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_scorer **out, ts_error *err) {
@@ -43,19 +63,23 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
         ts_scorer_options_init(&defaults);
         opts = &defaults;
     }
-    ts_engine id = opts->engine == TS_ENGINE_AUTO ? resolve_auto(m) : opts->engine;
+    TS_TRY(check_options(opts, err));
+    tse_config cfg = {tsr_isa_resolve(opts->max_isa), opts->tau, opts->delta};
+    ts_engine id = opts->engine == TS_ENGINE_AUTO ? resolve_auto(m, cfg.isa) : opts->engine;
     const tse_engine *eng = tse_engine_get(id);
     if (!eng) return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %d is not built into this treescore", (int)id);
     ts_scorer *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
     s->engine = eng;
     s->n_features = m->n_features;
-    s->n_threads = opts->n_threads;
-    ts_status st = eng->prepare(m, opts, &s->state, err);
+    s->n_threads = opts->n_threads ? opts->n_threads : ts_cpu_count();
+    if (s->n_threads > MAX_THREADS) s->n_threads = MAX_THREADS;
+    ts_status st = eng->prepare(m, &cfg, &s->state, &s->layout, err);
     if (st != TS_OK) {
         free(s);
         return st;
     }
+    if (s->layout.rows_per_chunk == 0) s->layout.rows_per_chunk = 1;
     st = tsr_f64_prepare(m, &s->f64, err);
     if (st != TS_OK) {
         eng->free(s->state);
@@ -75,6 +99,13 @@ void ts_scorer_free(ts_scorer *s) {
 
 ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->engine->id : TS_ENGINE_AUTO; }
 uint32_t ts_scorer_n_features(const ts_scorer *s) { return s ? s->n_features : 0; }
+ts_isa ts_scorer_isa(const ts_scorer *s) { return s ? s->layout.isa : TS_ISA_AUTO; }
+unsigned ts_scorer_n_threads(const ts_scorer *s) { return s ? s->n_threads : 0; }
+
+void ts_scorer_blocking(const ts_scorer *s, uint32_t *tau, uint32_t *delta) {
+    if (tau) *tau = s ? s->layout.tau : 0;
+    if (delta) *delta = s ? s->layout.delta : 0;
+}
 
 static ts_status check_batch(const ts_scorer *s, const void *x, size_t n_rows, size_t n_cols, size_t row_stride,
                              const double *out, const char *fn, ts_error *err) {
@@ -88,11 +119,44 @@ static ts_status check_batch(const ts_scorer *s, const void *x, size_t n_rows, s
     return TS_OK;
 }
 
+/* Rows per chunk of a batch: at least the engine's smallest worthwhile chunk, and small
+ * enough to give every thread about 4 chunks (so an unlucky slow chunk is evened out). */
+static size_t grain_for(const ts_scorer *s, size_t n_rows) {
+    size_t per = n_rows / ((size_t)s->n_threads * 4);
+    return per > s->layout.rows_per_chunk ? per : s->layout.rows_per_chunk;
+}
+
+static void *chunk_scratch(const ts_scorer *s) {
+    return s->layout.scratch_bytes ? tsr_scratch(s->layout.scratch_bytes) : NULL;
+}
+
+typedef struct f32_job {
+    const ts_scorer *s;
+    const float *x;
+    size_t stride;
+    double *out;
+} f32_job;
+
+static ts_status score_f32_chunk(void *ctx, size_t begin, size_t end) {
+    const f32_job *j = ctx;
+    void *scratch = chunk_scratch(j->s);
+    if (j->s->layout.scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
+    j->s->engine->score(j->s->state, j->x + begin * j->stride, end - begin, j->stride, j->out + begin, scratch);
+    return TS_OK;
+}
+
+static ts_status no_scratch(const ts_scorer *s, ts_error *err) {
+    return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for %zu bytes of scoring scratch memory",
+                   s->layout.scratch_bytes);
+}
+
 ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, size_t n_cols, size_t row_stride,
                           double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
-    if (n_rows) s->engine->score(s->state, x, n_rows, row_stride, out);
-    return TS_OK;
+    if (n_rows == 0) return TS_OK;
+    f32_job job = {s, x, row_stride, out};
+    ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_f32_chunk, &job);
+    return st == TS_OK ? TS_OK : no_scratch(s, err);
 }
 
 /* Double rows are converted to float rows in sub-batches on the stack (F64_STACK_FLOATS
@@ -121,30 +185,49 @@ static size_t convert_rows(const ts_scorer *s, const double *x, size_t r0, size_
     return k;
 }
 
-ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
-                              size_t row_stride, double *out, ts_error *err) {
-    TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
+typedef struct f64_job {
+    const ts_scorer *s;
+    const double *x;
+    size_t stride;
+    double *out;
+} f64_job;
+
+/* Rows [begin, end) of a double batch, in sub-batches through a stack buffer. */
+static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
+    const f64_job *j = ctx;
+    const ts_scorer *s = j->s;
     float stack_buf[F64_STACK_FLOATS];
     uint32_t idx[F64_BATCH];
     double part[F64_BATCH];
     size_t width = s->n_features ? s->n_features : 1;
-    size_t per = F64_STACK_FLOATS / width;
+    size_t per = F64_STACK_FLOATS / width, n_rows = end - begin;
     float *buf = stack_buf;
+    void *scratch = chunk_scratch(s);
+    if (s->layout.scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
     if (per == 0) { /* rows wider than the stack buffer: the one documented allocation */
         buf = malloc(width * sizeof *buf);
-        if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for a row of %zu features", width);
+        if (!buf) return TS_ERR_NO_MEMORY;
         per = 1;
     }
     if (per > F64_BATCH) per = F64_BATCH;
     /* Columns no split reads are never written: zero them once, for tidiness. */
     if (s->f64) memset(buf, 0, (n_rows < per ? n_rows : per) * width * sizeof *buf);
-    for (size_t r0 = 0; r0 < n_rows; r0 += per) {
-        size_t n = n_rows - r0 < per ? n_rows - r0 : per;
-        size_t k = convert_rows(s, x, r0, n, row_stride, buf, width, idx, out);
+    for (size_t r0 = begin; r0 < end; r0 += per) {
+        size_t n = end - r0 < per ? end - r0 : per;
+        size_t k = convert_rows(s, j->x, r0, n, j->stride, buf, width, idx, j->out);
         if (k == 0) continue;
-        s->engine->score(s->state, buf, k, width, part);
-        for (size_t q = 0; q < k; q++) out[r0 + idx[q]] = part[q];
+        s->engine->score(s->state, buf, k, width, part, scratch);
+        for (size_t q = 0; q < k; q++) j->out[r0 + idx[q]] = part[q];
     }
     if (buf != stack_buf) free(buf);
     return TS_OK;
+}
+
+ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
+                              size_t row_stride, double *out, ts_error *err) {
+    TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
+    if (n_rows == 0) return TS_OK;
+    f64_job job = {s, x, row_stride, out};
+    ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_f64_chunk, &job);
+    return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
 }

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "model/forest.h"
@@ -134,31 +135,72 @@ static double reference_score(const ts_model *m, const float *row) {
     return s;
 }
 
+/* One scorer configuration under test. */
+typedef struct config {
+    ts_engine engine;
+    ts_isa isa;
+    uint32_t tau, delta;
+    unsigned threads;
+} config;
+
+/* Every engine, every ISA level (levels above this CPU's are lowered by the library,
+ * which then tests the best one again), odd and extreme block sizes, and threads. */
+static const config configs[] = {
+    {TS_ENGINE_NAIVE, TS_ISA_AUTO, 0, 0, 1},
+    {TS_ENGINE_NAIVE, TS_ISA_AUTO, 0, 0, 3},
+    {TS_ENGINE_QS, TS_ISA_AUTO, 0, 0, 1},
+    {TS_ENGINE_QS, TS_ISA_AUTO, 1, 1, 1},
+    {TS_ENGINE_QS, TS_ISA_AUTO, 7, 5, 2},
+    {TS_ENGINE_QS, TS_ISA_AUTO, TS_BLOCK_ALL, 3, 1},
+    {TS_ENGINE_VQS, TS_ISA_SCALAR, 0, 0, 1},
+    {TS_ENGINE_VQS, TS_ISA_SSE42, 0, 0, 1},
+    {TS_ENGINE_VQS, TS_ISA_SSE42, 3, 9, 2},
+    {TS_ENGINE_VQS, TS_ISA_AVX2, 0, 0, 1},
+    {TS_ENGINE_VQS, TS_ISA_AVX2, 5, 17, 3},
+    {TS_ENGINE_VQS, TS_ISA_AVX512, 0, 0, 1},
+    {TS_ENGINE_VQS, TS_ISA_AVX512, 1, 1, 1},
+    {TS_ENGINE_VQS, TS_ISA_AVX512, TS_BLOCK_ALL, 40, 2},
+    {TS_ENGINE_VQS, TS_ISA_AUTO, 0, 0, 0},
+    {TS_ENGINE_AUTO, TS_ISA_AUTO, 0, 0, 0},
+};
+
+static void check_config(const ts_model *m, const config *c, const float *x, size_t n_rows, size_t cols,
+                         size_t stride, const double *ref, double *got) {
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = c->engine;
+    o.max_isa = c->isa;
+    o.tau = c->tau;
+    o.delta = c->delta;
+    o.n_threads = c->threads;
+    ts_scorer *s = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+    if (!s) return;
+    CHECK(ts_scorer_isa(s) <= ts_cpu_isa());
+    for (size_t r = 0; r < n_rows; r++) got[r] = -12345.0;
+    CHECK_STATUS(ts_scorer_score(s, x, n_rows, cols, stride, got, &err), TS_OK);
+    size_t bad = 0;
+    uint32_t tau, delta;
+    ts_scorer_blocking(s, &tau, &delta);
+    for (size_t r = 0; r < n_rows; r++)
+        if (memcmp(&got[r], &ref[r], sizeof got[r]) != 0 && bad++ < 3)
+            fprintf(stderr, "engine %s isa %s tau %u delta %u threads %u row %zu: %.17g != reference %.17g\n",
+                    ts_engine_name(ts_scorer_engine(s)), ts_isa_name(ts_scorer_isa(s)), tau, delta,
+                    ts_scorer_n_threads(s), r, got[r], ref[r]);
+    CHECK_MSG(bad == 0, "engine %s isa %s: %zu of %zu rows differ (%u trees)", ts_engine_name(ts_scorer_engine(s)),
+              ts_isa_name(ts_scorer_isa(s)), bad, n_rows, m->n_trees);
+    ts_scorer_free(s);
+}
+
 static void check_engines_on(const ts_model *m, size_t n_rows) {
     const size_t cols = N_FEATURES + 3, stride = cols + 2;
     float *x = malloc(n_rows * stride * sizeof *x);
     double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
     for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
     for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
-    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_AUTO};
-    for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
-        ts_scorer_options o;
-        ts_scorer_options_init(&o);
-        o.engine = engines[e];
-        ts_scorer *s = NULL;
-        ts_error err;
-        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
-        if (!s) continue;
-        CHECK_STATUS(ts_scorer_score(s, x, n_rows, cols, stride, got, &err), TS_OK);
-        size_t bad = 0;
-        for (size_t r = 0; r < n_rows; r++)
-            if (memcmp(&got[r], &ref[r], sizeof got[r]) != 0 && bad++ < 3)
-                fprintf(stderr, "engine %s row %zu: %.17g != reference %.17g\n", ts_engine_name(engines[e]), r,
-                        got[r], ref[r]);
-        CHECK_MSG(bad == 0, "engine %s: %zu of %zu rows differ (%u trees)", ts_engine_name(engines[e]), bad, n_rows,
-                  m->n_trees);
-        ts_scorer_free(s);
-    }
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
+        check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
     free(x);
     free(ref);
     free(got);
@@ -176,6 +218,19 @@ static void test_one_leaf_trees(void) {
     ts_model *m = random_model(7, 1, 1);
     check_engines_on(m, 10);
     ts_model_free(m);
+}
+
+/* Rows around the SIMD widths (4, 8, 16) and block sizes, one row, and 32-leaf trees
+ * (vqs's 32-bit words) next to 33-leaf ones (64-bit words). */
+static void test_row_counts_and_words(void) {
+    static const size_t rows[] = {1, 3, 4, 5, 15, 16, 17, 33, 100};
+    ts_model *m32 = random_model(50, 20, 32), *m33 = random_model(50, 30, 33);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        check_engines_on(m32, rows[i]);
+        check_engines_on(m33, rows[i]);
+    }
+    ts_model_free(m32);
+    ts_model_free(m33);
 }
 
 static void test_64_and_65_leaves(void) {
@@ -211,7 +266,7 @@ static void test_scorer_api(void) {
     CHECK_STATUS(ts_scorer_create(NULL, NULL, &s, &err), TS_ERR_INVALID_ARGUMENT);
     CHECK(s == NULL);
     CHECK_STATUS(ts_scorer_create(m, NULL, &s, &err), TS_OK);
-    CHECK(ts_scorer_engine(s) == TS_ENGINE_QS);
+    CHECK(ts_scorer_engine(s) == (ts_cpu_isa() > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS));
     CHECK(ts_scorer_n_features(s) == m->n_features);
     CHECK_STATUS(ts_scorer_score(s, row, 1, 1, 1, out, &err), TS_ERR_SHAPE);
     CHECK(strstr(err.message, "columns") != NULL);
@@ -221,7 +276,7 @@ static void test_scorer_api(void) {
     ts_scorer_free(s);
     ts_scorer_free(NULL);
     {
-        /* auto: qs up to 64 leaves, naive for wider trees */
+        /* auto: vqs (or qs without SIMD) up to 64 leaves, naive for wider trees */
         ts_model *wide = random_model(2, 65, 70);
         CHECK_STATUS(ts_scorer_create(wide, NULL, &s, &err), TS_OK);
         CHECK(ts_scorer_engine(s) == TS_ENGINE_NAIVE);
@@ -242,6 +297,18 @@ static void test_scorer_api(void) {
     CHECK(e == TS_ENGINE_QS);
     CHECK_STATUS(ts_engine_from_name("nope", &e), TS_ERR_INVALID_ARGUMENT);
     CHECK(strcmp(ts_engine_name(TS_ENGINE_NAIVE), "naive") == 0);
+    CHECK_STATUS(ts_engine_from_name("vqs", &e), TS_OK);
+    CHECK(e == TS_ENGINE_VQS);
+    {
+        /* bad options are refused, not ignored */
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.reserved[0] = 1;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+        ts_scorer_options_init(&o);
+        o.max_isa = (ts_isa)99;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+    }
     CHECK(ts_version_number() == TS_VERSION_NUMBER);
     CHECK(strcmp(ts_version_string(), TS_VERSION_STRING) == 0);
     ts_model_free(m);
@@ -292,6 +359,7 @@ int main(void) {
     RUN_TEST(test_invalid_trees);
     RUN_TEST(test_scorer_api);
     RUN_TEST(test_one_leaf_trees);
+    RUN_TEST(test_row_counts_and_words);
     RUN_TEST(test_small_forests);
     RUN_TEST(test_64_and_65_leaves);
     RUN_TEST(test_wide_trees);

@@ -1,0 +1,88 @@
+/* vqs.c: vectorized QuickScorer (Lucchese et al., SIGIR 2016): the generic part, which lays out the model and picks the ISA kernel. */
+#include <stdlib.h>
+
+#include "common/error.h"
+#include "engines/qs.h"
+#include "engines/vqs.h"
+
+/*
+ * vQS scores `lanes` documents per SIMD register in both steps of QuickScorer:
+ *   - mask computation: for one feature, the documents' values in one register are
+ *     compared with each threshold of the list at once; the lanes where the node is
+ *     false AND the tree's bitvectors (one register holding that tree's word for every
+ *     lane) under that lane mask, and the scan stops when no lane is left;
+ *   - score computation: the exit leaf of every lane (count of trailing zeros) indexes
+ *     the tree's leaf values with a gather, added to a register of double scores.
+ * The layout (qs_layout.h) is QuickScorer's; only the bitvectors are interleaved per
+ * lane. Kernels are written once (x86/vqs_template.h) and built per ISA in
+ * x86/vqs_{sse42,avx2,avx512}.c with that ISA's flags; this file is generic and only
+ * picks one, at prepare time, from the ISA the scorer resolved (cpu.h). Without SIMD
+ * (TS_ISA_SCALAR or another architecture) it scores with the scalar qs kernel.
+ */
+
+typedef struct vqs_state {
+    qsl L;
+    uint32_t delta;
+    vqs_kernel kernel;       /* NULL: the scalar qs kernel */
+} vqs_state;
+
+static void vqs_free(void *p) {
+    vqs_state *s = p;
+    if (!s) return;
+    qsl_free(&s->L);
+    free(s);
+}
+
+/* The kernels of the best ISA at most `isa`, or NULL for scalar. */
+static const vqs_kernels *kernels_for(ts_isa isa) {
+#ifdef TS_HAVE_X86_KERNELS
+    if (isa >= TS_ISA_AVX512) return &tse_vqs_avx512;
+    if (isa >= TS_ISA_AVX2) return &tse_vqs_avx2;
+    if (isa >= TS_ISA_SSE42) return &tse_vqs_sse42;
+#else
+    (void)isa;
+#endif
+    return NULL;
+}
+
+static int all_trees_within(const ts_model *m, uint32_t leaves) {
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        if (m->trees[t].n_leaves > leaves) return 0;
+    return 1;
+}
+
+static ts_status vqs_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
+                             ts_error *err) {
+    const vqs_kernels *k = kernels_for(cfg->isa);
+    uint32_t words = qsl_words64(m), tau, delta;
+    if (words == 0) words = 1; /* qsl_build reports the error */
+    uint32_t word_bits = k && words == 1 && all_trees_within(m, 32) ? 32 : 64;
+    uint32_t lanes = k ? k->lanes : 1;
+    vqs_state *s = calloc(1, sizeof *s);
+    if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "vqs: out of memory");
+    /* List entry: threshold, word index, mask. */
+    qsl_block_sizes(m, cfg, 4 + 2 + word_bits / 8, (size_t)words * word_bits / 8, lanes, &tau, &delta);
+    ts_status st = qsl_build(&s->L, m, tau, word_bits, err);
+    if (st != TS_OK) {
+        free(s);
+        return st;
+    }
+    s->delta = delta;
+    if (k) s->kernel = word_bits == 32 ? k->w32 : words == 1 ? k->w64 : k->wn;
+    size_t scratch = k ? vqs_scratch_bytes(&s->L, delta) : qs_scratch_bytes(&s->L, delta);
+    size_t chunk = qs_rows_per_chunk(&s->L) / 4 + 1; /* vqs is about 4x faster per row than qs */
+    if (chunk < lanes) chunk = lanes;
+    *layout = (tse_layout){k ? k->isa : TS_ISA_SCALAR, s->L.tau, delta, scratch, chunk};
+    *out = s;
+    return TS_OK;
+}
+
+static void vqs_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    const vqs_state *s = p;
+    if (s->kernel)
+        s->kernel(&s->L, s->delta, x, n_rows, stride, out, scratch);
+    else
+        qs_score_layout(&s->L, s->delta, x, n_rows, stride, out, scratch);
+}
+
+const tse_engine tse_engine_vqs = {TS_ENGINE_VQS, "vqs", vqs_prepare, vqs_score, vqs_free};
