@@ -11,17 +11,39 @@
 /* Exit statuses of every subcommand. */
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
+/* The names messages and help texts list. */
+#define CLI_ENGINE_NAMES "auto, naive, qs, vqs"
+#define CLI_ISA_NAMES "auto, scalar, sse4.2, avx2, avx512"
+/* The help lines of --threads, --isa, --tau and --delta (score, rank, bench). */
+#define CLI_SCORER_HELP                                                                     \
+    "  -t, --threads N         threads per batch (default 0: all cores); every count gives\n" \
+    "                          the same scores\n"                                           \
+    "      --isa LEVEL         highest instruction set: auto (default: the best this CPU\n"  \
+    "                          has), scalar, sse4.2, avx2, avx512; a level the CPU lacks is\n" \
+    "                          lowered to its best (so is any level above the environment\n" \
+    "                          variable TREESCORE_ISA)\n"                                   \
+    "      --tau N|all         qs, vqs: trees per block (BlockWise-QS); 0 (default) = sized\n" \
+    "                          from the CPU's cache sizes; all = one block of every tree\n"  \
+    "      --delta N           qs, vqs: documents per block; 0 (default) = sized from the\n" \
+    "                          cache sizes (vqs rounds up to whole SIMD registers)\n"
+
+/* Largest --threads (the library uses at most 1024 per batch) and --delta accepted. */
+#define CLI_MAX_THREADS 4096u
+#define CLI_MAX_DELTA (1u << 24)
+
 /* Every option any subcommand takes; each subcommand says which it accepts. */
 typedef struct cli_opts {
     const char *model_path;
     const char *data_path;
     const char *output_path;     /* NULL = stdout */
     const char *query_file;
-    const char *engines;         /* bench: comma-separated list */
+    const char *engines;         /* bench: comma-separated engine specs */
     ts_model_format model_format;
     tsio_data_format data_format;
     ts_engine engine;
     unsigned threads;            /* 0 = all cores */
+    ts_isa isa;                  /* highest instruction set (TS_ISA_AUTO = the best) */
+    uint32_t tau, delta;         /* BlockWise-QS block: trees, documents (0 = auto) */
     int one_based;
     int header;                  /* -1 detect, 0, 1 */
     int label_column;            /* -1 none */
@@ -37,11 +59,17 @@ typedef struct cli_opts {
     int help;
 } cli_opts;
 
-/* Option flags: which options a subcommand accepts. */
+/* Option flags: which options a subcommand accepts (OPT_SCORER: --threads, --isa, --tau,
+ * --delta). */
 enum {
-    OPT_MODEL = 1 << 0, OPT_DATA = 1 << 1, OPT_OUTPUT = 1 << 2, OPT_ENGINE = 1 << 3, OPT_THREADS = 1 << 4,
+    OPT_MODEL = 1 << 0, OPT_DATA = 1 << 1, OPT_OUTPUT = 1 << 2, OPT_ENGINE = 1 << 3, OPT_SCORER = 1 << 4,
     OPT_DATA_FORMAT = 1 << 5, OPT_READER = 1 << 6, OPT_RANK = 1 << 7, OPT_BENCH = 1 << 8, OPT_QUIET = 1 << 9
 };
+
+/* Set one scorer setting from its text: key "threads", "isa", "tau" (a number or
+ * "all") or "delta", as the options --KEY and bench's engine specs give them. Prints
+ * the problem and returns -1 on a bad key or value. */
+int cli_set_tuning(cli_opts *o, const char *key, const char *value);
 
 /* Parse argv[1..] (argv[0] is the subcommand name). Prints the problem and returns
  * CLI_USAGE on a bad option; CLI_OK otherwise (opts->help set for --help). */
@@ -56,7 +84,8 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Load the model named in opts (message and NULL on failure). */
 ts_model *cli_load_model(const cli_opts *o);
-/* Create a scorer for the engine in opts (message and NULL on failure). */
+/* Create a scorer for `engine` with the threads, isa, tau and delta in opts (message
+ * and NULL on failure). */
 ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine engine);
 /* Open the data for this model: SVMlight reads feature id k into column k of a matrix
  * as wide as the model, with the model library's meaning of absent entries; CSV/TSV/raw

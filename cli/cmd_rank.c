@@ -23,8 +23,8 @@ static const char usage[] =
     "      --ndcg K            K of NDCG@K (default: the --top value)\n"
     "      --print-queries N   print only the first N queries (default all; 0 = summary only)\n"
     "  -o, --output FILE       write the ranking here (appears only when complete)\n"
-    "  -e, --engine E          auto (default), naive, qs\n"
-    "  -t, --threads N         threads (accepted; single-threaded in this version)\n"
+    "  -e, --engine E          " CLI_ENGINE_NAMES " (default auto, as for 'treescore score')\n"
+    CLI_SCORER_HELP
     "  -f, --format F          auto, svmlight, csv, tsv, raw\n"
     "  -q, --query-file FILE   query sizes, one per line\n"
     "      --one-based, --header, --no-header, --label-column K, --no-name-check,\n"
@@ -182,7 +182,7 @@ static void summary(const rank_state *st, ts_scorer *s, double wall) {
 int cmd_rank(int argc, char **argv) {
     cli_opts o;
     int rc = cli_start(argc, argv,
-                       OPT_MODEL | OPT_DATA | OPT_OUTPUT | OPT_ENGINE | OPT_THREADS | OPT_DATA_FORMAT | OPT_READER |
+                       OPT_MODEL | OPT_DATA | OPT_OUTPUT | OPT_ENGINE | OPT_SCORER | OPT_DATA_FORMAT | OPT_READER |
                            OPT_RANK | OPT_QUIET,
                        usage, 1, &o);
     if (rc >= 0) return rc;

@@ -19,9 +19,10 @@ static const char usage[] =
     "                          csv, tsv, raw (TSRAWF32 float32 matrix)\n"
     "  -o, --output FILE       write here instead of standard output; the file appears only\n"
     "                          when every row was scored\n"
-    "  -e, --engine E          auto (default), naive, qs\n"
-    "  -t, --threads N         threads (0 = all cores; accepted, scoring is single-threaded\n"
-    "                          in this version)\n"
+    "  -e, --engine E          " CLI_ENGINE_NAMES "; auto (default) chooses by the model:\n"
+    "                          vqs (qs without SIMD) for trees of up to 64 leaves, naive\n"
+    "                          for wider ones\n"
+    CLI_SCORER_HELP
     "  -q, --query-file FILE   SVMlight: query sizes, one per line (checked against the rows)\n"
     "      --one-based         SVMlight: feature id k is column k-1 (scikit-learn's\n"
     "                          zero_based=False); default: id k is column k, as LightGBM and\n"
@@ -58,7 +59,7 @@ static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer *s, tsio
 int cmd_score(int argc, char **argv) {
     cli_opts o;
     int rc = cli_start(argc, argv,
-                       OPT_MODEL | OPT_DATA | OPT_OUTPUT | OPT_ENGINE | OPT_THREADS | OPT_DATA_FORMAT | OPT_READER |
+                       OPT_MODEL | OPT_DATA | OPT_OUTPUT | OPT_ENGINE | OPT_SCORER | OPT_DATA_FORMAT | OPT_READER |
                            OPT_QUIET,
                        usage, 1, &o);
     if (rc >= 0) return rc;

@@ -40,6 +40,9 @@ ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine eng
     ts_scorer_options_init(&so);
     so.engine = engine;
     so.n_threads = o->threads;
+    so.max_isa = o->isa;
+    so.tau = o->tau;
+    so.delta = o->delta;
     if (ts_scorer_create(m, &so, &s, &err) != TS_OK) {
         cli_error("%s: engine %s: %s", o->model_path, ts_engine_name(engine), err.message);
         return NULL;

@@ -16,10 +16,21 @@ static const char usage[] =
     "  bench    time engines side by side on the same rows\n"
     "\n"
     "'treescore <command> --help' (or 'treescore help <command>') tells more.\n"
-    "'treescore --version' prints the version.\n"
+    "'treescore --version' prints the version and what this CPU offers.\n"
     "\n"
     "example:\n"
     "  treescore rank -m data/example/model.txt -d data/example/rank.test --top 10\n";
+
+/* "cpu: avx512 (this build can use scalar, sse4.2, avx2, avx512), 2 threads": the levels
+ * up to ts_cpu_isa() (which TREESCORE_ISA lowers); only scalar off x86-64. */
+static void print_cpu(void) {
+    ts_isa best = ts_cpu_isa();
+    printf("cpu: %s (this build can use %s", ts_isa_name(best), ts_isa_name(TS_ISA_SCALAR));
+#if defined(__x86_64__)
+    for (int l = TS_ISA_SCALAR + 1; l <= (int)best && l < TS_ISA_COUNT; l++) printf(", %s", ts_isa_name((ts_isa)l));
+#endif
+    printf("), %u threads\n", ts_cpu_count());
+}
 
 typedef struct command {
     const char *name;
@@ -48,6 +59,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
         printf("treescore %s\n", ts_version_string());
+        print_cpu();
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -15,15 +15,19 @@ void cli_error(const char *fmt, ...) {
     fputc('\n', stderr);
 }
 
-static int parse_uint(const char *opt, const char *s, unsigned long long max, unsigned long long *out) {
+/* A decimal whole number from 0 to max; -1 (nothing printed) otherwise. */
+static int parse_number(const char *s, unsigned long long max, unsigned long long *out) {
     char *end;
     errno = 0;
-    if (!s || !*s || *s == '-') goto bad;
+    if (!s || *s < '0' || *s > '9') return -1; /* no sign, no space */
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max) goto bad;
+    if (errno || *end || v > max) return -1;
     *out = v;
     return 0;
-bad:
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned long long max, unsigned long long *out) {
+    if (parse_number(s, max, out) == 0) return 0;
     cli_error("%s needs a whole number from 0 to %llu, not '%s'", opt, max, s ? s : "");
     return -1;
 }
@@ -31,7 +35,7 @@ bad:
 typedef enum {
     O_MODEL, O_DATA, O_OUTPUT, O_ENGINE, O_ENGINES, O_THREADS, O_FORMAT, O_MODEL_FORMAT, O_QUERY_FILE,
     O_DATA_FORMAT, O_ONE_BASED, O_HEADER, O_NO_HEADER, O_LABEL_COLUMN, O_TOP, O_NDCG, O_PRINT_QUERIES, O_REPEAT, O_BATCH,
-    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_HELP
+    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_ISA, O_TAU, O_DELTA, O_HELP
 } opt_id;
 
 typedef struct opt_spec {
@@ -48,7 +52,10 @@ static const opt_spec specs[] = {
     {"output", 'o', 1, OPT_OUTPUT, O_OUTPUT},
     {"engine", 'e', 1, OPT_ENGINE, O_ENGINE},
     {"engines", 0, 1, OPT_BENCH, O_ENGINES},
-    {"threads", 't', 1, OPT_THREADS, O_THREADS},
+    {"threads", 't', 1, OPT_SCORER, O_THREADS},
+    {"isa", 0, 1, OPT_SCORER, O_ISA},
+    {"tau", 0, 1, OPT_SCORER, O_TAU},
+    {"delta", 0, 1, OPT_SCORER, O_DELTA},
     {"format", 'f', 1, OPT_DATA_FORMAT | OPT_BENCH, O_FORMAT},
     {"data-format", 0, 1, OPT_DATA_FORMAT | OPT_BENCH, O_DATA_FORMAT},
     {"model-format", 0, 1, OPT_MODEL, O_MODEL_FORMAT},
@@ -92,6 +99,37 @@ static const opt_spec *find_spec(const char *arg, const char **inline_value) {
     return NULL;
 }
 
+int cli_set_tuning(cli_opts *o, const char *key, const char *v) {
+    unsigned long long n;
+    char opt[32];
+    snprintf(opt, sizeof opt, "--%s", key);
+    if (strcmp(key, "threads") == 0) {
+        if (parse_uint(opt, v, CLI_MAX_THREADS, &n)) return -1;
+        o->threads = (unsigned)n;
+    } else if (strcmp(key, "isa") == 0) {
+        if (ts_isa_from_name(v, &o->isa) != TS_OK) {
+            cli_error("%s: unknown instruction set '%s' (" CLI_ISA_NAMES ")", opt, v);
+            return -1;
+        }
+    } else if (strcmp(key, "tau") == 0) {
+        if (strcmp(v, "all") == 0) {
+            o->tau = TS_BLOCK_ALL;
+        } else if (parse_number(v, TS_BLOCK_ALL - 1u, &n) == 0) {
+            o->tau = (uint32_t)n;
+        } else {
+            cli_error("%s needs a number of trees per block (0 = auto) or 'all', not '%s'", opt, v);
+            return -1;
+        }
+    } else if (strcmp(key, "delta") == 0) {
+        if (parse_uint(opt, v, CLI_MAX_DELTA, &n)) return -1;
+        o->delta = (uint32_t)n;
+    } else {
+        cli_error("unknown setting '%s' (isa, threads, tau, delta)", key);
+        return -1;
+    }
+    return 0;
+}
+
 /* The bench subcommand's --format names its output table; the others' name the data. */
 static int set_format(cli_opts *o, unsigned accepted, const char *v) {
     if ((accepted & OPT_BENCH) && !(accepted & OPT_DATA_FORMAT)) {
@@ -121,7 +159,7 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
     case O_ENGINES: o->engines = v; return 0;
     case O_ENGINE:
         if (ts_engine_from_name(v, &o->engine) == TS_OK) return 0;
-        cli_error("unknown engine '%s' (auto, naive, qs)", v);
+        cli_error("unknown engine '%s' (" CLI_ENGINE_NAMES ")", v);
         return -1;
     case O_MODEL_FORMAT:
         if (ts_model_format_from_name(v, &o->model_format) == TS_OK) return 0;
@@ -132,7 +170,10 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
         if (tsio_data_format_from_name(v, &o->data_format) == TS_OK) return 0;
         cli_error("unknown data format '%s' (auto, svmlight, csv, tsv, raw)", v);
         return -1;
-    case O_THREADS: if (parse_uint("--threads", v, 4096, &n)) return -1; o->threads = (unsigned)n; return 0;
+    case O_THREADS: return cli_set_tuning(o, "threads", v);
+    case O_ISA: return cli_set_tuning(o, "isa", v);
+    case O_TAU: return cli_set_tuning(o, "tau", v);
+    case O_DELTA: return cli_set_tuning(o, "delta", v);
     case O_ONE_BASED: o->one_based = 1; return 0;
     case O_HEADER: o->header = 1; return 0;
     case O_NO_HEADER: o->header = 0; return 0;
@@ -169,6 +210,7 @@ static void defaults(cli_opts *o) {
     o->model_format = TS_FORMAT_AUTO;
     o->data_format = TSIO_DATA_AUTO;
     o->engine = TS_ENGINE_AUTO;
+    o->isa = TS_ISA_AUTO;
     o->header = -1;
     o->label_column = -1;
     o->top = 10;

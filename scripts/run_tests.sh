@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run_tests.sh: `make test`: install test dependencies, build (-Werror), run unit, conformance,
-# CLI and sanitizer tests and the fuzzers, then print one pass/fail count for everything.
+# run_tests.sh: `make test`: install test dependencies, build (-Werror), run unit, conformance
+# (also per instruction set and single-threaded), CLI and sanitizer tests and the fuzzers,
+# then print one pass/fail count for everything.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -48,6 +49,35 @@ fi
 stage "conformance and CLI tests (pytest)"
 TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider tests/conformance tests/cli \
     --junitxml="$results/pytest.xml" || fail_stage "conformance/CLI tests"
+
+# --- the vqs kernel of each instruction set below this CPU's best (the run above used the
+# best), then every engine with one thread per batch: TREESCORE_ISA caps the level the
+# library detects, TS_THREADS makes tshelpers pass --threads to every `treescore score`.
+stage "conformance per ISA level (vqs), and with --threads 1"
+if [ -x build/treescore ]; then
+    # "cpu: avx512 (this build can use scalar, sse4.2, avx2, avx512), 2 threads"
+    levels=$(env -u TREESCORE_ISA build/treescore -V | sed -n 's/^cpu: .*can use \([^)]*\)).*/\1/p' | tr -d ' ' | tr ',' ' ')
+    best=${levels##* }
+    echo "instruction sets: ${levels:-unknown} (the main run used ${best:-the default})"
+    [ -n "$levels" ] || fail_stage "treescore -V printed no cpu line"
+    # A full conformance run takes about 10 s (models cached); should one take over 60 s,
+    # the remaining levels run only the LightGBM/XGBoost files.
+    conf=(tests/conformance)
+    for lvl in $levels; do
+        [ "$lvl" = "$best" ] && continue
+        t0=$SECONDS
+        TS_BIN=$root/build/treescore TS_ENGINES=vqs TREESCORE_ISA=$lvl "$py" -m pytest -q -p no:cacheprovider \
+            "${conf[@]}" --junitxml="$results/pytest-isa-$lvl.xml" || fail_stage "conformance (vqs, TREESCORE_ISA=$lvl)"
+        if [ $((SECONDS - t0)) -gt 60 ]; then
+            conf=(tests/conformance/test_lightgbm.py tests/conformance/test_xgboost.py
+                  tests/conformance/test_real_models.py tests/conformance/test_double_input.py)
+        fi
+    done
+    TS_BIN=$root/build/treescore TS_THREADS=1 "$py" -m pytest -q -p no:cacheprovider tests/conformance \
+        --junitxml="$results/pytest-threads1.xml" || fail_stage "conformance (--threads 1)"
+else
+    fail_stage "conformance per ISA level: no build/treescore"
+fi
 
 # --- the same unit and bad-input tests under AddressSanitizer + UndefinedBehaviorSanitizer
 stage "ASan+UBSan build and tests"

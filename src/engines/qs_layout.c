@@ -319,6 +319,7 @@ void qsl_block_sizes(const ts_model *m, const tse_config *cfg, size_t entry_byte
     /* Bytes a tree block reads per tree: its list entries and its leaf values. */
     double per_tree = ((double)nodes * (double)entry_bytes + (double)leaves * 8.0) / n_trees + 1.0;
     uint32_t delta = cfg->delta ? cfg->delta : lanes;
+    if (delta > QSL_MAX_DELTA) delta = QSL_MAX_DELTA; /* more documents per block gain nothing */
     delta = (delta + lanes - 1) / lanes * lanes;
     uint32_t tau;
     if (cfg->tau == TS_BLOCK_ALL)

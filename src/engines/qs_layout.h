@@ -47,6 +47,7 @@
 #define QSL_SENTINELS 4
 #define QSL_MAX_BLOCK_WORDS 65536u
 #define QSL_MAX_WORDS 4096u /* one tree: 262,144 leaves */
+#define QSL_MAX_DELTA 4096u /* documents per block: larger values are lowered to it */
 
 typedef struct qsl_feature {
     uint32_t feature;               /* column read */

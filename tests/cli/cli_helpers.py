@@ -45,11 +45,18 @@ class Treescore:
     def __init__(self, path):
         self.path = path
 
-    def run(self, *args, timeout=TIMEOUT_S):
+    def run(self, *args, timeout=TIMEOUT_S, env=None):
+        """env: variables to set (a value None removes one) on top of ENV."""
         argv = [str(self.path)] + [str(a) for a in args]
+        run_env = dict(ENV)
+        for k, v in (env or {}).items():
+            if v is None:
+                run_env.pop(k, None)
+            else:
+                run_env[k] = v
         try:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, timeout=timeout, env=ENV)
+                                  stderr=subprocess.PIPE, timeout=timeout, env=run_env)
         except subprocess.TimeoutExpired:
             pytest.fail(f"treescore hung: no exit within {timeout} s: {argv}")
         r = Result(argv, proc)
@@ -59,12 +66,12 @@ class Treescore:
             assert marker not in r.stderr, f"sanitizer report ({marker}): {r!r}"
         return r
 
-    def fails(self, *args, status=1, mentions=(), line=None, out=None, timeout=TIMEOUT_S):
+    def fails(self, *args, status=1, mentions=(), line=None, out=None, timeout=TIMEOUT_S, env=None):
         """Run, expect exit `status`, a message on stderr ("treescore: ..." for status 1)
         naming each of `mentions`
         (file paths are matched by base name) and, when `line` is given, "NAME:LINE" for
         the first of them; with `out`, expect that no file was left at that path."""
-        r = self.run(*args, timeout=timeout)
+        r = self.run(*args, timeout=timeout, env=env)
         assert r.returncode == status, f"expected exit {status}: {r!r}"
         if status == 1:
             assert "treescore:" in r.stderr, f"no 'treescore:' message on stderr: {r!r}"
@@ -80,8 +87,8 @@ class Treescore:
             assert not Path(out).exists(), f"a failed run left {out} behind: {r!r}"
         return r
 
-    def succeeds(self, *args, timeout=TIMEOUT_S):
-        r = self.run(*args, timeout=timeout)
+    def succeeds(self, *args, timeout=TIMEOUT_S, env=None):
+        r = self.run(*args, timeout=timeout, env=env)
         assert r.returncode == 0, f"expected success: {r!r}"
         return r
 

@@ -87,7 +87,7 @@ def test_unexpected_positional(ts, lgb_model, ok_data):
     usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, "stray")
 
 
-@pytest.mark.parametrize("engine", ["naive", "qs", "auto"])
+@pytest.mark.parametrize("engine", ["naive", "qs", "vqs", "auto"])
 def test_known_engines_accepted(ts, lgb_model, ok_data, engine):
     r = ts.succeeds("score", "-m", lgb_model, "-d", ok_data, "--engine", engine)
     assert len(r.stdout.split()) == 3, r

@@ -4,13 +4,18 @@
 Environment:
     TS_BIN      the treescore binary (default <repo>/build/treescore). When it is missing
                 every test that runs it FAILS with a message saying so (never skips).
-    TS_ENGINES  comma-separated engines to test (default "naive,qs"); every engine must
-                pass every case.
+    TS_ENGINES  comma-separated engines to test (default "naive,qs,vqs"); every engine
+                must pass every case.
+    TS_THREADS  when set, every `treescore score` run gets --threads TS_THREADS (before
+                its own options, so a test that sets --threads itself keeps its value).
+    TREESCORE_ISA  read by treescore itself: caps the instruction set (scalar, sse4.2,
+                avx2, avx512), so one suite run can test each vqs kernel.
 
 Run: .venv/bin/python -m pytest tests/conformance -q
 Trained models are cached in tests/conformance/.cache (git-ignored); delete it to retrain.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -28,7 +33,8 @@ def pytest_generate_tests(metafunc):
 def pytest_report_header(config):
     b = H.treescore_bin()
     state = "found" if b.is_file() else "MISSING"
-    return [f"treescore binary: {b} ({state}); engines: {','.join(H.engines())}"]
+    extra = "".join(f"; {k}={os.environ[k]}" for k in ("TS_THREADS", "TREESCORE_ISA") if os.environ.get(k))
+    return [f"treescore binary: {b} ({state}); engines: {','.join(H.engines())}{extra}"]
 
 
 @pytest.fixture(scope="session")

@@ -42,8 +42,18 @@ def treescore_bin() -> Path:
     return Path(os.environ.get("TS_BIN", str(REPO / "build" / "treescore")))
 
 
+DEFAULT_ENGINES = "naive,qs,vqs"
+
+
 def engines() -> list:
-    return [e.strip() for e in os.environ.get("TS_ENGINES", "naive,qs").split(",") if e.strip()]
+    return [e.strip() for e in os.environ.get("TS_ENGINES", DEFAULT_ENGINES).split(",") if e.strip()]
+
+
+def threads_args() -> list:
+    """["--threads", N] when the environment sets TS_THREADS=N (every `treescore score` run
+    gets it ahead of its own options, so a test's explicit --threads still wins); else []."""
+    n = os.environ.get("TS_THREADS", "").strip()
+    return ["--threads", n] if n else []
 
 
 def require_bin() -> Path:
@@ -58,6 +68,8 @@ def require_bin() -> Path:
 
 def run_cli(args: list, timeout: float = 120.0, stdin: bytes = None) -> subprocess.CompletedProcess:
     b = require_bin()
+    if args and str(args[0]) == "score":
+        args = [args[0]] + threads_args() + list(args[1:])
     p = subprocess.run([str(b)] + [str(a) for a in args], capture_output=True, timeout=timeout,
                        input=stdin if stdin is not None else b"",
                        )

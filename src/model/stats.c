@@ -1,0 +1,22 @@
+/* stats.c: statistics of a forest on data (QuickScorer's false nodes per document and tree). */
+#include "model/stats.h"
+
+/* False nodes of one tree for one row: every internal node, in any order. */
+static uint64_t false_nodes_of_tree(const tsm_tree *t, const float *row) {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < t->n_nodes; i++) {
+        const tsm_node *nd = &t->nodes[i];
+        n += !tsm_node_goes_left(nd, row[nd->feature]);
+    }
+    return n;
+}
+
+double tsm_false_nodes_per_tree(const ts_model *m, const float *x, size_t n_rows, size_t row_stride) {
+    if (!m || !x || n_rows == 0 || m->n_trees == 0) return 0.0;
+    uint64_t total = 0;
+    for (size_t r = 0; r < n_rows; r++) {
+        const float *row = x + r * row_stride;
+        for (uint32_t t = 0; t < m->n_trees; t++) total += false_nodes_of_tree(&m->trees[t], row);
+    }
+    return (double)total / ((double)n_rows * (double)m->n_trees);
+}
