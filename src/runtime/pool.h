@@ -19,7 +19,8 @@
  * Chunks are handed out in increasing order by an atomic counter; which thread runs a
  * chunk varies, so fn must write only results that belong to its own items.
  * n_threads <= 1, or n_items <= grain, runs fn(ctx, 0, n_items) in the calling thread
- * without touching the pool. The first non-TS_OK status returned by fn is returned
+ * without touching the pool; so does a pool without helpers (one CPU, or none could be
+ * started). The first non-TS_OK status returned by fn is returned
  * (chunks not started yet are then skipped); TS_OK otherwise.
  *
  * Safe to call from any number of threads at once, and from inside fn (a nested call
