@@ -42,7 +42,12 @@ static ts_status qs_prepare(const ts_model *m, const tse_config *cfg, void **out
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "qs: out of memory");
     uint32_t words = qsl_words64(m), tau, delta;
     if (words == 0) words = 1; /* qsl_build reports the error */
-    qsl_block_sizes(m, cfg, 14, (size_t)words * 8, 1, &tau, &delta);
+    /* Measured on this project's 10,000 and 20,000 x 64-leaf models (docs/benchmarks.md):
+     * blocks whose lists fill about half of L2, and 32 documents whose bitvectors fill
+     * at most a quarter of it, are 1.4-1.5x faster than one block of all trees, one
+     * document at a time; the optimum is flat from 500 to 2,000 trees, 16 to 64 docs. */
+    const qsl_sizing z = {4 + 2 + 8, (size_t)words * 8, 1, 32, 0, 0.25};
+    qsl_block_sizes(m, cfg, &z, &tau, &delta);
     ts_status st = qsl_build(&s->L, m, tau, 64, err);
     if (st != TS_OK) {
         free(s);

@@ -307,8 +307,8 @@ ts_status qsl_build(qsl *L, const ts_model *m, uint32_t tau, uint32_t word_bits,
 
 /* ---- block sizes ------------------------------------------------------------------ */
 
-void qsl_block_sizes(const ts_model *m, const tse_config *cfg, size_t entry_bytes, size_t bv_bytes_per_tree,
-                     uint32_t lanes, uint32_t *tau_out, uint32_t *delta_out) {
+void qsl_block_sizes(const ts_model *m, const tse_config *cfg, const qsl_sizing *z, uint32_t *tau_out,
+                     uint32_t *delta_out) {
     const tsr_caches *c = tsr_cache_sizes();
     uint64_t nodes = 0, leaves = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) {
@@ -317,22 +317,26 @@ void qsl_block_sizes(const ts_model *m, const tse_config *cfg, size_t entry_byte
     }
     uint32_t n_trees = m->n_trees ? m->n_trees : 1;
     /* Bytes a tree block reads per tree: its list entries and its leaf values. */
-    double per_tree = ((double)nodes * (double)entry_bytes + (double)leaves * 8.0) / n_trees + 1.0;
-    uint32_t delta = cfg->delta ? cfg->delta : lanes;
+    double per_tree = ((double)nodes * (double)z->entry_bytes + (double)leaves * 8.0) / n_trees + 1.0;
+    uint32_t delta = cfg->delta ? cfg->delta : z->default_delta;
     if (delta > QSL_MAX_DELTA) delta = QSL_MAX_DELTA; /* more documents per block gain nothing */
-    delta = (delta + lanes - 1) / lanes * lanes;
+    delta = (delta + z->lanes - 1) / z->lanes * z->lanes;
     uint32_t tau;
     if (cfg->tau == TS_BLOCK_ALL)
         tau = n_trees;
     else if (cfg->tau)
         tau = cfg->tau;
     else {
-        /* A block's lists fill half of L2, and the bitvectors of the delta documents
-         * being scored a quarter of it. */
+        /* A block's lists fill at most half of L2; the bitvectors of the documents
+         * scored together fill the engine's budget. */
         double by_lists = (double)c->l2 / 2 / per_tree;
-        double by_bits = (double)c->l2 / 4 / ((double)bv_bytes_per_tree * delta);
+        double bits = z->bits_in_l1 ? (double)c->l1d * z->bits_share : (double)c->l2 * z->bits_share;
+        double by_bits = bits / ((double)z->bv_bytes_per_tree * (z->bits_in_l1 ? z->lanes : delta));
         double t = by_lists < by_bits ? by_lists : by_bits;
         tau = t < 16 ? 16 : t > n_trees ? n_trees : (uint32_t)t;
+        /* Blocks of equal size: 1,000 trees in two blocks of 500, not 751 + 249. */
+        uint32_t n_blocks = (n_trees + tau - 1) / tau;
+        tau = (n_trees + n_blocks - 1) / n_blocks;
     }
     *tau_out = tau > n_trees ? n_trees : tau;
     *delta_out = delta;

@@ -94,10 +94,23 @@ uint32_t qsl_words64(const ts_model *m);
 ts_status qsl_build(qsl *L, const ts_model *m, uint32_t tau, uint32_t word_bits, ts_error *err);
 void qsl_free(qsl *L);
 
-/* Block sizes from the caches. entry_bytes: bytes per list entry; bits_per_tree: bytes
- * of one document's bitvector of one tree; lanes: documents scored together (delta is
- * rounded to it). A non-zero cfg tau/delta is kept (TS_BLOCK_ALL = all trees). */
-void qsl_block_sizes(const ts_model *m, const tse_config *cfg, size_t entry_bytes, size_t bv_bytes_per_tree,
-                     uint32_t lanes, uint32_t *tau, uint32_t *delta);
+/* How an engine wants its blocks sized (qsl_block_sizes). */
+typedef struct qsl_sizing {
+    size_t entry_bytes;         /* bytes of one list entry (threshold, word, mask) */
+    size_t bv_bytes_per_tree;   /* bytes of one document's bitvector of one tree */
+    uint32_t lanes;             /* documents scored together; delta is a multiple */
+    uint32_t default_delta;     /* documents per block when not given */
+    int bits_in_l1;             /* 1: the bitvectors of one group of `lanes` documents
+                                   fill bits_share of L1; 0: those of all delta
+                                   documents fill bits_share of L2 */
+    double bits_share;
+} qsl_sizing;
+
+/* Block sizes tau (trees) and delta (documents): a non-zero cfg->tau / cfg->delta is
+ * kept (TS_BLOCK_ALL = all trees; delta at most QSL_MAX_DELTA, rounded up to whole
+ * lanes), else derived from the cache sizes: a block's lists (entries and leaf values)
+ * fill at most half of L2, and its bitvectors the share z asks for. */
+void qsl_block_sizes(const ts_model *m, const tse_config *cfg, const qsl_sizing *z, uint32_t *tau,
+                     uint32_t *delta);
 
 #endif /* TS_ENGINES_QS_LAYOUT_H */
