@@ -91,10 +91,10 @@ else
 fi
 
 # --- concurrent scoring on one scorer under ThreadSanitizer
-stage "ThreadSanitizer: one scorer, many threads"
+stage "ThreadSanitizer: one scorer, many threads; the thread pool"
 if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_WERROR=ON -DTS_TESTS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
-    cmake --build build-tsan -j "$jobs" --target test_concurrency >"$results/build-tsan.log" 2>&1; then
-    (cd build-tsan && ctest --output-on-failure -R test_concurrency --output-junit "$results/ctest-tsan.xml") ||
+    cmake --build build-tsan -j "$jobs" --target test_concurrency test_runtime >"$results/build-tsan.log" 2>&1; then
+    (cd build-tsan && ctest --output-on-failure -R 'test_concurrency|test_runtime' --output-junit "$results/ctest-tsan.xml") ||
         fail_stage "concurrency test (TSan)"
 else
     cat "$results/build-tsan.log"; fail_stage "ThreadSanitizer build"

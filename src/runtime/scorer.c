@@ -80,6 +80,10 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
         return st;
     }
     if (s->layout.rows_per_chunk == 0) s->layout.rows_per_chunk = 1;
+    /* Tuning and testing knob: TREESCORE_CHUNK_ROWS=N splits batches into chunks of N
+     * rows (the tests use tiny chunks so that small batches exercise the pool). */
+    const char *chunk = getenv("TREESCORE_CHUNK_ROWS");
+    if (chunk && atol(chunk) > 0) s->layout.rows_per_chunk = (size_t)atol(chunk);
     st = tsr_f64_prepare(m, &s->f64, err);
     if (st != TS_OK) {
         eng->free(s->state);

@@ -7,7 +7,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * The input is loaded with TS_FORMAT_AUTO. When a model loads, rows are built from the
  * model's own thresholds (each exactly, one ulp above and below), the special values
  * LightGBM and XGBoost treat specially (NaN, +-0, +-1e-35, +-inf) and random floats,
- * and then scored by the naive engine, the QuickScorer engine and a reference sum
+ * and then scored by the naive engine, the QuickScorer engines (qs, and vqs at a random
+ * ISA level, both with random block sizes) and a reference sum
  * computed here from tsm_tree_exit_leaf. All three must agree bit for bit (two NaNs of
  * any payload count as equal); any difference aborts.
  */
@@ -156,11 +157,15 @@ static int same_bits(double a, double b) {
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
-static ts_scorer *make_scorer(const ts_model *m, ts_engine engine) {
+/* isa, tau and delta as for ts_scorer_options (0: defaults). */
+static ts_scorer *make_scorer(const ts_model *m, ts_engine engine, ts_isa isa, uint32_t tau, uint32_t delta) {
     ts_scorer_options o;
     ts_scorer_options_init(&o);
     o.engine = engine;
     o.n_threads = 1;
+    o.max_isa = isa;
+    o.tau = tau;
+    o.delta = delta;
     ts_scorer *sc = NULL;
     ts_error err;
     memset(&err, 0, sizeof err);
@@ -198,18 +203,24 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
     size_t n_rows = 1 + rng_next(&s) % MAX_ROWS;
     if (stride * n_rows > MAX_CELLS) n_rows = MAX_CELLS / stride;
     if (n_rows == 0) return;
-    ts_scorer *naive = make_scorer(m, TS_ENGINE_NAIVE);
-    ts_scorer *qs = make_scorer(m, TS_ENGINE_QS);
+    ts_scorer *naive = make_scorer(m, TS_ENGINE_NAIVE, TS_ISA_AUTO, 0, 0);
+    ts_scorer *qs = make_scorer(m, TS_ENGINE_QS, TS_ISA_AUTO, (uint32_t)(rng_next(&s) % 4), (uint32_t)(rng_next(&s) % 4));
+    /* vqs at a random ISA level (lowered to this CPU's) and small random blocks. */
+    ts_scorer *vqs = make_scorer(m, TS_ENGINE_VQS, (ts_isa)(1 + rng_next(&s) % (TS_ISA_COUNT - 1)),
+                                 (uint32_t)(rng_next(&s) % 4), (uint32_t)(rng_next(&s) % 40));
+    double *c = malloc(n_rows * sizeof *c);
     float *x = malloc(n_rows * stride * sizeof *x);
     double *a = malloc(n_rows * sizeof *a), *b = malloc(n_rows * sizeof *b);
-    if (naive && qs && x && a && b) {
+    if (naive && qs && vqs && x && a && b && c) {
         build_rows(m, x, n_rows, stride, n_cols, &s);
         score_or_die(naive, x, n_rows, n_cols, stride, a);
         score_or_die(qs, x, n_rows, n_cols, stride, b);
+        score_or_die(vqs, x, n_rows, n_cols, stride, c);
         for (size_t r = 0; r < n_rows; r++) {
             double ref = reference_score(m, x + r * stride);
             if (!same_bits(a[r], ref)) report_diff("naive and reference scores", r, a[r], ref);
             if (!same_bits(a[r], b[r])) report_diff("naive and qs scores", r, a[r], b[r]);
+            if (!same_bits(a[r], c[r])) report_diff("naive and vqs scores", r, a[r], c[r]);
         }
         /* The same with double rows (ts_scorer_score_f64), against the library's rule. */
         double *xd = malloc(n_rows * stride * sizeof *xd);
@@ -232,8 +243,10 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
     free(x);
     free(a);
     free(b);
+    free(c);
     ts_scorer_free(naive);
     ts_scorer_free(qs);
+    ts_scorer_free(vqs);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -34,7 +34,7 @@ static void *worker(void *p) {
     return NULL;
 }
 
-static void run_engine(const ts_model *m, ts_engine engine) {
+static void run_engine(const ts_model *m, ts_engine engine, unsigned n_threads) {
     ts_model_info info;
     ts_model_get_info(m, &info);
     size_t cols = info.n_features;
@@ -48,6 +48,7 @@ static void run_engine(const ts_model *m, ts_engine engine) {
     ts_scorer_options o;
     ts_scorer_options_init(&o);
     o.engine = engine;
+    o.n_threads = n_threads;
     ts_scorer *s = NULL;
     ts_error err;
     CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
@@ -76,12 +77,18 @@ static void test_shared_scorer(void) {
     CHECK_STATUS(ts_model_load_file(TS_TEST_DATA_DIR "/models/lgb_small_lambdarank.txt", TS_FORMAT_AUTO, &m, &err),
                  TS_OK);
     if (!m) return;
-    run_engine(m, TS_ENGINE_NAIVE);
-    run_engine(m, TS_ENGINE_QS);
+    /* Many callers at once, each call also split over the shared pool (tiny chunks, set
+     * in main): the pool must serve concurrent batches without mixing them up. */
+    for (unsigned threads = 1; threads <= 4; threads += 3) {
+        run_engine(m, TS_ENGINE_NAIVE, threads);
+        run_engine(m, TS_ENGINE_QS, threads);
+        run_engine(m, TS_ENGINE_VQS, threads);
+    }
     ts_model_free(m);
 }
 
 int main(void) {
+    setenv("TREESCORE_CHUNK_ROWS", "3", 1);
     RUN_TEST(test_shared_scorer);
     return check_summary("test_concurrency");
 }

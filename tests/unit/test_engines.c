@@ -355,6 +355,8 @@ static void test_thresholds(void) {
 }
 
 int main(void) {
+    /* Chunks of 5 rows, so that the thread counts of `configs` really split batches. */
+    setenv("TREESCORE_CHUNK_ROWS", "5", 1);
     RUN_TEST(test_thresholds);
     RUN_TEST(test_invalid_trees);
     RUN_TEST(test_scorer_api);
