@@ -109,6 +109,36 @@ static void mask_block_1w(const qsl *L, const qsl_block *blk, const float *x, si
     }
 }
 
+/* The same for a layout of 32-bit words (vqs's, for trees of up to 32 leaves, when it
+ * scores a batch too small for its registers). */
+static void mask_block_w32(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd,
+                           uint32_t *bv) {
+    const float *thr = L->threshold;
+    const uint16_t *word = L->word;
+    const uint32_t *mask = L->mask32;
+    for (size_t d = 0; d < nd; d++) memset(bv + d * L->tau, 0xFF, (size_t)blk->n_trees * sizeof *bv);
+    for (uint32_t f = 0; f < blk->n_features; f++) {
+        const qsl_feature *qf = &blk->features[f];
+        for (size_t d = 0; d < nd; d++) {
+            const float *row = x + d * stride;
+            uint32_t *b = bv + d * L->tau;
+#define APPLY_W32(j) (b[word[j]] &= mask[j])
+            QS_SCAN_FEATURE(APPLY_W32);
+#undef APPLY_W32
+        }
+    }
+}
+
+static void add_block_leaves_w32(const qsl *L, const qsl_block *blk, size_t nd, const uint32_t *bv, double *out) {
+    const uint32_t *off = L->leaf_offset + blk->first_tree;
+    for (size_t d = 0; d < nd; d++) {
+        const uint32_t *b = bv + d * L->tau;
+        double score = out[d];
+        for (uint32_t t = 0; t < blk->n_trees; t++) score += L->leaves[off[t] + (uint32_t)__builtin_ctz(b[t])];
+        out[d] = score;
+    }
+}
+
 /* The same with W > 1 words per tree: the first word's AND, the last word's AND (a
  * no-op mask when span is 1), and zeros in between. */
 static void mask_block_nw(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd,
@@ -166,6 +196,11 @@ void qs_score_layout(const qsl *L, uint32_t delta, const float *x, size_t n_rows
         for (size_t d = 0; d < nd; d++) out[d0 + d] = L->base_score;
         for (uint32_t b = 0; b < L->n_blocks; b++) {
             const qsl_block *blk = &L->blocks[b];
+            if (L->word_bits == 32) {
+                mask_block_w32(L, blk, xb, stride, nd, (uint32_t *)bv);
+                add_block_leaves_w32(L, blk, nd, (const uint32_t *)bv, out + d0);
+                continue;
+            }
             if (L->words == 1)
                 mask_block_1w(L, blk, xb, stride, nd, bv);
             else

@@ -4,8 +4,8 @@
 
 #include "engines/qs_layout.h"
 
-/* Score rows with a layout of 64-bit words, delta documents per block; bv is scratch of
- * qs_scratch_bytes(L, delta) bytes. */
+/* Score rows with a layout (32- or 64-bit words), delta documents per block; bv is
+ * scratch of qs_scratch_bytes(L, delta) bytes. */
 void qs_score_layout(const qsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
                      uint64_t *bv);
 size_t qs_scratch_bytes(const qsl *L, uint32_t delta);

@@ -13,7 +13,7 @@
  *   bv   (delta / lanes) groups * tau trees * words * lanes words of word_bits: group
  *        g's bitvectors, word w of tree t of lane l at ((g * tau + t) * words + w) *
  *        lanes + l, so one tree's word for all lanes is one SIMD register
- * Each part starts on a 64-byte boundary. Padding lanes of a short last group read 0.0f
+ * Each part starts on a 64-byte boundary. Padding lanes of a short last group read -inf
  * and their results are dropped.
  */
 typedef void (*vqs_kernel)(const qsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,

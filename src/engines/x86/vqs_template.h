@@ -1,4 +1,5 @@
 /* vqs_template.h: the vQS kernels, written once and instantiated per ISA by vqs_{sse42,avx2,avx512}.c. */
+#include <math.h>
 /*
  * No include guard: included once per ISA file, after it has defined
  *   VQS_LANES            documents per register
@@ -19,7 +20,9 @@
  * The loops below are the hot loops of vqs: long on purpose.
  */
 
-/* Transpose the block's rows [0, nd) into xt (see vqs.h), zeros in padding lanes. */
+/* Transpose the block's rows [0, nd) into xt (see vqs.h). Padding lanes read -inf,
+ * which passes no threshold (-inf > t is false for every t) and is neither NaN nor in
+ * the zero range, so they add no work to the scans. */
 static void VQS(transpose)(const qsl *L, const float *x, size_t stride, size_t nd, size_t ng, float *xt) {
     const uint32_t nu = L->n_used;
     for (size_t g = 0; g < ng; g++) {
@@ -27,7 +30,7 @@ static void VQS(transpose)(const qsl *L, const float *x, size_t stride, size_t n
         for (size_t l = 0; l < VQS_LANES; l++) {
             size_t d = g * VQS_LANES + l;
             if (d >= nd) {
-                for (uint32_t j = 0; j < nu; j++) dst[(size_t)j * VQS_LANES + l] = 0.0f;
+                for (uint32_t j = 0; j < nu; j++) dst[(size_t)j * VQS_LANES + l] = -INFINITY;
                 continue;
             }
             const float *row = x + d * stride;
