@@ -89,55 +89,40 @@ size_t qs_scratch_bytes(const qsl *L, uint32_t delta) { return (size_t)delta * L
         for (; i < end; i++) APPLY(i);                                                      \
     } while (0)
 
-/* Documents [0, nd) of a document block through one tree block, one 64-bit word per
- * tree; document d's bitvectors at bv + d * tau. */
-static void mask_block_1w(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd,
-                          uint64_t *bv) {
-    const float *thr = L->threshold;
-    const uint16_t *word = L->word;
-    const uint64_t *mask = L->mask64;
-    for (size_t d = 0; d < nd; d++) memset(bv + d * L->tau, 0xFF, (size_t)blk->n_trees * sizeof *bv);
-    for (uint32_t f = 0; f < blk->n_features; f++) {
-        const qsl_feature *qf = &blk->features[f];
-        for (size_t d = 0; d < nd; d++) {
-            const float *row = x + d * stride;
-            uint64_t *b = bv + d * L->tau;
-#define APPLY_1W(j) (b[word[j]] &= mask[j])
-            QS_SCAN_FEATURE(APPLY_1W);
-#undef APPLY_1W
-        }
+/* Documents [0, nd) of a document block through one tree block, one word per tree
+ * (WORD_T uint64_t with mask64, or uint32_t with mask32 for vqs's layouts of trees of
+ * up to 32 leaves, when vqs scores a batch too small for its registers); document d's
+ * bitvectors at bv + d * tau. Then the exit leaves are added to the scores. */
+#define QS_BLOCK_1W(MASK_NAME, LEAVES_NAME, WORD_T, MASK, CTZ)                              \
+    static void MASK_NAME(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd, \
+                          WORD_T *bv) {                                                     \
+        const float *thr = L->threshold;                                                    \
+        const uint16_t *word = L->word;                                                     \
+        const WORD_T *mask = L->MASK;                                                       \
+        for (size_t d = 0; d < nd; d++) memset(bv + d * L->tau, 0xFF, (size_t)blk->n_trees * sizeof *bv); \
+        for (uint32_t f = 0; f < blk->n_features; f++) {                                    \
+            const qsl_feature *qf = &blk->features[f];                                      \
+            for (size_t d = 0; d < nd; d++) {                                               \
+                const float *row = x + d * stride;                                          \
+                WORD_T *b = bv + d * L->tau;                                                \
+                QS_SCAN_FEATURE(QS_APPLY_1W);                                               \
+            }                                                                               \
+        }                                                                                   \
+    }                                                                                       \
+    static void LEAVES_NAME(const qsl *L, const qsl_block *blk, size_t nd, const WORD_T *bv, double *out) { \
+        const uint32_t *off = L->leaf_offset + blk->first_tree;                             \
+        for (size_t d = 0; d < nd; d++) {                                                   \
+            const WORD_T *b = bv + d * L->tau;                                              \
+            double score = out[d];                                                          \
+            for (uint32_t t = 0; t < blk->n_trees; t++) score += L->leaves[off[t] + (uint32_t)CTZ(b[t])]; \
+            out[d] = score;                                                                 \
+        }                                                                                   \
     }
-}
-
-/* The same for a layout of 32-bit words (vqs's, for trees of up to 32 leaves, when it
- * scores a batch too small for its registers). */
-static void mask_block_w32(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd,
-                           uint32_t *bv) {
-    const float *thr = L->threshold;
-    const uint16_t *word = L->word;
-    const uint32_t *mask = L->mask32;
-    for (size_t d = 0; d < nd; d++) memset(bv + d * L->tau, 0xFF, (size_t)blk->n_trees * sizeof *bv);
-    for (uint32_t f = 0; f < blk->n_features; f++) {
-        const qsl_feature *qf = &blk->features[f];
-        for (size_t d = 0; d < nd; d++) {
-            const float *row = x + d * stride;
-            uint32_t *b = bv + d * L->tau;
-#define APPLY_W32(j) (b[word[j]] &= mask[j])
-            QS_SCAN_FEATURE(APPLY_W32);
-#undef APPLY_W32
-        }
-    }
-}
-
-static void add_block_leaves_w32(const qsl *L, const qsl_block *blk, size_t nd, const uint32_t *bv, double *out) {
-    const uint32_t *off = L->leaf_offset + blk->first_tree;
-    for (size_t d = 0; d < nd; d++) {
-        const uint32_t *b = bv + d * L->tau;
-        double score = out[d];
-        for (uint32_t t = 0; t < blk->n_trees; t++) score += L->leaves[off[t] + (uint32_t)__builtin_ctz(b[t])];
-        out[d] = score;
-    }
-}
+#define QS_APPLY_1W(j) (b[word[j]] &= mask[j])
+QS_BLOCK_1W(mask_block_1w, add_block_leaves_1w, uint64_t, mask64, __builtin_ctzll)
+QS_BLOCK_1W(mask_block_w32, add_block_leaves_w32, uint32_t, mask32, __builtin_ctz)
+#undef QS_APPLY_1W
+#undef QS_BLOCK_1W
 
 /* The same with W > 1 words per tree: the first word's AND, the last word's AND (a
  * no-op mask when span is 1), and zeros in between. */
@@ -173,17 +158,14 @@ static inline uint32_t exit_leaf(const uint64_t *bv) {
     return w * 64 + (uint32_t)__builtin_ctzll(bv[w]);
 }
 
-/* Add the block's exit leaves to the documents' scores, trees in order. */
-static void add_block_leaves(const qsl *L, const qsl_block *blk, size_t nd, const uint64_t *bv, double *out) {
+/* Add the block's exit leaves to the documents' scores, trees in order (W > 1). */
+static void add_block_leaves_nw(const qsl *L, const qsl_block *blk, size_t nd, const uint64_t *bv, double *out) {
     const uint32_t *off = L->leaf_offset + blk->first_tree;
     const size_t per_doc = (size_t)L->tau * L->words;
     for (size_t d = 0; d < nd; d++) {
         const uint64_t *b = bv + d * per_doc;
         double score = out[d];
-        if (L->words == 1)
-            for (uint32_t t = 0; t < blk->n_trees; t++) score += L->leaves[off[t] + (uint32_t)__builtin_ctzll(b[t])];
-        else
-            for (uint32_t t = 0; t < blk->n_trees; t++) score += L->leaves[off[t] + exit_leaf(b + (size_t)t * L->words)];
+        for (uint32_t t = 0; t < blk->n_trees; t++) score += L->leaves[off[t] + exit_leaf(b + (size_t)t * L->words)];
         out[d] = score;
     }
 }
@@ -201,11 +183,13 @@ void qs_score_layout(const qsl *L, uint32_t delta, const float *x, size_t n_rows
                 add_block_leaves_w32(L, blk, nd, (const uint32_t *)bv, out + d0);
                 continue;
             }
-            if (L->words == 1)
+            if (L->words == 1) {
                 mask_block_1w(L, blk, xb, stride, nd, bv);
-            else
+                add_block_leaves_1w(L, blk, nd, bv, out + d0);
+            } else {
                 mask_block_nw(L, blk, xb, stride, nd, bv);
-            add_block_leaves(L, blk, nd, bv, out + d0);
+                add_block_leaves_nw(L, blk, nd, bv, out + d0);
+            }
         }
     }
 }

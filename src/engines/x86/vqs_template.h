@@ -86,53 +86,42 @@ static void VQS(transpose)(const qsl *L, const float *x, size_t stride, size_t n
         }                                                                                   \
     } while (0)
 
-/* word_bits 32: one 32-bit word per tree and lane. */
-static void VQS(block_w32)(const qsl *L, const qsl_block *blk, size_t ng, const float *xt, double *acc,
-                           uint32_t *bv) {
-    const float *thr = L->threshold;
-    const uint16_t *word = L->word;
-    const uint32_t *mask = L->mask32;
-    const size_t group = (size_t)L->tau * VQS_LANES; /* words per group */
-    for (size_t g = 0; g < ng; g++) memset(bv + g * group, 0xFF, (size_t)blk->n_trees * VQS_LANES * sizeof *bv);
-    for (uint32_t f = 0; f < blk->n_features; f++) {
-        const qsl_feature *qf = &blk->features[f];
-        for (size_t g = 0; g < ng; g++) {
-            vqs_vf v = vqs_load(xt + (g * L->n_used + qf->slot) * VQS_LANES);
-            uint32_t *bg = bv + g * group;
-#define APPLY_W32(j, k) vqs_and32(bg + (size_t)word[j] * VQS_LANES, (k), mask[j])
-            VQS_SCAN_FEATURE(APPLY_W32);
-#undef APPLY_W32
-        }
+/* One word per tree and lane (word_bits 32: WORD_T uint32_t, MASK mask32, LEAVES
+ * vqs_leaves32, and VQS_AND_1W defined as vqs_and32; word_bits 64 with the 64-bit
+ * ones): reset the groups' bitvectors, scan every feature of the block for every
+ * group, add the exit leaves. */
+#define VQS_BLOCK_1W(NAME, WORD_T, MASK, LEAVES)                                       \
+    static void VQS(NAME)(const qsl *L, const qsl_block *blk, size_t ng, const float *xt, double *acc, \
+                          WORD_T *bv) {                                                     \
+        const float *thr = L->threshold;                                                    \
+        const uint16_t *word = L->word;                                                     \
+        const WORD_T *mask = L->MASK;                                                       \
+        const size_t group = (size_t)L->tau * VQS_LANES; /* words per group */              \
+        for (size_t g = 0; g < ng; g++)                                                     \
+            memset(bv + g * group, 0xFF, (size_t)blk->n_trees * VQS_LANES * sizeof *bv);    \
+        for (uint32_t f = 0; f < blk->n_features; f++) {                                    \
+            const qsl_feature *qf = &blk->features[f];                                      \
+            for (size_t g = 0; g < ng; g++) {                                               \
+                vqs_vf v = vqs_load(xt + (g * L->n_used + qf->slot) * VQS_LANES);           \
+                WORD_T *bg = bv + g * group;                                                \
+                VQS_SCAN_FEATURE(VQS_APPLY_1W);                                             \
+            }                                                                               \
+        }                                                                                   \
+        const uint32_t *off = L->leaf_offset + blk->first_tree;                             \
+        for (size_t g = 0; g < ng; g++)                                                     \
+            for (uint32_t t = 0; t < blk->n_trees; t++)                                     \
+                LEAVES(bv + g * group + (size_t)t * VQS_LANES, L->leaves + off[t], acc + g * VQS_LANES); \
     }
-    const uint32_t *off = L->leaf_offset + blk->first_tree;
-    for (size_t g = 0; g < ng; g++)
-        for (uint32_t t = 0; t < blk->n_trees; t++)
-            vqs_leaves32(bv + g * group + (size_t)t * VQS_LANES, L->leaves + off[t], acc + g * VQS_LANES);
-}
+#define VQS_APPLY_1W(j, k) VQS_AND_1W(bg + (size_t)word[j] * VQS_LANES, (k), mask[j])
 
-/* word_bits 64, one word per tree and lane. */
-static void VQS(block_w64)(const qsl *L, const qsl_block *blk, size_t ng, const float *xt, double *acc,
-                           uint64_t *bv) {
-    const float *thr = L->threshold;
-    const uint16_t *word = L->word;
-    const uint64_t *mask = L->mask64;
-    const size_t group = (size_t)L->tau * VQS_LANES;
-    for (size_t g = 0; g < ng; g++) memset(bv + g * group, 0xFF, (size_t)blk->n_trees * VQS_LANES * sizeof *bv);
-    for (uint32_t f = 0; f < blk->n_features; f++) {
-        const qsl_feature *qf = &blk->features[f];
-        for (size_t g = 0; g < ng; g++) {
-            vqs_vf v = vqs_load(xt + (g * L->n_used + qf->slot) * VQS_LANES);
-            uint64_t *bg = bv + g * group;
-#define APPLY_W64(j, k) vqs_and64(bg + (size_t)word[j] * VQS_LANES, (k), mask[j])
-            VQS_SCAN_FEATURE(APPLY_W64);
-#undef APPLY_W64
-        }
-    }
-    const uint32_t *off = L->leaf_offset + blk->first_tree;
-    for (size_t g = 0; g < ng; g++)
-        for (uint32_t t = 0; t < blk->n_trees; t++)
-            vqs_leaves64(bv + g * group + (size_t)t * VQS_LANES, L->leaves + off[t], acc + g * VQS_LANES);
-}
+#define VQS_AND_1W vqs_and32
+VQS_BLOCK_1W(block_w32, uint32_t, mask32, vqs_leaves32)
+#undef VQS_AND_1W
+#define VQS_AND_1W vqs_and64
+VQS_BLOCK_1W(block_w64, uint64_t, mask64, vqs_leaves64)
+#undef VQS_AND_1W
+#undef VQS_APPLY_1W
+#undef VQS_BLOCK_1W
 
 /* word_bits 64, W > 1 words per tree: the first word's AND, zeros in the middle words,
  * the last word's AND; exit leaves found lane by lane. */
