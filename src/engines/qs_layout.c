@@ -212,21 +212,23 @@ static ts_status alloc_layout(qsl *L, const ts_model *m, uint64_t n_entries, uin
     return TS_OK;
 }
 
-/* Per column: whether a Zero-missing node reads it, and its slot among the used ones. */
+/* Per column: whether a Zero-missing node reads it (zero_feature, zeroed by the
+ * caller), and its slot among the columns splits read (slot_of; L->used lists them). */
 static void mark_features(qsl *L, const ts_model *m, uint8_t *zero_feature, uint32_t *slot_of) {
-    uint8_t *used = (uint8_t *)slot_of; /* first pass: a flag per column, in the same memory */
-    memset(slot_of, 0, ((size_t)m->n_features + 1) * sizeof *slot_of);
+    const uint32_t unused = UINT32_MAX;
+    for (uint32_t f = 0; f <= m->n_features; f++) slot_of[f] = unused;
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             const tsm_node *nd = &m->trees[t].nodes[i];
             if (nd->flags & TSM_ZERO_IS_MISSING) zero_feature[nd->feature] = 1;
-            used[nd->feature] = 1;
+            slot_of[nd->feature] = 0; /* read: numbered below */
         }
     L->n_used = 0;
     for (uint32_t f = 0; f < m->n_features; f++)
-        if (used[f]) L->used[L->n_used++] = f;
-    memset(slot_of, 0, ((size_t)m->n_features + 1) * sizeof *slot_of);
-    for (uint32_t j = 0; j < L->n_used; j++) slot_of[L->used[j]] = j;
+        if (slot_of[f] != unused) {
+            slot_of[f] = L->n_used;
+            L->used[L->n_used++] = f;
+        }
 }
 
 static void fill_leaves(qsl *L, const ts_model *m) {

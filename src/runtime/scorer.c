@@ -134,18 +134,21 @@ static void *chunk_scratch(const ts_scorer *s) {
     return s->layout.scratch_bytes ? tsr_scratch(s->layout.scratch_bytes) : NULL;
 }
 
-typedef struct f32_job {
+/* One batch handed to the pool: rows of floats (score_f32_chunk) or doubles
+ * (score_f64_chunk). */
+typedef struct score_job {
     const ts_scorer *s;
-    const float *x;
+    const void *x;
     size_t stride;
     double *out;
-} f32_job;
+} score_job;
 
 static ts_status score_f32_chunk(void *ctx, size_t begin, size_t end) {
-    const f32_job *j = ctx;
+    const score_job *j = ctx;
+    const float *x = j->x;
     void *scratch = chunk_scratch(j->s);
     if (j->s->layout.scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
-    j->s->engine->score(j->s->state, j->x + begin * j->stride, end - begin, j->stride, j->out + begin, scratch);
+    j->s->engine->score(j->s->state, x + begin * j->stride, end - begin, j->stride, j->out + begin, scratch);
     return TS_OK;
 }
 
@@ -158,7 +161,7 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
                           double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
     if (n_rows == 0) return TS_OK;
-    f32_job job = {s, x, row_stride, out};
+    score_job job = {s, x, row_stride, out};
     ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_f32_chunk, &job);
     return st == TS_OK ? TS_OK : no_scratch(s, err);
 }
@@ -189,16 +192,9 @@ static size_t convert_rows(const ts_scorer *s, const double *x, size_t r0, size_
     return k;
 }
 
-typedef struct f64_job {
-    const ts_scorer *s;
-    const double *x;
-    size_t stride;
-    double *out;
-} f64_job;
-
 /* Rows [begin, end) of a double batch, in sub-batches through a stack buffer. */
 static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
-    const f64_job *j = ctx;
+    const score_job *j = ctx;
     const ts_scorer *s = j->s;
     float stack_buf[F64_STACK_FLOATS];
     uint32_t idx[F64_BATCH];
@@ -231,7 +227,7 @@ ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows
                               size_t row_stride, double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
     if (n_rows == 0) return TS_OK;
-    f64_job job = {s, x, row_stride, out};
+    score_job job = {s, x, row_stride, out};
     ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_f64_chunk, &job);
     return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
 }
