@@ -166,18 +166,29 @@ TS_API float ts_model_absent_value(const ts_model *model);
 /* ---- Engines and scorers ---------------------------------------------------------- */
 
 typedef enum ts_engine {
-    TS_ENGINE_AUTO = 0,   /* the best engine for this model: today qs for trees of up to 64
-                             leaves, naive for wider ones (see docs/benchmarks.md) */
+    TS_ENGINE_AUTO = 0,   /* the planner's choice for this model, batch size and machine: it
+                             times the candidate engines on a sample batch when the scorer is
+                             created and remembers the answer (see ts_plan) */
     TS_ENGINE_NAIVE = 1,  /* node-by-node traversal (Struct+): the readable reference */
     TS_ENGINE_QS = 2,     /* QuickScorer (Lucchese et al., SIGIR 2015): trees of up to 262,144
                              leaves (TS_ERR_UNSUPPORTED beyond; naive has no such limit) */
-    TS_ENGINE_VQS = 3     /* vectorized QuickScorer (Lucchese et al., SIGIR 2016): 4, 8 or 16
+    TS_ENGINE_VQS = 3,    /* vectorized QuickScorer (Lucchese et al., SIGIR 2016): 4, 8 or 16
                              documents per SSE4.2, AVX2 or AVX-512 register; the scalar qs
                              kernel where the CPU (or the isa option) has none of them */
+    TS_ENGINE_IFELSE = 4, /* compiled If-Then-Else: C source generated for the model, compiled
+                             by the system C compiler (TREESCORE_CC, else cc) into a shared
+                             object cached on disk (TREESCORE_CACHE_DIR, else
+                             $XDG_CACHE_HOME/treescore or ~/.cache/treescore), loaded with
+                             dlopen; TS_ERR_ENGINE_UNAVAILABLE when no compiler runs */
+    TS_ENGINE_VPRED = 5,  /* VPred (Asadi et al., TKDE 2014): branch-free Pred traversal of
+                             trees stored as arrays, depth-unrolled, v documents interleaved */
+    TS_ENGINE_BLOCK_NAIVE = 6, /* naive in 2D blocks of tau trees x delta documents (SDSD loop
+                             order of Tang et al., SIGIR 2014) */
+    TS_ENGINE_BLOCK_VPRED = 7  /* vpred in 2D blocks of tau trees x delta documents */
 } ts_engine;
-#define TS_ENGINE_COUNT 4
+#define TS_ENGINE_COUNT 8
 
-/* "auto", "naive", "qs", "vqs". */
+/* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred". */
 TS_API const char *ts_engine_name(ts_engine engine);
 TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
 
@@ -206,16 +217,33 @@ TS_API unsigned ts_cpu_count(void);
 /* tau for "all trees in one block": QuickScorer as first published, without blocking. */
 #define TS_BLOCK_ALL 0xFFFFFFFFu
 
+/* How TS_ENGINE_AUTO picks an engine. */
+typedef enum ts_plan {
+    TS_PLAN_DEFAULT = 0,  /* TS_PLAN_MEASURE, unless the environment variable TREESCORE_PLAN
+                             says "rule" */
+    TS_PLAN_MEASURE = 1,  /* time the candidates on a sample batch of batch_hint rows (a few
+                             hundred milliseconds at most on big models), or reuse an earlier
+                             answer from the wisdom file (TREESCORE_WISDOM, else
+                             <cache dir>/wisdom; "off" disables it) */
+    TS_PLAN_RULE = 2      /* no timing: a rule of thumb from the tree shapes and the CPU */
+} ts_plan;
+
 typedef struct ts_scorer_options {
     ts_engine engine;     /* default TS_ENGINE_AUTO */
     unsigned n_threads;   /* threads per batch; 0 (default) = ts_cpu_count() */
     ts_isa max_isa;       /* highest instruction set the engine may use; default TS_ISA_AUTO
                              (the best of ts_cpu_isa()); a level the CPU lacks is lowered */
-    uint32_t tau;         /* qs, vqs: trees per block (BlockWise-QS); 0 (default) = sized from
-                             the cache sizes; TS_BLOCK_ALL = one block */
-    uint32_t delta;       /* qs, vqs: documents per block; 0 (default) = sized from the cache
-                             sizes (vqs rounds it up to whole SIMD registers) */
-    unsigned reserved[11];/* zero */
+    uint32_t tau;         /* qs, vqs, block-naive, block-vpred: trees per block; 0 (default) =
+                             sized from the cache sizes; TS_BLOCK_ALL = one block */
+    uint32_t delta;       /* qs, vqs, block-naive, block-vpred: documents per block; 0 (default)
+                             = sized from the cache sizes (vqs rounds it up to whole SIMD
+                             registers) */
+    uint32_t lanes;       /* vpred, block-vpred: documents interleaved (v); 0 (default) = the
+                             engine's choice for the model */
+    ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
+    uint32_t batch_hint;  /* TS_ENGINE_AUTO only: rows per scoring call the planner optimizes
+                             for; 0 (default) = 1,000 */
+    unsigned reserved[8]; /* zero */
 } ts_scorer_options;
 
 /* Fill with defaults. Always call before setting fields. */
@@ -239,6 +267,10 @@ TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
 TS_API ts_isa ts_scorer_isa(const ts_scorer *scorer);
 TS_API unsigned ts_scorer_n_threads(const ts_scorer *scorer);
 TS_API void ts_scorer_blocking(const ts_scorer *scorer, uint32_t *tau, uint32_t *delta);
+/* Why the scorer uses its engine: for TS_ENGINE_AUTO the planner's report (candidates,
+ * their measured microseconds per document, the wisdom file hit or the rule applied), for
+ * an explicit engine "engine requested". Owned by the scorer; never NULL. */
+TS_API const char *ts_scorer_plan_report(const ts_scorer *scorer);
 
 /* Score `n_rows` rows of a dense row-major float32 matrix: row r starts at
  * x + r * row_stride (in floats) and has `n_cols` readable values; NaN is a missing

@@ -13,6 +13,7 @@
 typedef struct tse_config {
     ts_isa isa;
     uint32_t tau, delta;
+    uint32_t lanes;         /* vpred, block-vpred: documents interleaved; 0 = engine's choice */
 } tse_config;
 
 /* What the engine reports back from prepare. */
@@ -21,6 +22,7 @@ typedef struct tse_layout {
     uint32_t tau, delta;    /* block sizes used (0, 0 when the engine does not block) */
     size_t scratch_bytes;   /* working memory one score call needs, any n_rows */
     size_t rows_per_chunk;  /* the smallest batch worth a thread of its own */
+    uint32_t lanes;         /* documents interleaved (vpred, block-vpred), else 0 */
 } tse_layout;
 
 /*
@@ -47,6 +49,10 @@ typedef struct tse_engine {
 extern const tse_engine tse_engine_naive;
 extern const tse_engine tse_engine_qs;
 extern const tse_engine tse_engine_vqs;
+extern const tse_engine tse_engine_ifelse;
+extern const tse_engine tse_engine_vpred;
+extern const tse_engine tse_engine_block_naive;
+extern const tse_engine tse_engine_block_vpred;
 
 /* The engine with this id, or NULL (TS_ENGINE_AUTO is resolved by the scorer). */
 const tse_engine *tse_engine_get(ts_engine id);

@@ -65,7 +65,7 @@ static ts_status naive_prepare(const ts_model *m, const tse_config *cfg, void **
     }
     /* A thread of its own pays from about 4 million node visits (~1 ms). */
     uint64_t per_row = n_nodes / 4 + 1;
-    *layout = (tse_layout){TS_ISA_SCALAR, 0, 0, 0, (size_t)((1u << 22) / per_row + 1)};
+    *layout = (tse_layout){TS_ISA_SCALAR, 0, 0, 0, (size_t)((1u << 22) / per_row + 1), 0};
     *out = s;
     return TS_OK;
 }

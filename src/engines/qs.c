@@ -55,7 +55,7 @@ static ts_status qs_prepare(const ts_model *m, const tse_config *cfg, void **out
     }
     s->delta = delta;
     *layout = (tse_layout){TS_ISA_SCALAR, s->L.tau, delta, qs_scratch_bytes(&s->L, delta),
-                           qs_rows_per_chunk(&s->L)};
+                           qs_rows_per_chunk(&s->L), 0};
     *out = s;
     return TS_OK;
 }

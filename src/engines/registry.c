@@ -3,7 +3,9 @@
 
 #include "engines/engine.h"
 
-static const tse_engine *const engines[] = {&tse_engine_naive, &tse_engine_qs, &tse_engine_vqs};
+static const tse_engine *const engines[] = {&tse_engine_naive,  &tse_engine_qs,          &tse_engine_vqs,
+                                            &tse_engine_ifelse, &tse_engine_vpred,       &tse_engine_block_naive,
+                                            &tse_engine_block_vpred};
 
 const tse_engine *tse_engine_get(ts_engine id) {
     for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)

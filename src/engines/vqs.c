@@ -97,7 +97,7 @@ static ts_status vqs_prepare(const ts_model *m, const tse_config *cfg, void **ou
     size_t scratch = k ? vqs_scratch_bytes(&s->L, delta) : qs_scratch_bytes(&s->L, delta);
     size_t chunk = qs_rows_per_chunk(&s->L) / 4 + 1; /* vqs is about 4x faster per row than qs */
     if (chunk < lanes) chunk = lanes;
-    *layout = (tse_layout){k ? k->isa : TS_ISA_SCALAR, s->L.tau, delta, scratch, chunk};
+    *layout = (tse_layout){k ? k->isa : TS_ISA_SCALAR, s->L.tau, delta, scratch, chunk, 0};
     *out = s;
     return TS_OK;
 }

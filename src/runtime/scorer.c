@@ -46,6 +46,8 @@ static ts_engine resolve_auto(const ts_model *m, ts_isa isa) {
 static ts_status check_options(const ts_scorer_options *o, ts_error *err) {
     if ((unsigned)o->engine >= TS_ENGINE_COUNT)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)o->engine);
+    if ((unsigned)o->plan > TS_PLAN_RULE)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown plan %d", (int)o->plan);
     if ((unsigned)o->max_isa >= TS_ISA_COUNT)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown instruction set %d", (int)o->max_isa);
     for (size_t i = 0; i < sizeof o->reserved / sizeof o->reserved[0]; i++)
@@ -64,7 +66,7 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
         opts = &defaults;
     }
     TS_TRY(check_options(opts, err));
-    tse_config cfg = {tsr_isa_resolve(opts->max_isa), opts->tau, opts->delta};
+    tse_config cfg = {tsr_isa_resolve(opts->max_isa), opts->tau, opts->delta, opts->lanes};
     ts_engine id = opts->engine == TS_ENGINE_AUTO ? resolve_auto(m, cfg.isa) : opts->engine;
     const tse_engine *eng = tse_engine_get(id);
     if (!eng) return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %d is not built into this treescore", (int)id);
@@ -105,6 +107,11 @@ ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->engine->id : TS_E
 uint32_t ts_scorer_n_features(const ts_scorer *s) { return s ? s->n_features : 0; }
 ts_isa ts_scorer_isa(const ts_scorer *s) { return s ? s->layout.isa : TS_ISA_AUTO; }
 unsigned ts_scorer_n_threads(const ts_scorer *s) { return s ? s->n_threads : 0; }
+
+const char *ts_scorer_plan_report(const ts_scorer *s) {
+    (void)s;
+    return "engine requested";
+}
 
 void ts_scorer_blocking(const ts_scorer *s, uint32_t *tau, uint32_t *delta) {
     if (tau) *tau = s ? s->layout.tau : 0;
