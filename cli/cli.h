@@ -12,7 +12,7 @@
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 /* The names messages and help texts list. */
-#define CLI_ENGINE_NAMES "auto, naive, qs, vqs"
+#define CLI_ENGINE_NAMES "auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred"
 #define CLI_ISA_NAMES "auto, scalar, sse4.2, avx2, avx512"
 /* The help lines of --threads, --isa, --tau and --delta (score, rank, bench). */
 #define CLI_SCORER_HELP                                                                     \
@@ -22,10 +22,16 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
     "                          has), scalar, sse4.2, avx2, avx512; a level the CPU lacks is\n" \
     "                          lowered to its best (so is any level above the environment\n" \
     "                          variable TREESCORE_ISA)\n"                                   \
-    "      --tau N|all         qs, vqs: trees per block (BlockWise-QS); 0 (default) = sized\n" \
-    "                          from the CPU's cache sizes; all = one block of every tree\n"  \
-    "      --delta N           qs, vqs: documents per block; 0 (default) = sized from the\n" \
-    "                          cache sizes (vqs rounds up to whole SIMD registers)\n"
+    "      --tau N|all         qs, vqs, block-naive, block-vpred: trees per block; 0\n"    \
+    "                          (default) = sized from the CPU's cache sizes; all = one\n"   \
+    "                          block of every tree\n"                                       \
+    "      --delta N           the same engines: documents per block; 0 (default) = sized\n" \
+    "                          from the cache sizes (vqs rounds up to whole SIMD registers)\n" \
+    "      --lanes N           vpred, block-vpred: documents interleaved; 0 (default) = the\n" \
+    "                          engine's choice for the model\n"                            \
+    "      --planner MODE      how --engine auto picks: measure (default: time the engines\n" \
+    "                          on a sample, remembered in the wisdom file) or rule (no\n"   \
+    "                          timing); the environment variable TREESCORE_PLAN too\n"
 
 /* Largest --threads (the library uses at most 1024 per batch) and --delta accepted. */
 #define CLI_MAX_THREADS 4096u
@@ -43,7 +49,11 @@ typedef struct cli_opts {
     ts_engine engine;
     unsigned threads;            /* 0 = all cores */
     ts_isa isa;                  /* highest instruction set (TS_ISA_AUTO = the best) */
-    uint32_t tau, delta;         /* BlockWise-QS block: trees, documents (0 = auto) */
+    uint32_t tau, delta;         /* blocks: trees, documents (0 = auto) */
+    uint32_t lanes;              /* vpred: documents interleaved (0 = auto) */
+    ts_plan plan;                /* how auto picks (--planner) */
+    unsigned batch_hint;         /* rows per scoring call, told to the planner */
+    int show_plan;               /* info --plan */
     int one_based;
     int header;                  /* -1 detect, 0, 1 */
     int label_column;            /* -1 none */
@@ -60,14 +70,15 @@ typedef struct cli_opts {
 } cli_opts;
 
 /* Option flags: which options a subcommand accepts (OPT_SCORER: --threads, --isa, --tau,
- * --delta). */
+ * --delta, --lanes, --planner). */
 enum {
     OPT_MODEL = 1 << 0, OPT_DATA = 1 << 1, OPT_OUTPUT = 1 << 2, OPT_ENGINE = 1 << 3, OPT_SCORER = 1 << 4,
-    OPT_DATA_FORMAT = 1 << 5, OPT_READER = 1 << 6, OPT_RANK = 1 << 7, OPT_BENCH = 1 << 8, OPT_QUIET = 1 << 9
+    OPT_DATA_FORMAT = 1 << 5, OPT_READER = 1 << 6, OPT_RANK = 1 << 7, OPT_BENCH = 1 << 8, OPT_QUIET = 1 << 9,
+    OPT_INFO = 1 << 10
 };
 
 /* Set one scorer setting from its text: key "threads", "isa", "tau" (a number or
- * "all") or "delta", as the options --KEY and bench's engine specs give them. Prints
+ * "all"), "delta", "lanes" or "planner", as the options --KEY and bench's engine specs give them. Prints
  * the problem and returns -1 on a bad key or value. */
 int cli_set_tuning(cli_opts *o, const char *key, const char *value);
 

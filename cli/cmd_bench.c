@@ -15,16 +15,18 @@ static const char usage[] =
     "instruction set and thread count, then per engine what it used (instruction set,\n"
     "threads, block of tau trees x delta documents), the microseconds per document\n"
     "(median, min, max over the repetitions), documents per second, and the speedup of\n"
-    "the median over the first engine's; last, the mean number of false nodes per\n"
+    "the median over the first engine's; then the time each engine took to prepare (for\n"
+    "ifelse, generating and compiling the model unless it is cached; for auto, the\n"
+    "planner's timing, and which engine it chose), and the mean number of false nodes per\n"
     "document and tree (the nodes QuickScorer visits, over at most 1,000 rows).\n"
     "\n"
     "  -m, --model FILE        model file\n"
     "  -d, --data FILE         data file (SVMlight, CSV, TSV or raw)\n"
     "      --engines SPECS     comma-separated engine specs (default naive,qs,vqs), each\n"
     "                          NAME[:KEY=VALUE]... with NAME one of " CLI_ENGINE_NAMES "\n"
-    "                          and KEY one of isa, threads, tau, delta: the setting of the\n"
-    "                          option --KEY for that engine only; e.g.\n"
-    "                          --engines qs:tau=all:delta=1,qs,vqs:isa=avx2,vqs\n"
+    "                          and KEY one of isa, threads, tau, delta, lanes, planner:\n"
+    "                          the setting of the option --KEY for that engine only;\n"
+    "                          e.g. --engines qs:tau=all:delta=1,qs,vqs:isa=avx2,vqs\n"
     "  -r, --repeat N          timed repetitions (default 5)\n"
     "      --batch N           rows per scoring call (default: all rows in one call)\n"
     "      --rows N            rows to load (default: all)\n"
@@ -105,7 +107,7 @@ static int load_rows(const cli_opts *o, const ts_model *m, matrix *mx) {
 }
 
 static void spec_error(const char *text, const char *problem) {
-    cli_error("bench: --engines: bad engine spec '%s': %s (NAME[:isa=LEVEL][:threads=N][:tau=N|all][:delta=N], "
+    cli_error("bench: --engines: bad engine spec '%s': %s (NAME[:isa=LEVEL][:threads=N][:tau=N|all][:delta=N][:lanes=N][:planner=MODE], "
               "NAME one of " CLI_ENGINE_NAMES ")",
               text, problem);
 }
@@ -193,6 +195,8 @@ typedef struct result {
     ts_isa isa;
     unsigned threads;
     uint32_t tau, delta;
+    ts_engine engine;     /* what the scorer uses (auto resolved) */
+    double prepare_ms;    /* ts_scorer_create */
     double med, min, max; /* microseconds per document */
 } result;
 
@@ -201,6 +205,21 @@ static void fill_setup(result *r, const engine_spec *sp, const ts_scorer *s) {
     r->isa = ts_scorer_isa(s);
     r->threads = ts_scorer_n_threads(s);
     ts_scorer_blocking(s, &r->tau, &r->delta);
+    r->engine = ts_scorer_engine(s);
+}
+
+/* "prepare ms: naive 0.4, auto (chose vqs) 130.2, ifelse 2113.0". To stdout in table
+ * mode, to stderr after '# ' in tsv. */
+static void print_prepare(const cli_opts *o, const result *res, int n) {
+    FILE *f = o->tsv ? stderr : stdout;
+    fprintf(f, "%sprepare ms (time to first prediction, after loading):", o->tsv ? "# " : "");
+    for (int e = 0; e < n; e++) {
+        int is_auto = strncmp(res[e].spec, "auto", 4) == 0;
+        fprintf(f, "%s %s", e ? "," : "", res[e].spec);
+        if (is_auto) fprintf(f, " (chose %s)", ts_engine_name(res[e].engine));
+        fprintf(f, " %.1f", res[e].prepare_ms);
+    }
+    fputc('\n', f);
 }
 
 /* "1000/16", "all/16", or "-" for an engine without blocks. */
@@ -315,13 +334,18 @@ static int bench_engines(const cli_opts *o, const ts_model *m, const matrix *mx,
         goto done;
     }
     for (int e = 0; e < n; e++) {
-        if (!(sc[e] = cli_create_scorer(m, &specs[e].o, specs[e].engine))) goto done;
+        cli_opts so = specs[e].o;
+        so.batch_hint = (unsigned)(batch < (1u << 30) ? batch : (1u << 30));
+        double t0 = cli_now();
+        if (!(sc[e] = cli_create_scorer(m, &so, specs[e].engine))) goto done;
         fill_setup(&res[e], &specs[e], sc[e]);
+        res[e].prepare_ms = 1e3 * (cli_now() - t0);
     }
     if (timed_runs(o, sc, specs, n, mx, batch, ref, out, times)) goto done;
     for (int e = 0; e < n; e++) summarize(&res[e], times + (size_t)e * o->repeat, o->repeat, mx->rows);
     if (o->tsv) print_tsv(res, n);
     else print_table(o, res, n, mx->rows);
+    print_prepare(o, res, n);
     print_false_nodes(o, m, mx);
     rc = CLI_OK;
 done:

@@ -4,18 +4,36 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: treescore info -m MODEL [--model-format F]\n"
+    "usage: treescore info -m MODEL [--model-format F] [--plan [--batch N] [options]]\n"
     "\n"
     "Print a summary of MODEL: format, objective, trees, leaves, depth, features, base\n"
-    "score, and whether its splits route missing values.\n"
+    "score, and whether its splits route missing values. With --plan, also what\n"
+    "--engine auto would pick for this model, batch size, thread count and machine, and\n"
+    "why: the planner's timings of the candidate engines, the wisdom file's earlier\n"
+    "answer, or the rule of thumb (--planner rule).\n"
     "\n"
     "  -m, --model FILE        LightGBM text, XGBoost JSON or QuickRank XML model\n"
     "      --model-format F    auto (default), lightgbm, xgboost, quickrank\n"
+    "      --plan              show the planner's choice\n"
+    "      --batch N           rows per scoring call to plan for (default 1000)\n"
+    CLI_SCORER_HELP
     "  -h, --help              this help\n";
+
+/* What --engine auto picks: a scorer made the way `treescore score` would make it. */
+static int print_plan(cli_opts *o, const ts_model *m) {
+    o->batch_hint = o->batch ? o->batch : 1000;
+    ts_scorer *s = cli_create_scorer(m, o, TS_ENGINE_AUTO);
+    if (!s) return CLI_FAILED;
+    printf("plan:             engine %s, isa %s, %u threads, batch %u\n", ts_engine_name(ts_scorer_engine(s)),
+           ts_isa_name(ts_scorer_isa(s)), ts_scorer_n_threads(s), o->batch_hint);
+    fputs(ts_scorer_plan_report(s), stdout);
+    ts_scorer_free(s);
+    return CLI_OK;
+}
 
 int cmd_info(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_start(argc, argv, OPT_MODEL, usage, 0, &o);
+    int rc = cli_start(argc, argv, OPT_MODEL | OPT_INFO | OPT_SCORER, usage, 0, &o);
     if (rc >= 0) return rc;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
@@ -45,6 +63,7 @@ int cmd_info(int argc, char **argv) {
                "divides them by %u\n", i.n_trees);
     printf("missing values:   %s\n", i.has_missing_splits ? "some splits route them explicitly" : "NaN goes right everywhere");
     printf("absent in SVMlight: %s\n", ts_model_absent_value(m) == 0.0f ? "0.0" : "missing (NaN)");
+    rc = o.show_plan ? print_plan(&o, m) : CLI_OK;
     ts_model_free(m);
-    return CLI_OK;
+    return rc;
 }

@@ -43,6 +43,9 @@ ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine eng
     so.max_isa = o->isa;
     so.tau = o->tau;
     so.delta = o->delta;
+    so.lanes = o->lanes;
+    so.plan = o->plan;
+    so.batch_hint = o->batch_hint ? o->batch_hint : TS_CLI_CHUNK_ROWS;
     if (ts_scorer_create(m, &so, &s, &err) != TS_OK) {
         cli_error("%s: engine %s: %s", o->model_path, ts_engine_name(engine), err.message);
         return NULL;

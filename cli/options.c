@@ -35,7 +35,7 @@ static int parse_uint(const char *opt, const char *s, unsigned long long max, un
 typedef enum {
     O_MODEL, O_DATA, O_OUTPUT, O_ENGINE, O_ENGINES, O_THREADS, O_FORMAT, O_MODEL_FORMAT, O_QUERY_FILE,
     O_DATA_FORMAT, O_ONE_BASED, O_HEADER, O_NO_HEADER, O_LABEL_COLUMN, O_TOP, O_NDCG, O_PRINT_QUERIES, O_REPEAT, O_BATCH,
-    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_ISA, O_TAU, O_DELTA, O_HELP
+    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_ISA, O_TAU, O_DELTA, O_LANES, O_PLANNER, O_PLAN, O_HELP
 } opt_id;
 
 typedef struct opt_spec {
@@ -56,6 +56,9 @@ static const opt_spec specs[] = {
     {"isa", 0, 1, OPT_SCORER, O_ISA},
     {"tau", 0, 1, OPT_SCORER, O_TAU},
     {"delta", 0, 1, OPT_SCORER, O_DELTA},
+    {"lanes", 0, 1, OPT_SCORER, O_LANES},
+    {"planner", 0, 1, OPT_SCORER, O_PLANNER},
+    {"plan", 0, 0, OPT_INFO, O_PLAN},
     {"format", 'f', 1, OPT_DATA_FORMAT | OPT_BENCH, O_FORMAT},
     {"data-format", 0, 1, OPT_DATA_FORMAT | OPT_BENCH, O_DATA_FORMAT},
     {"model-format", 0, 1, OPT_MODEL, O_MODEL_FORMAT},
@@ -68,7 +71,7 @@ static const opt_spec specs[] = {
     {"ndcg", 0, 1, OPT_RANK, O_NDCG},
     {"print-queries", 0, 1, OPT_RANK, O_PRINT_QUERIES},
     {"repeat", 'r', 1, OPT_BENCH, O_REPEAT},
-    {"batch", 0, 1, OPT_BENCH, O_BATCH},
+    {"batch", 0, 1, OPT_BENCH | OPT_INFO, O_BATCH},
     {"rows", 0, 1, OPT_BENCH, O_ROWS},
     {"quiet", 0, 0, OPT_QUIET, O_QUIET},
     {"no-name-check", 0, 0, OPT_READER, O_NO_NAME_CHECK},
@@ -123,8 +126,18 @@ int cli_set_tuning(cli_opts *o, const char *key, const char *v) {
     } else if (strcmp(key, "delta") == 0) {
         if (parse_uint(opt, v, CLI_MAX_DELTA, &n)) return -1;
         o->delta = (uint32_t)n;
+    } else if (strcmp(key, "lanes") == 0) {
+        if (parse_uint(opt, v, 64, &n)) return -1;
+        o->lanes = (uint32_t)n;
+    } else if (strcmp(key, "planner") == 0) {
+        if (strcmp(v, "measure") == 0) o->plan = TS_PLAN_MEASURE;
+        else if (strcmp(v, "rule") == 0) o->plan = TS_PLAN_RULE;
+        else {
+            cli_error("%s: 'measure' or 'rule', not '%s'", opt, v);
+            return -1;
+        }
     } else {
-        cli_error("unknown setting '%s' (isa, threads, tau, delta)", key);
+        cli_error("unknown setting '%s' (isa, threads, tau, delta, lanes, planner)", key);
         return -1;
     }
     return 0;
@@ -174,6 +187,9 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
     case O_ISA: return cli_set_tuning(o, "isa", v);
     case O_TAU: return cli_set_tuning(o, "tau", v);
     case O_DELTA: return cli_set_tuning(o, "delta", v);
+    case O_LANES: return cli_set_tuning(o, "lanes", v);
+    case O_PLANNER: return cli_set_tuning(o, "planner", v);
+    case O_PLAN: o->show_plan = 1; return 0;
     case O_ONE_BASED: o->one_based = 1; return 0;
     case O_HEADER: o->header = 1; return 0;
     case O_NO_HEADER: o->header = 0; return 0;

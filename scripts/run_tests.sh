@@ -35,6 +35,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 ./scripts/setup_venv.sh || fail_stage "python packages (tests/requirements.txt)"
 py=$root/.venv/bin/python
+# ifelse's compiled models and the planner's wisdom file go to the build tree, not $HOME.
+export TREESCORE_CACHE_DIR=$root/build/cache
 
 # --- release build with warnings as errors, unit tests
 stage "build (Release, -Wall -Wextra -Werror)"

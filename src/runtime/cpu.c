@@ -183,3 +183,21 @@ unsigned ts_cpu_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (unsigned)n : 1u;
 }
+
+void tsr_cpu_brand(char out[TSR_CPU_BRAND_SIZE]) {
+    memset(out, 0, TSR_CPU_BRAND_SIZE);
+#if TSR_X86
+    unsigned r[12], a, b, c, d;
+    if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000004u) {
+        for (unsigned i = 0; i < 3; i++) __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+        memcpy(out, r, 48);
+    }
+#endif
+    /* Trim the padding some CPUs put around the name. */
+    size_t n = strlen(out), s = 0;
+    while (s < n && out[s] == ' ') s++;
+    while (n > s && out[n - 1] == ' ') n--;
+    memmove(out, out + s, n - s);
+    out[n - s] = '\0';
+    if (!out[0]) snprintf(out, TSR_CPU_BRAND_SIZE, "unknown CPU");
+}

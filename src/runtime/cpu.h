@@ -41,4 +41,9 @@ ts_isa tsr_isa_of_features(uint32_t features);
 /* The level a scorer uses when asked for `wanted` (TS_ISA_AUTO = the best). */
 ts_isa tsr_isa_resolve(ts_isa wanted);
 
+/* The CPU's name as cpuid tells it ("INTEL(R) XEON(R) PLATINUM 8592+"), trimmed; "unknown
+ * CPU" where there is none. */
+#define TSR_CPU_BRAND_SIZE 49
+void tsr_cpu_brand(char out[TSR_CPU_BRAND_SIZE]);
+
 #endif /* TS_RUNTIME_CPU_H */

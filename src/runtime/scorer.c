@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "engines/engine.h"
 #include "runtime/f64.h"
+#include "runtime/planner.h"
 #include "runtime/pool.h"
 #include "runtime/scratch.h"
 
@@ -18,6 +19,7 @@ struct ts_scorer {
     tsr_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
     uint32_t n_features;         /* columns a row must have */
     unsigned n_threads;          /* threads per batch, >= 1 */
+    char *plan_report;           /* the planner's report (AUTO), else NULL */
 };
 
 /* More threads than this per batch are never useful and bound the pool's chunking. */
@@ -29,18 +31,6 @@ void ts_scorer_options_init(ts_scorer_options *o) {
     o->engine = TS_ENGINE_AUTO;
     o->n_threads = 0;
     o->max_isa = TS_ISA_AUTO;
-}
-
-/* The engine AUTO stands for, by a rule of thumb until the planner measures: QuickScorer
- * visits every false node (about 40% of all nodes) where a root-to-leaf walk visits the
- * depth, so it wins on trees of up to 64 leaves and loses on wider ones. Measured with
- * treescore bench on LightGBM lambdarank models (docs/benchmarks.md): qs/naive speed
- * 4.0x at 1,000 x 64 leaves, 0.93x at 500 x 127, 0.43x at 300 x 255. vqs replaces qs
- * where the CPU has SIMD. */
-static ts_engine resolve_auto(const ts_model *m, ts_isa isa) {
-    for (uint32_t t = 0; t < m->n_trees; t++)
-        if (m->trees[t].n_leaves > 64) return TS_ENGINE_NAIVE;
-    return isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
 }
 
 static ts_status check_options(const ts_scorer_options *o, ts_error *err) {
@@ -67,16 +57,25 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     }
     TS_TRY(check_options(opts, err));
     tse_config cfg = {tsr_isa_resolve(opts->max_isa), opts->tau, opts->delta, opts->lanes};
-    ts_engine id = opts->engine == TS_ENGINE_AUTO ? resolve_auto(m, cfg.isa) : opts->engine;
-    const tse_engine *eng = tse_engine_get(id);
-    if (!eng) return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %d is not built into this treescore", (int)id);
     ts_scorer *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
-    s->engine = eng;
     s->n_features = m->n_features;
     s->n_threads = opts->n_threads ? opts->n_threads : ts_cpu_count();
     if (s->n_threads > MAX_THREADS) s->n_threads = MAX_THREADS;
-    ts_status st = eng->prepare(m, &cfg, &s->state, &s->layout, err);
+    ts_status st;
+    if (opts->engine == TS_ENGINE_AUTO) {
+        tsr_plan plan;
+        st = tsr_plan_engine(m, opts, &cfg, s->n_threads, &plan, err);
+        s->engine = plan.engine;
+        s->state = plan.state;
+        s->layout = plan.layout;
+        s->plan_report = plan.report;
+    } else {
+        s->engine = tse_engine_get(opts->engine);
+        st = s->engine ? s->engine->prepare(m, &cfg, &s->state, &s->layout, err)
+                       : ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %d is not built into this treescore",
+                                 (int)opts->engine);
+    }
     if (st != TS_OK) {
         free(s);
         return st;
@@ -88,7 +87,8 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     if (chunk && atol(chunk) > 0) s->layout.rows_per_chunk = (size_t)atol(chunk);
     st = tsr_f64_prepare(m, &s->f64, err);
     if (st != TS_OK) {
-        eng->free(s->state);
+        s->engine->free(s->state);
+        free(s->plan_report);
         free(s);
         return st;
     }
@@ -100,6 +100,7 @@ void ts_scorer_free(ts_scorer *s) {
     if (!s) return;
     s->engine->free(s->state);
     tsr_f64_free(s->f64);
+    free(s->plan_report);
     free(s);
 }
 
@@ -109,8 +110,8 @@ ts_isa ts_scorer_isa(const ts_scorer *s) { return s ? s->layout.isa : TS_ISA_AUT
 unsigned ts_scorer_n_threads(const ts_scorer *s) { return s ? s->n_threads : 0; }
 
 const char *ts_scorer_plan_report(const ts_scorer *s) {
-    (void)s;
-    return "engine requested";
+    if (!s) return "no scorer";
+    return s->plan_report ? s->plan_report : "engine requested\n";
 }
 
 void ts_scorer_blocking(const ts_scorer *s, uint32_t *tau, uint32_t *delta) {

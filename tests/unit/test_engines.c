@@ -265,7 +265,10 @@ static void test_scorer_api(void) {
     double out[2];
     CHECK_STATUS(ts_scorer_create(NULL, NULL, &s, &err), TS_ERR_INVALID_ARGUMENT);
     CHECK(s == NULL);
-    CHECK_STATUS(ts_scorer_create(m, NULL, &s, &err), TS_OK);
+    ts_scorer_options rule;
+    ts_scorer_options_init(&rule);
+    rule.plan = TS_PLAN_RULE;
+    CHECK_STATUS(ts_scorer_create(m, &rule, &s, &err), TS_OK);
     CHECK(ts_scorer_engine(s) == (ts_cpu_isa() > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS));
     CHECK(ts_scorer_n_features(s) == m->n_features);
     CHECK_STATUS(ts_scorer_score(s, row, 1, 1, 1, out, &err), TS_ERR_SHAPE);
@@ -276,10 +279,10 @@ static void test_scorer_api(void) {
     ts_scorer_free(s);
     ts_scorer_free(NULL);
     {
-        /* auto: vqs (or qs without SIMD) up to 64 leaves, naive for wider trees */
+        /* auto's rule: vqs (or qs without SIMD) up to 64 leaves, vpred for wider trees */
         ts_model *wide = random_model(2, 65, 70);
-        CHECK_STATUS(ts_scorer_create(wide, NULL, &s, &err), TS_OK);
-        CHECK(ts_scorer_engine(s) == TS_ENGINE_NAIVE);
+        CHECK_STATUS(ts_scorer_create(wide, &rule, &s, &err), TS_OK);
+        CHECK(ts_scorer_engine(s) == TS_ENGINE_VPRED);
         ts_scorer_free(s);
         ts_model_free(wide);
     }
@@ -355,6 +358,9 @@ static void test_thresholds(void) {
 }
 
 int main(void) {
+    /* auto plans every model: keep its timing short and the wisdom file out of it */
+    setenv("TREESCORE_PLAN_MS", "2", 1);
+    setenv("TREESCORE_WISDOM", "off", 1);
     /* Chunks of 5 rows, so that the thread counts of `configs` really split batches. */
     setenv("TREESCORE_CHUNK_ROWS", "5", 1);
     RUN_TEST(test_thresholds);

@@ -1,0 +1,13 @@
+/* cachedir.h: where treescore keeps files between runs (ifelse's shared objects, the planner's wisdom). */
+#ifndef TS_RUNTIME_CACHEDIR_H
+#define TS_RUNTIME_CACHEDIR_H
+
+#include <stddef.h>
+
+/* The cache directory: TREESCORE_CACHE_DIR, else $XDG_CACHE_HOME/treescore, else
+ * $HOME/.cache/treescore. With create, missing directories are made (mode 0755, like
+ * mkdir -p). Returns 0 and the path in buf, or -1 when there is no HOME, the path does
+ * not fit, or (with create) a directory cannot be made. */
+int tsr_cache_dir(char *buf, size_t size, int create);
+
+#endif /* TS_RUNTIME_CACHEDIR_H */

@@ -1,0 +1,419 @@
+/* planner.c: TS_ENGINE_AUTO: time the candidate engines on a sample batch (or recall the wisdom file, or apply a rule). */
+#include "runtime/planner.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "model/hash.h"
+#include "runtime/cache.h"
+#include "runtime/cachedir.h"
+#include "runtime/cpu.h"
+#include "runtime/scratch.h"
+
+/* Rows per call the planner optimizes for when batch_hint is 0. */
+#define DEFAULT_BATCH 1000u
+/* Timing budget (all candidates, all rounds) and its bounds in rounds. The budget can be
+ * changed with TREESCORE_PLAN_MS (tests use a small one). */
+#define DEFAULT_BUDGET_MS 250.0
+#define MIN_ROUNDS 3
+#define MAX_ROUNDS 9
+#define MAX_SAMPLE_ROWS 4096u
+#define MAX_CANDIDATES 8
+
+/* ---- report text -------------------------------------------------------------------- */
+
+typedef struct text {
+    char buf[4096];
+    size_t len;
+} text;
+
+__attribute__((format(printf, 2, 3))) static void say(text *t, const char *fmt, ...) {
+    if (t->len >= sizeof t->buf - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->len, sizeof t->buf - t->len, fmt, ap);
+    va_end(ap);
+    if (n > 0) t->len += (size_t)n < sizeof t->buf - t->len ? (size_t)n : sizeof t->buf - 1 - t->len;
+}
+
+static char *text_dup(const text *t) {
+    char *s = malloc(t->len + 1);
+    if (s) memcpy(s, t->buf, t->len + 1);
+    return s;
+}
+
+/* ---- the rule of thumb ------------------------------------------------------------------ */
+
+static uint32_t max_leaves(const ts_model *m) {
+    uint32_t w = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        if (m->trees[t].n_leaves > w) w = m->trees[t].n_leaves;
+    return w;
+}
+
+/* Measured with treescore bench on LightGBM lambdarank models (docs/benchmarks.md):
+ * QuickScorer visits every false node (about 40% of all nodes) where a root-to-leaf walk
+ * visits the depth, so it wins on trees of up to 64 leaves (vqs 4-9x over naive) and
+ * loses on wider ones (qs/naive 0.93x at 127 leaves, 0.43x at 255), where the
+ * branch-free vpred walk is fastest. */
+ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, char *why, size_t why_size) {
+    uint32_t w = max_leaves(m);
+    ts_engine e;
+    if (w <= 64) {
+        e = isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
+        snprintf(why, why_size, "rule of thumb: trees of at most 64 leaves (largest %u)%s: QuickScorer, %s", w,
+                 isa > TS_ISA_SCALAR ? " and SIMD" : ", no SIMD", ts_engine_name(e));
+    } else {
+        e = TS_ENGINE_VPRED;
+        snprintf(why, why_size,
+                 "rule of thumb: trees of more than 64 leaves (largest %u): QuickScorer visits too many false "
+                 "nodes, a branch-free root-to-leaf walk wins: vpred",
+                 w);
+    }
+    return e;
+}
+
+/* ---- plan mode, wisdom key ----------------------------------------------------------- */
+
+static ts_plan plan_mode(const ts_scorer_options *o) {
+    if (o->plan != TS_PLAN_DEFAULT) return o->plan;
+    const char *env = getenv("TREESCORE_PLAN");
+    return env && strcmp(env, "rule") == 0 ? TS_PLAN_RULE : TS_PLAN_MEASURE;
+}
+
+typedef struct wisdom_key {
+    char model[33];
+    char cpu[33];
+    unsigned batch, threads;
+    ts_isa isa;
+    uint32_t tau, delta, lanes;
+} wisdom_key;
+
+static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, wisdom_key *k) {
+    tsm_hash h = tsm_model_hash(m);
+    tsm_hash_hex(&h, k->model);
+    char brand[TSR_CPU_BRAND_SIZE];
+    tsr_cpu_brand(brand);
+    const tsr_caches *c = tsr_cache_sizes();
+    uint64_t words[4] = {tsr_cpu_features(), c->l1d, c->l2, c->l3};
+    tsm_hash ch = tsm_hash_init();
+    tsm_hash_bytes(&ch, brand, strlen(brand));
+    tsm_hash_bytes(&ch, words, sizeof words);
+    tsm_hash_hex(&ch, k->cpu);
+    k->batch = batch;
+    k->threads = threads;
+    k->isa = cfg->isa;
+    k->tau = cfg->tau;
+    k->delta = cfg->delta;
+    k->lanes = cfg->lanes;
+}
+
+/* The wisdom file's path, or -1 when it is switched off or has no place. */
+static int wisdom_path(char *buf, size_t size, int create) {
+    const char *env = getenv("TREESCORE_WISDOM");
+    if (env && (strcmp(env, "off") == 0 || !*env)) return -1;
+    if (env) return snprintf(buf, size, "%s", env) < (int)size ? 0 : -1;
+    char dir[4096];
+    if (tsr_cache_dir(dir, sizeof dir, create) != 0) return -1;
+    return snprintf(buf, size, "%s/wisdom", dir) < (int)size ? 0 : -1;
+}
+
+/* One line per answer:
+ *   treescore-wisdom-1 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ENGINE US_PER_DOC
+ * The last line matching the key wins; lines that do not parse are ignored. */
+#define WISDOM_FMT "treescore-wisdom-1 %32s %32s %u %u %15s %u %u %u %31s %lf"
+
+static int wisdom_lookup(const wisdom_key *k, const char *path, ts_engine *engine, double *us) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        char model[33], cpu[33], isa[16], name[32];
+        unsigned batch, threads, tau, delta, lanes;
+        double t;
+        if (sscanf(line, WISDOM_FMT, model, cpu, &batch, &threads, isa, &tau, &delta, &lanes, name, &t) != 10)
+            continue;
+        ts_engine e;
+        if (strcmp(model, k->model) || strcmp(cpu, k->cpu) || batch != k->batch || threads != k->threads ||
+            strcmp(isa, ts_isa_name(k->isa)) || tau != k->tau || delta != k->delta || lanes != k->lanes ||
+            ts_engine_from_name(name, &e) != TS_OK || e == TS_ENGINE_AUTO)
+            continue;
+        *engine = e;
+        *us = t;
+        found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Appends one line with one write() on an O_APPEND descriptor, so that processes
+ * planning at the same time never interleave parts of lines. Failure is silent: the
+ * wisdom file is an optimization. */
+static int wisdom_store(const wisdom_key *k, const char *path, ts_engine e, double us) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "treescore-wisdom-1 %s %s %u %u %s %u %u %u %s %.6g\n", k->model, k->cpu,
+                     k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, ts_engine_name(e), us);
+    if (n <= 0 || (size_t)n >= sizeof line) return -1;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd < 0) return -1;
+    ssize_t w = write(fd, line, (size_t)n);
+    close(fd);
+    return w == n ? 0 : -1;
+}
+
+/* ---- the sample batch ------------------------------------------------------------------- */
+
+static uint64_t next_random(uint64_t *s) {
+    *s += 0x9E3779B97F4A7C15ull;
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Rows whose values are thresholds of the model (on them, one float above or below), so
+ * that every split goes either way and the walks are as long as real ones; 2% NaN. A
+ * feature no split reads is 0. The thresholds come from random nodes that split on the
+ * feature (nodes per feature kept in a CSR list). */
+static float *sample_rows(const ts_model *m, size_t n_rows) {
+    size_t width = m->n_features ? m->n_features : 1;
+    uint32_t *start = calloc(width + 1, sizeof *start);
+    uint64_t n_nodes = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) n_nodes += m->trees[t].n_nodes;
+    uint32_t cap = n_nodes > (1u << 20) ? (1u << 20) : (uint32_t)n_nodes; /* enough variety */
+    float *thr = malloc(((size_t)cap + 1) * sizeof *thr), *x = malloc(n_rows * width * sizeof *x);
+    uint32_t *fill = calloc(width + 1, sizeof *fill);
+    if (!start || !thr || !x || !fill) goto fail;
+    uint32_t k = 0;
+    for (uint32_t t = 0; t < m->n_trees && k < cap; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes && k < cap; i++, k++) start[m->trees[t].nodes[i].feature + 1]++;
+    for (size_t f = 0; f < width; f++) start[f + 1] += start[f];
+    k = 0;
+    for (uint32_t t = 0; t < m->n_trees && k < cap; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes && k < cap; i++, k++) {
+            const tsm_node *nd = &m->trees[t].nodes[i];
+            thr[start[nd->feature] + fill[nd->feature]++] = nd->threshold;
+        }
+    uint64_t seed = 12345;
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t f = 0; f < width; f++) {
+            uint32_t cnt = start[f + 1] - start[f];
+            uint64_t z = next_random(&seed);
+            float v = 0.0f;
+            if (cnt) {
+                v = thr[start[f] + (uint32_t)((z >> 8) % cnt)];
+                if ((z & 3) == 1) v = nextafterf(v, INFINITY);
+                else if ((z & 3) == 2) v = nextafterf(v, -INFINITY);
+                if (((z >> 2) & 63) == 0) v = NAN;
+            }
+            x[r * width + f] = v;
+        }
+    free(start);
+    free(thr);
+    free(fill);
+    return x;
+fail:
+    free(start);
+    free(thr);
+    free(x);
+    free(fill);
+    return NULL;
+}
+
+/* ---- timing ------------------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct candidate {
+    const tse_engine *engine;
+    void *state;
+    tse_layout layout;
+    double prepare_ms;
+    double times[MAX_ROUNDS];   /* seconds per call */
+    int n_times;
+    double median_us;           /* per document */
+    char skipped[160];          /* why it was not timed; empty when it was */
+} candidate;
+
+static double time_call(candidate *c, const float *x, size_t n, size_t width, double *out) {
+    void *scratch = c->layout.scratch_bytes ? tsr_scratch(c->layout.scratch_bytes) : NULL;
+    if (c->layout.scratch_bytes && !scratch) return -1;
+    double t0 = now_s();
+    c->engine->score(c->state, x, n, width, out, scratch);
+    return now_s() - t0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double budget_s(void) {
+    const char *env = getenv("TREESCORE_PLAN_MS");
+    double ms = env && atof(env) > 0 ? atof(env) : DEFAULT_BUDGET_MS;
+    return ms / 1000.0;
+}
+
+/* Prepares the candidate engines; a failure only marks the candidate as skipped. */
+static int prepare_candidates(const ts_model *m, const tse_config *cfg, candidate *c) {
+    ts_engine ids[MAX_CANDIDATES];
+    int n = 0;
+    ids[n++] = cfg->isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
+    ids[n++] = TS_ENGINE_VPRED;
+    ids[n++] = TS_ENGINE_BLOCK_VPRED;
+    ids[n++] = TS_ENGINE_NAIVE;
+    ids[n++] = TS_ENGINE_BLOCK_NAIVE;
+    for (int i = 0; i < n; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        c[i].engine = tse_engine_get(ids[i]);
+        ts_error e = {0};
+        double t0 = now_s();
+        if (!c[i].engine || c[i].engine->prepare(m, cfg, &c[i].state, &c[i].layout, &e) != TS_OK) {
+            snprintf(c[i].skipped, sizeof c[i].skipped, "%.150s", c[i].engine ? e.message : "not built in");
+            c[i].state = NULL;
+        }
+        c[i].prepare_ms = 1e3 * (now_s() - t0);
+    }
+    return n;
+}
+
+/* Rows in the sample: the batch, but no more than what lets MIN_ROUNDS rounds of every
+ * candidate fit in the budget (each candidate timed once on a few rows first). */
+static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail, size_t width, double *out,
+                          unsigned batch, double budget) {
+    size_t probe = rows_avail < 16 ? rows_avail : 16;
+    double per_doc = 0;
+    for (int i = 0; i < n; i++)
+        if (!c[i].skipped[0]) {
+            time_call(&c[i], x, probe, width, out); /* warm-up: caches, page faults */
+            double t = time_call(&c[i], x, probe, width, out);
+            per_doc += t > 0 ? t / (double)probe : 0;
+        }
+    double fit = per_doc > 0 ? budget / (MIN_ROUNDS * per_doc) : (double)MAX_SAMPLE_ROWS;
+    size_t rows = batch < rows_avail ? batch : rows_avail;
+    if (fit < (double)rows) rows = fit < 16 ? 16 : (size_t)fit;
+    return rows < rows_avail ? rows : rows_avail;
+}
+
+static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t width, double *out, double budget) {
+    double t0 = now_s();
+    for (int r = 0; r < MAX_ROUNDS; r++) {
+        if (r >= MIN_ROUNDS && now_s() - t0 > budget) break;
+        for (int i = 0; i < n; i++)
+            if (!c[i].skipped[0]) c[i].times[c[i].n_times++] = time_call(&c[i], x, rows, width, out);
+    }
+    for (int i = 0; i < n; i++)
+        if (!c[i].skipped[0]) c[i].median_us = 1e6 * median(c[i].times, c[i].n_times) / (double)rows;
+}
+
+static int fastest(const candidate *c, int n) {
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (!c[i].skipped[0] && (best < 0 || c[i].median_us < c[best].median_us)) best = i;
+    return best;
+}
+
+static void report_table(text *t, const candidate *c, int n, int best) {
+    say(t, "  %-12s %12s %12s\n", "candidate", "us/doc", "prepare ms");
+    for (int i = 0; i < n; i++) {
+        if (c[i].skipped[0])
+            say(t, "  %-12s skipped: %s\n", c[i].engine ? c[i].engine->name : "?", c[i].skipped);
+        else
+            say(t, "  %-12s %12.4f %12.1f%s\n", c[i].engine->name, c[i].median_us, c[i].prepare_ms,
+                i == best ? "   <- fastest" : "");
+    }
+    say(t, "  %-12s skipped: the planner never starts a compile (bench it with --engine ifelse)\n", "ifelse");
+}
+
+/* ---- the plan ------------------------------------------------------------------------------- */
+
+static ts_status prepare_one(const ts_model *m, const tse_config *cfg, ts_engine id, tsr_plan *out,
+                             ts_error *err) {
+    out->engine = tse_engine_get(id);
+    if (!out->engine) return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s is not built in", ts_engine_name(id));
+    return out->engine->prepare(m, cfg, &out->state, &out->layout, err);
+}
+
+static ts_status finish(tsr_plan *out, const text *t, ts_error *err) {
+    out->report = text_dup(t);
+    if (out->report) return TS_OK;
+    out->engine->free(out->state);
+    return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
+}
+
+static ts_status plan_by_rule(const ts_model *m, const tse_config *cfg, tsr_plan *out, text *t, ts_error *err) {
+    char why[256];
+    ts_engine e = tsr_plan_rule(m, cfg->isa, why, sizeof why);
+    say(t, "%s\n", why);
+    TS_TRY(prepare_one(m, cfg, e, out, err));
+    return finish(out, t, err);
+}
+
+static ts_status plan_by_timing(const ts_model *m, const tse_config *cfg, const wisdom_key *key, tsr_plan *out,
+                                text *t, ts_error *err) {
+    candidate c[MAX_CANDIDATES];
+    int n = prepare_candidates(m, cfg, c);
+    size_t width = m->n_features ? m->n_features : 1, avail = key->batch < MAX_SAMPLE_ROWS ? key->batch : MAX_SAMPLE_ROWS;
+    float *x = sample_rows(m, avail);
+    double *scores = malloc(avail * sizeof *scores);
+    int best = -1;
+    if (x && scores) {
+        double budget = budget_s();
+        size_t rows = sample_size(c, n, x, avail, width, scores, key->batch, budget);
+        time_rounds(c, n, x, rows, width, scores, budget);
+        best = fastest(c, n);
+        say(t, "measured: %zu sample rows per call (batch %u), %d rounds, one thread, isa %s\n", rows, key->batch,
+            best >= 0 ? c[best].n_times : 0, ts_isa_name(cfg->isa));
+        report_table(t, c, n, best);
+    }
+    free(x);
+    free(scores);
+    for (int i = 0; i < n; i++)
+        if (i != best && c[i].state) c[i].engine->free(c[i].state);
+    if (best < 0) return ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
+    *out = (tsr_plan){c[best].engine, c[best].state, c[best].layout, NULL};
+    char path[4096];
+    if (wisdom_path(path, sizeof path, 1) == 0 && wisdom_store(key, path, c[best].engine->id, c[best].median_us) == 0)
+        say(t, "choice: %s (remembered in %s)\n", c[best].engine->name, path);
+    else
+        say(t, "choice: %s (not remembered: no writable wisdom file)\n", c[best].engine->name);
+    return finish(out, t, err);
+}
+
+ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                          unsigned n_threads, tsr_plan *out, ts_error *err) {
+    text t = {.len = 0};
+    t.buf[0] = '\0';
+    memset(out, 0, sizeof *out);
+    if (plan_mode(opts) == TS_PLAN_RULE) return plan_by_rule(m, cfg, out, &t, err);
+    wisdom_key key;
+    make_key(m, cfg, opts->batch_hint ? opts->batch_hint : DEFAULT_BATCH, n_threads, &key);
+    char path[4096];
+    ts_engine e;
+    double us;
+    if (wisdom_path(path, sizeof path, 0) == 0 && wisdom_lookup(&key, path, &e, &us)) {
+        say(&t, "wisdom: %s measured %s fastest (%.4f us/doc) for this model, batch %u, %u threads, isa %s, "
+                "this CPU\nchoice: %s\n", path, ts_engine_name(e), us, key.batch, n_threads, ts_isa_name(cfg->isa),
+            ts_engine_name(e));
+        if (prepare_one(m, cfg, e, out, err) == TS_OK) return finish(out, &t, err);
+        t.len = 0; /* the remembered engine fails now (say, a rebuilt library without it): measure */
+    }
+    return plan_by_timing(m, cfg, &key, out, &t, err);
+}

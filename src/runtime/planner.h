@@ -1,0 +1,36 @@
+/* planner.h: TS_ENGINE_AUTO: pick the engine for a model, batch size and machine by timing candidates or by rule. */
+#ifndef TS_RUNTIME_PLANNER_H
+#define TS_RUNTIME_PLANNER_H
+
+#include "engines/engine.h"
+
+/* What the planner hands the scorer: the chosen engine, already prepared. */
+typedef struct tsr_plan {
+    const tse_engine *engine;
+    void *state;        /* engine->prepare's state (the scorer owns it from here) */
+    tse_layout layout;
+    char *report;       /* malloc'd text: why (ts_scorer_plan_report) */
+} tsr_plan;
+
+/*
+ * The planner, for opts->engine == TS_ENGINE_AUTO:
+ *   - plan mode: opts->plan, where TS_PLAN_DEFAULT means TREESCORE_PLAN ("rule" or
+ *     "measure"; measure when unset);
+ *   - rule: tsr_plan_rule's engine, no timing;
+ *   - measure: first the wisdom file (an earlier answer for the same model fingerprint,
+ *     batch size, thread count, ISA level, CPU and block settings); else every
+ *     candidate engine is prepared and timed on a synthetic sample of
+ *     min(batch_hint, a cap that bounds the time) rows whose values sit on, just above
+ *     and just below the model's thresholds (and some NaN), in alternating rounds;
+ *     the fastest median wins and is appended to the wisdom file.
+ * Candidates: vqs (qs when the ISA is scalar), vpred, block-vpred, naive, block-naive,
+ * and ifelse only when its compiled object is already in the cache (compiling is never
+ * started by the planner: it can take minutes on big models).
+ */
+ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                          unsigned n_threads, tsr_plan *out, ts_error *err);
+
+/* The rule of thumb (TS_PLAN_RULE) and why, in `why` (at least 160 bytes). */
+ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, char *why, size_t why_size);
+
+#endif /* TS_RUNTIME_PLANNER_H */
