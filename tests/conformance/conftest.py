@@ -4,7 +4,7 @@
 Environment:
     TS_BIN      the treescore binary (default <repo>/build/treescore). When it is missing
                 every test that runs it FAILS with a message saying so (never skips).
-    TS_ENGINES  comma-separated engines to test (default "naive,qs,vqs"); every engine
+    TS_ENGINES  comma-separated engines to test (default: all of them and auto); every engine
                 must pass every case.
     TS_THREADS  when set, every `treescore score` run gets --threads TS_THREADS (before
                 its own options, so a test that sets --threads itself keeps its value).

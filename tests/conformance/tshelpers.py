@@ -42,7 +42,8 @@ def treescore_bin() -> Path:
     return Path(os.environ.get("TS_BIN", str(REPO / "build" / "treescore")))
 
 
-DEFAULT_ENGINES = "naive,qs,vqs"
+# Every engine, auto included (the planner picks one of them by timing).
+DEFAULT_ENGINES = "naive,qs,vqs,ifelse,vpred,block-naive,block-vpred,auto"
 
 
 def engines() -> list:

@@ -161,6 +161,13 @@ static const config configs[] = {
     {TS_ENGINE_VQS, TS_ISA_AVX512, 1, 1, 1},
     {TS_ENGINE_VQS, TS_ISA_AVX512, TS_BLOCK_ALL, 40, 2},
     {TS_ENGINE_VQS, TS_ISA_AUTO, 0, 0, 0},
+    {TS_ENGINE_VPRED, TS_ISA_AUTO, 0, 0, 1},
+    {TS_ENGINE_VPRED, TS_ISA_AUTO, 0, 0, 3},
+    {TS_ENGINE_BLOCK_NAIVE, TS_ISA_AUTO, 0, 0, 1},
+    {TS_ENGINE_BLOCK_NAIVE, TS_ISA_AUTO, 3, 7, 2},
+    {TS_ENGINE_BLOCK_VPRED, TS_ISA_AUTO, 0, 0, 1},
+    {TS_ENGINE_BLOCK_VPRED, TS_ISA_AUTO, 2, 5, 3},
+    {TS_ENGINE_IFELSE, TS_ISA_AUTO, 0, 0, 2},
     {TS_ENGINE_AUTO, TS_ISA_AUTO, 0, 0, 0},
 };
 
@@ -358,6 +365,8 @@ static void test_thresholds(void) {
 }
 
 int main(void) {
+    /* ifelse compiles every model: into the build tree unless told otherwise */
+    setenv("TREESCORE_CACHE_DIR", "cache", 0);
     /* auto plans every model: keep its timing short and the wisdom file out of it */
     setenv("TREESCORE_PLAN_MS", "2", 1);
     setenv("TREESCORE_WISDOM", "off", 1);

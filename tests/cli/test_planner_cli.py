@@ -1,0 +1,89 @@
+"""test_planner_cli.py: engine auto's planner from the command line: info --plan, --planner, the wisdom file, bench's prepare line; every engine by name."""
+import os
+
+import pytest
+
+from cli_helpers import EXAMPLE
+
+MODEL = EXAMPLE / "model.txt"   # LightGBM lambdarank, 300 trees of 31 leaves
+DATA = EXAMPLE / "rank.test"
+ENGINES = ["naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred"]
+
+
+@pytest.fixture()
+def cache(tmp_path):
+    """A private cache dir (wisdom file, compiled models) for each test."""
+    return tmp_path
+
+
+def envof(cache, **extra):
+    env = {"TREESCORE_CACHE_DIR": str(cache), "TREESCORE_PLAN_MS": "30", "TREESCORE_WISDOM": None,
+           "TREESCORE_PLAN": None}
+    env.update(extra)
+    return env
+
+
+def test_info_plan_measures_then_remembers(ts, cache):
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "100", "--threads", "1", env=envof(cache))
+    assert "plan:" in r.stdout and "measured:" in r.stdout and "<- fastest" in r.stdout, r
+    for e in ("naive", "vpred", "block-vpred", "block-naive", "ifelse"):
+        assert e in r.stdout, r
+    wisdom = (cache / "wisdom").read_text()
+    assert len(wisdom.splitlines()) == 1 and wisdom.startswith("treescore-wisdom-1 "), wisdom
+    chosen = wisdom.split()[-2]
+    r2 = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "100", "--threads", "1", env=envof(cache))
+    assert "wisdom:" in r2.stdout and f"engine {chosen}," in r2.stdout, r2
+    assert len((cache / "wisdom").read_text().splitlines()) == 1
+
+
+def test_info_plan_rule(ts, cache):
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--planner", "rule", env=envof(cache))
+    assert "rule of thumb" in r.stdout and ("engine vqs" in r.stdout or "engine qs" in r.stdout), r
+    assert not (cache / "wisdom").exists()
+
+
+def test_planner_env_rule(ts, cache):
+    r = ts.succeeds("info", "-m", MODEL, "--plan", env=envof(cache, TREESCORE_PLAN="rule"))
+    assert "rule of thumb" in r.stdout, r
+
+
+def test_bad_planner_and_lanes(ts, cache):
+    r = ts.fails("score", "-m", MODEL, "-d", DATA, "--planner", "guess", status=2, env=envof(cache))
+    assert "'measure' or 'rule'" in r.stderr, r
+    r = ts.fails("score", "-m", MODEL, "-d", DATA, "--lanes", "x", status=2, env=envof(cache))
+    assert "--lanes" in r.stderr, r
+    r = ts.fails("info", "-m", MODEL, "--plan", "--batch", "-1", status=2, env=envof(cache))
+    assert "--batch" in r.stderr, r
+
+
+def test_auto_scores_equal_naive(ts, cache):
+    ref = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "naive", env=envof(cache)).stdout
+    assert ts.succeeds("score", "-m", MODEL, "-d", DATA, env=envof(cache)).stdout == ref
+    assert ts.succeeds("score", "-m", MODEL, "-d", DATA, "--planner", "rule", env=envof(cache)).stdout == ref
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_by_name(ts, cache, engine):
+    ref = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "naive", env=envof(cache)).stdout
+    for threads in ("1", "3"):
+        r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", engine, "--threads", threads, env=envof(cache))
+        assert r.stdout == ref, f"-e {engine} --threads {threads} differs from naive"
+
+
+def test_bench_prepare_line_and_auto(ts, cache):
+    r = ts.succeeds("bench", "-m", MODEL, "-d", DATA, "--engines", "naive,auto,vpred:lanes=4,block-vpred:tau=10:delta=64",
+                    "--repeat", "1", "--rows", "100", env=envof(cache))
+    line = [l for l in r.stdout.splitlines() if l.startswith("prepare ms")]
+    assert line and "auto (chose " in line[0] and "vpred:lanes=4" in line[0], r
+    r = ts.succeeds("bench", "-m", MODEL, "-d", DATA, "--engines", "naive,vqs", "--repeat", "1", "--rows", "50",
+                    "--format", "tsv", env=envof(cache))
+    assert "# prepare ms" in r.stderr and "prepare" not in r.stdout, r
+
+
+def test_help_lists_engines(ts, cache):
+    for cmd in ("score", "bench"):
+        out = ts.succeeds(cmd, "--help", env=envof(cache)).stdout
+        assert "--lanes" in out and "--planner" in out
+    r = ts.fails("score", "-m", MODEL, "-d", DATA, "-e", "warp", status=2, env=envof(cache))
+    for e in ENGINES:
+        assert e in r.stderr, r
