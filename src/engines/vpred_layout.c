@@ -357,19 +357,13 @@ void vpl_run(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, uint3
         run_any_wide(L, t0, t1, keys, n, out);
 }
 
-void vpl_run_block(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, size_t n, double *out) {
-    const size_t group_keys = vpl_row_bytes(L) / sizeof(uint32_t) * L->lanes;
-    for (size_t r = 0, g = 0; r < n; r += L->lanes, g++) {
-        uint32_t m = n - r < L->lanes ? (uint32_t)(n - r) : L->lanes;
-        vpl_run(L, t0, t1, keys + g * group_keys, m, out + r);
-    }
-}
-
 /* ---- tree by tree over groups (SDSD) --------------------------------------------- */
 
 /* One tree over `n_groups` full groups of N lanes (N a compile-time constant): group g's
- * keys at keys + g * group_keys, its sums at out + g * N. The tree's arrays are read
- * once per group, from L1. */
+ * keys at keys + g * group_keys, its sums at out + g * N. The tree's arrays stay in L1
+ * while the groups go through it; its root is read once for all groups. Only the
+ * common lane counts have an instance: calling the general kernel per tree and group
+ * instead was 8% slower (block-vpred, 1,000 x 64 leaves, 16 lanes). */
 #define VPL_DEFINE_TREE_GROUPS(SUFFIX, NODE_T, N)                                                   \
     static void tree_groups_##N##_##SUFFIX(const vpl *L, uint32_t t, const uint32_t *restrict keys,   \
                                            size_t n_groups, size_t group_keys, double *restrict out) { \
@@ -377,19 +371,22 @@ void vpl_run_block(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys,
         const double *v = L->values + L->trees[t].base;                                            \
         VPL_OPAQUE(nd);                                                                             \
         VPL_OPAQUE(v);                                                                              \
-        const uint32_t depth = L->trees[t].depth;                                                   \
-        const uint32_t root_col = nd->col, root_thr = nd->thr, root_left = nd->left;               \
-        for (size_t g = 0; g < n_groups; g++, keys += group_keys, out += N) {                       \
+        const uint32_t depth = L->trees[t].depth, root_col = nd->col, root_thr = nd->thr;           \
+        const uint32_t root_left = nd->left;                                                        \
+        const uint32_t *k = keys;                                                                   \
+        double *o = out;                                                                            \
+        for (size_t g = 0; g < n_groups; g++, k += group_keys, o += N) {                            \
+            const uint32_t *root_keys = k + root_col;                                               \
             uint32_t idx[N];                                                                        \
-            VPL_UNROLL for (uint32_t j = 0; j < N; j++)                                             \
-                idx[j] = depth ? root_left + ((keys + j)[root_col] > root_thr) : 0;                 \
+            /* A leaf root (depth 0) has left 0 and a threshold no key passes: idx is 0. */        \
+            VPL_UNROLL for (uint32_t j = 0; j < N; j++) idx[j] = root_left + (root_keys[j] > root_thr); \
             for (uint32_t s = 1; s < depth; s++) {                                                  \
                 VPL_UNROLL for (uint32_t j = 0; j < N; j++) {                                       \
                     const NODE_T *p = nd + idx[j];                                                  \
-                    idx[j] = p->left + ((keys + j)[p->col] > p->thr);                               \
+                    idx[j] = p->left + ((k + j)[p->col] > p->thr);                                  \
                 }                                                                                   \
             }                                                                                       \
-            VPL_UNROLL for (uint32_t j = 0; j < N; j++) out[j] += v[idx[j]];                        \
+            VPL_UNROLL for (uint32_t j = 0; j < N; j++) o[j] += v[idx[j]];                          \
         }                                                                                           \
     }
 VPL_DEFINE_TREE_GROUPS(narrow, vpl_node8, 8)
@@ -434,7 +431,8 @@ uint64_t vpl_model_bytes(const vpl *L) {
  * 16 lanes are the fastest, by 20-40% over 8 and 2-15% over 32 (64: 15-30% slower),
  * except unblocked on models whose arrays exceed 8 times L2 (10,000 and 20,000 x 64
  * leaves: 20 and 40 MB), where 32 lanes (more loads in flight to L3) win by 2-3%.
- * Blocked, the trees are in L1 and 16 lanes win there too (32: 13-16% slower). */
+ * Blocked (block-vpred: one tree in L1 over all groups of a document block), 16 lanes
+ * win too (1,000 x 64: 8 lanes 30% slower, 32 lanes 14%). */
 uint32_t vpl_default_lanes(const ts_model *m, int blocked) {
     uint64_t slots = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) slots += 2 * (uint64_t)m->trees[t].n_leaves - 1;

@@ -121,12 +121,9 @@ void vpl_run(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, uint3
 uint32_t vpl_padded(const vpl *L, uint32_t n);
 
 /* For the n documents of a block of key groups (group g at keys + g * n_cols * lanes,
- * the last one possibly partial): out[r] += the leaves of trees [t0, t1), tree by tree
- * in order: each group of lanes through all trees of the block, then the next group. */
-void vpl_run_block(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, size_t n, double *out);
-
-/* The same sums in the other order (the inner loops of SDSD blocking): for each tree of
- * [t0, t1) in order, every group of the block through that one tree. */
+ * the last one possibly partial; the inner two loops of block-vpred's SDSD blocking):
+ * out[r] += the leaves of trees [t0, t1), tree by tree in order, each tree over every
+ * group of the block before the next tree. */
 void vpl_run_trees_over_groups(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, size_t n, double *out);
 
 /* The v the engines use when the caller leaves lanes at 0, for unblocked (vpred) or

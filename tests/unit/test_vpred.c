@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "runtime/cache.h"
 #include "engines/vpred_layout.h"
 #include "model/forest.h"
 #include "treescore.h"
@@ -169,6 +170,7 @@ static const config configs[] = {
     {TS_ENGINE_BLOCK_VPRED, 32, 7, 1, 4},
     {TS_ENGINE_BLOCK_VPRED, 16, 1, 5, 1},
     {TS_ENGINE_BLOCK_VPRED, 32, TS_BLOCK_ALL, 5, 1},
+    {TS_ENGINE_BLOCK_VPRED, 4, 3, 4, 1}, /* key chunks of 16 blocks of 4 rows: batches of several */
 };
 
 static ts_scorer *make_scorer(const ts_model *m, const config *c) {
@@ -329,6 +331,68 @@ static void test_many_trees(void) {
     ts_model_free(m);
 }
 
+/* block-vpred called directly with exactly layout.scratch_bytes of scratch (so that
+ * the sanitizers see any overrun): the keys of a chunk of document blocks fit it, a
+ * batch of several chunks (the last one partial, with a partial block and group) gets
+ * the reference's bits, and the default blocks keep to their share of L2. */
+static void check_bvp_direct(const ts_model *m, uint32_t lanes, uint32_t tau, uint32_t delta, size_t n_rows) {
+    const tse_engine *e = &tse_engine_block_vpred;
+    tse_config cfg = {TS_ISA_SCALAR, tau, delta, lanes};
+    void *state = NULL;
+    tse_layout lay;
+    ts_error err;
+    CHECK_STATUS(e->prepare(m, &cfg, &state, &lay, &err), TS_OK);
+    vpl L;
+    CHECK_STATUS(vpl_build(&L, m, lay.lanes, "test", &err), TS_OK);
+    size_t block_bytes = vpl_row_bytes(&L) * lay.delta;
+    CHECK(lay.delta % lay.lanes == 0);
+    CHECK_MSG(lay.scratch_bytes % block_bytes == 0 && lay.scratch_bytes / block_bytes >= 1 &&
+                  lay.scratch_bytes / block_bytes <= 16,
+              "scratch %zu for blocks of %zu bytes", lay.scratch_bytes, block_bytes);
+    CHECK(lay.scratch_bytes <= (block_bytes > (16u << 20) ? block_bytes : (16u << 20)));
+    const tsr_caches *c = tsr_cache_sizes();
+    if (delta == 0 && lay.delta > lay.lanes) CHECK(block_bytes <= c->l2 / 16 + vpl_row_bytes(&L) * lay.lanes);
+    if (tau == 0 && lay.tau > 1 && m->n_trees) {
+        double per_tree = (double)vpl_model_bytes(&L) / m->n_trees;
+        CHECK_MSG(per_tree * (lay.tau - 1) <= (double)c->l2 / 4, "tau %u trees of %.0f bytes", lay.tau, per_tree);
+    }
+    size_t cols = m->n_features + 1;
+    float *x = malloc(n_rows * cols * sizeof *x);
+    double *got = malloc(n_rows * sizeof *got);
+    void *scratch = malloc(lay.scratch_bytes);
+    for (size_t i = 0; i < n_rows * cols; i++) x[i] = random_value();
+    e->score(state, x, n_rows, cols, got, scratch);
+    size_t bad = 0;
+    for (size_t r = 0; r < n_rows; r++) {
+        double want = reference_score(m, x + r * cols);
+        if (memcmp(&got[r], &want, sizeof want) != 0) bad++;
+    }
+    CHECK_MSG(bad == 0, "block-vpred direct, lanes %u tau %u delta %u: %zu of %zu rows differ", lay.lanes, lay.tau,
+              lay.delta, bad, n_rows);
+    free(x);
+    free(got);
+    free(scratch);
+    vpl_free(&L);
+    e->free(state);
+}
+
+static void test_block_vpred_chunks(void) {
+    ts_model *m = random_model(50, 2, 30, 7);
+    check_bvp_direct(m, 16, 0, 0, 300);
+    check_bvp_direct(m, 16, 7, 16, 16 * 16 * 2 + 37); /* 16 blocks a chunk: 3 chunks */
+    check_bvp_direct(m, 5, 9, 3, 333);                /* delta rounded up to 5 */
+    check_bvp_direct(m, 1, TS_BLOCK_ALL, 1, 40);
+    ts_model_free(m);
+    /* Wide key rows: fewer blocks a chunk (16 MiB of keys at most). */
+    uint32_t saved = n_features;
+    n_features = 6000;
+    m = random_model(40, 200, 300, 0);
+    check_bvp_direct(m, 16, 0, 0, 50);
+    check_bvp_direct(m, 16, 5, 128, 700);
+    ts_model_free(m);
+    n_features = saved;
+}
+
 /* The double-input entry point feeds the engines converted rows: same bits as naive. */
 static void test_f64(void) {
     ts_model *m = random_model(40, 2, 40, 4);
@@ -432,6 +496,7 @@ int main(void) {
     RUN_TEST(test_wide_trees);
     RUN_TEST(test_wide_layout);
     RUN_TEST(test_many_trees);
+    RUN_TEST(test_block_vpred_chunks);
     RUN_TEST(test_f64);
     RUN_TEST(test_concurrent_callers);
     return check_summary("test_vpred");
