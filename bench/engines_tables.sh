@@ -24,16 +24,24 @@ echo "cpu: $("$bin" -V | sed -n 's/^cpu: //p'); $(grep -m1 'model name' /proc/cp
 echo
 echo "| model | $(echo "$engines" | sed 's/,/ | /g') |"
 echo "|---|$(echo "$engines" | sed 's/[^,]*/---:/g; s/,/|/g')|"
+prep=$(mktemp)
+trap 'rm -f "$prep"' EXIT
 echo "$models" | while read -r trees leaves rows; do
     dir=bench/.cache/lgb_${trees}x${leaves}
     [ -f "$dir/model.txt" ] || "$py" bench/make_model.py --trees "$trees" --leaves "$leaves" --rows 5000 --threads 1 >&2
     tsv=$("$bin" bench -m "$dir/model.txt" -d "$dir/test.f32" --rows "$rows" --threads 1 --repeat "$reps" \
-        --format tsv --quiet --engines "$engines" 2>/dev/null)
+        --format tsv --quiet --engines "$engines" 2>"$prep.err")
+    sed -n "s/^# prepare ms[^:]*:/${trees} x ${leaves}:/p" "$prep.err" >>"$prep"
     # rows of the tsv: engine isa threads median min max speedup(vs qs, the first engine)
     echo "$tsv" | awk -v name="${trees} x ${leaves}" -F'\t' '
         NR == 1 { next }
         { cell[NR - 1] = sprintf("%.2f (%.2fx)", $4, $7); n = NR - 1 }
         END { printf "| %s |", name; for (i = 1; i <= n; i++) printf " %s |", cell[i]; printf "\n" }'
 done
+rm -f "$prep.err"
 echo
 echo "Microseconds per document (median of $reps repetitions, one thread) and, in parentheses, the speedup over qs (BlockWise-QS, the first column)."
+echo
+echo "Prepare milliseconds (ts_scorer_create; ifelse: generating and compiling, unless the cache had it):"
+echo
+sed 's/^/    /' "$prep"

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "engines/engine.h"
+#include "engines/ifelse.h"
 #include "engines/ifelse_codegen.h"
 #include "model/hash.h"
 #include "runtime/cachedir.h"
@@ -437,6 +438,19 @@ static ts_status ifelse_prepare(const ts_model *m, const tse_config *cfg, void *
     set_layout(m, layout);
     *out = s;
     return TS_OK;
+}
+
+int tse_ifelse_cached(const ts_model *m) {
+    char dir[TSR_PATH_MAX], final[TSR_PATH_MAX + 128];
+    tsr_cc cc;
+    ts_error e;
+    if (tsr_cache_dir(dir, sizeof dir, 0) != 0 || tsr_cc_find(&cc, &e) != TS_OK) return 0;
+    char opt[8];
+    snprintf(opt, sizeof opt, "-O%s", opt_level());
+    keys k;
+    make_keys(m, &cc, opt, &k);
+    int n = snprintf(final, sizeof final, "%s/ifelse-%s-%s.so", dir, k.model_hex, k.cc_hex);
+    return n > 0 && (size_t)n < sizeof final && access(final, R_OK) == 0;
 }
 
 /* Rows per sweep over the parts: about half of L2. The longer each part's loop runs,

@@ -24,8 +24,8 @@ typedef struct tsr_plan {
  *     and just below the model's thresholds (and some NaN), in alternating rounds;
  *     the fastest median wins and is appended to the wisdom file.
  * Candidates: vqs (qs when the ISA is scalar), vpred, block-vpred, naive, block-naive,
- * and ifelse only when its compiled object is already in the cache (compiling is never
- * started by the planner: it can take minutes on big models).
+ * and ifelse only when its compiled object is already in the cache (the planner never
+ * starts a compile: it can take minutes on big models).
  */
 ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
                           unsigned n_threads, tsr_plan *out, ts_error *err);
