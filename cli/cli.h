@@ -54,6 +54,8 @@ typedef struct cli_opts {
     ts_plan plan;                /* how auto picks (--planner) */
     unsigned batch_hint;         /* rows per scoring call, told to the planner */
     int show_plan;               /* info --plan */
+    const float *sample;         /* rows for the planner (NULL: synthetic) */
+    size_t sample_rows, sample_stride;
     int one_based;
     int header;                  /* -1 detect, 0, 1 */
     int label_column;            /* -1 none */
@@ -98,6 +100,10 @@ ts_model *cli_load_model(const cli_opts *o);
 /* Create a scorer for `engine` with the threads, isa, tau and delta in opts (message
  * and NULL on failure). */
 ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine engine);
+/* For --engine auto the scorer is made when the first chunk is in, so that the planner
+ * times the engines on rows of the data (*s NULL on entry); a no-op when *s is set.
+ * Message and -1 on failure. */
+int cli_ensure_scorer(const cli_opts *o, const ts_model *m, ts_scorer **s, const tsio_chunk *c);
 /* Open the data for this model: SVMlight reads feature id k into column k of a matrix
  * as wide as the model, with the model library's meaning of absent entries; CSV/TSV/raw
  * must have the model's column count. want_queries: find query sizes (the --query-file,

@@ -336,6 +336,9 @@ static int bench_engines(const cli_opts *o, const ts_model *m, const matrix *mx,
     for (int e = 0; e < n; e++) {
         cli_opts so = specs[e].o;
         so.batch_hint = (unsigned)(batch < (1u << 30) ? batch : (1u << 30));
+        so.sample = mx->x; /* auto: the planner times the engines on these rows */
+        so.sample_rows = mx->rows;
+        so.sample_stride = mx->cols;
         double t0 = cli_now();
         if (!(sc[e] = cli_create_scorer(m, &so, specs[e].engine))) goto done;
         fill_setup(&res[e], &specs[e], sc[e]);

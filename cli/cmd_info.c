@@ -4,7 +4,7 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: treescore info -m MODEL [--model-format F] [--plan [--batch N] [options]]\n"
+    "usage: treescore info -m MODEL [--model-format F] [--plan [-d DATA] [--batch N] [options]]\n"
     "\n"
     "Print a summary of MODEL: format, objective, trees, leaves, depth, features, base\n"
     "score, and whether its splits route missing values. With --plan, also what\n"
@@ -16,13 +16,33 @@ static const char usage[] =
     "      --model-format F    auto (default), lightgbm, xgboost, quickrank\n"
     "      --plan              show the planner's choice\n"
     "      --batch N           rows per scoring call to plan for (default 1000)\n"
+    "  -d, --data FILE         time the engines on the first rows of FILE (default:\n"
+    "                          synthetic rows made from the model's thresholds); the data\n"
+    "                          options of 'treescore score' apply\n"
     CLI_SCORER_HELP
     "  -h, --help              this help\n";
+
+/* The scorer auto makes, timed on the first rows of -d DATA when given. */
+static ts_scorer *plan_on_data(const cli_opts *o, const ts_model *m) {
+    tsio_reader *r = cli_open_data(o, m, 0, 1);
+    if (!r) return NULL;
+    cli_chunks it;
+    tsio_chunk c;
+    ts_scorer *s = NULL;
+    cli_chunks_init(&it, o, m, r);
+    int got = cli_chunks_next(&it, &c);
+    if (got == 0) cli_error("%s: no rows to plan on", o->data_path);
+    if (got > 0) cli_ensure_scorer(o, m, &s, &c);
+    cli_chunks_free(&it);
+    tsio_reader_close(r);
+    return s;
+}
 
 /* What --engine auto picks: a scorer made the way `treescore score` would make it. */
 static int print_plan(cli_opts *o, const ts_model *m) {
     o->batch_hint = o->batch ? o->batch : 1000;
-    ts_scorer *s = cli_create_scorer(m, o, TS_ENGINE_AUTO);
+    o->engine = TS_ENGINE_AUTO;
+    ts_scorer *s = o->data_path ? plan_on_data(o, m) : cli_create_scorer(m, o, TS_ENGINE_AUTO);
     if (!s) return CLI_FAILED;
     printf("plan:             engine %s, isa %s, %u threads, batch %u\n", ts_engine_name(ts_scorer_engine(s)),
            ts_isa_name(ts_scorer_isa(s)), ts_scorer_n_threads(s), o->batch_hint);
@@ -33,7 +53,8 @@ static int print_plan(cli_opts *o, const ts_model *m) {
 
 int cmd_info(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_start(argc, argv, OPT_MODEL | OPT_INFO | OPT_SCORER, usage, 0, &o);
+    int rc = cli_start(argc, argv, OPT_MODEL | OPT_INFO | OPT_SCORER | OPT_DATA | OPT_DATA_FORMAT | OPT_READER, usage,
+                       0, &o);
     if (rc >= 0) return rc;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;

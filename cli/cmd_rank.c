@@ -137,15 +137,19 @@ static int rank_chunk(rank_state *st, const tsio_chunk *c, const double *scores)
     return 0;
 }
 
-static int rank_stream(rank_state *st, const ts_model *m, ts_scorer *s, tsio_reader *r) {
+static int rank_stream(rank_state *st, const ts_model *m, ts_scorer **s, tsio_reader *r) {
     cli_chunks it;
     tsio_chunk c;
     int got;
     cli_chunks_init(&it, st->o, m, r);
     for (;;) {
         if ((got = cli_chunks_next(&it, &c)) <= 0) break;
+        if (cli_ensure_scorer(st->o, m, s, &c)) {
+            got = -1;
+            break;
+        }
         double t0 = cli_now();
-        if (cli_chunks_score(&it, s, &c)) {
+        if (cli_chunks_score(&it, *s, &c)) {
             got = -1;
             break;
         }
@@ -189,13 +193,14 @@ int cmd_rank(int argc, char **argv) {
     double t0 = cli_now();
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
-    ts_scorer *s = cli_create_scorer(m, &o, o.engine);
-    tsio_reader *r = s ? cli_open_data(&o, m, 1, 1) : NULL;
+    /* auto: made on the first chunk (the planner times the engines on it) */
+    ts_scorer *s = o.engine == TS_ENGINE_AUTO ? NULL : cli_create_scorer(m, &o, o.engine);
+    tsio_reader *r = s || o.engine == TS_ENGINE_AUTO ? cli_open_data(&o, m, 1, 1) : NULL;
     cli_output out;
     rc = CLI_FAILED;
     if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {
         rank_state st = {.o = &o, .out = out.f, .qid = INT64_MIN, .labels_ok = 1};
-        rc = rank_stream(&st, m, s, r);
+        rc = rank_stream(&st, m, &s, r);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;
         if (rc != CLI_OK) cli_output_abort(&out);
         if (rc == CLI_OK) summary(&st, s, cli_now() - t0);

@@ -38,7 +38,7 @@ static const char usage[] =
     "missing (NaN) for XGBoost models, as each library reads sparse data. In CSV/TSV, an\n"
     "empty field, nan, NaN or NA is missing.\n";
 
-static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer *s, tsio_reader *r, cli_output *out) {
+static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer **s, tsio_reader *r, cli_output *out) {
     uint64_t total = 0;
     cli_progress prog;
     cli_chunks it;
@@ -46,7 +46,11 @@ static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer *s, tsio
     int got;
     cli_progress_init(&prog, o->quiet);
     cli_chunks_init(&it, o, m, r);
-    while ((got = cli_chunks_next(&it, &c)) > 0 && cli_chunks_score(&it, s, &c) == 0) {
+    while ((got = cli_chunks_next(&it, &c)) > 0) {
+        if (cli_ensure_scorer(o, m, s, &c) || cli_chunks_score(&it, *s, &c)) {
+            got = -1;
+            break;
+        }
         for (size_t i = 0; i < c.n_rows; i++) fprintf(out->f, "%.17g\n", it.scores[i]);
         total += c.n_rows;
         cli_progress_update(&prog, total);
@@ -65,12 +69,13 @@ int cmd_score(int argc, char **argv) {
     if (rc >= 0) return rc;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
-    ts_scorer *s = cli_create_scorer(m, &o, o.engine);
-    tsio_reader *r = s ? cli_open_data(&o, m, 0, 1) : NULL;
+    /* auto: made on the first chunk (the planner times the engines on it) */
+    ts_scorer *s = o.engine == TS_ENGINE_AUTO ? NULL : cli_create_scorer(m, &o, o.engine);
+    tsio_reader *r = s || o.engine == TS_ENGINE_AUTO ? cli_open_data(&o, m, 0, 1) : NULL;
     cli_output out;
     rc = CLI_FAILED;
     if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {
-        rc = score_stream(&o, m, s, r, &out);
+        rc = score_stream(&o, m, &s, r, &out);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;
         if (rc != CLI_OK) cli_output_abort(&out);
     }

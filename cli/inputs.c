@@ -46,11 +46,35 @@ ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine eng
     so.lanes = o->lanes;
     so.plan = o->plan;
     so.batch_hint = o->batch_hint ? o->batch_hint : TS_CLI_CHUNK_ROWS;
+    so.sample = o->sample;
+    so.sample_rows = o->sample_rows;
+    so.sample_stride = o->sample_stride;
     if (ts_scorer_create(m, &so, &s, &err) != TS_OK) {
         cli_error("%s: engine %s: %s", o->model_path, ts_engine_name(engine), err.message);
         return NULL;
     }
     return s;
+}
+
+int cli_ensure_scorer(const cli_opts *o, const ts_model *m, ts_scorer **s, const tsio_chunk *c) {
+    if (*s) return 0;
+    cli_opts so = *o;
+    float *tmp = NULL;
+    so.sample = c->x;
+    if (c->xd) { /* the planner times float rows: the doubles rounded are close enough */
+        size_t n = c->n_rows * c->n_cols;
+        if (!(tmp = malloc((n ? n : 1) * sizeof *tmp))) {
+            cli_error("out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) tmp[i] = (float)c->xd[i];
+        so.sample = tmp;
+    }
+    so.sample_rows = c->n_rows;
+    so.sample_stride = c->n_cols;
+    *s = cli_create_scorer(m, &so, so.engine);
+    free(tmp);
+    return *s ? 0 : -1;
 }
 
 static int is_regular_file(const char *path) {

@@ -243,7 +243,16 @@ typedef struct ts_scorer_options {
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: rows per scoring call the planner optimizes
                              for; 0 (default) = 1,000 */
-    unsigned reserved[8]; /* zero */
+    const float *sample;  /* TS_ENGINE_AUTO only: rows of the data to be scored, for the planner
+                             to time the engines on (row r at sample + r * sample_stride, with
+                             the model's feature count readable; used during ts_scorer_create
+                             only, reused cyclically when fewer than the sample needs); NULL
+                             (default) = synthetic rows made from the model's thresholds. Real
+                             rows matter: branchy engines (naive, ifelse) run much faster on
+                             real data, whose paths the branch predictor learns */
+    size_t sample_rows;
+    size_t sample_stride; /* floats */
+    unsigned reserved[2]; /* zero */
 } ts_scorer_options;
 
 /* Fill with defaults. Always call before setting fields. */

@@ -22,7 +22,9 @@
 #define DEFAULT_BATCH 1000u
 /* Timing budget (all candidates, all rounds) and its bounds in rounds. The budget can be
  * changed with TREESCORE_PLAN_MS (tests use a small one). */
-#define DEFAULT_BUDGET_MS 250.0
+#define DEFAULT_BUDGET_MS 500.0
+/* A candidate this many times slower than the best on the probe is not timed further. */
+#define PRUNE_FACTOR 4.0
 #define MIN_ROUNDS 3
 #define MAX_ROUNDS 9
 #define MAX_SAMPLE_ROWS 4096u
@@ -95,6 +97,7 @@ typedef struct wisdom_key {
     unsigned batch, threads;
     ts_isa isa;
     uint32_t tau, delta, lanes;
+    const char *rows;       /* "data" (caller's sample) or "synthetic" */
 } wisdom_key;
 
 static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, wisdom_key *k) {
@@ -114,6 +117,7 @@ static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, u
     k->tau = cfg->tau;
     k->delta = cfg->delta;
     k->lanes = cfg->lanes;
+    k->rows = "synthetic";
 }
 
 /* The wisdom file's path, or -1 when it is switched off or has no place. */
@@ -127,9 +131,10 @@ static int wisdom_path(char *buf, size_t size, int create) {
 }
 
 /* One line per answer:
- *   treescore-wisdom-1 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ENGINE US_PER_DOC
+ *   treescore-wisdom-2 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ROWS ENGINE US_PER_DOC
+ * (ROWS: "data" when the caller gave sample rows, "synthetic" otherwise)
  * The last line matching the key wins; lines that do not parse are ignored. */
-#define WISDOM_FMT "treescore-wisdom-1 %32s %32s %u %u %15s %u %u %u %31s %lf"
+#define WISDOM_FMT "treescore-wisdom-2 %32s %32s %u %u %15s %u %u %u %15s %31s %lf"
 
 static int wisdom_lookup(const wisdom_key *k, const char *path, ts_engine *engine, double *us) {
     FILE *f = fopen(path, "r");
@@ -137,14 +142,15 @@ static int wisdom_lookup(const wisdom_key *k, const char *path, ts_engine *engin
     char line[512];
     int found = 0;
     while (fgets(line, sizeof line, f)) {
-        char model[33], cpu[33], isa[16], name[32];
+        char model[33], cpu[33], isa[16], rows[16], name[32];
         unsigned batch, threads, tau, delta, lanes;
         double t;
-        if (sscanf(line, WISDOM_FMT, model, cpu, &batch, &threads, isa, &tau, &delta, &lanes, name, &t) != 10)
+        if (sscanf(line, WISDOM_FMT, model, cpu, &batch, &threads, isa, &tau, &delta, &lanes, rows, name, &t) != 11)
             continue;
         ts_engine e;
         if (strcmp(model, k->model) || strcmp(cpu, k->cpu) || batch != k->batch || threads != k->threads ||
             strcmp(isa, ts_isa_name(k->isa)) || tau != k->tau || delta != k->delta || lanes != k->lanes ||
+            strcmp(rows, k->rows) ||
             ts_engine_from_name(name, &e) != TS_OK || e == TS_ENGINE_AUTO)
             continue;
         *engine = e;
@@ -160,8 +166,9 @@ static int wisdom_lookup(const wisdom_key *k, const char *path, ts_engine *engin
  * wisdom file is an optimization. */
 static int wisdom_store(const wisdom_key *k, const char *path, ts_engine e, double us) {
     char line[512];
-    int n = snprintf(line, sizeof line, "treescore-wisdom-1 %s %s %u %u %s %u %u %u %s %.6g\n", k->model, k->cpu,
-                     k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, ts_engine_name(e), us);
+    int n = snprintf(line, sizeof line, "treescore-wisdom-2 %s %s %u %u %s %u %u %u %s %s %.6g\n", k->model, k->cpu,
+                     k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows,
+                     ts_engine_name(e), us);
     if (n <= 0 || (size_t)n >= sizeof line) return -1;
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
     if (fd < 0) return -1;
@@ -227,6 +234,16 @@ fail:
     free(x);
     free(fill);
     return NULL;
+}
+
+/* The caller's rows, copied contiguously (width columns) and repeated cyclically up to
+ * n_rows. */
+static float *caller_rows(const ts_scorer_options *o, size_t width, size_t n_rows) {
+    float *x = malloc(n_rows * width * sizeof *x);
+    if (!x) return NULL;
+    for (size_t r = 0; r < n_rows; r++)
+        memcpy(x + r * width, o->sample + (r % o->sample_rows) * o->sample_stride, width * sizeof *x);
+    return x;
 }
 
 /* ---- timing ------------------------------------------------------------------------------- */
@@ -297,17 +314,29 @@ static int prepare_candidates(const ts_model *m, const tse_config *cfg, candidat
 }
 
 /* Rows in the sample: the batch, but no more than what lets MIN_ROUNDS rounds of every
- * candidate fit in the budget (each candidate timed once on a few rows first). */
+ * remaining candidate fit in the budget. Each candidate is first timed on a few rows (the
+ * probe); one PRUNE_FACTOR times slower than the best probe is dropped, so that hopeless
+ * candidates do not eat the budget of the contenders. */
 static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail, size_t width, double *out,
                           unsigned batch, double budget) {
     size_t probe = rows_avail < 16 ? rows_avail : 16;
-    double per_doc = 0;
-    for (int i = 0; i < n; i++)
-        if (!c[i].skipped[0]) {
-            time_call(&c[i], x, probe, width, out); /* warm-up: caches, page faults */
-            double t = time_call(&c[i], x, probe, width, out);
-            per_doc += t > 0 ? t / (double)probe : 0;
+    double probe_s[MAX_CANDIDATES], best = 0, per_doc = 0;
+    for (int i = 0; i < n; i++) {
+        probe_s[i] = -1;
+        if (c[i].skipped[0]) continue;
+        time_call(&c[i], x, probe, width, out); /* warm-up: caches, page faults */
+        probe_s[i] = time_call(&c[i], x, probe, width, out);
+        if (probe_s[i] >= 0 && (best == 0 || probe_s[i] < best)) best = probe_s[i];
+    }
+    for (int i = 0; i < n; i++) {
+        if (probe_s[i] < 0) continue;
+        if (best > 0 && probe_s[i] > PRUNE_FACTOR * best) {
+            snprintf(c[i].skipped, sizeof c[i].skipped, "%.1fx slower than the fastest on a %zu-row probe",
+                     probe_s[i] / best, probe);
+            continue;
         }
+        per_doc += probe_s[i] / (double)probe;
+    }
     double fit = per_doc > 0 ? budget / (MIN_ROUNDS * per_doc) : (double)MAX_SAMPLE_ROWS;
     size_t rows = batch < rows_avail ? batch : rows_avail;
     if (fit < (double)rows) rows = fit < 16 ? 16 : (size_t)fit;
@@ -372,12 +401,13 @@ static ts_status plan_by_rule(const ts_model *m, const tse_config *cfg, tsr_plan
     return finish(out, t, err);
 }
 
-static ts_status plan_by_timing(const ts_model *m, const tse_config *cfg, const wisdom_key *key, tsr_plan *out,
-                                text *t, ts_error *err) {
+static ts_status plan_by_timing(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                                const wisdom_key *key, tsr_plan *out, text *t, ts_error *err) {
     candidate c[MAX_CANDIDATES];
     int n = prepare_candidates(m, cfg, c);
     size_t width = m->n_features ? m->n_features : 1, avail = key->batch < MAX_SAMPLE_ROWS ? key->batch : MAX_SAMPLE_ROWS;
-    float *x = sample_rows(m, avail);
+    int data = opts->sample && m->n_features; /* a model reading no column needs no rows */
+    float *x = data ? caller_rows(opts, width, avail) : sample_rows(m, avail);
     double *scores = malloc(avail * sizeof *scores);
     int best = -1;
     if (x && scores) {
@@ -385,8 +415,9 @@ static ts_status plan_by_timing(const ts_model *m, const tse_config *cfg, const 
         size_t rows = sample_size(c, n, x, avail, width, scores, key->batch, budget);
         time_rounds(c, n, x, rows, width, scores, budget);
         best = fastest(c, n);
-        say(t, "measured: %zu sample rows per call (batch %u), %d rounds, one thread, isa %s\n", rows, key->batch,
-            best >= 0 ? c[best].n_times : 0, ts_isa_name(cfg->isa));
+        say(t, "measured: %zu %s rows per call (batch %u), %d rounds, one thread, isa %s\n", rows,
+            data ? "of the caller's" : "synthetic", key->batch, best >= 0 ? c[best].n_times : 0,
+            ts_isa_name(cfg->isa));
         report_table(t, c, n, best);
     }
     free(x);
@@ -409,8 +440,13 @@ ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, cons
     t.buf[0] = '\0';
     memset(out, 0, sizeof *out);
     if (plan_mode(opts) == TS_PLAN_RULE) return plan_by_rule(m, cfg, out, &t, err);
+    if (opts->sample && (opts->sample_rows == 0 || opts->sample_stride < m->n_features))
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
+                       "planner sample: %zu rows of stride %zu, but the model reads %u columns (need rows >= 1 and "
+                       "stride >= columns)", opts->sample_rows, opts->sample_stride, m->n_features);
     wisdom_key key;
     make_key(m, cfg, opts->batch_hint ? opts->batch_hint : DEFAULT_BATCH, n_threads, &key);
+    if (opts->sample) key.rows = "data";
     char path[4096];
     ts_engine e;
     double us;
@@ -421,5 +457,5 @@ ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, cons
         if (prepare_one(m, cfg, e, out, err) == TS_OK) return finish(out, &t, err);
         t.len = 0; /* the remembered engine fails now (say, a rebuilt library without it): measure */
     }
-    return plan_by_timing(m, cfg, &key, out, &t, err);
+    return plan_by_timing(m, opts, cfg, &key, out, &t, err);
 }

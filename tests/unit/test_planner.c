@@ -94,7 +94,7 @@ static void test_measure_then_wisdom(const ts_model *m) {
 
     /* Another batch size is another key. */
     s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 1);
-    CHECK(strstr(ts_scorer_plan_report(s), "measured: 1 sample rows") != NULL);
+    CHECK(strstr(ts_scorer_plan_report(s), "measured: 1 synthetic rows") != NULL);
     ts_scorer_free(s);
     CHECK(count_lines(wisdom) == 2);
 }
@@ -136,6 +136,36 @@ static void test_wisdom_off(const ts_model *m) {
     CHECK(strcmp(ts_scorer_plan_report(NULL), "no scorer") == 0);
 }
 
+/* Rows of the caller: used (and said so), keyed apart from synthetic ones; a sample
+ * narrower than the model is refused. */
+static void test_caller_sample(const ts_model *m) {
+    ts_scorer *ref = make(m, TS_ENGINE_NAIVE, TS_PLAN_DEFAULT, 0);
+    uint32_t w = ts_scorer_n_features(ref);
+    ts_scorer_free(ref);
+    float *x = rows(7, w + 3);
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.plan = TS_PLAN_MEASURE;
+    o.batch_hint = 50;
+    o.n_threads = 1;
+    o.sample = x;
+    o.sample_rows = 7;
+    o.sample_stride = w + 3;
+    ts_scorer *s = NULL;
+    ts_error err;
+    size_t before = count_lines(wisdom);
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+    CHECK_MSG(strstr(ts_scorer_plan_report(s), "50 of the caller's rows") != NULL, "report: %s",
+              ts_scorer_plan_report(s));
+    check_same_scores(m, s);
+    ts_scorer_free(s);
+    CHECK(count_lines(wisdom) == before + 1);
+    o.sample_stride = w - 1;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+    CHECK(s == NULL && strstr(err.message, "sample") != NULL);
+    free(x);
+}
+
 static void test_bad_plan(const ts_model *m) {
     ts_scorer_options o;
     ts_scorer_options_init(&o);
@@ -161,6 +191,7 @@ int main(void) {
         test_measure_then_wisdom(m);
         test_wisdom_garbage(m);
         test_wisdom_off(m);
+        test_caller_sample(m);
         test_bad_plan(m);
     }
     ts_model_free(m);
