@@ -179,7 +179,9 @@ typedef enum ts_engine {
                              by the system C compiler (TREESCORE_CC, else cc) into a shared
                              object cached on disk (TREESCORE_CACHE_DIR, else
                              $XDG_CACHE_HOME/treescore or ~/.cache/treescore), loaded with
-                             dlopen; TS_ERR_ENGINE_UNAVAILABLE when no compiler runs */
+                             dlopen; TS_ERR_ENGINE_UNAVAILABLE when no compiler runs;
+                             TREESCORE_VERBOSE=1 reports cache hits and compile times on
+                             stderr */
     TS_ENGINE_VPRED = 5,  /* VPred (Asadi et al., TKDE 2014): branch-free Pred traversal of
                              trees stored as arrays, depth-unrolled, v documents interleaved */
     TS_ENGINE_BLOCK_NAIVE = 6, /* naive in 2D blocks of tau trees x delta documents (SDSD loop
@@ -270,9 +272,9 @@ TS_API void ts_scorer_free(ts_scorer *scorer);
 /* The engine actually used (never TS_ENGINE_AUTO) and the columns a row must have. */
 TS_API ts_engine ts_scorer_engine(const ts_scorer *scorer);
 TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
-/* What the scorer actually uses: instruction set (TS_ISA_SCALAR for naive and qs),
- * threads per batch, and the block sizes tau (trees) and delta (documents) of qs and vqs
- * (0 and 0 for the other engines). */
+/* What the scorer actually uses: instruction set (TS_ISA_SCALAR for every engine but vqs),
+ * threads per batch, and the block sizes tau (trees) and delta (documents) of qs, vqs,
+ * block-naive and block-vpred (0 and 0 for the other engines). */
 TS_API ts_isa ts_scorer_isa(const ts_scorer *scorer);
 TS_API unsigned ts_scorer_n_threads(const ts_scorer *scorer);
 TS_API void ts_scorer_blocking(const ts_scorer *scorer, uint32_t *tau, uint32_t *delta);
