@@ -5,135 +5,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "random_forest.h"
 #include "model/forest.h"
 #include "treescore.h"
 
-/* xorshift64*: deterministic, independent of the C library's rand(). */
-static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
-static uint32_t rnd_below(uint32_t n) { return (uint32_t)(rnd() % n); }
-
+/* Rows are N_FEATURES wide: random_forest.h's default feature count. */
 #define N_FEATURES 12
-#define ZERO_FEATURE 3 /* the one feature whose nodes may be zero-is-missing */
-
-/* Threshold values per feature come from a small grid, so rows often hit them exactly. */
-static const float grid[] = {-3.5f, -1.0f, -1.0000001f, -1e-30f, 0.0f, 1e-30f, 0.25f, 0.5f, 1.0f, 2.0f, 7.0f, 100.0f};
-#define GRID_N (sizeof grid / sizeof grid[0])
-
-static float random_threshold(uint32_t feature) {
-    float t = grid[rnd_below(GRID_N)];
-    /* The zero feature must not have thresholds inside [-Z, Z) (tsm_model_finish). */
-    if (feature == ZERO_FEATURE && t >= -TSM_ZERO_RANGE && t < TSM_ZERO_RANGE) t = 0.5f;
-    return t;
-}
-
-static float random_value(void) {
-    switch (rnd_below(8)) {
-    case 0: return NAN;
-    case 1: return grid[rnd_below(GRID_N)];
-    case 2: return nextafterf(grid[rnd_below(GRID_N)], INFINITY);
-    case 3: return nextafterf(grid[rnd_below(GRID_N)], -INFINITY);
-    case 4: {
-        static const float z[] = {0.0f, -0.0f, 1e-36f, -1e-36f, 1e-35f, -1e-35f, 1e-40f};
-        return z[rnd_below(7)];
-    }
-    case 5: return rnd_below(2) ? INFINITY : -INFINITY;
-    default: return (float)((double)rnd_below(2000000) / 1000.0 - 1000.0) / 100.0f;
-    }
-}
-
-/* Build one random tree with n_leaves leaves into (nodes, leaves), with shuffled internal
- * node numbering (root kept at 0) and shuffled leaf numbering. */
-static void random_tree(uint32_t n_leaves, tsm_node *nodes, double *leaves) {
-    uint32_t n_nodes = n_leaves - 1;
-    /* Grow: start with one leaf slot; repeatedly split a random leaf slot. Slots are
-     * child references in a "natural" numbering: node i created i-th, leaf j j-th. */
-    uint32_t *perm_node = malloc((n_nodes + 1) * sizeof *perm_node);
-    uint32_t *perm_leaf = malloc(n_leaves * sizeof *perm_leaf);
-    int32_t **slots = malloc(n_leaves * sizeof *slots); /* pointers to child fields that hold a leaf */
-    int32_t root_ref = ~0;
-    uint32_t n_slots = 1, made_nodes = 0;
-    slots[0] = &root_ref;
-    for (uint32_t i = 0; i < n_nodes; i++) {
-        uint32_t k = rnd_below(n_slots);
-        int32_t *slot = slots[k];
-        tsm_node *nd = &nodes[made_nodes];
-        nd->feature = rnd_below(N_FEATURES);
-        nd->threshold = random_threshold(nd->feature);
-        nd->flags = rnd_below(2) ? TSM_MISSING_LEFT : 0;
-        if (nd->feature == ZERO_FEATURE && rnd_below(2)) nd->flags |= TSM_ZERO_IS_MISSING;
-        *slot = (int32_t)made_nodes++;
-        nd->left = ~0;
-        nd->right = ~0;
-        slots[k] = &nd->left;
-        slots[n_slots++] = &nd->right;
-    }
-    /* Assign leaf ids in slot order (arbitrary), then values. */
-    for (uint32_t j = 0; j < n_slots; j++) *slots[j] = ~(int32_t)j;
-    for (uint32_t j = 0; j < n_leaves; j++) leaves[j] = (double)(int)rnd_below(2000001) / 1024.0 - 976.0;
-    /* Shuffle internal numbering except the root, and leaf numbering. */
-    for (uint32_t i = 0; i < n_nodes; i++) perm_node[i] = i;
-    for (uint32_t i = n_nodes; i > 2; i--) {
-        uint32_t j = 1 + rnd_below(i - 1), tmp = perm_node[i - 1];
-        perm_node[i - 1] = perm_node[j];
-        perm_node[j] = tmp;
-    }
-    for (uint32_t j = 0; j < n_leaves; j++) perm_leaf[j] = j;
-    for (uint32_t j = n_leaves; j > 1; j--) {
-        uint32_t k = rnd_below(j), tmp = perm_leaf[j - 1];
-        perm_leaf[j - 1] = perm_leaf[k];
-        perm_leaf[k] = tmp;
-    }
-    tsm_node *copy = malloc((n_nodes + 1) * sizeof *copy);
-    double *lcopy = malloc(n_leaves * sizeof *lcopy);
-    for (uint32_t i = 0; i < n_nodes; i++) copy[i] = nodes[i];
-    for (uint32_t j = 0; j < n_leaves; j++) lcopy[j] = leaves[j];
-    for (uint32_t i = 0; i < n_nodes; i++) {
-        tsm_node nd = copy[i];
-        nd.left = nd.left >= 0 ? (int32_t)perm_node[nd.left] : ~(int32_t)perm_leaf[~nd.left];
-        nd.right = nd.right >= 0 ? (int32_t)perm_node[nd.right] : ~(int32_t)perm_leaf[~nd.right];
-        nodes[perm_node[i]] = nd;
-    }
-    for (uint32_t j = 0; j < n_leaves; j++) leaves[perm_leaf[j]] = lcopy[j];
-    free(copy);
-    free(lcopy);
-    free(perm_node);
-    free(perm_leaf);
-    free(slots);
-}
-
-static ts_model *random_model(uint32_t n_trees, uint32_t min_leaves, uint32_t max_leaves) {
-    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
-    tsm_node *nodes = malloc(max_leaves * sizeof *nodes);
-    double *leaves = malloc(max_leaves * sizeof *leaves);
-    for (uint32_t t = 0; t < n_trees; t++) {
-        uint32_t L = min_leaves + rnd_below(max_leaves - min_leaves + 1);
-        random_tree(L, nodes, leaves);
-        double w = rnd_below(3) == 0 ? 0.1 : 1.0;
-        ts_error err;
-        CHECK_STATUS(tsm_model_add_tree(m, L - 1, nodes, L, leaves, w, &err), TS_OK);
-    }
-    m->base_score = 0.5;
-    ts_error err;
-    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
-    free(nodes);
-    free(leaves);
-    return m;
-}
-
-static double reference_score(const ts_model *m, const float *row) {
-    double s = m->base_score;
-    for (uint32_t t = 0; t < m->n_trees; t++) {
-        const tsm_tree *tr = &m->trees[t];
-        s += tr->weight * tr->leaf_values[tsm_tree_exit_leaf(tr, row)];
-    }
-    return s;
-}
 
 /* One scorer configuration under test. */
 typedef struct config {
@@ -215,14 +92,14 @@ static void check_engines_on(const ts_model *m, size_t n_rows) {
 
 static void test_small_forests(void) {
     for (int rep = 0; rep < 20; rep++) {
-        ts_model *m = random_model(1 + rnd_below(30), 1, 2 + rnd_below(20));
+        ts_model *m = random_model(1 + rnd_below(30), 1, 2 + rnd_below(20), 0);
         check_engines_on(m, 200);
         ts_model_free(m);
     }
 }
 
 static void test_one_leaf_trees(void) {
-    ts_model *m = random_model(7, 1, 1);
+    ts_model *m = random_model(7, 1, 1, 0);
     check_engines_on(m, 10);
     ts_model_free(m);
 }
@@ -231,7 +108,7 @@ static void test_one_leaf_trees(void) {
  * (vqs's 32-bit words) next to 33-leaf ones (64-bit words). */
 static void test_row_counts_and_words(void) {
     static const size_t rows[] = {1, 3, 4, 5, 15, 16, 17, 33, 100};
-    ts_model *m32 = random_model(50, 20, 32), *m33 = random_model(50, 30, 33);
+    ts_model *m32 = random_model(50, 20, 32, 0), *m33 = random_model(50, 30, 33, 0);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         check_engines_on(m32, rows[i]);
         check_engines_on(m33, rows[i]);
@@ -241,31 +118,31 @@ static void test_row_counts_and_words(void) {
 }
 
 static void test_64_and_65_leaves(void) {
-    ts_model *m = random_model(60, 64, 64);
+    ts_model *m = random_model(60, 64, 64, 0);
     check_engines_on(m, 300);
     ts_model_free(m);
-    m = random_model(40, 60, 65);
+    m = random_model(40, 60, 65, 0);
     check_engines_on(m, 300);
     ts_model_free(m);
 }
 
 static void test_wide_trees(void) {
-    ts_model *m = random_model(25, 100, 300);
+    ts_model *m = random_model(25, 100, 300, 0);
     check_engines_on(m, 300);
     ts_model_free(m);
 }
 
 static void test_many_blocks(void) {
-    ts_model *m = random_model(9000, 2, 8); /* > 4096 one-word trees: 3 blocks */
+    ts_model *m = random_model(9000, 2, 8, 0); /* > 4096 one-word trees: 3 blocks */
     check_engines_on(m, 40);
     ts_model_free(m);
-    m = random_model(1100, 129, 256); /* 4 words: 1024 trees per block, 2 blocks */
+    m = random_model(1100, 129, 256, 0); /* 4 words: 1024 trees per block, 2 blocks */
     check_engines_on(m, 20);
     ts_model_free(m);
 }
 
 static void test_scorer_api(void) {
-    ts_model *m = random_model(5, 4, 4);
+    ts_model *m = random_model(5, 4, 4, 0);
     ts_error err;
     ts_scorer *s = NULL;
     float row[N_FEATURES + 1] = {0};
@@ -287,7 +164,7 @@ static void test_scorer_api(void) {
     ts_scorer_free(NULL);
     {
         /* auto's rule: vqs (or qs without SIMD) up to 64 leaves, vpred for wider trees */
-        ts_model *wide = random_model(2, 65, 70);
+        ts_model *wide = random_model(2, 65, 70, 0);
         CHECK_STATUS(ts_scorer_create(wide, &rule, &s, &err), TS_OK);
         CHECK(ts_scorer_engine(s) == TS_ENGINE_VPRED);
         ts_scorer_free(s);

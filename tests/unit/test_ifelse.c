@@ -10,79 +10,15 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "random_forest.h"
 #include "engines/ifelse_codegen.h"
 #include "model/forest.h"
 #include "runtime/cc.h"
 #include "treescore.h"
 
-/* xorshift64*: deterministic, independent of the C library's rand(). */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
-static uint32_t rnd_below(uint32_t n) { return (uint32_t)(rnd() % n); }
-
+/* Rows are N_FEATURES wide: random_forest.h's default feature count. */
 #define N_FEATURES 12
-#define ZERO_FEATURE 3 /* the one feature whose nodes may be zero-is-missing */
 
-/* Thresholds from a small grid (rows hit them exactly), with -0.0 and infinities. */
-static const float grid[] = {-3.5f, -1.0f, -1.0000001f, -1e-30f, 0.0f, -0.0f, 1e-30f, 0.25f, 0.5f,
-                             1.0f,  2.0f,  7.0f,        100.0f, 1e-40f, INFINITY, -INFINITY, 3.4028235e38f};
-#define GRID_N (sizeof grid / sizeof grid[0])
-
-static float random_threshold(uint32_t feature) {
-    float t = grid[rnd_below(GRID_N)];
-    /* The zero feature must not have thresholds inside [-Z, Z) (tsm_model_finish). */
-    if (feature == ZERO_FEATURE && t >= -TSM_ZERO_RANGE && t < TSM_ZERO_RANGE) t = rnd_below(2) ? 0.5f : -2.0f;
-    return t;
-}
-
-static float random_value(void) {
-    switch (rnd_below(8)) {
-    case 0: return NAN;
-    case 1: return grid[rnd_below(GRID_N)];
-    case 2: return nextafterf(grid[rnd_below(GRID_N)], INFINITY);
-    case 3: return nextafterf(grid[rnd_below(GRID_N)], -INFINITY);
-    case 4: {
-        static const float z[] = {0.0f, -0.0f, 1e-36f, -1e-36f, 1e-35f, -1e-35f, 1e-40f, -1e-40f};
-        return z[rnd_below(8)];
-    }
-    case 5: return rnd_below(2) ? INFINITY : -INFINITY;
-    default: return (float)((double)rnd_below(2000000) / 1000.0 - 1000.0) / 100.0f;
-    }
-}
-
-static void random_node(tsm_node *nd) {
-    nd->feature = rnd_below(N_FEATURES);
-    nd->threshold = random_threshold(nd->feature);
-    nd->flags = rnd_below(2) ? TSM_MISSING_LEFT : 0;
-    if (nd->feature == ZERO_FEATURE && rnd_below(3)) nd->flags |= TSM_ZERO_IS_MISSING;
-}
-
-/* One random tree of n_leaves leaves: grow by splitting random leaf slots. */
-static void random_tree(uint32_t n_leaves, tsm_node *nodes, double *leaves) {
-    uint32_t n_nodes = n_leaves - 1;
-    int32_t **slots = malloc(n_leaves * sizeof *slots);
-    int32_t root_ref = ~0;
-    uint32_t n_slots = 1;
-    slots[0] = &root_ref;
-    for (uint32_t i = 0; i < n_nodes; i++) {
-        uint32_t k = rnd_below(n_slots);
-        random_node(&nodes[i]);
-        *slots[k] = (int32_t)i;
-        nodes[i].left = nodes[i].right = ~0;
-        slots[k] = &nodes[i].left;
-        slots[n_slots++] = &nodes[i].right;
-    }
-    for (uint32_t j = 0; j < n_slots; j++) *slots[j] = ~(int32_t)j;
-    for (uint32_t j = 0; j < n_leaves; j++) leaves[j] = (double)(int)rnd_below(2000001) / 1024.0 - 976.0;
-    free(slots);
-}
-
-/* A chain: node i's left child is leaf i, its right child node i+1 (depth n_nodes). */
 static void chain_tree(uint32_t n_nodes, tsm_node *nodes, double *leaves) {
     for (uint32_t i = 0; i < n_nodes; i++) {
         random_node(&nodes[i]);
@@ -112,16 +48,16 @@ static ts_model *make_model(uint32_t n_random, uint32_t max_leaves, int extras) 
     double *leaves = malloc(cap * sizeof *leaves);
     for (uint32_t t = 0; t < n_random; t++) {
         uint32_t L = 1 + rnd_below(max_leaves);
-        random_tree(L, nodes, leaves);
+        random_tree(L, 0, nodes, leaves);
         add_tree(m, L, nodes, leaves, rnd_below(3) == 0 ? 0.1 : 1.0);
         if (extras && t == n_random / 2) {
             chain_tree(TSIF_NEST_MAX + 50, nodes, leaves);
             add_tree(m, TSIF_NEST_MAX + 51, nodes, leaves, 1.0);
-            random_tree(TSIF_PART_NODES + 300, nodes, leaves);
+            random_tree(TSIF_PART_NODES + 300, 0, nodes, leaves);
             add_tree(m, TSIF_PART_NODES + 300, nodes, leaves, 1.0);
             leaves[0] = 3.25;
             add_tree(m, 1, nodes, leaves, 0.3);
-            random_tree(3, nodes, leaves);
+            random_tree(3, 0, nodes, leaves);
             leaves[0] = 1e200;
             leaves[1] = -1e200;
             add_tree(m, 3, nodes, leaves, 1e200);
