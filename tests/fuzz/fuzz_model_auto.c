@@ -8,9 +8,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * model's own thresholds (each exactly, one ulp above and below), the special values
  * LightGBM and XGBoost treat specially (NaN, +-0, +-1e-35, +-inf) and random floats,
  * and then scored by the naive engine, the QuickScorer engines (qs, and vqs at a random
- * ISA level, both with random block sizes) and a reference sum
- * computed here from tsm_tree_exit_leaf. All three must agree bit for bit (two NaNs of
- * any payload count as equal); any difference aborts.
+ * ISA level, both with random block sizes), vpred, block-naive and block-vpred (random
+ * lanes and blocks) and a reference sum computed here from tsm_tree_exit_leaf. All must
+ * agree bit for bit (two NaNs of any payload count as equal); any difference aborts.
+ * (ifelse is left out: a compile per input would starve the fuzzer; its own tests and
+ * the conformance suite cover it.)
  */
 
 #define MAX_CELLS (1u << 22) /* floats per scoring batch: 16 MiB */
@@ -157,8 +159,9 @@ static int same_bits(double a, double b) {
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
-/* isa, tau and delta as for ts_scorer_options (0: defaults). */
-static ts_scorer *make_scorer(const ts_model *m, ts_engine engine, ts_isa isa, uint32_t tau, uint32_t delta) {
+/* isa, tau, delta and lanes as for ts_scorer_options (0: defaults). */
+static ts_scorer *make_scorer_l(const ts_model *m, ts_engine engine, ts_isa isa, uint32_t tau, uint32_t delta,
+                                uint32_t lanes) {
     ts_scorer_options o;
     ts_scorer_options_init(&o);
     o.engine = engine;
@@ -166,6 +169,7 @@ static ts_scorer *make_scorer(const ts_model *m, ts_engine engine, ts_isa isa, u
     o.max_isa = isa;
     o.tau = tau;
     o.delta = delta;
+    o.lanes = lanes;
     ts_scorer *sc = NULL;
     ts_error err;
     memset(&err, 0, sizeof err);
@@ -178,6 +182,10 @@ static ts_scorer *make_scorer(const ts_model *m, ts_engine engine, ts_isa isa, u
     if (ts_scorer_engine(sc) != engine) fuzz_die("scorer runs another engine than asked", NULL);
     if (ts_scorer_n_features(sc) != m->n_features) fuzz_die("scorer n_features != model n_features", NULL);
     return sc;
+}
+
+static ts_scorer *make_scorer(const ts_model *m, ts_engine engine, ts_isa isa, uint32_t tau, uint32_t delta) {
+    return make_scorer_l(m, engine, isa, tau, delta, 0);
 }
 
 static void score_or_die(const ts_scorer *sc, const float *x, size_t n_rows, size_t n_cols, size_t stride,
@@ -208,10 +216,20 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
     /* vqs at a random ISA level (lowered to this CPU's) and small random blocks. */
     ts_scorer *vqs = make_scorer(m, TS_ENGINE_VQS, (ts_isa)(1 + rng_next(&s) % (TS_ISA_COUNT - 1)),
                                  (uint32_t)(rng_next(&s) % 4), (uint32_t)(rng_next(&s) % 40));
+    /* The walks of the other papers, with random lanes and blocks. */
+    enum { N_WALKS = 3 };
+    static const ts_engine walk_ids[N_WALKS] = {TS_ENGINE_VPRED, TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED};
+    ts_scorer *walks[N_WALKS];
+    int walks_ok = 1;
+    for (int w = 0; w < N_WALKS; w++) {
+        walks[w] = make_scorer_l(m, walk_ids[w], TS_ISA_AUTO, (uint32_t)(rng_next(&s) % 4),
+                                 (uint32_t)(rng_next(&s) % 40), (uint32_t)(rng_next(&s) % 34));
+        walks_ok &= walks[w] != NULL;
+    }
     double *c = malloc(n_rows * sizeof *c);
     float *x = malloc(n_rows * stride * sizeof *x);
     double *a = malloc(n_rows * sizeof *a), *b = malloc(n_rows * sizeof *b);
-    if (naive && qs && vqs && x && a && b && c) {
+    if (naive && qs && vqs && walks_ok && x && a && b && c) {
         build_rows(m, x, n_rows, stride, n_cols, &s);
         score_or_die(naive, x, n_rows, n_cols, stride, a);
         score_or_die(qs, x, n_rows, n_cols, stride, b);
@@ -221,6 +239,11 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
             if (!same_bits(a[r], ref)) report_diff("naive and reference scores", r, a[r], ref);
             if (!same_bits(a[r], b[r])) report_diff("naive and qs scores", r, a[r], b[r]);
             if (!same_bits(a[r], c[r])) report_diff("naive and vqs scores", r, a[r], c[r]);
+        }
+        for (int w = 0; w < N_WALKS; w++) {
+            score_or_die(walks[w], x, n_rows, n_cols, stride, b);
+            for (size_t r = 0; r < n_rows; r++)
+                if (!same_bits(a[r], b[r])) report_diff(ts_engine_name(walk_ids[w]), r, a[r], b[r]);
         }
         /* The same with double rows (ts_scorer_score_f64), against the library's rule. */
         double *xd = malloc(n_rows * stride * sizeof *xd);
@@ -247,6 +270,7 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
     ts_scorer_free(naive);
     ts_scorer_free(qs);
     ts_scorer_free(vqs);
+    for (int w = 0; w < N_WALKS; w++) ts_scorer_free(walks[w]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
