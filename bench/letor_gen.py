@@ -13,6 +13,7 @@ a model trained on it is reproducible and can be cached by its parameters.
 
 Public functions:
     make_letor(n_rows, n_features, qmin, qmax, seed, nan_features, nan_rate) -> LetorData
+    make_shaped(shape, n_rows, seed)    a data set shaped like MSN-1, Istella or Yahoo (SHAPES)
     add_edge_values(X, seed, n_cells)   tiny values, denormals, -0.0 in a few cells
     write_raw(path, X) / read_raw(path) the TSRAWF32 matrix format of treescore
 """
@@ -167,3 +168,39 @@ def read_raw(path) -> np.ndarray:
     if data.size != n_rows * n_cols:
         raise ValueError(f"{path}: expected {n_rows * n_cols} floats, found {data.size}")
     return data.reshape(n_rows, n_cols).astype(np.float32)
+
+
+# ---- Dataset shapes of the papers (added for bench/zoo.py; make_letor's output is unchanged) ----
+
+# The public sets the QuickScorer papers measure on, as shapes for make_shaped():
+#   msn:     MSLR-WEB30K / MSN-1, 136 features, dense, 0-4 grades
+#   istella: Istella LETOR, 220 features, dense, some features absent (0) for part of the documents
+#   yahoo:   Yahoo! LTR Set 1, 700 features, sparse: most features absent (0) for a document
+# All: queries of 100-1,000 documents, some features with missing values (NaN), grades 0-4.
+SHAPES = {
+    "msn": dict(n_features=136, qmin=100, qmax=1000, nan_features=0.2, nan_rate=0.1, absent_max=0.0),
+    "istella": dict(n_features=220, qmin=100, qmax=1000, nan_features=0.15, nan_rate=0.1, absent_max=0.3),
+    "yahoo": dict(n_features=700, qmin=100, qmax=1000, nan_features=0.05, nan_rate=0.05, absent_max=0.95),
+}
+
+
+def make_shaped(shape: str, n_rows: int, seed: int = 1) -> LetorData:
+    """A data set of one of the SHAPES: make_letor with the shape's parameters, then (when
+    the shape's absent_max > 0) absent features: every column except the first two (which
+    drive the grades) gets a zero rate drawn uniformly in [0, absent_max], and that fraction
+    of its non-missing cells become 0.0, as absent entries of a sparse LETOR file read by
+    LightGBM. Deterministic in (shape, n_rows, seed); uses its own random stream, so the
+    make_letor part is exactly make_letor's output for the same arguments."""
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
+    p = dict(SHAPES[shape])
+    absent_max = p.pop("absent_max")
+    d = make_letor(n_rows=n_rows, seed=seed, **p)
+    if absent_max > 0.0:
+        rng = np.random.default_rng([seed, 0xAB5E])
+        X = d.X
+        for j in range(2, X.shape[1]):
+            rate = rng.uniform(0.0, absent_max)
+            hit = (rng.random(X.shape[0]) < rate) & ~np.isnan(X[:, j])
+            X[hit, j] = 0.0
+    return d
