@@ -1,9 +1,9 @@
-# Makefile: the front door of treescore (CMake underneath): build, demo, test, fuzz, clean.
+# Makefile: the front door of treescore (CMake underneath): build, demo, test, bench, fuzz, clean.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test fuzz install clean
+.PHONY: all build demo test bench bench-quick fuzz install clean
 PREFIX ?= /usr/local
 
 all: build
@@ -21,6 +21,14 @@ demo: build
 # Install what the tests need, build with -Werror, run every test, print a pass/fail count.
 test:
 	@./scripts/run_tests.sh
+
+# treescore against LightGBM, XGBoost, TL2cgen, lleaves, ONNX Runtime, daal4py and YDF on
+# the model zoo (bench/README.md): the whole zoo (hours of training), or its small models.
+bench:
+	@./scripts/bench.sh full
+
+bench-quick:
+	@./scripts/bench.sh quick
 
 # Longer fuzzing session (seconds per target).
 fuzz:
