@@ -28,6 +28,12 @@
 #define MIN_ROUNDS 3
 #define MAX_ROUNDS 9
 #define MAX_SAMPLE_ROWS 4096u
+/* The sample has at least this many distinct rows, even for tiny batches, and one timing
+ * covers at least MIN_TIMED_ROWS rows: calls of a small batch are repeated over
+ * consecutive slices of the sample (the same row again and again would let the branch
+ * predictor learn it, and one call of one row is too short to time). */
+#define MIN_SAMPLE_ROWS 256u
+#define MIN_TIMED_ROWS 64u
 #define MAX_CANDIDATES 8
 
 /* ---- report text -------------------------------------------------------------------- */
@@ -265,12 +271,16 @@ typedef struct candidate {
     char skipped[160];          /* why it was not timed; empty when it was */
 } candidate;
 
-static double time_call(candidate *c, const float *x, size_t n, size_t width, double *out) {
+/* Seconds per call of n rows: one call, or several over consecutive slices of the
+ * sample's `avail` rows when n is below MIN_TIMED_ROWS. */
+static double time_call(candidate *c, const float *x, size_t n, size_t avail, size_t width, double *out) {
     void *scratch = c->layout.scratch_bytes ? tsr_scratch(c->layout.scratch_bytes) : NULL;
     if (c->layout.scratch_bytes && !scratch) return -1;
+    size_t reps = n >= MIN_TIMED_ROWS ? 1 : (MIN_TIMED_ROWS + n - 1) / n, slots = avail - n + 1;
     double t0 = now_s();
-    c->engine->score(c->state, x, n, width, out, scratch);
-    return now_s() - t0;
+    for (size_t k = 0; k < reps; k++)
+        c->engine->score(c->state, x + (k * n % slots) * width, n, width, out, scratch);
+    return (now_s() - t0) / (double)reps;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -324,8 +334,8 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
     for (int i = 0; i < n; i++) {
         probe_s[i] = -1;
         if (c[i].skipped[0]) continue;
-        time_call(&c[i], x, probe, width, out); /* warm-up: caches, page faults */
-        probe_s[i] = time_call(&c[i], x, probe, width, out);
+        time_call(&c[i], x, probe, rows_avail, width, out); /* warm-up: caches, page faults */
+        probe_s[i] = time_call(&c[i], x, probe, rows_avail, width, out);
         if (probe_s[i] >= 0 && (best == 0 || probe_s[i] < best)) best = probe_s[i];
     }
     for (int i = 0; i < n; i++) {
@@ -343,12 +353,13 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
     return rows < rows_avail ? rows : rows_avail;
 }
 
-static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t width, double *out, double budget) {
+static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
+                        double budget) {
     double t0 = now_s();
     for (int r = 0; r < MAX_ROUNDS; r++) {
         if (r >= MIN_ROUNDS && now_s() - t0 > budget) break;
         for (int i = 0; i < n; i++)
-            if (!c[i].skipped[0]) c[i].times[c[i].n_times++] = time_call(&c[i], x, rows, width, out);
+            if (!c[i].skipped[0]) c[i].times[c[i].n_times++] = time_call(&c[i], x, rows, avail, width, out);
     }
     for (int i = 0; i < n; i++)
         if (!c[i].skipped[0]) c[i].median_us = 1e6 * median(c[i].times, c[i].n_times) / (double)rows;
@@ -405,7 +416,9 @@ static ts_status plan_by_timing(const ts_model *m, const ts_scorer_options *opts
                                 const wisdom_key *key, tsr_plan *out, text *t, ts_error *err) {
     candidate c[MAX_CANDIDATES];
     int n = prepare_candidates(m, cfg, c);
-    size_t width = m->n_features ? m->n_features : 1, avail = key->batch < MAX_SAMPLE_ROWS ? key->batch : MAX_SAMPLE_ROWS;
+    size_t width = m->n_features ? m->n_features : 1;
+    size_t avail = key->batch < MAX_SAMPLE_ROWS ? key->batch : MAX_SAMPLE_ROWS;
+    if (avail < MIN_SAMPLE_ROWS) avail = MIN_SAMPLE_ROWS;
     int data = opts->sample && m->n_features; /* a model reading no column needs no rows */
     float *x = data ? caller_rows(opts, width, avail) : sample_rows(m, avail);
     double *scores = malloc(avail * sizeof *scores);
@@ -413,7 +426,7 @@ static ts_status plan_by_timing(const ts_model *m, const ts_scorer_options *opts
     if (x && scores) {
         double budget = budget_s();
         size_t rows = sample_size(c, n, x, avail, width, scores, key->batch, budget);
-        time_rounds(c, n, x, rows, width, scores, budget);
+        time_rounds(c, n, x, rows, avail, width, scores, budget);
         best = fastest(c, n);
         say(t, "measured: %zu %s rows per call (batch %u), %d rounds, one thread, isa %s\n", rows,
             data ? "of the caller's" : "synthetic", key->batch, best >= 0 ? c[best].n_times : 0,
