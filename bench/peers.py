@@ -283,8 +283,13 @@ def run_measured(code: str, timeout: float) -> dict:
     return res
 
 
-PEAK_TAIL = ("\nimport resource\nprint('PEAK_RSS_KIB=%d' % max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
-             " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n")
+# The child's own peak is VmHWM of /proc/self/status: ru_maxrss of RUSAGE_SELF would carry
+# the parent's peak over the fork (Linux keeps it across execve), which made every
+# compile look like the big parent (768 MiB). Compilers the child waited for come from
+# RUSAGE_CHILDREN (they were forked from the small child).
+PEAK_TAIL = ("\nimport re as _re, resource\n"
+             "_hwm = int(_re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+             "print('PEAK_RSS_KIB=%d' % max(_hwm, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n")
 
 
 def cached_compile(kind: str, model: dict, artifact: Path, code: str, timeout: float) -> dict:
