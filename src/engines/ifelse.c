@@ -124,6 +124,13 @@ static void make_keys(const ts_model *m, const tsr_cc *cc, const char *opt, keys
     k->cc_hex[16] = '\0';
 }
 
+/* The cached object's path in dir: "ifelse-<model key>-<compiler key>.so". 0, or -1
+ * when it does not fit. */
+static int object_path(const char *dir, const keys *k, char *out, size_t size) {
+    int n = snprintf(out, size, "%s/ifelse-%s-%s.so", dir, k->model_hex, k->cc_hex);
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
 /* ---- Loading ------------------------------------------------------------------------- */
 
 /* dlopen path and check its tsif_info against the key and model. 0 and the state filled
@@ -251,9 +258,8 @@ static ts_status build_init(build *b, const tsr_cc *cc, const char *opt, ts_erro
     b->paths[3 * n] = path_in(b->dir, "main.c");
     /* Named by the key: dlopen matches loaded objects by name, and a reused build
      * directory name must not bring back another model's object. */
-    char so_name[80];
-    snprintf(so_name, sizeof so_name, "ifelse-%s-%s.so", b->k->model_hex, b->k->cc_hex);
-    b->paths[3 * n + 1] = path_in(b->dir, so_name);
+    char so_path[TSR_PATH_MAX + 128];
+    b->paths[3 * n + 1] = object_path(b->dir, b->k, so_path, sizeof so_path) == 0 ? strdup(so_path) : NULL;
     b->paths[3 * n + 2] = path_in(b->dir, "link.log");
     for (size_t i = 0; i < 3 * n + 3; i++)
         if (!b->paths[i]) return ts_fail(err, TS_ERR_NO_MEMORY, "ifelse: out of memory");
@@ -410,8 +416,7 @@ static ts_status ifelse_prepare(const ts_model *m, const tse_config *cfg, void *
     snprintf(opt, sizeof opt, "-O%s", opt_digit);
     keys k;
     make_keys(m, have_cc ? &cc : NULL, opt, &k);
-    int n = snprintf(final, sizeof final, "%s/ifelse-%s-%s.so", have_dir ? dir : ".", k.model_hex, k.cc_hex);
-    if (n < 0 || (size_t)n >= sizeof final) have_dir = 0;
+    if (object_path(have_dir ? dir : ".", &k, final, sizeof final) != 0) have_dir = 0;
     ts_status st = TS_OK;
     why[0] = '\0';
     if (have_cc && have_dir && load_object(final, &k, m, s, why, sizeof why) == 0) {
@@ -449,8 +454,7 @@ int tse_ifelse_cached(const ts_model *m) {
     snprintf(opt, sizeof opt, "-O%s", opt_level());
     keys k;
     make_keys(m, &cc, opt, &k);
-    int n = snprintf(final, sizeof final, "%s/ifelse-%s-%s.so", dir, k.model_hex, k.cc_hex);
-    return n > 0 && (size_t)n < sizeof final && access(final, R_OK) == 0;
+    return object_path(dir, &k, final, sizeof final) == 0 && access(final, R_OK) == 0;
 }
 
 /* Rows per sweep over the parts: about half of L2. The longer each part's loop runs,
