@@ -2,9 +2,14 @@
 # peers.py: treescore against the tools users would pick instead, side by side in one process on the zoo's models: checked scores, time to first prediction, us/doc.
 """treescore against its peers, side by side, on the models of bench/zoo.py.
 
-    bench/peers.py [--zoo DIR] [--models GLOB,...] [--systems NAME,...] [--engines auto,vqs,...]
-                   [--batches 1,10,100,1000,10000] [--threads 1,all] [--repeat 5]
-                   [--pass-seconds 0.2] [--out FILE] [--lib libtreescore.so] [--quiet]
+    bench/peers.py [--zoo DIR] [--set quick|full|smoke|all] [--models GLOB,...]
+                   [--systems NAME,...] [--engines auto,vqs,...]
+                   [--batches 1,10,100,1000,10000] [--threads 1,all] [--latency 100,1000]
+                   [--repeat 5] [--pass-seconds 0.2] [--compile-timeout S] [--out FILE]
+                   [--lib libtreescore.so] [--check-only [--strict --allow NAME,...]] [--quiet]
+
+--set picks the models of one of bench/zoo.py's sets that are in the zoo's cache (the
+default, all, takes every cached model); --models narrows further.
 
 Models are grouped by shape (dataset, trees, leaves): the LightGBM, XGBoost and YDF
 models of one shape are measured together, every system on every model it can load, in
@@ -13,8 +18,9 @@ batch is larger than the test set, as for the real data sets).
 
 Systems (a system that is not installed or cannot load a model is reported, not hidden):
   treescore     libtreescore.so through ctypes (ts_model_load_file, ts_scorer_create,
-                ts_scorer_score): engine auto (the planner, told the batch size), plus
-                any --engines; one scorer per thread count and batch size
+                ts_scorer_score): the --engines, by default auto (the planner, told the
+                batch size) and ifelse (compiled; auto considers it once it is compiled);
+                one scorer per thread count and batch size
   lightgbm      Booster.predict(X, raw_score=True, num_threads=T)            (lgb models)
   xgboost       Booster.inplace_predict(X, predict_type="margin"), nthread=T (xgb models)
   tl2cgen       treelite model -> tl2cgen.export_lib(toolchain="gcc") -> Predictor(nthread=T)
@@ -49,10 +55,18 @@ consecutive batches for about --pass-seconds (at least one batch); the result is
 median (and min, max) microseconds per document. Python's call overhead is part of every
 system's time (a few microseconds per call for ctypes and the compiled peers).
 
+Latency of a single query (--latency, default 100,1000 documents; at each thread count):
+every system scores one query of that many consecutive test rows per call, timed call by
+call; the systems take turns in rounds of 6 calls each, the first of which (caches cold
+after the other systems) is not counted; the median, 99th percentile and minimum
+microseconds per query are reported (key "latency" of the JSON).
+
 Preparation, per system and model: "time to first prediction" = load + prepare (+ the
 compilation or conversion for tl2cgen, lleaves, onnxruntime, which run in a subprocess
 whose wall time and peak resident memory are reported; their outputs are cached under
-bench/.cache/peers/ and the recorded compile time is reused, marked cached) + the first
+bench/.cache/peers/ and the recorded compile time is reused, marked cached; a compilation
+longer than --compile-timeout is stopped and the system reported as unable to load the
+model) + the first
 prediction of one row. treescore's planner starts from an empty wisdom file, so its
 timing of the candidates is included.
 
@@ -92,6 +106,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 import letor_gen  # noqa: E402
+import zoo  # noqa: E402  (its sets of model names)
 
 SCHEMA = 1
 CACHE = HERE / ".cache" / "peers"
@@ -676,16 +691,26 @@ def tiled(X: np.ndarray, rows: int) -> np.ndarray:
 
 
 def main() -> int:
+    global CACHE
     ap = argparse.ArgumentParser(description="treescore against its peers on the zoo's models.")
     ap.add_argument("--zoo", type=Path, default=HERE / ".cache" / "zoo")
-    ap.add_argument("--models", default="", help="comma-separated names or globs (default: every model in the zoo)")
+    ap.add_argument("--set", default="all", choices=("all",) + tuple(zoo.SETS),
+                    help="only the models of this set of bench/zoo.py (default all: every model in the zoo)")
+    ap.add_argument("--models", default="", help="comma-separated names or globs (default: every model of --set)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: " + ",".join(SYSTEMS))
-    ap.add_argument("--engines", default="auto", help="treescore engines, e.g. auto,vqs,vpred (default auto)")
+    ap.add_argument("--engines", default="auto,ifelse",
+                    help="treescore engines, e.g. auto,vqs,vpred (default auto,ifelse: the planner, and the
+                         compiled engine, which the planner considers only once it is compiled)")
     ap.add_argument("--batches", default="1,10,100,1000,10000")
     ap.add_argument("--threads", default="1,all", help="comma-separated counts; 'all' = the CPUs of this process")
+    ap.add_argument("--latency", default="100,1000",
+                    help="query sizes (documents) of the single-query latency run; empty: none")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--pass-seconds", type=float, default=0.2, help="length of one timed pass (default 0.2 s)")
-    ap.add_argument("--compile-timeout", type=float, default=3600.0)
+    ap.add_argument("--cache", type=Path, default=CACHE,
+                    help="compiled peers and treescore's cache directory (default bench/.cache/peers)")
+    ap.add_argument("--compile-timeout", type=float, default=1800.0,
+                    help="seconds a compiled peer may take to compile one model (default 1800)")
     ap.add_argument("--lib", type=Path, default=None,
                     help="libtreescore.so (default $TREESCORE_LIB, else build/libtreescore.so)")
     ap.add_argument("--out", type=Path, default=None)
@@ -699,10 +724,12 @@ def main() -> int:
                                                  "do not fail the run (e.g. daal4py)")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args()
+    CACHE = a.cache.resolve()
 
     ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = sorted({ncpu if t.strip() == "all" else int(t) for t in a.threads.split(",")})
     batches = [int(b) for b in a.batches.split(",")]
+    lat_sizes = [int(q) for q in a.latency.split(",") if q.strip()]
     systems = [s.strip() for s in a.systems.split(",") if s.strip()]
     for s in systems:
         if s not in SYSTEMS:
@@ -722,8 +749,12 @@ def main() -> int:
             a.ts_error = f"cannot load {libpath}: {e}"
 
     models = load_models(a.zoo, [p.strip() for p in a.models.split(",") if p.strip()])
+    if a.set != "all":
+        members = set(zoo.SETS[a.set]())
+        models = [m for m in models if m["name"] in members]
     if not models:
-        print(f"peers: no models in {a.zoo} (run bench/zoo.py first)", file=sys.stderr)
+        print(f"peers: no models in {a.zoo}{'' if a.set == 'all' else ' of the set ' + a.set}"
+              f" (run bench/zoo.py{'' if a.set == 'all' else ' --' + a.set} first)", file=sys.stderr)
         return 1
     groups = {}
     for m in models:
@@ -747,10 +778,11 @@ def main() -> int:
     result = dict(schema=SCHEMA, started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=sys.argv,
                   machine=machine_info(), software=software_info(ts),
                   settings=dict(batches=batches, threads=threads, repeat=a.repeat, pass_seconds=a.pass_seconds,
-                                engines=engines, warmup_passes=1, timing="median of alternating passes"),
-                  systems=availability, models=[], checks=[], prepare=[], timings=[])
+                                engines=engines, warmup_passes=1, timing="median of alternating passes",
+                                latency_docs=lat_sizes, zoo_set=a.set, compile_timeout_s=a.compile_timeout),
+                  systems=availability, models=[], checks=[], prepare=[], timings=[], latency=[])
 
-    n_cells = sum(len(threads) * len(batches) for _ in groups)
+    n_cells = sum(len(threads) * (len(batches) + len(lat_sizes)) for _ in groups)
     bar = Bar(n_cells, a.quiet)
     for g, ms in groups.items():
         entries = []   # (model, System) prepared and checked
@@ -779,6 +811,10 @@ def main() -> int:
                 bar.step(f"{g} t={t} b={b}")
                 if not a.check_only:
                     time_cell(g, entries, t, b, a, result)
+            for q in lat_sizes:
+                bar.step(f"{g} t={t} query of {q}")
+                if not a.check_only:
+                    time_latency(g, entries, t, q, a, result)
         for m in ms:
             for key in ("X", "reference", "exact", "bound32"):
                 m.pop(key, None)
@@ -892,6 +928,58 @@ def time_cell(g: str, entries: list, t: int, b: int, a, result: dict) -> None:
         result["timings"].append(rec)
 
 
+LAT_BLOCK = 6   # calls per system per round of the latency run (the first one warms up)
+
+
+def time_latency(g: str, entries: list, t: int, q: int, a, result: dict) -> None:
+    """Single-query latency at t threads: calls of one query of q consecutive rows, timed one
+    by one, the systems alternating call by call (the start row moves on every round, so no
+    system sees a row the others did not)."""
+    work = []
+    for m, so in entries:
+        if (m["name"], so.label(), f"t={t} b={q}") in {(c["model"], c["system"], c.get("cell"))
+                                                       for c in result["checks"] if "cell" in c}:
+            continue   # failed the cell's check in time_cell
+        try:
+            fn = so.runner(t, q)
+            X = tiled(m["X"], q)
+            fn(X[:q])  # warm-up
+        except Exception as e:  # noqa: BLE001
+            result["checks"].append(dict(model=m["name"], system=so.label(), status="error",
+                                         cell=f"t={t} query={q}", note=f"{type(e).__name__}: {e}"[:500]))
+            continue
+        work.append(dict(m=m, so=so, fn=fn, X=X, times=[]))
+    if not work:
+        return
+    # Rounds of LAT_BLOCK consecutive calls per system, the systems taking turns (the order
+    # rotates every round); the first call of a block warms the caches after the other
+    # systems ran and is not counted: a service scoring query after query is warm.
+    # About --pass-seconds x --repeat per system, at least 20 and at most 2,000 queries.
+    t0 = time.perf_counter()
+    for w in work:
+        w["fn"](w["X"][:q])
+    per_call = max(1e-6, time.perf_counter() - t0)   # one call of every system
+    rounds = int(min(2000, max(20, a.pass_seconds * a.repeat / per_call * len(work))) // (LAT_BLOCK - 1)) + 1
+    for r in range(rounds):
+        k = r % len(work)
+        for w in work[k:] + work[:k]:
+            for c in range(LAT_BLOCK):
+                a0 = ((r * LAT_BLOCK + c) * q) % max(1, w["X"].shape[0] - q + 1)
+                xb = w["X"][a0:a0 + q]
+                c0 = time.perf_counter()
+                w["fn"](xb)
+                if c:
+                    w["times"].append(time.perf_counter() - c0)
+    for w in work:
+        us = np.array(w["times"]) * 1e6
+        rec = dict(group=g, model=w["m"]["name"], library=w["m"]["library"], system=w["so"].label(), threads=t,
+                   docs=q, queries=len(us), us_per_query_median=round(float(np.median(us)), 2),
+                   us_per_query_p99=round(float(np.percentile(us, 99)), 2), us_per_query_min=round(float(us.min()), 2))
+        if isinstance(w["so"], TreescoreSys):
+            rec["engine"] = w["so"].engines_used.get(f"{t}x{q}")
+        result["latency"].append(rec)
+
+
 def print_summary(result: dict) -> None:
     """A compact table on stdout: us/doc per system, model, threads, batch."""
     print("\nchecks:")
@@ -917,6 +1005,11 @@ def print_summary(result: dict) -> None:
             r = idx.get((mo, sy, t, b))
             vals.append(f"{r['us_per_doc_median']:10.3f}" if r else f"{'-':>10s}")
         print(f"  {mo:28s} {sy:22s} " + " ".join(vals))
+    if result.get("latency"):
+        print("\nsingle-query latency, us per query: median (p99)")
+        for r in result["latency"]:
+            print(f"  {r['model']:28s} {r['system']:22s} t={r['threads']} docs={r['docs']:<5d} "
+                  f"{r['us_per_query_median']:10.1f} ({r['us_per_query_p99']:.1f})")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 # zoo.py: the benchmark model zoo: LETOR-like data shaped like MSN-1/Istella/Yahoo plus real LETOR data, LightGBM/XGBoost/YDF ranking models, cached with manifests.
 """The benchmark model zoo, in one command, cached.
 
-    bench/zoo.py [--quick | --full] [--only GLOB[,GLOB...]] [--threads 2] [--list]
-                 [--estimate] [--force] [--time-trees N --only NAME]
+    bench/zoo.py [--quick | --full | --smoke] [--only GLOB[,GLOB...]] [--threads 2]
+                 [--root DIR] [--list] [--estimate] [--force] [--time-trees N --only NAME]
 
 Builds every model of the chosen set that is not already in the cache and prints one
 line per model. A second run reuses the cache: a model is rebuilt only when its recipe
@@ -32,10 +32,13 @@ records the leaves actually grown (min/mean/max) and the script warns when trees
 short.
 
 Sets:
-  --quick (default)  msn-{lgb,xgb,ydf}-500x64, istella-{lgb,xgb}-300x32,
+  --quick (default)  msn-{lgb,xgb,ydf}-{100,250,500}x64 (the 100 and 250 cut from the
+                     500: the trees axis of the report), istella-{lgb,xgb}-300x32,
                      yahoo-{lgb,xgb}-200x32, mq2008-{lgb,xgb}-300x32,
                      yahoo_sample-{lgb,xgb}-300x32: measured 4.9 min on this 2-core
                      machine under a load average of 4 (YDF's 500 trees: 3.1 min of it).
+  --smoke            msn-{lgb,xgb,ydf}-20x32: seconds; `make test` builds it (under
+                     build/, with --root) to check that every peer loads and agrees.
   --full             msn, istella, yahoo x {lgb, xgb} x {1,000, 5,000, 10,000, 20,000}
                      trees x {32, 64, 256} leaves (72 models); YDF (5-10x slower to train
                      than LightGBM here) at 1,000 trees x {32, 64, 256} on all three and
@@ -110,11 +113,18 @@ SYNTHETIC = ("msn", "istella", "yahoo")
 REAL = ("mq2008", "yahoo_sample")
 LIBS = ("lgb", "xgb", "ydf")
 
-QUICK = ["msn-lgb-500x64", "msn-xgb-500x64", "msn-ydf-500x64",
+# The quick set: small models of every data set; on msn three tree counts (the smaller cut
+# from the 500-tree models, no extra training) for the plot of time against trees.
+QUICK = [f"msn-{lib}-{t}x64" for lib in ("lgb", "xgb", "ydf") for t in (100, 250, 500)] + [
          "istella-lgb-300x32", "istella-xgb-300x32",
          "yahoo-lgb-200x32", "yahoo-xgb-200x32",
          "mq2008-lgb-300x32", "mq2008-xgb-300x32",
          "yahoo_sample-lgb-300x32", "yahoo_sample-xgb-300x32"]
+
+# The smoke set of `make test` (tests/bench): one tiny model per training library on the
+# synthetic msn data (no ../shared data needed), seconds to train; it checks that every
+# system loads and agrees, not speed.
+SMOKE = ["msn-lgb-20x32", "msn-xgb-20x32", "msn-ydf-20x32"]
 
 
 def full_set() -> list:
@@ -127,6 +137,9 @@ def full_set() -> list:
     names += [f"{d}-{lib}-{t}x{l}" for d in REAL for lib in ("lgb", "xgb")
               for t in (1000, 5000) for l in (32, 64)]
     return names
+
+
+SETS = {"quick": lambda: list(QUICK), "full": lambda: full_set(), "smoke": lambda: list(SMOKE)}
 
 
 # Seconds per tree when training with 2 threads on this machine (2-core Xeon, shared with
@@ -596,7 +609,7 @@ def order_for_cutting(names: list) -> list:
 
 
 def select(a) -> list:
-    names = full_set() if a.full else list(QUICK)
+    names = SETS["full" if a.full else "smoke" if a.smoke else "quick"]()
     if a.only:
         pats = [p.strip() for p in a.only.split(",") if p.strip()]
         explicit = [p for p in pats if not any(c in p for c in "*?[") and NAME_RE.match(p)]
@@ -637,6 +650,7 @@ def main() -> int:
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true", help="the small set (default)")
     g.add_argument("--full", action="store_true", help="the whole zoo (hours: see --estimate)")
+    g.add_argument("--smoke", action="store_true", help="three tiny models (seconds): make test's smoke test")
     ap.add_argument("--only", help="comma-separated names or globs (msn-lgb-*); a full name outside the set is built too")
     ap.add_argument("--threads", type=int, default=2, help="training threads (default 2; part of the recipe)")
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="cache directory (default bench/.cache/zoo)")

@@ -9,20 +9,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-quick}
 case "$mode" in quick | full) ;; *) echo "bench.sh: quick or full, not '$mode'" >&2; exit 2 ;; esac
-./scripts/setup_venv.sh
-req=bench/requirements.txt
-stamp=.venv/.bench-requirements.sha256
-want=$(sha256sum "$req" | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "bench: installing the peers (bench/requirements.txt)" >&2
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$req"
-    echo "$want" > "$stamp"
-fi
+./scripts/setup_venv.sh   # tests/ and bench/requirements.txt: the peers
 make --no-print-directory build
 export TREESCORE_LIB=${TREESCORE_LIB:-$PWD/build/libtreescore.so}
 .venv/bin/python bench/zoo.py "--$mode"
 out=bench/results/peers-$mode-$(date +%Y%m%d-%H%M%S).json
-.venv/bin/python bench/peers.py --batches 1,10,100,1000,10000 --threads 1,all --out "$out"
+# quick: a compiled peer gets 10 minutes per model (lleaves on big models takes longer)
+budget=$([ "$mode" = quick ] && echo 600 || echo 3600)
+.venv/bin/python bench/peers.py --set "$mode" --batches 1,10,100,1000,10000 --threads 1,all \
+    --latency 100,1000 --compile-timeout "$budget" --out "$out"
 if [ -x bench/report ]; then
     .venv/bin/python bench/report "$out"
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_tests.sh: `make test`: install test dependencies, build (-Werror), run unit, conformance
-# (also per instruction set and single-threaded), CLI and sanitizer tests and the fuzzers,
+# (also per instruction set and single-threaded), CLI, benchmark smoke and sanitizer tests and the fuzzers,
 # then print one pass/fail count for everything.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +51,11 @@ fi
 stage "conformance and CLI tests (pytest)"
 TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider tests/conformance tests/cli \
     --junitxml="$results/pytest.xml" || fail_stage "conformance/CLI tests"
+
+# --- the benchmark suite's smoke test: tiny zoo models, every peer loads and agrees, the report renders
+stage "benchmark smoke test (bench/zoo.py --smoke, bench/peers.py --check-only, bench/report)"
+TREESCORE_LIB=$root/build/libtreescore.so "$py" -m pytest -q -p no:cacheprovider tests/bench \
+    --junitxml="$results/pytest-bench.xml" || fail_stage "benchmark smoke test"
 
 # --- the vqs kernel of each instruction set below this CPU's best (the run above used the
 # best), then every engine with one thread per batch: TREESCORE_ISA caps the level the
