@@ -67,8 +67,9 @@ whose wall time and peak resident memory are reported; their outputs are cached 
 bench/.cache/peers/ and the recorded compile time is reused, marked cached; a compilation
 longer than --compile-timeout is stopped and the system reported as unable to load the
 model) + the first
-prediction of one row. treescore's planner starts from an empty wisdom file, so its
-timing of the candidates is included.
+prediction of one row. treescore starts cold (an empty wisdom file and ifelse cache in a
+temporary directory): auto's load includes its planner timing the candidates, ifelse's
+its compilation.
 
 Installation (bench/requirements.txt says why each pin): everything installs on Python
 3.11 here, with three constraints: lleaves 1.3.0 needs llvmlite <= 0.44 (0.45+ dropped
@@ -92,6 +93,7 @@ import os
 import platform
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -738,8 +740,10 @@ def main() -> int:
 
     libpath = a.lib or Path(os.environ.get("TREESCORE_LIB", REPO / "build" / "libtreescore.so"))
     run_dir = Path(tempfile.mkdtemp(prefix="ts-peers-"))
-    os.environ["TREESCORE_WISDOM"] = str(run_dir / "wisdom")          # the planner starts cold
-    os.environ.setdefault("TREESCORE_CACHE_DIR", str(CACHE / "treescore"))
+    # treescore starts cold: the planner's wisdom and ifelse's compiled objects live in this
+    # run's directory, so ifelse's time to first prediction includes its compilation
+    os.environ["TREESCORE_WISDOM"] = str(run_dir / "wisdom")
+    os.environ["TREESCORE_CACHE_DIR"] = str(run_dir / "cache")
     ts = None
     a.ts_error = ""
     if "treescore" in systems:
@@ -825,6 +829,7 @@ def main() -> int:
                     if c["model"] == m2["name"] and c["system"] == so.label():
                         c["engines_used"] = so.engines_used
     bar.close()
+    shutil.rmtree(run_dir, ignore_errors=True)
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out = a.out or HERE / "results" / f"peers-{time.strftime('%Y%m%d-%H%M%S')}.json"

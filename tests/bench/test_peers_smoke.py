@@ -44,7 +44,6 @@ def results(tmp_path_factory):
     run([sys.executable, BENCH / "zoo.py", "--smoke", "--root", root], timeout=600)
     out = tmp_path_factory.mktemp("peers") / "peers-smoke.json"
     env = dict(os.environ, TREESCORE_LIB=str(lib))
-    env.setdefault("TREESCORE_CACHE_DIR", str(build / "cache"))
     run([sys.executable, BENCH / "peers.py", "--zoo", root, "--set", "smoke", "--check-only", "--quiet",
          "--cache", build / "peers-smoke-cache", "--compile-timeout", "300", "--out", out], env=env, timeout=900)
     return out, json.loads(out.read_text())
