@@ -701,8 +701,8 @@ def main() -> int:
     ap.add_argument("--models", default="", help="comma-separated names or globs (default: every model of --set)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: " + ",".join(SYSTEMS))
     ap.add_argument("--engines", default="auto,ifelse",
-                    help="treescore engines, e.g. auto,vqs,vpred (default auto,ifelse: the planner, and the
-                         compiled engine, which the planner considers only once it is compiled)")
+                    help="treescore engines, e.g. auto,vqs,vpred (default auto,ifelse: the planner, and the "
+                         "compiled engine, which the planner considers only once it is compiled)")
     ap.add_argument("--batches", default="1,10,100,1000,10000")
     ap.add_argument("--threads", default="1,all", help="comma-separated counts; 'all' = the CPUs of this process")
     ap.add_argument("--latency", default="100,1000",
