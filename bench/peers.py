@@ -27,7 +27,8 @@ Systems (a system that is not installed or cannot load a model is reported, not 
                 .predict(DMatrix(X), pred_margin=True)                  (lgb, xgb models)
   lleaves       lleaves.Model.compile(raw_score=True) (LLVM) -> predict(X, n_jobs=T)  (lgb)
   onnxruntime   onnxmltools.convert_lightgbm / convert_xgboost -> InferenceSession with
-                intra_op_num_threads=T                                   (lgb, xgb models)
+                intra_op_num_threads=T, spinning off (its idle workers spin by default,
+                taking the cores from the system that runs next)         (lgb, xgb models)
   daal4py       oneDAL GBT inference: daal4py.mb.convert_model(booster).predict(X),
                 daalinit(T)                                              (lgb, xgb models)
   ydf           YDF's own engines on the YDF model of the shape (a DIFFERENT model of the
@@ -527,6 +528,11 @@ class OnnxSys(System):
             so = ort.SessionOptions()
             so.intra_op_num_threads = threads
             so.inter_op_num_threads = 1
+            # ONNX Runtime's worker threads spin after every call by default: with systems
+            # taking turns on a small machine they took the cores from the next system
+            # (treescore on 2 threads measured 1.7x slower after ORT's pass). Off, as a
+            # service sharing its cores would set it.
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0")
             self.sessions[threads] = ort.InferenceSession(str(self.path), so, providers=["CPUExecutionProvider"])
         return self.sessions[threads]
 

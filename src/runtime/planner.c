@@ -16,6 +16,7 @@
 #include "runtime/cache.h"
 #include "runtime/cachedir.h"
 #include "runtime/cpu.h"
+#include "runtime/pool.h"
 #include "runtime/scratch.h"
 
 /* Rows per call the planner optimizes for when batch_hint is 0. */
@@ -89,7 +90,21 @@ ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, char *why, size_t why_siz
     return e;
 }
 
-/* ---- plan mode, wisdom key ----------------------------------------------------------- */
+/* ---- plan mode, candidates, wisdom key ------------------------------------------------- */
+
+/* The engines the planner times: ifelse only when its object is already compiled (the
+ * planner never starts a compile). */
+static int candidate_ids(const ts_model *m, const tse_config *cfg, ts_engine *ids) {
+    int n = 0;
+    ids[n++] = cfg->isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
+    ids[n++] = TS_ENGINE_VPRED;
+    ids[n++] = TS_ENGINE_BLOCK_VPRED;
+    ids[n++] = TS_ENGINE_NAIVE;
+    ids[n++] = TS_ENGINE_BLOCK_NAIVE;
+    if (tse_ifelse_cached(m)) ids[n++] = TS_ENGINE_IFELSE;
+    return n;
+}
+_Static_assert(TS_ENGINE_COUNT <= 32, "the wisdom key's candidate set is a 32-bit mask");
 
 static ts_plan plan_mode(const ts_scorer_options *o) {
     if (o->plan != TS_PLAN_DEFAULT) return o->plan;
@@ -104,6 +119,8 @@ typedef struct wisdom_key {
     ts_isa isa;
     uint32_t tau, delta, lanes;
     const char *rows;       /* "data" (caller's sample) or "synthetic" */
+    unsigned cands;         /* the candidate engines, bit (1 << ts_engine) each: an answer
+                               found before ifelse was compiled is not reused after */
 } wisdom_key;
 
 static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, wisdom_key *k) {
@@ -124,6 +141,10 @@ static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, u
     k->delta = cfg->delta;
     k->lanes = cfg->lanes;
     k->rows = "synthetic";
+    ts_engine ids[MAX_CANDIDATES];
+    int n = candidate_ids(m, cfg, ids);
+    k->cands = 0;
+    for (int i = 0; i < n; i++) k->cands |= 1u << ids[i];
 }
 
 /* The wisdom file's path, or -1 when it is switched off or has no place. */
@@ -137,10 +158,12 @@ static int wisdom_path(char *buf, size_t size, int create) {
 }
 
 /* One line per answer:
- *   treescore-wisdom-2 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ROWS ENGINE US_PER_DOC
- * (ROWS: "data" when the caller gave sample rows, "synthetic" otherwise)
- * The last line matching the key wins; lines that do not parse are ignored. */
-#define WISDOM_FMT "treescore-wisdom-2 %32s %32s %u %u %15s %u %u %u %15s %31s %lf"
+ *   treescore-wisdom-3 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ROWS CANDS ENGINE US_PER_DOC
+ * (ROWS: "data" when the caller gave sample rows, "synthetic" otherwise; CANDS: the
+ * candidates' bit set in hex)
+ * The last line matching the key wins; lines that do not parse (older formats too) are
+ * ignored. */
+#define WISDOM_FMT "treescore-wisdom-3 %32s %32s %u %u %15s %u %u %u %15s %x %31s %lf"
 
 static int wisdom_lookup(const wisdom_key *k, const char *path, ts_engine *engine, double *us) {
     FILE *f = fopen(path, "r");
@@ -149,14 +172,15 @@ static int wisdom_lookup(const wisdom_key *k, const char *path, ts_engine *engin
     int found = 0;
     while (fgets(line, sizeof line, f)) {
         char model[33], cpu[33], isa[16], rows[16], name[32];
-        unsigned batch, threads, tau, delta, lanes;
+        unsigned batch, threads, tau, delta, lanes, cands;
         double t;
-        if (sscanf(line, WISDOM_FMT, model, cpu, &batch, &threads, isa, &tau, &delta, &lanes, rows, name, &t) != 11)
+        if (sscanf(line, WISDOM_FMT, model, cpu, &batch, &threads, isa, &tau, &delta, &lanes, rows, &cands, name,
+                   &t) != 12)
             continue;
         ts_engine e;
         if (strcmp(model, k->model) || strcmp(cpu, k->cpu) || batch != k->batch || threads != k->threads ||
             strcmp(isa, ts_isa_name(k->isa)) || tau != k->tau || delta != k->delta || lanes != k->lanes ||
-            strcmp(rows, k->rows) ||
+            strcmp(rows, k->rows) || cands != k->cands ||
             ts_engine_from_name(name, &e) != TS_OK || e == TS_ENGINE_AUTO)
             continue;
         *engine = e;
@@ -172,8 +196,8 @@ static int wisdom_lookup(const wisdom_key *k, const char *path, ts_engine *engin
  * wisdom file is an optimization. */
 static int wisdom_store(const wisdom_key *k, const char *path, ts_engine e, double us) {
     char line[512];
-    int n = snprintf(line, sizeof line, "treescore-wisdom-2 %s %s %u %u %s %u %u %u %s %s %.6g\n", k->model, k->cpu,
-                     k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows,
+    int n = snprintf(line, sizeof line, "treescore-wisdom-3 %s %s %u %u %s %u %u %u %s %x %s %.6g\n", k->model,
+                     k->cpu, k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows, k->cands,
                      ts_engine_name(e), us);
     if (n <= 0 || (size_t)n >= sizeof line) return -1;
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
@@ -271,15 +295,34 @@ typedef struct candidate {
     char skipped[160];          /* why it was not timed; empty when it was */
 } candidate;
 
-/* Seconds per call of n rows: one call, or several over consecutive slices of the
- * sample's `avail` rows when n is below MIN_TIMED_ROWS. */
-static double time_call(candidate *c, const float *x, size_t n, size_t avail, size_t width, double *out) {
-    void *scratch = c->layout.scratch_bytes ? tsr_scratch(c->layout.scratch_bytes) : NULL;
-    if (c->layout.scratch_bytes && !scratch) return -1;
+/* One timed call's rows cut into chunks for the pool, as the scorer does. */
+typedef struct plan_job {
+    const candidate *c;
+    const float *x;
+    size_t width;
+    double *out;
+} plan_job;
+
+static ts_status plan_chunk(void *ctx, size_t begin, size_t end) {
+    const plan_job *j = ctx;
+    void *scratch = j->c->layout.scratch_bytes ? tsr_scratch(j->c->layout.scratch_bytes) : NULL;
+    if (j->c->layout.scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
+    j->c->engine->score(j->c->state, j->x + begin * j->width, end - begin, j->width, j->out + begin, scratch);
+    return TS_OK;
+}
+
+/* Seconds per call of n rows on `threads` threads (split as the scorer splits a batch):
+ * one call, or several over consecutive slices of the sample's `avail` rows when n is
+ * below MIN_TIMED_ROWS. -1 when scratch memory runs out. */
+static double time_call(candidate *c, const float *x, size_t n, size_t avail, size_t width, double *out,
+                        unsigned threads) {
     size_t reps = n >= MIN_TIMED_ROWS ? 1 : (MIN_TIMED_ROWS + n - 1) / n, slots = avail - n + 1;
+    size_t grain = tsr_grain(threads, n, c->layout.rows_per_chunk);
     double t0 = now_s();
-    for (size_t k = 0; k < reps; k++)
-        c->engine->score(c->state, x + (k * n % slots) * width, n, width, out, scratch);
+    for (size_t k = 0; k < reps; k++) {
+        plan_job j = {c, x + (k * n % slots) * width, width, out};
+        if (tsr_parallel_for(threads, n, grain, plan_chunk, &j) != TS_OK) return -1;
+    }
     return (now_s() - t0) / (double)reps;
 }
 
@@ -302,13 +345,7 @@ static double budget_s(void) {
 /* Prepares the candidate engines; a failure only marks the candidate as skipped. */
 static int prepare_candidates(const ts_model *m, const tse_config *cfg, candidate *c) {
     ts_engine ids[MAX_CANDIDATES];
-    int n = 0;
-    ids[n++] = cfg->isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
-    ids[n++] = TS_ENGINE_VPRED;
-    ids[n++] = TS_ENGINE_BLOCK_VPRED;
-    ids[n++] = TS_ENGINE_NAIVE;
-    ids[n++] = TS_ENGINE_BLOCK_NAIVE;
-    if (tse_ifelse_cached(m)) ids[n++] = TS_ENGINE_IFELSE;
+    int n = candidate_ids(m, cfg, ids);
     for (int i = 0; i < n; i++) {
         memset(&c[i], 0, sizeof c[i]);
         c[i].engine = tse_engine_get(ids[i]);
@@ -328,14 +365,15 @@ static int prepare_candidates(const ts_model *m, const tse_config *cfg, candidat
  * probe); one PRUNE_FACTOR times slower than the best probe is dropped, so that hopeless
  * candidates do not eat the budget of the contenders. */
 static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail, size_t width, double *out,
-                          unsigned batch, double budget) {
+                          unsigned batch, unsigned threads, double budget) {
     size_t probe = rows_avail < 16 ? rows_avail : 16;
     double probe_s[MAX_CANDIDATES], best = 0, per_doc = 0;
     for (int i = 0; i < n; i++) {
         probe_s[i] = -1;
         if (c[i].skipped[0]) continue;
-        time_call(&c[i], x, probe, rows_avail, width, out); /* warm-up: caches, page faults */
-        probe_s[i] = time_call(&c[i], x, probe, rows_avail, width, out);
+        time_call(&c[i], x, probe, rows_avail, width, out, threads); /* warm-up: caches, page faults */
+        probe_s[i] = time_call(&c[i], x, probe, rows_avail, width, out, threads);
+        if (probe_s[i] < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
         if (probe_s[i] >= 0 && (best == 0 || probe_s[i] < best)) best = probe_s[i];
     }
     for (int i = 0; i < n; i++) {
@@ -354,12 +392,16 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
 }
 
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
-                        double budget) {
+                        unsigned threads, double budget) {
     double t0 = now_s();
     for (int r = 0; r < MAX_ROUNDS; r++) {
         if (r >= MIN_ROUNDS && now_s() - t0 > budget) break;
         for (int i = 0; i < n; i++)
-            if (!c[i].skipped[0]) c[i].times[c[i].n_times++] = time_call(&c[i], x, rows, avail, width, out);
+            if (!c[i].skipped[0]) {
+                double t = time_call(&c[i], x, rows, avail, width, out, threads);
+                if (t < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
+                else c[i].times[c[i].n_times++] = t;
+            }
     }
     for (int i = 0; i < n; i++)
         if (!c[i].skipped[0]) c[i].median_us = 1e6 * median(c[i].times, c[i].n_times) / (double)rows;
@@ -425,12 +467,12 @@ static ts_status plan_by_timing(const ts_model *m, const ts_scorer_options *opts
     int best = -1;
     if (x && scores) {
         double budget = budget_s();
-        size_t rows = sample_size(c, n, x, avail, width, scores, key->batch, budget);
-        time_rounds(c, n, x, rows, avail, width, scores, budget);
+        size_t rows = sample_size(c, n, x, avail, width, scores, key->batch, key->threads, budget);
+        time_rounds(c, n, x, rows, avail, width, scores, key->threads, budget);
         best = fastest(c, n);
-        say(t, "measured: %zu %s rows per call (batch %u), %d rounds, one thread, isa %s\n", rows,
-            data ? "of the caller's" : "synthetic", key->batch, best >= 0 ? c[best].n_times : 0,
-            ts_isa_name(cfg->isa));
+        say(t, "measured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s\n", rows,
+            data ? "of the caller's" : "synthetic", key->batch, best >= 0 ? c[best].n_times : 0, key->threads,
+            key->threads == 1 ? "" : "s", ts_isa_name(cfg->isa));
         report_table(t, c, n, best);
     }
     free(x);

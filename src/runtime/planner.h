@@ -18,10 +18,11 @@ typedef struct tsr_plan {
  *     "measure"; measure when unset);
  *   - rule: tsr_plan_rule's engine, no timing;
  *   - measure: first the wisdom file (an earlier answer for the same model fingerprint,
- *     batch size, thread count, ISA level, CPU and block settings); else every
- *     candidate engine is prepared and timed on a synthetic sample of
- *     min(batch_hint, a cap that bounds the time) rows whose values sit on, just above
- *     and just below the model's thresholds (and some NaN), in alternating rounds;
+ *     batch size, thread count, ISA level, CPU, block settings and candidate set); else
+ *     every candidate engine is prepared and timed, on n_threads threads, on a sample of
+ *     min(batch_hint, a cap that bounds the time) rows (the caller's opts->sample, or
+ *     synthetic rows whose values sit on, just above and just below the model's
+ *     thresholds, and some NaN), in alternating rounds;
  *     the fastest median wins and is appended to the wisdom file.
  * Candidates: vqs (qs when the ISA is scalar), vpred, block-vpred, naive, block-naive,
  * and ifelse only when its compiled object is already in the cache (the planner never

@@ -255,3 +255,8 @@ ts_status tsr_parallel_for(unsigned n_threads, size_t n_items, size_t grain, tsr
     finish(&j);
     return (ts_status)atomic_load_explicit(&j.status, memory_order_relaxed);
 }
+
+size_t tsr_grain(unsigned n_threads, size_t n_rows, size_t min_rows) {
+    size_t per = n_rows / ((size_t)(n_threads ? n_threads : 1) * 4);
+    return per > min_rows ? per : min_rows;
+}

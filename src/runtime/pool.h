@@ -30,4 +30,9 @@ typedef ts_status (*tsr_chunk_fn)(void *ctx, size_t begin, size_t end);
 
 ts_status tsr_parallel_for(unsigned n_threads, size_t n_items, size_t grain, tsr_chunk_fn fn, void *ctx);
 
+/* Rows per chunk of a batch of n_rows on n_threads: at least min_rows (the engine's
+ * smallest worthwhile chunk), and small enough to give every thread about 4 chunks (so
+ * an unlucky slow chunk is evened out). The scorer and the planner's timing both use it. */
+size_t tsr_grain(unsigned n_threads, size_t n_rows, size_t min_rows);
+
 #endif /* TS_RUNTIME_POOL_H */

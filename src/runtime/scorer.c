@@ -131,11 +131,9 @@ static ts_status check_batch(const ts_scorer *s, const void *x, size_t n_rows, s
     return TS_OK;
 }
 
-/* Rows per chunk of a batch: at least the engine's smallest worthwhile chunk, and small
- * enough to give every thread about 4 chunks (so an unlucky slow chunk is evened out). */
+/* Rows per chunk of a batch (see tsr_grain). */
 static size_t grain_for(const ts_scorer *s, size_t n_rows) {
-    size_t per = n_rows / ((size_t)s->n_threads * 4);
-    return per > s->layout.rows_per_chunk ? per : s->layout.rows_per_chunk;
+    return tsr_grain(s->n_threads, n_rows, s->layout.rows_per_chunk);
 }
 
 static void *chunk_scratch(const ts_scorer *s) {

@@ -29,7 +29,7 @@ def test_info_plan_measures_then_remembers(ts, cache):
     for e in ("naive", "vpred", "block-vpred", "block-naive", "ifelse"):
         assert e in r.stdout, r
     wisdom = (cache / "wisdom").read_text()
-    assert len(wisdom.splitlines()) == 1 and wisdom.startswith("treescore-wisdom-2 "), wisdom
+    assert len(wisdom.splitlines()) == 1 and wisdom.startswith("treescore-wisdom-3 "), wisdom
     chosen = wisdom.split()[-2]
     r2 = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "100", "--threads", "1", env=envof(cache))
     assert "wisdom:" in r2.stdout and f"engine {chosen}," in r2.stdout, r2

@@ -123,6 +123,36 @@ static void test_wisdom_garbage(const ts_model *m) {
     ts_scorer_free(s);
 }
 
+/* An answer is tied to the candidates timed: a line whose candidate set (the field
+ * before the engine) differs from today's, e.g. written before ifelse was compiled, is
+ * not reused. */
+static void test_wisdom_candidates(const ts_model *m) {
+    FILE *f = fopen(wisdom, "r");
+    char line[512] = {0};
+    CHECK(f && fgets(line, sizeof line, f));
+    if (f) fclose(f);
+    char *fields[16];
+    int n = 0;
+    for (char *tok = strtok(line, " \n"); tok && n < 16; tok = strtok(NULL, " \n")) fields[n++] = tok;
+    CHECK_MSG(n == 13 && strcmp(fields[0], "treescore-wisdom-3") == 0, "%d fields", n);
+    if (n != 13) return;
+    /* batch 333: only a line of another candidate set (bit 1 << 0 alone), so it is timed;
+     * batch 334: a line of today's set, so it is recalled */
+    f = fopen(wisdom, "a");
+    for (int b = 333; b <= 334; b++) {
+        for (int i = 0; i < 10; i++) fprintf(f, "%s ", i == 3 ? (b == 333 ? "333" : "334") : fields[i]);
+        fprintf(f, "%s naive 1.0\n", b == 333 ? "1" : fields[10]);
+    }
+    fclose(f);
+    ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 333);
+    CHECK_MSG(strstr(ts_scorer_plan_report(s), "measured:") != NULL, "report: %s", ts_scorer_plan_report(s));
+    ts_scorer_free(s);
+    s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 334);
+    CHECK_MSG(strstr(ts_scorer_plan_report(s), "wisdom:") != NULL, "report: %s", ts_scorer_plan_report(s));
+    CHECK(ts_scorer_engine(s) == TS_ENGINE_NAIVE);
+    ts_scorer_free(s);
+}
+
 static void test_wisdom_off(const ts_model *m) {
     setenv("TREESCORE_WISDOM", "off", 1);
     ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 64);
@@ -190,6 +220,7 @@ int main(void) {
         test_rule(m);
         test_measure_then_wisdom(m);
         test_wisdom_garbage(m);
+        test_wisdom_candidates(m);
         test_wisdom_off(m);
         test_caller_sample(m);
         test_bad_plan(m);
