@@ -295,22 +295,6 @@ typedef struct candidate {
     char skipped[160];          /* why it was not timed; empty when it was */
 } candidate;
 
-/* One timed call's rows cut into chunks for the pool, as the scorer does. */
-typedef struct plan_job {
-    const candidate *c;
-    const float *x;
-    size_t width;
-    double *out;
-} plan_job;
-
-static ts_status plan_chunk(void *ctx, size_t begin, size_t end) {
-    const plan_job *j = ctx;
-    void *scratch = j->c->layout.scratch_bytes ? tsr_scratch(j->c->layout.scratch_bytes) : NULL;
-    if (j->c->layout.scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
-    j->c->engine->score(j->c->state, j->x + begin * j->width, end - begin, j->width, j->out + begin, scratch);
-    return TS_OK;
-}
-
 /* Seconds per call of n rows on `threads` threads (split as the scorer splits a batch):
  * one call, or several over consecutive slices of the sample's `avail` rows when n is
  * below MIN_TIMED_ROWS. -1 when scratch memory runs out. */
@@ -320,8 +304,8 @@ static double time_call(candidate *c, const float *x, size_t n, size_t avail, si
     size_t grain = tsr_grain(threads, n, c->layout.rows_per_chunk);
     double t0 = now_s();
     for (size_t k = 0; k < reps; k++) {
-        plan_job j = {c, x + (k * n % slots) * width, width, out};
-        if (tsr_parallel_for(threads, n, grain, plan_chunk, &j) != TS_OK) return -1;
+        tsr_score_job j = {c->engine, c->state, c->layout.scratch_bytes, x + (k * n % slots) * width, width, out};
+        if (tsr_parallel_for(threads, n, grain, tsr_score_chunk, &j) != TS_OK) return -1;
     }
     return (now_s() - t0) / (double)reps;
 }

@@ -140,23 +140,14 @@ static void *chunk_scratch(const ts_scorer *s) {
     return s->layout.scratch_bytes ? tsr_scratch(s->layout.scratch_bytes) : NULL;
 }
 
-/* One batch handed to the pool: rows of floats (score_f32_chunk) or doubles
- * (score_f64_chunk). */
+/* One batch of double rows handed to the pool (score_f64_chunk; float rows go through
+ * tsr_score_chunk). */
 typedef struct score_job {
     const ts_scorer *s;
     const void *x;
     size_t stride;
     double *out;
 } score_job;
-
-static ts_status score_f32_chunk(void *ctx, size_t begin, size_t end) {
-    const score_job *j = ctx;
-    const float *x = j->x;
-    void *scratch = chunk_scratch(j->s);
-    if (j->s->layout.scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
-    j->s->engine->score(j->s->state, x + begin * j->stride, end - begin, j->stride, j->out + begin, scratch);
-    return TS_OK;
-}
 
 static ts_status no_scratch(const ts_scorer *s, ts_error *err) {
     return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for %zu bytes of scoring scratch memory",
@@ -167,8 +158,8 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
                           double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
     if (n_rows == 0) return TS_OK;
-    score_job job = {s, x, row_stride, out};
-    ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_f32_chunk, &job);
+    tsr_score_job job = {s->engine, s->state, s->layout.scratch_bytes, x, row_stride, out};
+    ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), tsr_score_chunk, &job);
     return st == TS_OK ? TS_OK : no_scratch(s, err);
 }
 

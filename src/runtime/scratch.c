@@ -62,3 +62,11 @@ void *tsr_scratch(size_t bytes) {
     capacity = want;
     return p;
 }
+
+ts_status tsr_score_chunk(void *ctx, size_t begin, size_t end) {
+    const tsr_score_job *j = ctx;
+    void *scratch = j->scratch_bytes ? tsr_scratch(j->scratch_bytes) : NULL;
+    if (j->scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
+    j->engine->score(j->state, j->x + begin * j->stride, end - begin, j->stride, j->out + begin, scratch);
+    return TS_OK;
+}
