@@ -947,9 +947,9 @@ def time_latency(g: str, entries: list, t: int, q: int, a, result: dict) -> None
     by one, the systems alternating call by call (the start row moves on every round, so no
     system sees a row the others did not)."""
     work = []
+    failed = {(c["model"], c["system"], c["cell"]) for c in result["checks"] if "cell" in c}
     for m, so in entries:
-        if (m["name"], so.label(), f"t={t} b={q}") in {(c["model"], c["system"], c.get("cell"))
-                                                       for c in result["checks"] if "cell" in c}:
+        if (m["name"], so.label(), f"t={t} b={q}") in failed:
             continue   # failed the cell's check in time_cell
         try:
             fn = so.runner(t, q)

@@ -119,8 +119,10 @@ typedef struct wisdom_key {
     ts_isa isa;
     uint32_t tau, delta, lanes;
     const char *rows;       /* "data" (caller's sample) or "synthetic" */
-    unsigned cands;         /* the candidate engines, bit (1 << ts_engine) each: an answer
-                               found before ifelse was compiled is not reused after */
+    ts_engine ids[MAX_CANDIDATES]; /* the candidate engines (candidate_ids), n_ids of them */
+    int n_ids;
+    unsigned cands;         /* the same set, bit (1 << ts_engine) each: an answer found
+                               before ifelse was compiled is not reused after */
 } wisdom_key;
 
 static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, wisdom_key *k) {
@@ -141,10 +143,9 @@ static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, u
     k->delta = cfg->delta;
     k->lanes = cfg->lanes;
     k->rows = "synthetic";
-    ts_engine ids[MAX_CANDIDATES];
-    int n = candidate_ids(m, cfg, ids);
+    k->n_ids = candidate_ids(m, cfg, k->ids);
     k->cands = 0;
-    for (int i = 0; i < n; i++) k->cands |= 1u << ids[i];
+    for (int i = 0; i < k->n_ids; i++) k->cands |= 1u << k->ids[i];
 }
 
 /* The wisdom file's path, or -1 when it is switched off or has no place. */
@@ -327,9 +328,9 @@ static double budget_s(void) {
 }
 
 /* Prepares the candidate engines; a failure only marks the candidate as skipped. */
-static int prepare_candidates(const ts_model *m, const tse_config *cfg, candidate *c) {
-    ts_engine ids[MAX_CANDIDATES];
-    int n = candidate_ids(m, cfg, ids);
+static int prepare_candidates(const ts_model *m, const tse_config *cfg, const ts_engine *ids, int n,
+                              candidate *c) {
+    if (n > MAX_CANDIDATES) n = MAX_CANDIDATES; /* never (candidate_ids gives 6 at most); tells the compiler */
     for (int i = 0; i < n; i++) {
         memset(&c[i], 0, sizeof c[i]);
         c[i].engine = tse_engine_get(ids[i]);
@@ -441,7 +442,7 @@ static ts_status plan_by_rule(const ts_model *m, const tse_config *cfg, tsr_plan
 static ts_status plan_by_timing(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
                                 const wisdom_key *key, tsr_plan *out, text *t, ts_error *err) {
     candidate c[MAX_CANDIDATES];
-    int n = prepare_candidates(m, cfg, c);
+    int n = prepare_candidates(m, cfg, key->ids, key->n_ids, c);
     size_t width = m->n_features ? m->n_features : 1;
     size_t avail = key->batch < MAX_SAMPLE_ROWS ? key->batch : MAX_SAMPLE_ROWS;
     if (avail < MIN_SAMPLE_ROWS) avail = MIN_SAMPLE_ROWS;

@@ -122,6 +122,17 @@ static inline void random_tree(uint32_t n_leaves, int deep, tsm_node *nodes, dou
     free(slots);
 }
 
+/* The end of building a test model: base score 0.5, tsm_model_finish (checked), the
+ * node and leaf buffers freed. Returns m. */
+static inline ts_model *finish_random_model(ts_model *m, tsm_node *nodes, double *leaves) {
+    m->base_score = 0.5;
+    ts_error err;
+    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
+    free(nodes);
+    free(leaves);
+    return m;
+}
+
 /* n_trees trees of min..max leaves; every `deep_every`-th tree (0: none) is deep. */
 static inline ts_model *random_model(uint32_t n_trees, uint32_t min_leaves, uint32_t max_leaves, uint32_t deep_every) {
     ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
@@ -134,12 +145,7 @@ static inline ts_model *random_model(uint32_t n_trees, uint32_t min_leaves, uint
         ts_error err;
         CHECK_STATUS(tsm_model_add_tree(m, L - 1, nodes, L, leaves, w, &err), TS_OK);
     }
-    m->base_score = 0.5;
-    ts_error err;
-    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
-    free(nodes);
-    free(leaves);
-    return m;
+    return finish_random_model(m, nodes, leaves);
 }
 
 static inline double reference_score(const ts_model *m, const float *row) {

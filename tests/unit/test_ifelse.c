@@ -63,12 +63,7 @@ static ts_model *make_model(uint32_t n_random, uint32_t max_leaves, int extras) 
             add_tree(m, 3, nodes, leaves, 1e200);
         }
     }
-    m->base_score = 0.5;
-    ts_error err;
-    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
-    free(nodes);
-    free(leaves);
-    return m;
+    return finish_random_model(m, nodes, leaves);
 }
 
 static ts_status create(const ts_model *m, ts_engine engine, unsigned threads, ts_scorer **s, ts_error *err) {
