@@ -111,12 +111,19 @@ typedef enum ts_model_format {
     TS_FORMAT_AUTO = 0,           /* detect from content */
     TS_FORMAT_LIGHTGBM = 1,       /* LightGBM text model (save_model / model.txt) */
     TS_FORMAT_XGBOOST_JSON = 2,   /* XGBoost JSON from save_model("x.json") */
-    TS_FORMAT_QUICKRANK_XML = 3   /* QuickRank XML ensemble */
+    TS_FORMAT_QUICKRANK_XML = 3,  /* QuickRank XML ensemble */
+    TS_FORMAT_XGBOOST_DUMP = 4,   /* XGBoost get_dump(dump_format="json") trees, as a JSON list, or
+                                     the Elasticsearch/OpenSearch LTR {"splits": [...]} wrapper */
+    TS_FORMAT_LIGHTGBM_JSON = 5,  /* LightGBM dump_model() JSON (the format Vespa imports) */
+    TS_FORMAT_RANKLIB = 6,        /* RankLib LambdaMART, MART and random forests */
+    TS_FORMAT_XGBOOST_UBJSON = 7  /* XGBoost UBJSON (save_model("x.ubj"), the default since 2.1) */
 } ts_model_format;
+#define TS_FORMAT_COUNT 8
 
-/* "auto", "lightgbm", "xgboost", "quickrank". */
+/* "auto", "lightgbm", "xgboost", "quickrank", "xgboost-dump", "lightgbm-json", "ranklib",
+ * "xgboost-ubjson". */
 TS_API const char *ts_model_format_name(ts_model_format format);
-/* Accepts the names above (and "xgboost-json", "quickrank-xml"); TS_ERR_INVALID_ARGUMENT otherwise. */
+/* Accepts the names above (and "xgboost-json", "quickrank-xml", "ubjson"); TS_ERR_INVALID_ARGUMENT otherwise. */
 TS_API ts_status ts_model_format_from_name(const char *name, ts_model_format *out);
 
 typedef struct ts_model ts_model;
@@ -151,6 +158,10 @@ typedef struct ts_model_info {
                                      its predict() divides by the number of trees */
     uint32_t has_missing_splits;  /* 1 when some split routes missing values specially */
     char objective[64];           /* objective named in the file ("lambdarank", "rank:ndcg"), or "" */
+    uint32_t n_outputs;           /* scores per row, K: 1, or the classes of a multiclass model
+                                     (LightGBM num_class, XGBoost multi:*) / targets of a
+                                     multi-output model; ts_scorer_score writes rows x K */
+    uint32_t n_categorical_splits;/* internal nodes that test a category set */
 } ts_model_info;
 
 TS_API ts_status ts_model_get_info(const ts_model *model, ts_model_info *out);
@@ -158,6 +169,18 @@ TS_API ts_status ts_model_get_info(const ts_model *model, ts_model_info *out);
 /* The name the model file gives feature i (LightGBM feature_names, XGBoost feature_names),
  * or NULL when it gives none or i is out of range. Valid while the model lives. */
 TS_API const char *ts_model_feature_name(const ts_model *model, uint32_t i);
+
+/* Models whose splits name features (XGBoost dumps: "split": "bm25") read feature i from
+ * column names[i]'s position: after this call, each split on a feature named names[c]
+ * reads column c. Names of the model that are not in `names` are an error that names
+ * them (TS_ERR_SHAPE); the model is unchanged on failure. Call before ts_scorer_create,
+ * never concurrently with other uses of the model. */
+TS_API ts_status ts_model_map_features(ts_model *model, const char *const *names, uint32_t n_names,
+                                       ts_error *err);
+
+/* Set the constant added to every score (formats without one, such as XGBoost dumps,
+ * load with 0). Same rules as ts_model_map_features. */
+TS_API ts_status ts_model_set_base_score(ts_model *model, double base_score, ts_error *err);
 
 /* What an absent entry of a sparse (SVMlight) row means to the training library of this
  * model: 0.0 for LightGBM and QuickRank, NaN (missing) for XGBoost. */
@@ -272,6 +295,9 @@ TS_API void ts_scorer_free(ts_scorer *scorer);
 /* The engine actually used (never TS_ENGINE_AUTO) and the columns a row must have. */
 TS_API ts_engine ts_scorer_engine(const ts_scorer *scorer);
 TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
+/* Scores per row (ts_model_info.n_outputs): ts_scorer_score writes n_rows * K doubles,
+ * row-major (the K scores of row r at out + r * K). */
+TS_API uint32_t ts_scorer_n_outputs(const ts_scorer *scorer);
 /* What the scorer actually uses: instruction set (TS_ISA_SCALAR for every engine but vqs),
  * threads per batch, and the block sizes tau (trees) and delta (documents) of qs, vqs,
  * block-naive and block-vpred (0 and 0 for the other engines). */
@@ -286,7 +312,7 @@ TS_API const char *ts_scorer_plan_report(const ts_scorer *scorer);
 /* Score `n_rows` rows of a dense row-major float32 matrix: row r starts at
  * x + r * row_stride (in floats) and has `n_cols` readable values; NaN is a missing
  * value. Requires n_cols >= ts_scorer_n_features() and row_stride >= n_cols; columns
- * past the model's features are ignored. Writes n_rows doubles to `out`.
+ * past the model's features are ignored. Writes n_rows * K doubles to `out` (K = ts_scorer_n_outputs, usually 1).
  * n_rows == 0 is a no-op. Thread-safe, lock-free (see above). Fails only with
  * TS_ERR_INVALID_ARGUMENT, TS_ERR_SHAPE, or TS_ERR_NO_MEMORY when a thread's scratch
  * buffer cannot grow. */

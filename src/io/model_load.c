@@ -63,6 +63,13 @@ static ts_status dispatch(const char *data, size_t size, ts_model_format format,
     case TS_FORMAT_LIGHTGBM: st = tsio_load_lightgbm(data, size, name, out, err); break;
     case TS_FORMAT_XGBOOST_JSON: st = tsio_load_xgboost_json(data, size, name, out, err); break;
     case TS_FORMAT_QUICKRANK_XML: st = tsio_load_quickrank_xml(data, size, name, out, err); break;
+    case TS_FORMAT_XGBOOST_DUMP:
+    case TS_FORMAT_LIGHTGBM_JSON:
+    case TS_FORMAT_RANKLIB:
+    case TS_FORMAT_XGBOOST_UBJSON:
+        st = ts_fail(err, TS_ERR_UNSUPPORTED, "%s: model format %s is not supported yet", name,
+                     ts_model_format_name(format));
+        break;
     default: st = ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: unknown model format %d", name, (int)format); break;
     }
     guard_leave(&g);
@@ -75,7 +82,7 @@ ts_status ts_model_load_buffer(const void *data, size_t size, ts_model_format fo
     if (!out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: ts_model_load_buffer: out is NULL", name);
     *out = NULL;
     if (!data && size > 0) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: ts_model_load_buffer: data is NULL", name);
-    if ((unsigned)format > TS_FORMAT_QUICKRANK_XML)
+    if ((unsigned)format >= TS_FORMAT_COUNT)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: unknown model format %d", name, (int)format);
     const char *text = data;
     if (size == 0) return ts_fail(err, TS_ERR_PARSE, "%s: empty model file", name);

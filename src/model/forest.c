@@ -296,6 +296,7 @@ ts_status ts_model_get_info(const ts_model *m, ts_model_info *out) {
     out->average_output = m->average_output;
     memcpy(out->objective, m->objective, sizeof out->objective);
     out->objective[sizeof out->objective - 1] = '\0';
+    out->n_outputs = 1;
 
     uint8_t *used = calloc((size_t)m->n_features + 1, 1);
     if (!used) return TS_ERR_NO_MEMORY;
@@ -333,6 +334,10 @@ const char *ts_model_format_name(ts_model_format f) {
     case TS_FORMAT_LIGHTGBM: return "lightgbm";
     case TS_FORMAT_XGBOOST_JSON: return "xgboost";
     case TS_FORMAT_QUICKRANK_XML: return "quickrank";
+    case TS_FORMAT_XGBOOST_DUMP: return "xgboost-dump";
+    case TS_FORMAT_LIGHTGBM_JSON: return "lightgbm-json";
+    case TS_FORMAT_RANKLIB: return "ranklib";
+    case TS_FORMAT_XGBOOST_UBJSON: return "xgboost-ubjson";
     }
     return "unknown";
 }
@@ -342,6 +347,9 @@ ts_status ts_model_format_from_name(const char *name, ts_model_format *out) {
         {"auto", TS_FORMAT_AUTO},          {"lightgbm", TS_FORMAT_LIGHTGBM},
         {"xgboost", TS_FORMAT_XGBOOST_JSON}, {"xgboost-json", TS_FORMAT_XGBOOST_JSON},
         {"quickrank", TS_FORMAT_QUICKRANK_XML}, {"quickrank-xml", TS_FORMAT_QUICKRANK_XML},
+        {"xgboost-dump", TS_FORMAT_XGBOOST_DUMP}, {"lightgbm-json", TS_FORMAT_LIGHTGBM_JSON},
+        {"ranklib", TS_FORMAT_RANKLIB}, {"xgboost-ubjson", TS_FORMAT_XGBOOST_UBJSON},
+        {"ubjson", TS_FORMAT_XGBOOST_UBJSON},
     };
     if (!name || !out) return TS_ERR_INVALID_ARGUMENT;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -106,6 +106,7 @@ void ts_scorer_free(ts_scorer *s) {
 
 ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->engine->id : TS_ENGINE_AUTO; }
 uint32_t ts_scorer_n_features(const ts_scorer *s) { return s ? s->n_features : 0; }
+uint32_t ts_scorer_n_outputs(const ts_scorer *s) { return s ? 1 : 0; }
 ts_isa ts_scorer_isa(const ts_scorer *s) { return s ? s->layout.isa : TS_ISA_AUTO; }
 unsigned ts_scorer_n_threads(const ts_scorer *s) { return s ? s->n_threads : 0; }
 
