@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test bench bench-quick fuzz install clean
+.PHONY: all build demo test test-spark bench bench-quick fuzz install clean
 PREFIX ?= /usr/local
 
 all: build
@@ -21,6 +21,17 @@ demo: build
 # Install what the tests need, build with -Werror, run every test, print a pass/fail count.
 test:
 	@./scripts/run_tests.sh
+
+# Optional: the Python package scoring a Spark DataFrame with mapInPandas in local mode
+# (examples/spark_predict.py); installs pyspark into .venv, needs Java 17+ (Debian:
+# openjdk-17-jre-headless).
+test-spark:
+	@command -v java >/dev/null || { echo "make test-spark: needs Java 17+ (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@./scripts/setup_venv.sh
+	@.venv/bin/python -m pip install --quiet --disable-pip-version-check pyspark==4.3.0
+	@.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+		--config-settings=build-dir=build/python .
+	@.venv/bin/python examples/spark_predict.py
 
 # treescore against LightGBM, XGBoost, TL2cgen, lleaves, ONNX Runtime, daal4py and YDF on
 # the model zoo (bench/README.md): the whole zoo (hours of training), or its small models.

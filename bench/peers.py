@@ -21,6 +21,10 @@ Systems (a system that is not installed or cannot load a model is reported, not 
                 ts_scorer_score): the --engines, by default auto (the planner, told the
                 batch size) and ifelse (compiled; auto considers it once it is compiled);
                 one scorer per thread count and batch size
+  treescore-py  the Python package (pip install .): treescore.Model(model_file=...,
+                threads=T, batch_hint=B, sample=first test rows).predict(X, raw_score=True):
+                what a Python user gets, the engines of treescore behind a Python call (one
+                Model per thread count and batch size, as treescore's scorers) (lgb, xgb)
   lightgbm      Booster.predict(X, raw_score=True, num_threads=T)            (lgb models)
   xgboost       Booster.inplace_predict(X, predict_type="margin"), nthread=T (xgb models)
   tl2cgen       treelite model -> tl2cgen.export_lib(toolchain="gcc") -> Predictor(nthread=T)
@@ -113,14 +117,15 @@ import zoo  # noqa: E402  (its sets of model names)
 
 SCHEMA = 1
 CACHE = HERE / ".cache" / "peers"
-SYSTEMS = ("treescore", "lightgbm", "xgboost", "tl2cgen", "lleaves", "onnxruntime", "daal4py", "ydf")
+SYSTEMS = ("treescore", "treescore-py", "lightgbm", "xgboost", "tl2cgen", "lleaves", "onnxruntime", "daal4py", "ydf")
 APPLIES = {  # which model libraries each system can run
-    "treescore": ("lightgbm", "xgboost"), "lightgbm": ("lightgbm",), "xgboost": ("xgboost",),
+    "treescore": ("lightgbm", "xgboost"), "treescore-py": ("lightgbm", "xgboost"), "lightgbm": ("lightgbm",), "xgboost": ("xgboost",),
     "tl2cgen": ("lightgbm", "xgboost"), "lleaves": ("lightgbm",), "onnxruntime": ("lightgbm", "xgboost"),
     "daal4py": ("lightgbm", "xgboost"), "ydf": ("ydf",),
 }
 TOLERANCE = {
     "treescore": "exact: bit for bit (LightGBM: its predict; XGBoost: the double sum of its own exit leaves)",
+    "treescore-py": "exact, as treescore (the same library behind the Python package)",
     "lightgbm": "bound32 (it is the reference of LightGBM models: expected exact)",
     "xgboost": "bound32 against the exact leaf sum (it adds in float32)",
     "tl2cgen": "bound32", "lleaves": "bound32", "onnxruntime": "bound32", "daal4py": "bound32",
@@ -417,6 +422,35 @@ class TreescoreSys(System):
         return self.ts.scorer_fn(self.first)
 
 
+class TreescorePySys(System):
+    """The Python package, as its users call it (float32 rows: scored in place), given
+    what the C system is given: the thread count, the batch size and sample rows for the
+    planner (one Model per cell, as treescore has one scorer per cell)."""
+    name = "treescore-py"
+
+    def prepare(self):
+        import treescore
+        self.ts = treescore
+        X = self.model.get("X")
+        self.sample = None if X is None else X[:4096]
+        self.mod = treescore.Model(model_file=str(self.model["model_path"]), batch_hint=1000, sample=self.sample)
+        self.mods = {}
+        self.engines_used = {}
+
+    def runner(self, threads, batch):
+        key = (threads, batch)
+        if key not in self.mods:
+            self.mods[key] = self.ts.Model(model_file=str(self.model["model_path"]), threads=threads,
+                                           batch_hint=batch, sample=self.sample)
+            self.engines_used[f"{threads}x{batch}"] = self.mods[key].engine
+        mod = self.mods[key]
+        return lambda X: mod.predict(X, raw_score=True)
+
+    def first_runner(self):
+        mod = self.mod
+        return lambda X: mod.predict(X, raw_score=True)
+
+
 class LightgbmSys(System):
     name = "lightgbm"
 
@@ -575,9 +609,9 @@ class YdfSys(System):
         return run
 
 
-CLASSES = {"lightgbm": LightgbmSys, "xgboost": XgboostSys, "tl2cgen": Tl2cgenSys, "lleaves": LleavesSys,
+CLASSES = {"treescore-py": TreescorePySys, "lightgbm": LightgbmSys, "xgboost": XgboostSys, "tl2cgen": Tl2cgenSys, "lleaves": LleavesSys,
            "onnxruntime": OnnxSys, "daal4py": DaalSys, "ydf": YdfSys}
-IMPORTS = {"lightgbm": "lightgbm", "xgboost": "xgboost", "tl2cgen": "tl2cgen", "lleaves": "lleaves",
+IMPORTS = {"treescore-py": "treescore", "lightgbm": "lightgbm", "xgboost": "xgboost", "tl2cgen": "tl2cgen", "lleaves": "lleaves",
            "onnxruntime": "onnxruntime", "daal4py": "daal4py", "ydf": "ydf"}
 
 
@@ -602,14 +636,15 @@ def check(system: str, model: dict, got: np.ndarray, rows: np.ndarray) -> dict:
     # treescore on LightGBM models and each library on its own models: the library's
     # scores; treescore on XGBoost models and every other peer: the exact leaf sum
     own = (system, model["library"]) in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"))
-    target = ref if own or (system == "treescore" and model["library"] == "lightgbm") else exact
+    ours = system in ("treescore", "treescore-py")
+    target = ref if own or (ours and model["library"] == "lightgbm") else exact
     err_t = np.abs(got - target)
     err_e = np.abs(got - exact)
     res.update(max_abs_err=float(err_t.max()), bit_exact_rows=int((got == target).sum()),
                max_err_over_bound32=float((err_e / bound).max()))
     if res["bit_exact_rows"] == rows.size:
         res["status"] = "exact"
-    elif system == "treescore":
+    elif ours:
         res["status"] = "wrong"   # treescore must be exact
         res["note"] = f"{rows.size - res['bit_exact_rows']} rows not bit-exact"
     elif (err_e <= bound).all():
@@ -830,7 +865,7 @@ def main() -> int:
                 m.pop(key, None)
         # the treescore scorers' engines per cell, for the report
         for m2, so in entries:
-            if isinstance(so, TreescoreSys):
+            if hasattr(so, "engines_used"):
                 for c in result["checks"]:
                     if c["model"] == m2["name"] and c["system"] == so.label():
                         c["engines_used"] = so.engines_used
@@ -862,7 +897,7 @@ def prepare_and_check(sysobj: System, m: dict, result: dict, ncpu: int):
         t0 = time.perf_counter()
         sysobj.prepare()
         t1 = time.perf_counter()
-        fn = sysobj.first_runner() if isinstance(sysobj, TreescoreSys) else sysobj.runner(ncpu, 1)
+        fn = sysobj.first_runner() if hasattr(sysobj, "first_runner") else sysobj.runner(ncpu, 1)
         fn(X[:1])
         t2 = time.perf_counter()
     except Unavailable as e:
@@ -934,7 +969,7 @@ def time_cell(g: str, entries: list, t: int, b: int, a, result: dict) -> None:
                    threads=t, batch=b, us_per_doc_median=round(float(np.median(us)), 4),
                    us_per_doc_min=round(float(us.min()), 4), us_per_doc_max=round(float(us.max()), 4),
                    repeat=len(us), calls_per_pass=w["calls"], tiled=b > w["m"]["X"].shape[0])
-        if isinstance(w["so"], TreescoreSys):
+        if hasattr(w["so"], "engines_used"):
             rec["engine"] = w["so"].engines_used.get(f"{t}x{b}")
         result["timings"].append(rec)
 
@@ -986,7 +1021,7 @@ def time_latency(g: str, entries: list, t: int, q: int, a, result: dict) -> None
         rec = dict(group=g, model=w["m"]["name"], library=w["m"]["library"], system=w["so"].label(), threads=t,
                    docs=q, queries=len(us), us_per_query_median=round(float(np.median(us)), 2),
                    us_per_query_p99=round(float(np.percentile(us, 99)), 2), us_per_query_min=round(float(us.min()), 2))
-        if isinstance(w["so"], TreescoreSys):
+        if hasattr(w["so"], "engines_used"):
             rec["engine"] = w["so"].engines_used.get(f"{t}x{q}")
         result["latency"].append(rec)
 

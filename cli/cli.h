@@ -68,6 +68,9 @@ typedef struct cli_opts {
     int tsv;                     /* bench: --format tsv output */
     int quiet;                   /* no progress on stderr */
     int no_name_check;           /* CSV/TSV header names are not compared with the model's */
+    const char *feature_names_path; /* --feature-names: one name per line, in column order */
+    double base_score;           /* --base-score, when has_base_score */
+    int has_base_score;
     int help;
 } cli_opts;
 
@@ -95,8 +98,22 @@ int cli_start(int argc, char **argv, unsigned accepted, const char *usage, int n
 /* "treescore: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Load the model named in opts (message and NULL on failure). */
+/* Load the model named in opts (message and NULL on failure), then cli_prepare_model. */
 ts_model *cli_load_model(const cli_opts *o);
+/* features.c: apply --base-score and --feature-names; a dump whose splits name features
+ * is mapped through the CSV/TSV header of -d DATA when there is one. Message and -1 on
+ * failure. cli_feature_mapping: how the features were mapped, for info (NULL: as read). */
+int cli_prepare_model(const cli_opts *o, ts_model *m);
+const char *cli_feature_mapping(void);
+/* --base-score's value: a finite number (message and -1 otherwise). */
+int cli_parse_base_score(const char *v, double *out);
+/* The help lines of --feature-names and --base-score. */
+#define CLI_FEATURES_HELP                                                                   \
+    "      --feature-names FILE  one name per line, in the data's column order: a split on\n" \
+    "                          a named feature reads that name's column (XGBoost dumps name\n" \
+    "                          features; a CSV/TSV header maps them too)\n"                 \
+    "      --base-score X      the constant added to every score (XGBoost dumps have none:\n" \
+    "                          0 by default); replaces the model's own\n"
 /* Create a scorer for `engine` with the threads, isa, tau and delta in opts (message
  * and NULL on failure). */
 ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine engine);

@@ -37,7 +37,8 @@ static const char usage[] =
     "                          to standard error, starting with '# ')\n"
     "      --data-format F     the data's format: auto (default), svmlight, csv, tsv, raw\n"
     "      --model-format F, --query-file F, --one-based, --header, --no-header,\n"
-    "      --label-column K    as for 'treescore score'\n"
+    "      --label-column K, --feature-names FILE, --base-score X\n"
+    "                          as for 'treescore score'\n"
     "      --quiet             no progress lines on standard error (long runs print one\n"
     "                          per repetition)\n"
     "  -h, --help              this help\n";
@@ -177,7 +178,8 @@ static double run_once(ts_scorer *s, const matrix *mx, size_t batch, double *out
     double t0 = cli_now();
     for (size_t r = 0; r < mx->rows; r += batch) {
         size_t n = mx->rows - r < batch ? mx->rows - r : batch;
-        if (ts_scorer_score(s, mx->x + r * mx->cols, n, mx->cols, mx->cols, out + r, &err) != TS_OK) {
+        if (ts_scorer_score(s, mx->x + r * mx->cols, n, mx->cols, mx->cols, out + r * ts_scorer_n_outputs(s), &err) !=
+            TS_OK) {
             cli_error("bench: scoring failed: %s", err.message);
             return -1;
         }
@@ -293,7 +295,7 @@ static double warm_up(ts_scorer **sc, const engine_spec *specs, int n, const mat
         double t = run_once(sc[e], mx, batch, e ? out : ref);
         if (t < 0) return -1;
         total += t;
-        if (e && memcmp(out, ref, mx->rows * sizeof *out) != 0) {
+        if (e && memcmp(out, ref, mx->rows * ts_scorer_n_outputs(sc[e]) * sizeof *out) != 0) {
             cli_error("engine %s does not give the same scores as %s: refusing to time it", specs[e].text,
                       specs[0].text);
             return -1;
@@ -324,7 +326,9 @@ static int timed_runs(const cli_opts *o, ts_scorer **sc, const engine_spec *spec
 
 static int bench_engines(const cli_opts *o, const ts_model *m, const matrix *mx, const engine_spec *specs, int n) {
     ts_scorer *sc[MAX_ENGINES] = {0};
-    double *out = malloc(mx->rows * sizeof *out), *ref = malloc(mx->rows * sizeof *ref);
+    ts_model_info mi;
+    size_t k = ts_model_get_info(m, &mi) == TS_OK && mi.n_outputs ? mi.n_outputs : 1; /* scores per row */
+    double *out = malloc(mx->rows * k * sizeof *out), *ref = malloc(mx->rows * k * sizeof *ref);
     double *times = malloc((size_t)n * o->repeat * sizeof *times);
     size_t batch = o->batch ? o->batch : mx->rows;
     result res[MAX_ENGINES];

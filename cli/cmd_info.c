@@ -12,8 +12,10 @@ static const char usage[] =
     "why: the planner's timings of the candidate engines, the wisdom file's earlier\n"
     "answer, or the rule of thumb (--planner rule).\n"
     "\n"
-    "  -m, --model FILE        LightGBM text, XGBoost JSON or QuickRank XML model\n"
-    "      --model-format F    auto (default), lightgbm, xgboost, quickrank\n"
+    "  -m, --model FILE        a model file (LightGBM, XGBoost, QuickRank, RankLib: see --model-format)\n"
+    "      --model-format F    auto (default), lightgbm, lightgbm-json, xgboost, xgboost-ubjson,\n"
+    "                          xgboost-dump, quickrank, ranklib\n"
+    CLI_FEATURES_HELP
     "      --plan              show the planner's choice\n"
     "      --batch N           rows per scoring call to plan for (default 1000)\n"
     "  -d, --data FILE         time the engines on the first rows of FILE (default:\n"
@@ -78,7 +80,10 @@ int cmd_info(int argc, char **argv) {
         for (uint32_t j = 1; j < i.n_features && j < 8; j++) printf(" %s", ts_model_feature_name(m, j));
         printf("%s\n", i.n_features > 8 ? " ..." : "");
     }
-    printf("base score:       %.17g\n", i.base_score);
+    if (cli_feature_mapping()) printf("feature mapping:  %s\n", cli_feature_mapping());
+    if (i.n_outputs > 1) printf("outputs:          %u scores per row (tree t adds to one of them)\n", i.n_outputs);
+    if (i.n_categorical_splits) printf("categorical:      %u splits test a category set\n", i.n_categorical_splits);
+    printf("base score:       %.17g%s\n", i.base_score, i.n_outputs > 1 ? " (the first output's)" : "");
     if (i.average_output)
         printf("random forest:    average_output; scores are LightGBM raw scores (sums); its predict() "
                "divides them by %u\n", i.n_trees);

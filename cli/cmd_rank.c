@@ -17,7 +17,7 @@ static const char usage[] =
     "data has labels, NDCG@K over all queries is printed at the end (gain 2^label - 1,\n"
     "discount log2(rank + 1), a query without relevant rows counts 1, as in LightGBM).\n"
     "\n"
-    "  -m, --model FILE        LightGBM text, XGBoost JSON or QuickRank XML model\n"
+    "  -m, --model FILE        a model file (LightGBM, XGBoost, QuickRank, RankLib: see --model-format)\n"
     "  -d, --data FILE         data file (SVMlight/LETOR with qid or a query file)\n"
     "  -k, --top K             rows printed per query (default 10)\n"
     "      --ndcg K            K of NDCG@K (default: the --top value)\n"
@@ -28,7 +28,7 @@ static const char usage[] =
     "  -f, --format F          auto, svmlight, csv, tsv, raw\n"
     "  -q, --query-file FILE   query sizes, one per line\n"
     "      --one-based, --header, --no-header, --label-column K, --no-name-check,\n"
-    "      --model-format F\n"
+    "      --model-format F, --feature-names FILE, --base-score X\n"
     "                          as for 'treescore score'\n"
     "      --quiet             no summary on stderr\n"
     "  -h, --help              this help\n";
@@ -193,6 +193,14 @@ int cmd_rank(int argc, char **argv) {
     double t0 = cli_now();
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
+    ts_model_info mi;
+    if (ts_model_get_info(m, &mi) == TS_OK && mi.n_outputs > 1) {
+        cli_error("%s: the model gives %u scores per row (a multiclass or multi-target model, objective '%s'); "
+                  "rank sorts by one score: use 'treescore score', which prints the %u scores of each row",
+                  o.model_path, mi.n_outputs, mi.objective, mi.n_outputs);
+        ts_model_free(m);
+        return CLI_FAILED;
+    }
     /* auto: made on the first chunk (the planner times the engines on it) */
     ts_scorer *s = o.engine == TS_ENGINE_AUTO ? NULL : cli_create_scorer(m, &o, o.engine);
     tsio_reader *r = s || o.engine == TS_ENGINE_AUTO ? cli_open_data(&o, m, 1, 1) : NULL;

@@ -8,12 +8,15 @@ static const char usage[] =
     "usage: treescore score -m MODEL -d DATA [-o OUT] [options]\n"
     "\n"
     "Score every row of DATA with MODEL and print one score per line (%.17g: the exact\n"
-    "double). The scores are the training library's raw scores: LightGBM raw_score,\n"
-    "XGBoost output_margin, QuickRank sum(weight * output). DATA is read and scored in\n"
-    "chunks, so files of any size run in bounded memory.\n"
+    "double); a model with K > 1 outputs (multiclass, multi-target) prints K tab-separated\n"
+    "scores per line, in class order. The scores are the training library's raw scores:\n"
+    "LightGBM raw_score, XGBoost output_margin, QuickRank sum(weight * output). DATA is read\n"
+    "and scored in chunks, so files of any size run in bounded memory.\n"
     "\n"
-    "  -m, --model FILE        LightGBM text, XGBoost JSON or QuickRank XML model\n"
-    "      --model-format F    auto (default), lightgbm, xgboost, quickrank\n"
+    "  -m, --model FILE        a model file (LightGBM, XGBoost, QuickRank, RankLib: see --model-format)\n"
+    "      --model-format F    auto (default), lightgbm, lightgbm-json, xgboost, xgboost-ubjson,\n"
+    "                          xgboost-dump, quickrank, ranklib\n"
+    CLI_FEATURES_HELP
     "  -d, --data FILE         data file, or - for standard input\n"
     "  -f, --format F          auto (default: from the extension, else SVMlight), svmlight,\n"
     "                          csv, tsv, raw (TSRAWF32 float32 matrix)\n"
@@ -51,7 +54,10 @@ static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer **s, tsi
             got = -1;
             break;
         }
-        for (size_t i = 0; i < c.n_rows; i++) fprintf(out->f, "%.17g\n", it.scores[i]);
+        uint32_t k = ts_scorer_n_outputs(*s);
+        for (size_t i = 0; i < c.n_rows; i++)
+            for (uint32_t j = 0; j < k; j++)
+                fprintf(out->f, j + 1 < k ? "%.17g\t" : "%.17g\n", it.scores[i * k + j]);
         total += c.n_rows;
         cli_progress_update(&prog, total);
     }

@@ -30,6 +30,10 @@ ts_model *cli_load_model(const cli_opts *o) {
         cli_error("%s", err.message);
         return NULL;
     }
+    if (cli_prepare_model(o, m)) {
+        ts_model_free(m);
+        return NULL;
+    }
     return m;
 }
 
@@ -228,9 +232,10 @@ int cli_chunks_next(cli_chunks *it, tsio_chunk *c) {
 
 int cli_chunks_score(cli_chunks *it, ts_scorer *s, const tsio_chunk *c) {
     ts_error err;
-    if (c->n_rows > it->cap) {
+    size_t need = c->n_rows * ts_scorer_n_outputs(s); /* K scores per row */
+    if (need > it->cap) {
         free(it->scores);
-        it->cap = c->n_rows;
+        it->cap = need;
         if (!(it->scores = malloc(it->cap * sizeof *it->scores))) {
             it->cap = 0;
             cli_error("out of memory");

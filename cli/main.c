@@ -1,7 +1,10 @@
-/* main.c: the treescore command: dispatch to subcommands, --help, --version. */
+/* main.c: the treescore command: dispatch to subcommands, --help, --version; prints the library's notes; SIGPIPE ends it quietly. */
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "runtime/notes.h"
 
 static const char usage[] =
     "usage: treescore <command> [options]\n"
@@ -32,6 +35,19 @@ static void print_cpu(void) {
     printf("), %u threads\n", ts_cpu_count());
 }
 
+/* The library prints nothing; the CLI prints its notes: warnings always, reports (the
+ * ifelse cache hit or compile cost) when TREESCORE_VERBOSE is set and not "0". */
+static void print_note(tsr_note_kind kind, const char *line, void *ctx) {
+    (void)ctx;
+    const char *v = getenv("TREESCORE_VERBOSE");
+    if (kind == TSR_NOTE_WARN || (v && *v && strcmp(v, "0") != 0)) fprintf(stderr, "%s\n", line);
+}
+
+/* Writing to a closed pipe (`treescore score ... | head -1`) ends the process quietly
+ * with SIGPIPE (status 141 in a shell), as cat does, even when the parent left SIGPIPE
+ * ignored: the output is unwanted, not an error. */
+static void quiet_on_closed_pipe(void) { signal(SIGPIPE, SIG_DFL); }
+
 typedef struct command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -42,6 +58,8 @@ static const command commands[] = {
 };
 
 int main(int argc, char **argv) {
+    quiet_on_closed_pipe();
+    tsr_notes_set_sink(print_note, NULL);
     if (argc < 2) {
         fputs(usage, stderr);
         return CLI_USAGE;

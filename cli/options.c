@@ -35,7 +35,7 @@ static int parse_uint(const char *opt, const char *s, unsigned long long max, un
 typedef enum {
     O_MODEL, O_DATA, O_OUTPUT, O_ENGINE, O_ENGINES, O_THREADS, O_FORMAT, O_MODEL_FORMAT, O_QUERY_FILE,
     O_DATA_FORMAT, O_ONE_BASED, O_HEADER, O_NO_HEADER, O_LABEL_COLUMN, O_TOP, O_NDCG, O_PRINT_QUERIES, O_REPEAT, O_BATCH,
-    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_ISA, O_TAU, O_DELTA, O_LANES, O_PLANNER, O_PLAN, O_HELP
+    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_FEATURE_NAMES, O_BASE_SCORE, O_ISA, O_TAU, O_DELTA, O_LANES, O_PLANNER, O_PLAN, O_HELP
 } opt_id;
 
 typedef struct opt_spec {
@@ -62,6 +62,8 @@ static const opt_spec specs[] = {
     {"format", 'f', 1, OPT_DATA_FORMAT | OPT_BENCH, O_FORMAT},
     {"data-format", 0, 1, OPT_DATA_FORMAT | OPT_BENCH, O_DATA_FORMAT},
     {"model-format", 0, 1, OPT_MODEL, O_MODEL_FORMAT},
+    {"feature-names", 0, 1, OPT_MODEL, O_FEATURE_NAMES},
+    {"base-score", 0, 1, OPT_MODEL, O_BASE_SCORE},
     {"query-file", 'q', 1, OPT_READER, O_QUERY_FILE},
     {"one-based", 0, 0, OPT_READER, O_ONE_BASED},
     {"header", 0, 0, OPT_READER, O_HEADER},
@@ -176,7 +178,8 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
         return -1;
     case O_MODEL_FORMAT:
         if (ts_model_format_from_name(v, &o->model_format) == TS_OK) return 0;
-        cli_error("unknown model format '%s' (auto, lightgbm, xgboost, quickrank)", v);
+        cli_error("unknown model format '%s' (auto, lightgbm, xgboost, quickrank, xgboost-dump, lightgbm-json, "
+                  "ranklib, xgboost-ubjson)", v);
         return -1;
     case O_FORMAT: return set_format(o, accepted, v);
     case O_DATA_FORMAT:
@@ -216,6 +219,8 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
     case O_ROWS: if (parse_uint("--rows", v, ~0ull, &n)) return -1; o->max_rows = n; return 0;
     case O_QUIET: o->quiet = 1; return 0;
     case O_NO_NAME_CHECK: o->no_name_check = 1; return 0;
+    case O_FEATURE_NAMES: o->feature_names_path = v; return 0;
+    case O_BASE_SCORE: o->has_base_score = 1; return cli_parse_base_score(v, &o->base_score);
     case O_HELP: o->help = 1; return 0;
     }
     return -1;

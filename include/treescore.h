@@ -202,9 +202,12 @@ typedef enum ts_engine {
                              by the system C compiler (TREESCORE_CC, else cc) into a shared
                              object cached on disk (TREESCORE_CACHE_DIR, else
                              $XDG_CACHE_HOME/treescore or ~/.cache/treescore), loaded with
-                             dlopen; TS_ERR_ENGINE_UNAVAILABLE when no compiler runs;
-                             TREESCORE_VERBOSE=1 reports cache hits and compile times on
-                             stderr */
+                             dlopen; TS_ERR_ENGINE_UNAVAILABLE when no compiler runs. The
+                             cache is used only when the directory and the object are owned
+                             by this user and writable by no one else (else it compiles in a
+                             private temporary directory). The library prints nothing: the
+                             cache hit or compile cost goes into the planner's report (auto),
+                             and the CLI prints it on stderr with TREESCORE_VERBOSE=1 */
     TS_ENGINE_VPRED = 5,  /* VPred (Asadi et al., TKDE 2014): branch-free Pred traversal of
                              trees stored as arrays, depth-unrolled, v documents interleaved */
     TS_ENGINE_BLOCK_NAIVE = 6, /* naive in 2D blocks of tau trees x delta documents (SDSD loop
@@ -305,8 +308,11 @@ TS_API ts_isa ts_scorer_isa(const ts_scorer *scorer);
 TS_API unsigned ts_scorer_n_threads(const ts_scorer *scorer);
 TS_API void ts_scorer_blocking(const ts_scorer *scorer, uint32_t *tau, uint32_t *delta);
 /* Why the scorer uses its engine: for TS_ENGINE_AUTO the planner's report (candidates,
- * their measured microseconds per document, the wisdom file hit or the rule applied), for
- * an explicit engine "engine requested". Owned by the scorer; never NULL. */
+ * their measured microseconds per document, the wisdom file hit or the rule applied,
+ * then, after a line "notes:", what was said while planning: warnings such as an
+ * untrusted cache directory or an ignored environment variable, ifelse's cache report;
+ * the library itself never prints), for an explicit engine "engine requested". Owned by
+ * the scorer; never NULL. */
 TS_API const char *ts_scorer_plan_report(const ts_scorer *scorer);
 
 /* Score `n_rows` rows of a dense row-major float32 matrix: row r starts at

@@ -52,6 +52,17 @@ stage "conformance and CLI tests (pytest)"
 TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider tests/conformance tests/cli \
     --junitxml="$results/pytest.xml" || fail_stage "conformance/CLI tests"
 
+# --- the Python package: pip install . into .venv (scikit-build-core from tests/requirements.txt,
+# no build isolation, the CMake tree kept in build/python so a rebuild is incremental), then its tests
+stage "python package (pip install ., pytest python/tests)"
+if "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+    --config-settings=build-dir=build/python . >"$results/pip-package.log" 2>&1; then
+    TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider python/tests \
+        --junitxml="$results/pytest-python.xml" || fail_stage "python package tests"
+else
+    cat "$results/pip-package.log"; fail_stage "python package (pip install .)"
+fi
+
 # --- the benchmark suite's smoke test: tiny zoo models, every peer loads and agrees, the report renders
 stage "benchmark smoke test (bench/zoo.py --smoke, bench/peers.py --check-only, bench/report)"
 TREESCORE_LIB=$root/build/libtreescore.so "$py" -m pytest -q -p no:cacheprovider tests/bench \

@@ -14,6 +14,8 @@ typedef struct tse_config {
     ts_isa isa;
     uint32_t tau, delta;
     uint32_t lanes;         /* vpred, block-vpred: documents interleaved; 0 = engine's choice */
+    int no_build;           /* 1: never start a build (ifelse: load a cached object or fail
+                               with TS_ERR_ENGINE_UNAVAILABLE); the planner sets it */
 } tse_config;
 
 /* What the engine reports back from prepare. */

@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,30 +15,37 @@
 #include "engines/ifelse.h"
 #include "engines/ifelse_codegen.h"
 #include "model/hash.h"
-#include "runtime/cachedir.h"
+#include "runtime/artifacts.h"
 #include "runtime/cc.h"
+#include "runtime/notes.h"
 
 /*
  * Preparing a model
  * -----------------
- *   1. key = hash(model fingerprint, codegen version, treescore version): what decides
+ *   1. key = SHA-256(model's SHA-256, codegen version, treescore version): what decides
  *      the scores of the generated code; ckey = hash(compiler path and identity, flags).
- *   2. <cache dir>/ifelse-<key>-<ckey>.so exists and its tsif_info matches: dlopen it
- *      (a cache hit runs no compiler). Without a compiler, any ifelse-<key>-*.so that
- *      loads and matches will do: every compiler's object scores the same bits.
- *   3. Else plan the functions and C files (ifelse_codegen.h), make a private directory
- *      (inside the cache dir, or $TMPDIR when that is not writable), compile the files
- *      in parallel (one job per CPU, each file written just before its compile starts),
- *      link them with the table into a shared object, dlopen it from there, check it,
- *      and rename it into the cache (atomic: readers see the whole file or none). The
- *      private directory is removed on every path.
+ *   2. The cache directory is opened and checked (artifacts.h: owned by this user, not
+ *      writable by group or others). <cache dir>/ifelse-<key>-<ckey>.so is opened
+ *      without following links, checked the same way, loaded through its descriptor,
+ *      and its tsif_info must match (a cache hit runs no compiler). Without a compiler,
+ *      any ifelse-<key>-*.so that passes will do: every compiler's object scores the
+ *      same bits.
+ *   3. Else (unless the caller set no_build: then TS_ERR_ENGINE_UNAVAILABLE) plan the
+ *      functions and C files (ifelse_codegen.h), make a private directory (inside the
+ *      cache dir when it is trusted, else in $TMPDIR), compile the files in parallel
+ *      (one job per CPU, each file written just before its compile starts), link them
+ *      with the table into a shared object (the objects listed in a response file when
+ *      there are many), load it from there, check it, and rename it into the cache
+ *      (atomic: readers see the whole file or none). The private directory is removed
+ *      on every path. An untrusted cache directory is never read or written: the
+ *      object is compiled privately on every prepare, and a warning says so once.
  *
  * The flags never include -ffast-math and set -ffp-contract=off: comparisons and the
  * double additions are then the ones naive does, so the scores are the same bits.
  *
  * Environment (besides TREESCORE_CC and TREESCORE_CACHE_DIR, see treescore.h):
- *   TREESCORE_VERBOSE          non-empty and not "0": one line on stderr per prepare
- *                              (cache hit, or what the compile cost)
+ *   (what a prepare did, cache hit or compile cost, is one TSR_NOTE_INFO note: in the
+ *   plan report, and printed by the CLI when TREESCORE_VERBOSE is set)
  *   TREESCORE_IFELSE_FILE_NODES  nodes (internal + leaves) per generated C file, for
  *                              tuning and tests (default: see file_nodes)
  *   TREESCORE_IFELSE_OPT       optimization level passed as -O<value> (0, 1, 2, 3, s, g);
@@ -51,16 +59,11 @@
 #define IFELSE_OPT "1"
 
 typedef struct ifelse_state {
-    void *handle;
+    void *handle;           /* tsr_load_fd's handle: released with tsr_unload */
     const tsif_part_fn *parts;
     uint32_t n_parts;
     double base_score;
 } ifelse_state;
-
-static int verbose(void) {
-    const char *v = getenv("TREESCORE_VERBOSE");
-    return v && *v && strcmp(v, "0") != 0;
-}
 
 /* Nodes per C file: about 4 files per job so the jobs finish together, between
  * FILE_NODES_MIN (a compiler process costs some 20 ms to start) and FILE_NODES_MAX
@@ -96,87 +99,101 @@ static void cflags(const char *opt, const char *out[N_CFLAGS + 1]) {
 /* ---- Keys ------------------------------------------------------------------------------ */
 
 typedef struct keys {
-    tsm_hash model;         /* what decides the generated source */
-    char model_hex[33];
+    uint64_t model[2];      /* the first 128 bits of the model key: tsif_info's check */
+    char model_hex[65];     /* the SHA-256 model key: what decides the generated source */
     char cc_hex[17];        /* compiler and flags */
 } keys;
 
 static void make_keys(const ts_model *m, const tsr_cc *cc, const char *opt, keys *k) {
-    tsm_hash mh = tsm_model_hash(m);
-    tsm_hash h = tsm_hash_init();
+    unsigned char digest[32];
+    tsm_model_sha256(m, digest);
+    tsm_sha256 c;
+    tsm_sha256_init(&c);
     uint32_t version = TSIF_CODEGEN_VERSION;
-    tsm_hash_bytes(&h, mh.h, sizeof mh.h);
-    tsm_hash_bytes(&h, &version, sizeof version);
-    tsm_hash_bytes(&h, TS_VERSION_STRING, strlen(TS_VERSION_STRING));
-    k->model = h;
-    tsm_hash_hex(&k->model, k->model_hex);
+    tsm_sha256_update(&c, digest, sizeof digest);
+    tsm_sha256_update(&c, &version, sizeof version);
+    tsm_sha256_update(&c, TS_VERSION_STRING, strlen(TS_VERSION_STRING));
+    tsm_sha256_final(&c, digest);
+    memcpy(k->model, digest, sizeof k->model);
+    tsm_hex(digest, sizeof digest, k->model_hex);
     strcpy(k->cc_hex, "0000000000000000");
     if (!cc) return;
-    tsm_hash c = tsm_hash_init();
-    tsm_hash_bytes(&c, cc->path, strlen(cc->path) + 1);
-    tsm_hash_bytes(&c, cc->identity, strlen(cc->identity) + 1);
+    tsm_sha256_init(&c);
+    tsm_sha256_update(&c, cc->path, strlen(cc->path) + 1);
+    tsm_sha256_update(&c, cc->identity, strlen(cc->identity) + 1);
     const char *flags[N_CFLAGS + 1];
     cflags(opt, flags);
-    for (int i = 0; flags[i]; i++) tsm_hash_bytes(&c, flags[i], strlen(flags[i]) + 1);
-    char hex[33];
-    tsm_hash_hex(&c, hex);
-    memcpy(k->cc_hex, hex, 16);
-    k->cc_hex[16] = '\0';
+    for (int i = 0; flags[i]; i++) tsm_sha256_update(&c, flags[i], strlen(flags[i]) + 1);
+    tsm_sha256_final(&c, digest);
+    tsm_hex(digest, 8, k->cc_hex);
 }
 
-/* The cached object's path in dir: "ifelse-<model key>-<compiler key>.so". 0, or -1
- * when it does not fit. */
-static int object_path(const char *dir, const keys *k, char *out, size_t size) {
-    int n = snprintf(out, size, "%s/ifelse-%s-%s.so", dir, k->model_hex, k->cc_hex);
-    return n > 0 && (size_t)n < size ? 0 : -1;
+/* The cached object's file name: "ifelse-<model key>-<compiler key>.so". */
+#define OBJECT_NAME_SIZE 128
+static void object_name(const keys *k, char out[OBJECT_NAME_SIZE]) {
+    snprintf(out, OBJECT_NAME_SIZE, "ifelse-%s-%s.so", k->model_hex, k->cc_hex);
 }
 
 /* ---- Loading ------------------------------------------------------------------------- */
 
-/* dlopen path and check its tsif_info against the key and model. 0 and the state filled
- * on success; -1 (handle closed) when it does not load or does not match, with the
- * reason in why. */
-static int load_object(const char *path, const keys *k, const ts_model *m, ifelse_state *s, char *why, size_t size) {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(why, size, "%s", e ? e : "dlopen failed");
+/* Check a loaded object's tsif_info against the key and model: NULL when it matches,
+ * else why not. */
+static const char *check_info(void *h, const keys *k, const ts_model *m) {
+    const tsif_info *info = (const tsif_info *)dlsym(h, "tsif_info");
+    if (!info) return "it has no tsif_info";
+    if ((uintptr_t)info % _Alignof(tsif_info) != 0) return "its tsif_info is misaligned";
+    if (info->magic != TSIF_MAGIC || info->version != TSIF_CODEGEN_VERSION) return "other magic or version";
+    if (info->key[0] != k->model[0] || info->key[1] != k->model[1]) return "it was made for another model";
+    if (info->n_trees != m->n_trees || info->n_parts > m->n_trees || (info->n_parts && !info->parts))
+        return "inconsistent table";
+    for (uint64_t p = 0; p < info->n_parts; p++)
+        if (!info->parts[p]) return "inconsistent table";
+    return NULL;
+}
+
+/* Load `name` in dirfd (AT_FDCWD for a path): opened without following links, checked
+ * (artifacts.h), loaded through that descriptor, its tsif_info checked. 0 and the state
+ * filled; -1 with the reason in why (*untrusted set when the file failed the trust
+ * check, so that nothing of it ran). */
+static int load_object(int dirfd, const char *name, const char *fallback, const keys *k, const ts_model *m,
+                       ifelse_state *s, char *why, size_t size, int *untrusted) {
+    int fd = tsr_open_trusted(dirfd, name, why, size);
+    *untrusted = fd == -2;
+    if (fd < 0) return -1;
+    void *h = tsr_load_fd(fd, fallback, why, size);
+    if (!h) return -1;
+    const char *bad = check_info(h, k, m);
+    if (bad) {
+        snprintf(why, size, "%s", bad);
+        tsr_unload(h);
         return -1;
     }
     const tsif_info *info = (const tsif_info *)dlsym(h, "tsif_info");
-    const char *bad = NULL;
-    if (!info) bad = "it has no tsif_info";
-    else if (info->magic != TSIF_MAGIC || info->version != TSIF_CODEGEN_VERSION) bad = "other magic or version";
-    else if (info->key[0] != k->model.h[0] || info->key[1] != k->model.h[1]) bad = "it was made for another model";
-    else if (info->n_trees != m->n_trees || info->n_parts > m->n_trees || (info->n_parts && !info->parts))
-        bad = "inconsistent table";
-    for (uint64_t p = 0; !bad && p < info->n_parts; p++)
-        if (!info->parts[p]) bad = "inconsistent table";
-    if (bad) {
-        snprintf(why, size, "%s", bad);
-        dlclose(h);
-        return -1;
-    }
     s->handle = h;
     s->parts = info->parts;
     s->n_parts = (uint32_t)info->n_parts;
     return 0;
 }
 
-/* Without a compiler: any cached object of this model (made by another compiler). */
-static int load_any_cached(const char *dir, const keys *k, const ts_model *m, ifelse_state *s, char *path,
+/* Without a compiler: any cached object of this model (made by another compiler) that
+ * passes the checks; its name in name_out. */
+static int load_any_cached(const tsr_cache *c, const keys *k, const ts_model *m, ifelse_state *s, char *name_out,
                            size_t size) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    char prefix[64], why[256];
-    int found = -1;
+    int fd = openat(c->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    char prefix[80], why[TSR_WHY_SIZE];
+    int found = -1, untrusted;
     snprintf(prefix, sizeof prefix, "ifelse-%s-", k->model_hex);
     for (struct dirent *e; found != 0 && (e = readdir(d));) {
         size_t len = strlen(e->d_name);
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || len < 3 || strcmp(e->d_name + len - 3, ".so") != 0)
             continue;
-        int n = snprintf(path, size, "%s/%s", dir, e->d_name);
-        if (n > 0 && (size_t)n < size) found = load_object(path, k, m, s, why, sizeof why);
+        found = load_object(c->fd, e->d_name, NULL, k, m, s, why, sizeof why, &untrusted);
+        if (found == 0) snprintf(name_out, size, "%s/%s", c->path, e->d_name);
     }
     closedir(d);
     return found;
@@ -184,17 +201,25 @@ static int load_any_cached(const char *dir, const keys *k, const ts_model *m, if
 
 /* ---- Compiling --------------------------------------------------------------------------- */
 
+/* The link step lists the objects in a response file (@FILE, read by gcc and clang)
+ * when there are more than this many, so that a huge model never overflows the
+ * command line. */
+#define RESPONSE_FILE_MIN 8
+
 /* One build: the private directory, its file names and the compile jobs. */
 typedef struct build {
     const ts_model *m;
     const keys *k;
     tsif_plan plan;
-    char dir[TSR_PATH_MAX];
-    char **paths;           /* per file: source, object, log (3 * n_files), then main.c, the .so, link.log */
+    char dir[TSR_PATH_MAX]; /* absolute */
+    char **paths;           /* per file: source, object, log (3 * n_files), then main.c, the .so,
+                               link.log, link.rsp, "@" link.rsp */
     char ***argvs;
     tsr_cc_job *jobs;
     uint64_t c_bytes;
 } build;
+
+#define N_EXTRA_PATHS 5
 
 static char *path_in(const char *dir, const char *name) {
     size_t len = strlen(dir) + strlen(name) + 2;
@@ -206,7 +231,7 @@ static char *path_in(const char *dir, const char *name) {
 static void build_free(build *b) {
     size_t n = b->plan.n_files;
     if (b->paths)
-        for (size_t i = 0; i < 3 * n + 3; i++) free(b->paths[i]);
+        for (size_t i = 0; i < 3 * n + N_EXTRA_PATHS; i++) free(b->paths[i]);
     if (b->argvs)
         for (size_t i = 0; i < n + 1; i++) free(b->argvs[i]);
     free(b->paths);
@@ -215,8 +240,10 @@ static void build_free(build *b) {
     tsif_plan_free(&b->plan);
 }
 
+static int use_response_file(const build *b) { return b->plan.n_files > RESPONSE_FILE_MIN; }
+
 /* argv for `cc FLAGS -c fK.c -o fK.o` (i < n) or `cc FLAGS -shared -o X.so main.c
- * f0.o ...` (i == n). */
+ * f0.o ...` (i == n; the objects as @link.rsp when there are many). */
 static char **make_argv(const build *b, const tsr_cc *cc, const char *opt, size_t i) {
     size_t n = b->plan.n_files, cap = N_CFLAGS + 8 + (i == n ? n : 0);
     char **argv = calloc(cap, sizeof *argv);
@@ -236,7 +263,9 @@ static char **make_argv(const build *b, const tsr_cc *cc, const char *opt, size_
         argv[a++] = "-o";
         argv[a++] = b->paths[3 * n + 1];
         argv[a++] = b->paths[3 * n];
-        for (size_t p = 0; p < n; p++) argv[a++] = b->paths[3 * p + 1];
+        if (use_response_file(b)) argv[a++] = b->paths[3 * n + 4];
+        else
+            for (size_t p = 0; p < n; p++) argv[a++] = b->paths[3 * p + 1];
     }
     argv[a] = NULL;
     return argv;
@@ -244,7 +273,7 @@ static char **make_argv(const build *b, const tsr_cc *cc, const char *opt, size_
 
 static ts_status build_init(build *b, const tsr_cc *cc, const char *opt, ts_error *err) {
     size_t n = b->plan.n_files;
-    b->paths = calloc(3 * n + 3, sizeof *b->paths);
+    b->paths = calloc(3 * n + N_EXTRA_PATHS, sizeof *b->paths);
     b->argvs = calloc(n + 1, sizeof *b->argvs);
     b->jobs = calloc(n + 1, sizeof *b->jobs);
     if (!b->paths || !b->argvs || !b->jobs) return ts_fail(err, TS_ERR_NO_MEMORY, "ifelse: out of memory");
@@ -256,13 +285,18 @@ static ts_status build_init(build *b, const tsr_cc *cc, const char *opt, ts_erro
             b->paths[3 * p + (unsigned)j] = path_in(b->dir, name);
         }
     b->paths[3 * n] = path_in(b->dir, "main.c");
-    /* Named by the key: dlopen matches loaded objects by name, and a reused build
-     * directory name must not bring back another model's object. */
-    char so_path[TSR_PATH_MAX + 128];
-    b->paths[3 * n + 1] = object_path(b->dir, b->k, so_path, sizeof so_path) == 0 ? strdup(so_path) : NULL;
+    /* Named by the key: a reused build directory name must not bring back another
+     * model's object. */
+    char so_name[OBJECT_NAME_SIZE];
+    object_name(b->k, so_name);
+    b->paths[3 * n + 1] = path_in(b->dir, so_name);
     b->paths[3 * n + 2] = path_in(b->dir, "link.log");
-    for (size_t i = 0; i < 3 * n + 3; i++)
+    b->paths[3 * n + 3] = path_in(b->dir, "link.rsp");
+    b->paths[3 * n + 4] = path_in(b->dir, "@link.rsp");
+    for (size_t i = 0; i < 3 * n + N_EXTRA_PATHS; i++)
         if (!b->paths[i]) return ts_fail(err, TS_ERR_NO_MEMORY, "ifelse: out of memory");
+    /* "@" then the absolute path: "DIR/@link.rsp" becomes "@DIR/link.rsp" */
+    snprintf(b->paths[3 * n + 4], strlen(b->paths[3 * n + 3]) + 2, "@%s", b->paths[3 * n + 3]);
     for (size_t i = 0; i <= n; i++) {
         b->argvs[i] = make_argv(b, cc, opt, i);
         if (!b->argvs[i]) return ts_fail(err, TS_ERR_NO_MEMORY, "ifelse: out of memory");
@@ -277,34 +311,50 @@ static ts_status write_source(void *ctx, size_t i, ts_error *err) {
     return tsif_write_file(b->paths[3 * i], b->m, &b->plan, (uint32_t)i, &b->c_bytes, err);
 }
 
+/* One argument of a response file, every blank, quote and backslash escaped with a
+ * backslash (the GNU rules gcc and clang share). */
+static void write_rsp_arg(FILE *f, const char *arg) {
+    for (const char *c = arg; *c; c++) {
+        if (strchr(" \t\n\r\f\v'\"\\", *c)) fputc('\\', f);
+        fputc(*c, f);
+    }
+    fputc('\n', f);
+}
+
+static ts_status write_response_file(const build *b, ts_error *err) {
+    size_t n = b->plan.n_files;
+    FILE *f = fopen(b->paths[3 * n + 3], "w");
+    if (!f) return ts_fail(err, TS_ERR_IO, "ifelse: cannot write %s: %s", b->paths[3 * n + 3], strerror(errno));
+    for (size_t p = 0; p < n; p++) write_rsp_arg(f, b->paths[3 * p + 1]);
+    if (fclose(f) != 0) return ts_fail(err, TS_ERR_IO, "ifelse: cannot write %s", b->paths[3 * n + 3]);
+    return TS_OK;
+}
+
 static ts_status write_main_source(void *ctx, size_t i, ts_error *err) {
     build *b = ctx;
     (void)i;
-    return tsif_write_main(b->paths[3 * b->plan.n_files], &b->plan, b->m->n_trees, b->k->model.h, &b->c_bytes,
-                           err);
+    if (use_response_file(b)) TS_TRY(write_response_file(b, err));
+    return tsif_write_main(b->paths[3 * b->plan.n_files], &b->plan, b->m->n_trees, b->k->model, &b->c_bytes, err);
 }
 
-/* Make the private build directory: in the cache dir when possible, else in $TMPDIR.
- * *in_cache tells which. */
-static ts_status make_build_dir(const char *cache_dir, build *b, int *in_cache, ts_error *err) {
+/* Make the private build directory: in the cache dir when it is trusted and no one else
+ * can rename it or its ancestors (tsr_path_safe: the compiler is given paths), else in
+ * $TMPDIR (made absolute). *in_cache tells which. */
+static ts_status make_build_dir(const tsr_cache *c, build *b, int *in_cache, ts_error *err) {
     *in_cache = 0;
-    if (cache_dir) {
-        tsr_remove_stale_temp_dirs(cache_dir, ".tmp-ifelse-", 24 * 3600.0);
-        if (tsr_make_temp_dir(cache_dir, ".tmp-ifelse-", b->dir, sizeof b->dir) == 0) {
+    char why[TSR_WHY_SIZE];
+    if (c && tsr_path_safe(c->path, why, sizeof why) == 0) {
+        tsr_remove_stale_dirs_at(c->fd, ".tmp-ifelse-", 24 * 3600.0);
+        if (tsr_make_temp_dir(c->path, ".tmp-ifelse-", b->dir, sizeof b->dir) == 0) {
             *in_cache = 1;
             return TS_OK;
         }
     }
-    if (tsr_make_temp_dir(tsr_tmp_dir(), "treescore-ifelse-", b->dir, sizeof b->dir) == 0) return TS_OK;
+    char tmp[TSR_PATH_MAX];
+    if (tsr_absolute(tsr_tmp_dir(), tmp, sizeof tmp) == 0 &&
+        tsr_make_temp_dir(tmp, "treescore-ifelse-", b->dir, sizeof b->dir) == 0)
+        return TS_OK;
     return ts_fail(err, TS_ERR_IO, "ifelse: cannot make a build directory in %s: %s", tsr_tmp_dir(), strerror(errno));
-}
-
-static void sync_file(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
 }
 
 typedef struct compile_report {
@@ -318,9 +368,34 @@ typedef struct compile_report {
     int cached;             /* the object was moved into the cache */
 } compile_report;
 
-/* Generate, compile, link, load; move the object to final (when in the cache). */
+/* The linked object: opened without following links, made 0700, checked, synced,
+ * loaded through its descriptor. 0 or -1 with why. */
+static int load_built(const char *so, const keys *k, const ts_model *m, ifelse_state *s, uint64_t *bytes,
+                      char *why, size_t size) {
+    int fd = tsr_open_own(AT_FDCWD, so, 0700, why, size);
+    if (fd < 0) return -1;
+    struct stat sb;
+    *bytes = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    fsync(fd);
+    void *h = tsr_load_fd(fd, so, why, size);
+    if (!h) return -1;
+    const char *bad = check_info(h, k, m);
+    if (bad) {
+        snprintf(why, size, "%s", bad);
+        tsr_unload(h);
+        return -1;
+    }
+    const tsif_info *info = (const tsif_info *)dlsym(h, "tsif_info");
+    s->handle = h;
+    s->parts = info->parts;
+    s->n_parts = (uint32_t)info->n_parts;
+    return 0;
+}
+
+/* Generate, compile, link, load; move the object to `final` in the cache when c (a
+ * trusted cache) is given. */
 static ts_status compile_and_load(const ts_model *m, const keys *k, const tsr_cc *cc, const char *opt,
-                                  const char *cache_dir, const char *final, ifelse_state *s, compile_report *rep,
+                                  const tsr_cache *c, const char *final, ifelse_state *s, compile_report *rep,
                                   ts_error *err) {
     build b;
     memset(&b, 0, sizeof b);
@@ -329,7 +404,7 @@ static ts_status compile_and_load(const ts_model *m, const keys *k, const tsr_cc
     double t0 = tsr_now();
     int in_cache = 0;
     ts_status st = tsif_plan_make(m, file_nodes(m), &b.plan, err);
-    if (st == TS_OK) st = make_build_dir(cache_dir, &b, &in_cache, err);
+    if (st == TS_OK) st = make_build_dir(c, &b, &in_cache, err);
     if (st != TS_OK) {
         build_free(&b);
         return st;
@@ -341,22 +416,18 @@ static ts_status compile_and_load(const ts_model *m, const keys *k, const tsr_cc
         st = tsr_cc_run(b.jobs, b.plan.n_files, jobs, write_source, &b, &parts_stats, err);
     if (st == TS_OK) st = tsr_cc_run(b.jobs + b.plan.n_files, 1, 1, write_main_source, &b, &link_stats, err);
     const char *so = b.paths ? b.paths[3 * b.plan.n_files + 1] : NULL;
-    char why[512];
-    if (st == TS_OK && load_object(so, k, m, s, why, sizeof why) != 0)
+    char why[TSR_WHY_SIZE];
+    if (st == TS_OK && load_built(so, k, m, s, &rep->so_bytes, why, sizeof why) != 0)
         st = ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "ifelse: the object just compiled by %s does not load: %s",
                      cc->path, why);
     if (st == TS_OK) {
-        struct stat sb;
-        rep->so_bytes = stat(so, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-        if (in_cache) {
-            sync_file(so);
-            /* on failure the object stays loaded; the next prepare just misses again */
-            rep->cached = rename(so, final) == 0;
-        }
+        /* on failure the object stays loaded; the next prepare just misses again */
+        if (in_cache) rep->cached = renameat(AT_FDCWD, so, c->fd, final) == 0;
+        else if (c) rep->cached = tsr_copy_into(c->fd, final, so, 0700) == 0; /* built in $TMPDIR */
     } else if (err && strncmp(err->message, "ifelse:", 7) != 0) {
         ts_error_prefix(err, "ifelse");
     }
-    tsr_remove_temp_dir(b.dir);
+    tsr_remove_dir_at(AT_FDCWD, b.dir);
     rep->n_files = b.plan.n_files + 1;
     rep->c_bytes = b.c_bytes;
     rep->wall_s = tsr_now() - t0;
@@ -372,7 +443,7 @@ static ts_status compile_and_load(const ts_model *m, const keys *k, const tsr_cc
 static void ifelse_free(void *p) {
     ifelse_state *s = p;
     if (!s) return;
-    if (s->handle) dlclose(s->handle);
+    tsr_unload(s->handle);
     free(s);
 }
 
@@ -384,58 +455,79 @@ static void set_layout(const ts_model *m, tse_layout *layout) {
     *layout = (tse_layout){TS_ISA_SCALAR, 0, 0, 0, (size_t)(1000000 / visits + 1), 0};
 }
 
-static void say_hit(const char *path, const char *how) {
-    if (verbose()) fprintf(stderr, "ifelse: cache hit%s %s\n", how, path);
+static void say_miss(const ts_model *m, const compile_report *r, const char *opt, const char *where) {
+    tsr_note(TSR_NOTE_INFO,
+             "ifelse: cache miss, %u trees in %u files (%.1f MB of C), compiled in %.2f s with %u jobs at -O%s, "
+             "peak compiler RSS %.0f MB (link %.0f MB), %.1f MB shared object, %s",
+             m->n_trees, r->n_files, (double)r->c_bytes / 1e6, r->wall_s, r->jobs, opt, (double)r->peak_rss / 1e6,
+             (double)r->link_rss / 1e6, (double)r->so_bytes / 1e6, where);
 }
 
-static void say_miss(const ts_model *m, const compile_report *r, const char *opt, const char *final,
-                     const char *rejected) {
-    if (!verbose()) return;
-    const char *where = r->cached ? final : "not cached (the cache directory is not writable)";
-    if (rejected) fprintf(stderr, "ifelse: the cached %s is rejected: %s\n", final, rejected);
-    fprintf(stderr,
-            "ifelse: cache miss, %u trees in %u files (%.1f MB of C), compiled in %.2f s with %u jobs at -O%s, "
-            "peak compiler RSS %.0f MB (link %.0f MB), %.1f MB shared object, %s\n",
-            m->n_trees, r->n_files, (double)r->c_bytes / 1e6, r->wall_s, r->jobs, opt, (double)r->peak_rss / 1e6,
-            (double)r->link_rss / 1e6, (double)r->so_bytes / 1e6, where);
+/* Where the object was loaded from, for the cache-miss note. */
+static const char *miss_where(const compile_report *r, const tsr_cache *c, const char *final_path) {
+    if (r->cached) return final_path;
+    if (c->fd >= 0 && !c->trusted) return "not cached (the cache directory is not trusted)";
+    return "not cached (the cache directory is not writable)";
 }
 
-static ts_status ifelse_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
-                                ts_error *err) {
-    (void)cfg;
+/* A cache miss: compile (unless no_build), load, and say what it cost. `rejected` is
+ * why the cached object (when there was one) was not used. */
+static ts_status prepare_miss(const ts_model *m, int no_build, const keys *k, const tsr_cc *cc,
+                              const char *opt, const tsr_cache *c, const char *name, const char *final_path,
+                              const char *rejected, ifelse_state *s, ts_error *err) {
+    if (no_build)
+        return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE,
+                       "ifelse: not compiled yet for this model and compiler, and this caller never starts a build "
+                       "(the planner: a compile can take minutes; use engine ifelse once to compile and cache it)");
+    if (rejected) tsr_note(TSR_NOTE_INFO, "ifelse: the cached %s is rejected: %s", final_path, rejected);
+    compile_report rep;
+    memset(&rep, 0, sizeof rep);
+    TS_TRY(compile_and_load(m, k, cc, opt, c->trusted ? c : NULL, name, s, &rep, err));
+    say_miss(m, &rep, opt + 2, miss_where(&rep, c, final_path));
+    return TS_OK;
+}
+
+/* prepare, building on a miss unless no_build. */
+static ts_status prepare(const ts_model *m, int no_build, void **out, tse_layout *layout, ts_error *err) {
     ifelse_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "ifelse: out of memory");
     s->base_score = m->base_score;
-    char dir[TSR_PATH_MAX], final[TSR_PATH_MAX + 128], why[512];
-    int have_dir = tsr_cache_dir(dir, sizeof dir, 1) == 0;
+    tsr_cache c;
+    tsr_cache_open(&c, !no_build);
+    if (c.fd >= 0 && !c.trusted)
+        tsr_cache_warn_untrusted(&c, no_build ? "ifelse is not a candidate"
+                                                   : "ifelse compiles in a private temporary directory instead, "
+                                                     "on every run");
     tsr_cc cc;
     ts_error cc_err;
     int have_cc = tsr_cc_find(&cc, &cc_err) == TS_OK;
-    const char *opt_digit = opt_level();
-    char opt[8];
-    snprintf(opt, sizeof opt, "-O%s", opt_digit);
+    char opt[8], name[OBJECT_NAME_SIZE], final_path[sizeof c.path + OBJECT_NAME_SIZE], why[TSR_WHY_SIZE];
+    snprintf(opt, sizeof opt, "-O%s", opt_level());
     keys k;
     make_keys(m, have_cc ? &cc : NULL, opt, &k);
-    if (object_path(have_dir ? dir : ".", &k, final, sizeof final) != 0) have_dir = 0;
+    object_name(&k, name);
+    snprintf(final_path, sizeof final_path, "%s/%s", c.path, name);
     ts_status st = TS_OK;
+    int untrusted = 0, tried = have_cc && c.trusted;
     why[0] = '\0';
-    if (have_cc && have_dir && load_object(final, &k, m, s, why, sizeof why) == 0) {
-        say_hit(final, "");
+    if (tried && load_object(c.fd, name, NULL, &k, m, s, why, sizeof why, &untrusted) == 0) {
+        tsr_note(TSR_NOTE_INFO, "ifelse: cache hit %s", final_path);
     } else if (!have_cc) {
-        if (!have_dir || load_any_cached(dir, &k, m, s, final, sizeof final) != 0) {
+        if (!c.trusted || load_any_cached(&c, &k, m, s, final_path, sizeof final_path) != 0) {
             if (err) *err = cc_err;
             ts_error_prefix(err, "ifelse");
             st = cc_err.status;
         } else {
-            say_hit(final, " (no compiler; made by another)");
+            tsr_note(TSR_NOTE_INFO, "ifelse: cache hit (no compiler; made by another) %s", final_path);
         }
     } else {
-        compile_report rep;
-        memset(&rep, 0, sizeof rep);
-        int existed = have_dir && access(final, F_OK) == 0;
-        st = compile_and_load(m, &k, &cc, opt, have_dir ? dir : NULL, final, s, &rep, err);
-        if (st == TS_OK) say_miss(m, &rep, opt_digit, final, existed ? why : NULL);
+        if (untrusted)
+            tsr_note(TSR_NOTE_WARN, "treescore: not loading %s: %s (it must be owned by this user and not "
+                     "writable by group or others); compiling it again", final_path, why);
+        int existed = tried && !untrusted && why[0] && strncmp(why, "cannot open", 11) != 0;
+        st = prepare_miss(m, no_build, &k, &cc, opt, &c, name, final_path, existed ? why : NULL, s, err);
     }
+    tsr_cache_close(&c);
     if (st != TS_OK) {
         ifelse_free(s);
         return st;
@@ -445,16 +537,44 @@ static ts_status ifelse_prepare(const ts_model *m, const tse_config *cfg, void *
     return TS_OK;
 }
 
+static ts_status ifelse_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
+                                ts_error *err) {
+    return prepare(m, cfg->no_build, out, layout, err);
+}
+
+/* 1 when the directory has any entry named ifelse-*: a cheap test before the model's
+ * SHA-256 (which costs some 4 ms per MB of model). */
+static int any_object(const tsr_cache *c) {
+    int fd = openat(c->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    int any = 0;
+    for (struct dirent *e; !any && (e = readdir(d));) any = strncmp(e->d_name, "ifelse-", 7) == 0;
+    closedir(d);
+    return any;
+}
+
 int tse_ifelse_cached(const ts_model *m) {
-    char dir[TSR_PATH_MAX], final[TSR_PATH_MAX + 128];
+    tsr_cache c;
     tsr_cc cc;
     ts_error e;
-    if (tsr_cache_dir(dir, sizeof dir, 0) != 0 || tsr_cc_find(&cc, &e) != TS_OK) return 0;
-    char opt[8];
-    snprintf(opt, sizeof opt, "-O%s", opt_level());
-    keys k;
-    make_keys(m, &cc, opt, &k);
-    return object_path(dir, &k, final, sizeof final) == 0 && access(final, R_OK) == 0;
+    if (tsr_cache_open(&c, 0) != 0) return 0;
+    int found = 0;
+    if (c.trusted && any_object(&c) && tsr_cc_find(&cc, &e) == TS_OK) {
+        char opt[8], name[OBJECT_NAME_SIZE], why[TSR_WHY_SIZE];
+        snprintf(opt, sizeof opt, "-O%s", opt_level());
+        keys k;
+        make_keys(m, &cc, opt, &k);
+        object_name(&k, name);
+        int fd = tsr_open_trusted(c.fd, name, why, sizeof why);
+        found = fd >= 0;
+        if (fd >= 0) close(fd);
+    }
+    tsr_cache_close(&c);
+    return found;
 }
 
 /* Rows per sweep over the parts: about half of L2. The longer each part's loop runs,

@@ -13,6 +13,24 @@
 ts_status tsio_load_lightgbm(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
 ts_status tsio_load_xgboost_json(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
 ts_status tsio_load_quickrank_xml(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
+/* XGBoost get_dump(dump_format="json") trees or the ES-LTR {"splits": [...]} wrapper
+ * (model_xgboost_dump.c); XGBoost UBJSON models (ubjson.c, read by the JSON loader). */
+ts_status tsio_load_xgboost_dump(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
+ts_status tsio_load_xgboost_ubjson(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
+/* 1 when JSON text at data is a list, or an object whose top-level keys include "splits"
+ * before any "learner" or "tree_info" (an XGBoost dump, not a model). */
+int tsio_is_xgboost_dump(const char *data, size_t size);
+/* RankLib LambdaMART, MART and random forests (model_quickrank.c, RankLib's semantics). */
+ts_status tsio_load_ranklib(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
+/* LightGBM dump_model() JSON (model_lightgbm_json.c). */
+ts_status tsio_load_lightgbm_json(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
+/* 1 when the input starts with the "##" header RankLib writes ("## LambdaMART", "## MART",
+ * "## Random Forests") followed by <ensemble>, and not QuickRank's imitation of that
+ * header (learning rate printed "%f", or a <ranker> body). */
+int tsio_is_ranklib_header(const char *data, size_t size);
+/* 1 when a JSON object starting at data has a top-level key "tree_info" (LightGBM
+ * dump_model), looked for in its first bytes only. */
+int tsio_is_lightgbm_json(const char *data, size_t size);
 
 /* Guess the format from the first bytes: "tree\n"/"version=v" -> LightGBM, '{' -> XGBoost
  * JSON, '<' or "##" comment lines then '<' -> QuickRank XML. TS_FORMAT_AUTO when unknown. */

@@ -23,6 +23,10 @@
  *   missing type Zero: NaN and zero go to the default side, others x <= t
  *   missing type NaN:  NaN goes to the default side, others x <= t
  * with t mapped to a float by tsm_threshold_lightgbm (exact for float inputs).
+ * Categorical nodes (decision_type bit 0): threshold is an index i into cat_boundaries
+ * (num_cat + 1 offsets into cat_threshold, a list of uint32 bitset words); the node's
+ * set is cat_threshold[cat_boundaries[i] .. cat_boundaries[i+1]), rule TSM_CAT_LIGHTGBM.
+ * Multiclass (num_class = num_tree_per_iteration = K > 1): tree t adds to score t % K.
  */
 
 #define LGB_CATEGORICAL_MASK 1
@@ -64,13 +68,16 @@ enum {
     F_LEAF_VALUE,
     F_IS_LINEAR,
     F_HAS_CATEGORICAL,
+    F_CAT_BOUNDARIES,
+    F_CAT_THRESHOLD,
     F_COUNT
 };
 static const char *const field_names[F_COUNT] = {
-    "num_leaves", "num_cat",     "split_feature", "threshold", "decision_type",
-    "left_child", "right_child", "leaf_value",    "is_linear", "has_categorical"};
+    "num_leaves", "num_cat",     "split_feature", "threshold",       "decision_type",  "left_child",
+    "right_child", "leaf_value", "is_linear",     "has_categorical", "cat_boundaries", "cat_threshold"};
 
 typedef struct lgb_header {
+    long long n_outputs;           /* num_tree_per_iteration: tree t adds to output t % n_outputs */
     lgb_span version, num_class, num_tree_per_iteration, max_feature_idx, objective, tree_sizes, feature_names;
     int average_output;
     long long max_feature;         /* max_feature_idx */
@@ -336,9 +343,17 @@ static ts_status check_header(lgb_ctx *c) {
     per_iter = num_class;
     if (c->h.num_tree_per_iteration.p)
         TS_TRY(header_int(c, &c->h.num_tree_per_iteration, "num_tree_per_iteration", 1, 1 << 30, &per_iter));
-    if (num_class > 1 || per_iter > 1)
-        return fail_span(c, TS_ERR_UNSUPPORTED, num_class > 1 ? &c->h.num_class : &c->h.num_tree_per_iteration,
-                         "multiclass models (num_class or num_tree_per_iteration > 1) are not supported yet");
+    if (num_class != per_iter)
+        return fail_span(c, TS_ERR_UNSUPPORTED, &c->h.num_tree_per_iteration,
+                         "num_tree_per_iteration differs from num_class: only one tree per class and iteration "
+                         "is supported");
+    if (per_iter > (long long)TSM_MAX_OUTPUTS) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "num_class %lld is beyond the limit of %u classes", per_iter, TSM_MAX_OUTPUTS);
+        return fail_span(c, TS_ERR_LIMIT, &c->h.num_class, msg);
+    }
+    c->h.n_outputs = per_iter;
+    if (per_iter > 1) TS_TRY(tsm_model_set_outputs(c->m, (uint32_t)per_iter, c->r.err));
     if (!c->h.max_feature_idx.p)
         return tsio_fail(c->r.err, TS_ERR_PARSE, c->r.name, 0, 0, "the header has no max_feature_idx line");
     TS_TRY(header_int(c, &c->h.max_feature_idx, "max_feature_idx", 0, (long long)TSM_MAX_FEATURES - 1,
@@ -434,9 +449,9 @@ static ts_status missing_field(lgb_ctx *c, uint32_t tree, const char *field) {
 /* Reject trees using features treescore cannot evaluate yet. */
 static ts_status check_tree_kind(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUNT]) {
     static const struct { int field; long long hi; const char *what; } kinds[] = {
-        {F_IS_LINEAR, 1, "linear trees are not supported yet"},
-        {F_NUM_CAT, TSM_MAX_LEAVES, "categorical splits are not supported yet"},
-        {F_HAS_CATEGORICAL, 1, "categorical splits are not supported yet"},
+        {F_IS_LINEAR, 1,
+         "linear trees (is_linear=1: each leaf is a linear model of the features, from linear_tree=true) are not "
+         "supported; retrain without linear_tree"},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         const lgb_span *v = &f[kinds[i].field];
@@ -444,7 +459,7 @@ static ts_status check_tree_kind(lgb_ctx *c, uint32_t tree, const lgb_span f[F_C
         if (!v->p) continue;
         TS_TRY(parse_one(c, tree, v, field_names[kinds[i].field], 0, kinds[i].hi, &x));
         if (x) {
-            char msg[128];
+            char msg[256];
             snprintf(msg, sizeof msg, "tree %u: %s", tree, kinds[i].what);
             return fail_span(c, TS_ERR_UNSUPPORTED, v, msg);
         }
@@ -483,15 +498,88 @@ static ts_status parse_splits(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUN
     return TS_OK;
 }
 
+/* The category sets of one tree: num_cat, cat_boundaries and cat_threshold, checked. */
+typedef struct lgb_cats {
+    long long n;                   /* num_cat */
+    long long *bounds;             /* n + 1 offsets into words, from 0, non-decreasing */
+    uint32_t *words;
+    size_t n_words;
+} lgb_cats;
+
+static ts_status read_cats(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUNT], lgb_cats *k) {
+    memset(k, 0, sizeof *k);
+    if (f[F_NUM_CAT].p) TS_TRY(parse_one(c, tree, &f[F_NUM_CAT], "num_cat", 0, TSM_MAX_LEAVES, &k->n));
+    if (k->n == 0) return TS_OK;
+    if (!f[F_CAT_BOUNDARIES].p) return missing_field(c, tree, "cat_boundaries");
+    if (!f[F_CAT_THRESHOLD].p) return missing_field(c, tree, "cat_threshold");
+    TS_TRY(check_count(c, tree, &f[F_CAT_BOUNDARIES], "cat_boundaries", (size_t)k->n + 1, "num_cat + 1"));
+    k->n_words = count_tokens(&f[F_CAT_THRESHOLD]);
+    k->bounds = malloc(((size_t)k->n + 1) * sizeof *k->bounds);
+    long long *w = malloc((k->n_words + 1) * sizeof *w);
+    k->words = malloc((k->n_words + 1) * sizeof *k->words);
+    ts_status st = TS_OK;
+    if (!k->bounds || !w || !k->words) st = ts_fail(c->r.err, TS_ERR_NO_MEMORY, "%s: out of memory", c->r.name);
+    if (st == TS_OK)
+        st = parse_ints(c, tree, &f[F_CAT_BOUNDARIES], "cat_boundaries", (size_t)k->n + 1, "num_cat + 1", 0,
+                        (long long)k->n_words, k->bounds);
+    if (st == TS_OK)
+        st = parse_ints(c, tree, &f[F_CAT_THRESHOLD], "cat_threshold", k->n_words, "its own count", 0, UINT32_MAX, w);
+    for (size_t i = 0; st == TS_OK && i < k->n_words; i++) k->words[i] = (uint32_t)w[i];
+    free(w);
+    if (st != TS_OK) return st;
+    for (long long i = 0; i < k->n; i++)
+        if (k->bounds[i] > k->bounds[i + 1])
+            return fail_span(c, TS_ERR_INVALID_MODEL, &f[F_CAT_BOUNDARIES],
+                             "cat_boundaries must not decrease");
+    if (k->bounds[0] != 0 || k->bounds[k->n] != (long long)k->n_words) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "tree %u: cat_boundaries must run from 0 to the %zu values of cat_threshold", tree,
+                 k->n_words);
+        return fail_span(c, TS_ERR_INVALID_MODEL, &f[F_CAT_BOUNDARIES], msg);
+    }
+    return TS_OK;
+}
+
+static void free_cats(lgb_cats *k) {
+    free(k->bounds);
+    free(k->words);
+}
+
+/* Node i is categorical: its threshold is the index of its set in k. */
+static ts_status map_cat_node(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUNT], const lgb_cats *k, uint32_t i) {
+    lgb_scratch *s = &c->s;
+    double t = s->threshold[i];
+    char msg[200];
+    if (!(t >= 0) || t >= (double)k->n || t != floor(t)) {
+        snprintf(msg, sizeof msg, "tree %u: node %u: categorical threshold %.17g is not a category set index "
+                 "(num_cat is %lld)", tree, i, t, k->n);
+        return fail_span(c, TS_ERR_INVALID_MODEL, &f[F_THRESHOLD], msg);
+    }
+    uint32_t j = (uint32_t)t, set;
+    TS_TRY(tsm_model_add_catset(c->m, (uint32_t)s->feature[i], TSM_CAT_LIGHTGBM, 0, k->words + k->bounds[j],
+                                (uint32_t)(k->bounds[j + 1] - k->bounds[j]), &set, c->r.err));
+    tsm_node *n = &s->nodes[i];
+    n->threshold = (float)set;
+    n->feature = (uint32_t)s->feature[i];
+    n->left = s->left[i];
+    n->right = s->right[i];
+    n->flags = TSM_CATEGORICAL;
+    return TS_OK;
+}
+
 /* Map node i of the scratch arrays to the IR. */
-static ts_status map_node(lgb_ctx *c, uint32_t tree, const lgb_span *dtype_span, uint32_t i) {
+static ts_status map_node(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUNT], const lgb_cats *k, uint32_t i) {
     lgb_scratch *s = &c->s;
     int32_t dt = s->dtype[i];
     double t = s->threshold[i];
+    const lgb_span *dtype_span = &f[F_DECISION_TYPE];
     char msg[160];
     if (dt & LGB_CATEGORICAL_MASK) {
-        snprintf(msg, sizeof msg, "tree %u: node %u: categorical splits are not supported yet", tree, i);
-        return fail_span(c, TS_ERR_UNSUPPORTED, dtype_span, msg);
+        if (dt & ~0xf) {
+            snprintf(msg, sizeof msg, "tree %u: node %u: unknown decision_type %d", tree, i, (int)dt);
+            return fail_span(c, TS_ERR_UNSUPPORTED, dtype_span, msg);
+        }
+        return map_cat_node(c, tree, f, k, i);
     }
     int missing = (dt >> 2) & 3;
     if (missing == 3 || (dt & ~0xf)) {
@@ -553,9 +641,14 @@ static ts_status read_tree(lgb_ctx *c) {
     TS_TRY(grow_scratch(c, leaves));
     TS_TRY(parse_doubles(c, tree, &f[F_LEAF_VALUE], "leaf_value", leaves, "num_leaves", c->s.leaf));
     if (nodes > 0) TS_TRY(parse_splits(c, tree, f, nodes));
-    for (uint32_t i = 0; i < nodes; i++) TS_TRY(map_node(c, tree, &f[F_DECISION_TYPE], i));
-    ts_status st = tsm_model_add_tree_d(c->m, nodes, c->s.nodes, c->s.threshold, leaves, c->s.leaf, 1.0, c->r.err);
+    lgb_cats k;
+    ts_status st = read_cats(c, tree, f, &k);
+    for (uint32_t i = 0; st == TS_OK && i < nodes; i++) st = map_node(c, tree, f, &k, i);
+    free_cats(&k);
+    if (st != TS_OK) return st;
+    st = tsm_model_add_tree_d(c->m, nodes, c->s.nodes, c->s.threshold, leaves, c->s.leaf, 1.0, c->r.err);
     if (st != TS_OK) return tsio_locate(c->r.err, st, c->r.name, c->locs[tree].line, c->locs[tree].byte);
+    if (c->h.n_outputs > 1) c->m->trees[tree].output = tree % (uint32_t)c->h.n_outputs;
     return TS_OK;
 }
 

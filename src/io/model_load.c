@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "io/loaders.h"
 #include "io/text.h"
+#include "io/ubjson.h"
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -25,13 +26,16 @@ static int has_prefix(const char *p, size_t n, const char *prefix) {
 
 ts_model_format tsio_detect_model_format(const char *data, size_t size) {
     if (!data) return TS_FORMAT_AUTO;
+    if (tsu_looks_like_ubjson(data, size)) return TS_FORMAT_XGBOOST_UBJSON; /* binary: '{' then a length marker */
     size_t i = content_start(data, size);
     const char *p = data + i;
     size_t n = size - i;
     if (n == 0) return TS_FORMAT_AUTO;
     if (has_prefix(p, n, "tree") && (n == 4 || p[4] == '\n' || p[4] == '\r')) return TS_FORMAT_LIGHTGBM;
     if (has_prefix(p, n, "version=")) return TS_FORMAT_LIGHTGBM;
-    if (p[0] == '{') return TS_FORMAT_XGBOOST_JSON;
+    if (p[0] == '[' || (p[0] == '{' && tsio_is_xgboost_dump(p, n))) return TS_FORMAT_XGBOOST_DUMP;
+    if (p[0] == '{') return tsio_is_lightgbm_json(p, n) ? TS_FORMAT_LIGHTGBM_JSON : TS_FORMAT_XGBOOST_JSON;
+    if (p[0] == '#' && tsio_is_ranklib_header(p, n)) return TS_FORMAT_RANKLIB;
     if (p[0] == '<' || p[0] == '#') return TS_FORMAT_QUICKRANK_XML;
     return TS_FORMAT_AUTO;
 }
@@ -63,13 +67,10 @@ static ts_status dispatch(const char *data, size_t size, ts_model_format format,
     case TS_FORMAT_LIGHTGBM: st = tsio_load_lightgbm(data, size, name, out, err); break;
     case TS_FORMAT_XGBOOST_JSON: st = tsio_load_xgboost_json(data, size, name, out, err); break;
     case TS_FORMAT_QUICKRANK_XML: st = tsio_load_quickrank_xml(data, size, name, out, err); break;
-    case TS_FORMAT_XGBOOST_DUMP:
-    case TS_FORMAT_LIGHTGBM_JSON:
-    case TS_FORMAT_RANKLIB:
-    case TS_FORMAT_XGBOOST_UBJSON:
-        st = ts_fail(err, TS_ERR_UNSUPPORTED, "%s: model format %s is not supported yet", name,
-                     ts_model_format_name(format));
-        break;
+    case TS_FORMAT_LIGHTGBM_JSON: st = tsio_load_lightgbm_json(data, size, name, out, err); break;
+    case TS_FORMAT_RANKLIB: st = tsio_load_ranklib(data, size, name, out, err); break;
+    case TS_FORMAT_XGBOOST_DUMP: st = tsio_load_xgboost_dump(data, size, name, out, err); break;
+    case TS_FORMAT_XGBOOST_UBJSON: st = tsio_load_xgboost_ubjson(data, size, name, out, err); break;
     default: st = ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: unknown model format %d", name, (int)format); break;
     }
     guard_leave(&g);

@@ -1,4 +1,4 @@
-/* model_quickrank.c: loader for QuickRank (and RankLib-style) XML tree ensembles. */
+/* model_quickrank.c: loaders for QuickRank and RankLib XML tree ensembles (one tolerant XML reader, two semantics). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +24,18 @@
  * is unused), threshold = (float)strtod(text) and x <= threshold goes left, so NaN goes
  * right (flags 0); leaf value = strtod(output); tree weight = the weight attribute
  * (default 1.0). score = sum of weight * output.
+ *
+ * Semantics (RankLib, read from its source: Ensemble, Split, RFRanker, DenseDataPoint):
+ * the same layout, but every number is parsed with Java's Float.parseFloat (strtof here:
+ * threshold, output and weight are floats; the output is then used as a double), feature
+ * k reads column k, x <= threshold goes left, and a NaN (RankLib's "unknown" value) or
+ * absent feature reads as 0, so NaN goes where 0.0 goes (TSM_MISSING_LEFT iff
+ * 0 <= threshold). A random forest (RFRanker) holds several <ensemble> blocks and scores
+ * the mean of the ensembles' scores: each tree's weight is divided by the number of
+ * ensembles (exact when it is a power of two, else within one double rounding per tree).
+ * RankLib adds each ensemble's terms in float32 (Ensemble.eval keeps a float sum);
+ * treescore adds them in double, as it does for XGBoost: the exit leaves are the same,
+ * the sums differ by RankLib's float32 rounding.
  *
  * The XML reader is a small tolerant tokenizer (tags, attributes in either quotes, text,
  * comments, CDATA, <?...?> and <!...> declarations; no entity decoding). It keeps an
@@ -92,6 +104,7 @@ typedef struct qr_ctx {
     double *leaves;
     size_t n_leaves, leaves_cap;
     int ensembles;      /* <ensemble> elements seen */
+    int ranklib;        /* RankLib semantics (see above) instead of QuickRank's */
     int in_tree, tree_has_root;
     int32_t tree_root;
     double tree_weight;
@@ -316,6 +329,17 @@ static ts_status grow(qr_ctx *c, void **p, size_t *cap, size_t need, size_t elem
 
 /* ---- tree building ---------------------------------------------------------------- */
 
+/* A threshold, output or weight: a double for QuickRank, a float (Float.parseFloat) for RankLib. */
+static int parse_number(const qr_ctx *c, const char *s, size_t n, double *out) {
+    float f;
+    if (!c->ranklib) return tsio_parse_double(s, n, out);
+    if (tsio_parse_float(s, n, &f) != 0) return -1;
+    *out = f;
+    return 0;
+}
+
+static const char *format_label(const qr_ctx *c) { return c->ranklib ? "RankLib" : "QuickRank"; }
+
 static ts_status begin_tree(qr_ctx *c, const xml_tok *t) {
     const char *v;
     size_t n;
@@ -326,7 +350,7 @@ static ts_status begin_tree(qr_ctx *c, const xml_tok *t) {
     c->tree_weight = 1.0;
     if (get_attr(t, "weight", &v, &n)) {
         tsio_trim(&v, &n);
-        if (tsio_parse_double(v, n, &c->tree_weight) != 0 || !isfinite(c->tree_weight)) {
+        if (parse_number(c, v, n, &c->tree_weight) != 0 || !isfinite(c->tree_weight)) {
             char ex[64];
             tsio_excerpt(ex, sizeof ex, v, n);
             return fail(c, TS_ERR_PARSE, t->byte, "tree %u: bad weight '%s'", c->m->n_trees, ex);
@@ -407,7 +431,9 @@ static ts_status close_split(qr_ctx *c) {
         if (c->n_nodes >= TSM_MAX_LEAVES - 1)
             return fail(c, TS_ERR_LIMIT, f.byte, "tree %u: more than %u nodes", tree, TSM_MAX_LEAVES - 1);
         TS_TRY(grow(c, (void **)&c->nodes, &c->nodes_cap, c->n_nodes + 1, sizeof *c->nodes, f.byte));
-        c->nodes[c->n_nodes] = (tsm_node){f.threshold, f.feature, f.left, f.right, 0};
+        /* RankLib reads NaN as 0: it goes where 0.0 goes. QuickRank: NaN <= t is false, right. */
+        uint32_t flags = c->ranklib && 0.0f <= f.threshold ? TSM_MISSING_LEFT : 0u;
+        c->nodes[c->n_nodes] = (tsm_node){f.threshold, f.feature, f.left, f.right, flags};
         ref = (int32_t)c->n_nodes++;
     }
     return attach(c, f.pos, ref, f.byte);
@@ -448,11 +474,11 @@ static ts_status close_value(qr_ctx *c, elem_kind kind, size_t byte) {
     long long id = 0;
     double d = 0;
     int ok = kind == E_FEATURE ? tsio_parse_int(s ? s : "", n, 0, TSM_MAX_FEATURES - 1, &id) == 0
-                               : tsio_parse_double(s ? s : "", n, &d) == 0;
+                               : parse_number(c, s ? s : "", n, &d) == 0;
     if (!ok || (kind != E_FEATURE && isnan(d)))
         return fail(c, TS_ERR_PARSE, at, "tree %u: bad %s '%s'", tree, names[kind], ex);
     if (kind == E_FEATURE && id == 0)
-        return fail(c, TS_ERR_PARSE, at, "tree %u: feature id 0 (QuickRank feature ids start at 1)", tree);
+        return fail(c, TS_ERR_PARSE, at, "tree %u: feature id 0 (%s feature ids start at 1)", tree, format_label(c));
     if (c->n_frames == 0) { /* a lone <output> directly in <tree> */
         int32_t ref;
         TS_TRY(add_leaf(c, d, at, &ref));
@@ -465,7 +491,7 @@ static ts_status close_value(qr_ctx *c, elem_kind kind, size_t byte) {
     if (kind == E_FEATURE)
         f->feature = (uint32_t)id;
     else if (kind == E_THRESHOLD)
-        f->threshold = (float)d; /* QuickRank: atof, stored as float */
+        f->threshold = (float)d; /* QuickRank: atof, stored as float; RankLib: d is already a float */
     else
         f->output = d;
     return TS_OK;
@@ -485,7 +511,8 @@ static ts_status on_start(qr_ctx *c, const xml_tok *t) {
     switch (parent) {
     case E_RANKER:
         if (kind == E_ENSEMBLE) {
-            if (c->ensembles++) return fail(c, TS_ERR_PARSE, t->byte, "a second <ensemble>");
+            if (c->ensembles++ && !c->ranklib)
+                return fail(c, TS_ERR_PARSE, t->byte, "a second <ensemble> (only RankLib random forests have several)");
         } else if (kind != E_INFO && kind != E_RANKER) {
             kind = E_OTHER; /* unknown wrapper content: skipped */
         }
@@ -563,7 +590,8 @@ static ts_status at_eof(qr_ctx *c) {
                     "unexpected end of file: <%s> opened on line %llu is not closed: truncated?", ex,
                     tsio_line_at(c->data, c->size, e->byte));
     }
-    if (!c->ensembles) return fail(c, TS_ERR_PARSE, c->size, "no <ensemble> element: not a QuickRank model?");
+    if (!c->ensembles)
+        return fail(c, TS_ERR_PARSE, c->size, "no <ensemble> element: not a %s model?", format_label(c));
     return TS_OK;
 }
 
@@ -599,7 +627,15 @@ static ts_status parse(qr_ctx *c) {
     }
 }
 
-ts_status tsio_load_quickrank_xml(const char *data, size_t size, const char *name, ts_model **out, ts_error *err) {
+/* RankLib random forest: the score is the mean of the ensembles' scores, so each tree's
+ * weight is divided by the number of ensembles (one ensemble: unchanged). */
+static void average_ensembles(qr_ctx *c) {
+    if (!c->ranklib || c->ensembles <= 1) return;
+    for (uint32_t i = 0; i < c->m->n_trees; i++) c->m->trees[i].weight /= (double)c->ensembles;
+}
+
+static ts_status load_xml(const char *data, size_t size, const char *name, int ranklib, ts_model **out,
+                          ts_error *err) {
     qr_ctx c;
     memset(&c, 0, sizeof c);
     *out = NULL;
@@ -609,9 +645,11 @@ ts_status tsio_load_quickrank_xml(const char *data, size_t size, const char *nam
     c.pos = tsio_skip_bom(data, size);
     c.name = name;
     c.err = err;
-    c.m = tsm_model_new(TS_FORMAT_QUICKRANK_XML);
+    c.ranklib = ranklib;
+    c.m = tsm_model_new(ranklib ? TS_FORMAT_RANKLIB : TS_FORMAT_QUICKRANK_XML);
     ts_status st = c.m ? parse(&c) : ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     if (st == TS_OK) {
+        average_ensembles(&c);
         st = tsm_model_finish(c.m, err);
         if (st != TS_OK) tsio_locate(err, st, name, 0, 0);
     }
@@ -625,4 +663,86 @@ ts_status tsio_load_quickrank_xml(const char *data, size_t size, const char *nam
     }
     *out = c.m;
     return TS_OK;
+}
+
+ts_status tsio_load_quickrank_xml(const char *data, size_t size, const char *name, ts_model **out, ts_error *err) {
+    return load_xml(data, size, name, 0, out, err);
+}
+
+static const char *ranklib_non_tree(const char *data, size_t size);
+
+ts_status tsio_load_ranklib(const char *data, size_t size, const char *name, ts_model **out, ts_error *err) {
+    const char *other = ranklib_non_tree(data, size);
+    *out = NULL;
+    if (other)
+        return tsio_fail(err, TS_ERR_UNSUPPORTED, name ? name : "<buffer>", 1, tsio_skip_bom(data, size),
+                         "a RankLib %s model is not a tree ensemble (treescore scores LambdaMART, MART and "
+                         "random forests)",
+                         other);
+    return load_xml(data, size, name, 1, out, err);
+}
+
+/* ---- detection -------------------------------------------------------------------- */
+
+/* The line starting at p (without its '\n' and a trailing '\r'). */
+static size_t line_len(const char *p, size_t n) {
+    const char *nl = memchr(p, '\n', n);
+    size_t k = nl ? (size_t)(nl - p) : n;
+    if (k > 0 && p[k - 1] == '\r') k--;
+    return k;
+}
+
+static int line_is(const char *p, size_t k, const char *want) {
+    const char *s = p;
+    size_t n = k;
+    tsio_trim(&s, &n);
+    return n == strlen(want) && memcmp(s, want, n) == 0;
+}
+
+/* "## Learning rate = 0.100000": C's "%f" (exactly six decimals), as QuickRank prints it;
+ * Java's Float.toString (RankLib) prints the shortest decimal ("0.1"). */
+static int c_style_rate(const char *p, size_t k) {
+    static const char key[] = "## Learning rate = ";
+    size_t kn = sizeof key - 1;
+    if (k < kn || memcmp(p, key, kn) != 0) return 0;
+    const char *v = p + kn, *dot = memchr(v, '.', k - kn);
+    size_t vn = k - kn;
+    tsio_trim(&v, &vn);
+    if (!dot) return 0;
+    size_t decimals = (size_t)(v + vn - dot) - 1;
+    return decimals == 6;
+}
+
+/* RankLib's rankers that are not tree ensembles (their name() in the "## NAME" header). */
+static const char *const ranklib_other[] = {"## RankNet",   "## RankBoost",         "## AdaRank",
+                                             "## LambdaRank", "## Coordinate Ascent", "## ListNet",
+                                             "## Linear Regression"};
+
+/* The first header line names a RankLib ranker that is not a tree ensemble. */
+static const char *ranklib_non_tree(const char *data, size_t size) {
+    size_t i = tsio_skip_bom(data, size);
+    while (i < size && is_ws(data[i])) i++;
+    size_t k = line_len(data + i, size - i);
+    for (size_t r = 0; r < sizeof ranklib_other / sizeof ranklib_other[0]; r++)
+        if (line_is(data + i, k, ranklib_other[r])) return ranklib_other[r] + 3;
+    return NULL;
+}
+
+int tsio_is_ranklib_header(const char *data, size_t size) {
+    size_t i = tsio_skip_bom(data, size);
+    while (i < size && is_ws(data[i])) i++;
+    size_t k = line_len(data + i, size - i);
+    if (ranklib_non_tree(data, size)) return 1; /* refused by the RankLib loader, by name */
+    if (!line_is(data + i, k, "## LambdaMART") && !line_is(data + i, k, "## MART") &&
+        !line_is(data + i, k, "## Random Forests"))
+        return 0;
+    for (int lines = 0; lines < 16 && i < size && data[i] == '#'; lines++) { /* the header only */
+        k = line_len(data + i, size - i);
+        if (c_style_rate(data + i, k)) return 0;
+        i += k;
+        while (i < size && is_ws(data[i])) i++;
+    }
+    /* RankLib's body is bare <ensemble> blocks (none: a truncated RankLib file);
+     * QuickRank's starts <ranker> or <?xml. */
+    return i == size || (size - i >= 9 && memcmp(data + i, "<ensemble", 9) == 0);
 }

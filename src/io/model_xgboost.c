@@ -30,6 +30,12 @@
  * split_conditions too. XGBoost numbers internal nodes and leaves together; they are
  * renumbered here (internal nodes and leaves each in id order; the root, id 0, becomes
  * internal node 0) and tsm_model_add_tree canonicalizes the rest.
+ *
+ * Categorical splits (split_type 1): categories_nodes lists the categorical nodes, and
+ * node categories_nodes[i]'s set is categories[categories_segments[i] ..
+ * + categories_sizes[i]), rule TSM_CAT_XGBOOST (in the set goes right). Several outputs
+ * (num_class > 1: multi:softprob/softmax; num_target > 1 with one output per tree):
+ * tree t adds to output tree_info[t], and base_score lists one value per output.
  */
 
 typedef struct xgb_ints {
@@ -47,6 +53,7 @@ typedef struct xgb_floats {
 /* One tree as read from the file. */
 typedef struct xgb_tree_in {
     xgb_ints left, right, split_index, split_type, default_left;
+    xgb_ints cats, cat_nodes, cat_segments, cat_sizes; /* categorical splits */
     xgb_floats cond;
     long long num_nodes, size_leaf_vector, num_deleted;
     size_t byte;                   /* where the tree object starts */
@@ -62,6 +69,9 @@ typedef struct xgb_ctx {
     size_t cap;
     int32_t *stack, *newref;
     unsigned char *seen;
+    int32_t *cat_of;               /* per node: its position in categories_nodes, or -1 */
+    uint32_t *words;               /* one category set's bitset */
+    size_t words_cap;
     tsm_node *nodes;
     double *leaves;
     size_t *tree_byte;             /* start of each tree, for error messages */
@@ -72,7 +82,7 @@ typedef struct xgb_ctx {
     char booster[32];
     size_t booster_byte;
     char objective[64];
-    char base_score[256];
+    char base_score[16384];
     int have_base_score, base_score_long;
     size_t base_score_byte;
     long long num_feature, num_class, num_target, num_trees_param;
@@ -218,6 +228,8 @@ static ts_status read_tree_object(xgb_ctx *c) {
     xgb_tree_in *t = &c->t;
     t->left.present = t->right.present = t->split_index.present = t->split_type.present = 0;
     t->default_left.present = t->cond.present = 0;
+    t->cats.present = t->cat_nodes.present = t->cat_segments.present = t->cat_sizes.present = 0;
+    t->cats.n = t->cat_nodes.n = t->cat_segments.n = t->cat_sizes.n = 0;
     t->num_nodes = -1;
     t->size_leaf_vector = 0;
     t->num_deleted = 0;
@@ -238,6 +250,14 @@ static ts_status read_tree_object(xgb_ctx *c) {
             TS_TRY(read_float_array(c, &t->cond, "split_conditions"));
         else if (strcmp(key, "tree_param") == 0)
             TS_TRY(read_tree_param(c));
+        else if (strcmp(key, "categories") == 0)
+            TS_TRY(read_int_array(c, &t->cats, "categories", INT32_MIN, INT32_MAX));
+        else if (strcmp(key, "categories_nodes") == 0)
+            TS_TRY(read_int_array(c, &t->cat_nodes, "categories_nodes", INT32_MIN, INT32_MAX));
+        else if (strcmp(key, "categories_segments") == 0)
+            TS_TRY(read_int_array(c, &t->cat_segments, "categories_segments", INT32_MIN, INT32_MAX));
+        else if (strcmp(key, "categories_sizes") == 0)
+            TS_TRY(read_int_array(c, &t->cat_sizes, "categories_sizes", INT32_MIN, INT32_MAX));
         else
             TS_TRY(tsj_skip(&c->p));
     }
@@ -262,13 +282,15 @@ static ts_status grow_scratch(xgb_ctx *c, size_t n) {
     if (stack) c->stack = stack;
     int32_t *newref = realloc(c->newref, cap * sizeof *newref);
     if (newref) c->newref = newref;
+    int32_t *cat_of = realloc(c->cat_of, cap * sizeof *cat_of);
+    if (cat_of) c->cat_of = cat_of;
     unsigned char *seen = realloc(c->seen, cap);
     if (seen) c->seen = seen;
     tsm_node *nodes = realloc(c->nodes, cap * sizeof *nodes);
     if (nodes) c->nodes = nodes;
     double *leaves = realloc(c->leaves, cap * sizeof *leaves);
     if (leaves) c->leaves = leaves;
-    if (!stack || !newref || !seen || !nodes || !leaves) return tsj_fail(&c->p, TS_ERR_NO_MEMORY, "out of memory");
+    if (!stack || !newref || !cat_of || !seen || !nodes || !leaves) return tsj_fail(&c->p, TS_ERR_NO_MEMORY, "out of memory");
     c->cap = cap;
     return TS_OK;
 }
@@ -285,7 +307,9 @@ static ts_status check_tree_arrays(xgb_ctx *c, uint32_t tree) {
     };
     if (t->size_leaf_vector > 1)
         return tree_fail(c, TS_ERR_UNSUPPORTED, tree,
-                         "multi-target trees (size_leaf_vector %lld) are not supported yet", t->size_leaf_vector);
+                         "vector leaves (size_leaf_vector %lld, from multi_strategy=\"multi_output_tree\") are not "
+                         "supported; train with multi_strategy=\"one_output_per_tree\" (the default)",
+                         t->size_leaf_vector);
     if (t->num_nodes < 0) return tree_fail(c, TS_ERR_PARSE, tree, "no tree_param.num_nodes");
     if (t->num_nodes < 1 || t->num_nodes > 2 * (long long)TSM_MAX_LEAVES - 1)
         return tree_fail(c, TS_ERR_INVALID_MODEL, tree, "num_nodes %lld is out of range", t->num_nodes);
@@ -300,9 +324,69 @@ static ts_status check_tree_arrays(xgb_ctx *c, uint32_t tree) {
             return tree_fail(c, TS_ERR_PARSE, tree, "split_type has %zu values, expected num_nodes = %lld",
                              t->split_type.n, t->num_nodes);
         for (size_t i = 0; i < t->split_type.n; i++)
-            if (t->split_type.v[i] != 0 && t->left.v[i] != -1)
-                return tree_fail(c, TS_ERR_UNSUPPORTED, tree, "node %zu: categorical splits are not supported yet", i);
+            if (t->split_type.v[i] != 0 && t->split_type.v[i] != 1 && t->left.v[i] != -1)
+                return tree_fail(c, TS_ERR_UNSUPPORTED, tree, "node %zu: unknown split_type %d", i,
+                                 (int)t->split_type.v[i]);
     }
+    return TS_OK;
+}
+
+/* categories_nodes / _segments / _sizes / categories: consistent, and cat_of filled. */
+static ts_status check_categories(xgb_ctx *c, uint32_t tree) {
+    xgb_tree_in *t = &c->t;
+    size_t n = (size_t)t->num_nodes, k = t->cat_nodes.n;
+    for (size_t i = 0; i < n; i++) c->cat_of[i] = -1;
+    if (t->cat_segments.n != k || t->cat_sizes.n != k)
+        return tree_fail(c, TS_ERR_INVALID_MODEL, tree,
+                         "categories_nodes, categories_segments and categories_sizes differ in length (%zu, %zu, %zu)",
+                         k, t->cat_segments.n, t->cat_sizes.n);
+    for (size_t i = 0; i < k; i++) {
+        int32_t node = t->cat_nodes.v[i], seg = t->cat_segments.v[i], size = t->cat_sizes.v[i];
+        if (node < 0 || (size_t)node >= n || t->left.v[node] == -1 || !t->split_type.present ||
+            t->split_type.v[node] != 1)
+            return tree_fail(c, TS_ERR_INVALID_MODEL, tree, "categories_nodes[%zu] = %d is not a categorical split node",
+                             i, (int)node);
+        if (c->cat_of[node] != -1)
+            return tree_fail(c, TS_ERR_INVALID_MODEL, tree, "categories_nodes lists node %d twice", (int)node);
+        if (seg < 0 || size < 0 || (size_t)seg + (size_t)size > t->cats.n)
+            return tree_fail(c, TS_ERR_INVALID_MODEL, tree,
+                             "node %d: categories segment [%d, +%d) is outside the %zu categories", (int)node, (int)seg,
+                             (int)size, t->cats.n);
+        for (int32_t j = seg; j < seg + size; j++)
+            if (t->cats.v[j] < 0 || t->cats.v[j] >= (1 << 24))
+                return tree_fail(c, TS_ERR_INVALID_MODEL, tree,
+                                 "node %d: category %d is out of range (XGBoost's categories are 0 to 2^24 - 1)",
+                                 (int)node, (int)t->cats.v[j]);
+        c->cat_of[node] = (int32_t)i;
+    }
+    for (size_t i = 0; t->split_type.present && i < n; i++)
+        if (t->split_type.v[i] == 1 && t->left.v[i] != -1 && c->seen[i] && c->cat_of[i] == -1)
+            return tree_fail(c, TS_ERR_INVALID_MODEL, tree, "node %zu is a categorical split without categories", i);
+    return TS_OK;
+}
+
+/* Node i's category set, added to the model; its index in *set. */
+static ts_status add_node_catset(xgb_ctx *c, uint32_t tree, size_t i, uint32_t *set) {
+    xgb_tree_in *t = &c->t;
+    int32_t p = c->cat_of[i], seg = t->cat_segments.v[p], size = t->cat_sizes.v[p];
+    uint32_t n_words = 0;
+    for (int32_t j = seg; j < seg + size; j++)
+        if ((uint32_t)t->cats.v[j] / 32 + 1 > n_words) n_words = (uint32_t)t->cats.v[j] / 32 + 1;
+    if (n_words > c->words_cap) {
+        uint32_t *w = realloc(c->words, n_words * sizeof *w);
+        if (!w) return tsj_fail(&c->p, TS_ERR_NO_MEMORY, "out of memory");
+        c->words = w;
+        c->words_cap = n_words;
+    }
+    memset(c->words, 0, n_words * sizeof *c->words);
+    for (int32_t j = seg; j < seg + size; j++) c->words[t->cats.v[j] / 32] |= 1u << (t->cats.v[j] % 32);
+    ts_status st = tsm_model_add_catset(c->m, (uint32_t)t->split_index.v[i], TSM_CAT_XGBOOST,
+                                        t->default_left.v[i] ? TSM_MISSING_LEFT : 0, c->words, n_words, set, c->err);
+    if (st != TS_OK) {
+        c->p.status = st;
+        return tsio_locate(c->err, st, c->name, tsio_line_at(c->p.data, c->p.size, t->byte), t->byte);
+    }
+    (void)tree;
     return TS_OK;
 }
 
@@ -355,6 +439,7 @@ static ts_status build_tree(xgb_ctx *c) {
     n = (size_t)t->num_nodes;
     TS_TRY(grow_scratch(c, n));
     TS_TRY(walk_tree(c, tree, &n_internal, &n_leaves));
+    TS_TRY(check_categories(c, tree));
     int32_t next_node = 0, next_leaf = 0;
     for (size_t i = 0; i < n; i++) {
         if (!c->seen[i]) continue;
@@ -373,6 +458,15 @@ static ts_status build_tree(xgb_ctx *c) {
             return tree_fail(c, TS_ERR_LIMIT, tree, "node %zu splits on feature %u, beyond the limit %u", i, feature,
                              TSM_MAX_FEATURES - 1);
         nd->feature = feature;
+        nd->left = c->newref[t->left.v[i]];
+        nd->right = c->newref[t->right.v[i]];
+        if (c->cat_of[i] >= 0) { /* categorical: the threshold names the set */
+            uint32_t set;
+            TS_TRY(add_node_catset(c, tree, i, &set));
+            nd->threshold = (float)set;
+            nd->flags = TSM_CATEGORICAL;
+            continue;
+        }
         if (t->cond.v[i] == -INFINITY) /* x < -inf sends nothing left: no x <= t says that */
             return tree_fail(c, TS_ERR_UNSUPPORTED, tree, "node %zu has the split condition -inf, which no value passes",
                              i);
@@ -595,13 +689,15 @@ static ts_status check_booster(xgb_ctx *c) {
         snprintf(msg, sizeof msg, "gradient booster '%s' is not supported (gbtree and dart are)", c->booster);
         return fail_at(c, TS_ERR_UNSUPPORTED, c->booster_byte, msg);
     }
-    if (c->num_class > 1) {
-        snprintf(msg, sizeof msg, "multiclass models (num_class %lld) are not supported yet", c->num_class);
-        return fail_at(c, TS_ERR_UNSUPPORTED, c->num_class_byte, msg);
-    }
-    if (c->num_target > 1) {
-        snprintf(msg, sizeof msg, "multi-target models (num_target %lld) are not supported yet", c->num_target);
+    if (c->num_class > 1 && c->num_target > 1) {
+        snprintf(msg, sizeof msg, "num_class %lld and num_target %lld are both above 1: not supported",
+                 c->num_class, c->num_target);
         return fail_at(c, TS_ERR_UNSUPPORTED, c->num_target_byte, msg);
+    }
+    if (c->num_class > (long long)TSM_MAX_OUTPUTS || c->num_target > (long long)TSM_MAX_OUTPUTS) {
+        snprintf(msg, sizeof msg, "num_class %lld or num_target %lld is beyond the limit of %u outputs", c->num_class,
+                 c->num_target, TSM_MAX_OUTPUTS);
+        return fail_at(c, TS_ERR_LIMIT, c->num_class > 1 ? c->num_class_byte : c->num_target_byte, msg);
     }
     if (!c->trees_read) return tsj_fail_at(&c->p, TS_ERR_PARSE, c->booster_byte, "the booster has no trees array");
     return TS_OK;
@@ -619,13 +715,16 @@ static ts_status check_tree_lists(xgb_ctx *c) {
             snprintf(msg, sizeof msg, "tree_info has %zu values for %u trees", c->tree_info.n, n);
             return fail_at(c, TS_ERR_PARSE, c->tree_info_byte, msg);
         }
-        for (size_t i = 0; i < n; i++)
-            if (c->tree_info.v[i] != 0) {
-                snprintf(msg, sizeof msg,
-                         "tree %zu belongs to output group %d: multi-output models are not supported yet", i,
-                         (int)c->tree_info.v[i]);
-                return fail_at(c, TS_ERR_UNSUPPORTED, c->tree_info_byte, msg);
+        for (size_t i = 0; i < n; i++) {
+            if (c->tree_info.v[i] < 0 || (uint32_t)c->tree_info.v[i] >= c->m->n_outputs) {
+                snprintf(msg, sizeof msg, "tree %zu belongs to output %d, but the model has %u (num_class, num_target)",
+                         i, (int)c->tree_info.v[i], c->m->n_outputs);
+                return fail_at(c, TS_ERR_INVALID_MODEL, c->tree_info_byte, msg);
             }
+            c->m->trees[i].output = (uint32_t)c->tree_info.v[i];
+        }
+    } else if (c->m->n_outputs > 1) {
+        return fail_at(c, TS_ERR_PARSE, c->trees_byte, "a model of several outputs without tree_info");
     }
     if (strcmp(c->booster, "dart") == 0) {
         if (!c->weight_drop.present || c->weight_drop.n != n) {
@@ -682,29 +781,15 @@ static float prob_to_margin(const char *objective, float b, const long long vers
     return b; /* identity: squared error, ranking, logitraw, hinge, quantile, ... */
 }
 
-static ts_status set_base_score(xgb_ctx *c) {
-    char msg[160];
-    const char *s = c->base_score;
-    size_t n = strlen(s);
-    if (!c->have_base_score) return tsj_fail_at(&c->p, TS_ERR_PARSE, 0, "no learner.learner_model_param.base_score");
-    tsio_trim(&s, &n);
-    if (c->base_score_long && s[0] == '[' && memchr(s, ',', n))
-        return fail_at(c, TS_ERR_UNSUPPORTED, c->base_score_byte,
-                       "base_score has several values (a multi-output model): not supported yet");
-    if (c->base_score_long) return fail_at(c, TS_ERR_PARSE, c->base_score_byte, "base_score is too long");
-    if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-        s++;
-        n -= 2;
-        tsio_trim(&s, &n);
-        if (memchr(s, ',', n))
-            return fail_at(c, TS_ERR_UNSUPPORTED, c->base_score_byte,
-                           "base_score has several values (a multi-output model): not supported yet");
-    }
+/* One base_score value: parsed, turned into a margin; the model's output k gets it. */
+static ts_status set_one_base(xgb_ctx *c, const char *s, size_t n, uint32_t k) {
+    char msg[200];
     float b;
+    tsio_trim(&s, &n);
     if (tsio_parse_float(s, n, &b) != 0 || !isfinite(b)) {
         char ex[64];
-        tsio_excerpt(ex, sizeof ex, c->base_score, strlen(c->base_score));
-        snprintf(msg, sizeof msg, "bad base_score '%s'", ex);
+        tsio_excerpt(ex, sizeof ex, s, n);
+        snprintf(msg, sizeof msg, "bad base_score value '%s'", ex);
         return fail_at(c, TS_ERR_PARSE, c->base_score_byte, msg);
     }
     float margin = prob_to_margin(c->objective, b, c->version);
@@ -713,12 +798,45 @@ static ts_status set_base_score(xgb_ctx *c) {
                  c->objective);
         return fail_at(c, TS_ERR_INVALID_MODEL, c->base_score_byte, msg);
     }
-    c->m->base_score = (double)margin;
+    if (c->m->output_base) c->m->output_base[k] = (double)margin;
+    c->m->base_score = k == 0 ? (double)margin : c->m->base_score;
+    return TS_OK;
+}
+
+/* base_score: "0.5", "[5E-1]", or one value per output "[a,b,c]" (XGBoost 3.x); a single
+ * value serves every output. */
+static ts_status set_base_score(xgb_ctx *c) {
+    char msg[160];
+    const char *s = c->base_score;
+    size_t n = strlen(s);
+    uint32_t K = c->m->n_outputs, count = 1;
+    if (!c->have_base_score) return tsj_fail_at(&c->p, TS_ERR_PARSE, 0, "no learner.learner_model_param.base_score");
+    if (c->base_score_long) return fail_at(c, TS_ERR_LIMIT, c->base_score_byte, "base_score is too long");
+    tsio_trim(&s, &n);
+    if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+        s++;
+        n -= 2;
+    }
+    for (size_t i = 0; i < n; i++) count += s[i] == ',';
+    if (count != 1 && count != K) {
+        snprintf(msg, sizeof msg, "base_score has %u values for a model of %u outputs", count, K);
+        return fail_at(c, TS_ERR_INVALID_MODEL, c->base_score_byte, msg);
+    }
+    for (uint32_t k = 0; k < count; k++) {
+        const char *comma = memchr(s, ',', n);
+        size_t len = comma ? (size_t)(comma - s) : n;
+        TS_TRY(set_one_base(c, s, len, k));
+        s += len + (comma ? 1 : 0);
+        n -= len + (comma ? 1 : 0);
+    }
+    for (uint32_t k = 1; count == 1 && k < K; k++) c->m->output_base[k] = c->m->output_base[0];
     return TS_OK;
 }
 
 static ts_status finish(xgb_ctx *c) {
     TS_TRY(check_booster(c));
+    long long k = c->num_class > 1 ? c->num_class : c->num_target > 1 ? c->num_target : 1;
+    if (k > 1) TS_TRY(tsm_model_set_outputs(c->m, (uint32_t)k, c->err));
     TS_TRY(check_tree_lists(c));
     TS_TRY(check_features(c));
     TS_TRY(set_base_score(c));
@@ -742,6 +860,12 @@ static void free_ctx(xgb_ctx *c) {
     free(c->t.split_type.v);
     free(c->t.default_left.v);
     free(c->t.cond.v);
+    free(c->t.cats.v);
+    free(c->t.cat_nodes.v);
+    free(c->t.cat_segments.v);
+    free(c->t.cat_sizes.v);
+    free(c->cat_of);
+    free(c->words);
     free(c->stack);
     free(c->newref);
     free(c->seen);
@@ -772,7 +896,7 @@ ts_status tsio_load_xgboost_json(const char *data, size_t size, const char *name
         st = ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     else if (looks_like_ubjson(data, size))
         st = tsj_fail_at(&c->p, TS_ERR_UNSUPPORTED, 0,
-                         "this is XGBoost's binary UBJSON format: save the model with a .json file name instead");
+                         "this is XGBoost's binary UBJSON format: load it as xgboost-ubjson (or auto)");
     else
         st = read_root(c);
     if (st == TS_OK) st = finish(c);

@@ -16,6 +16,7 @@ ts_model *tsm_model_new(ts_model_format format) {
     m->format = format;
     m->absent_value = format == TS_FORMAT_XGBOOST_JSON ? NAN : 0.0f;
     m->compares_double = format == TS_FORMAT_LIGHTGBM;
+    m->n_outputs = 1;
     return m;
 }
 
@@ -29,6 +30,9 @@ void ts_model_free(ts_model *m) {
     free(m->trees);
     for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
     free(m->feature_names);
+    free(m->output_base);
+    free(m->catsets);
+    free(m->cat_words);
     free(m);
 }
 
@@ -137,7 +141,7 @@ static ts_status visit(canon_ctx *c, canon_frame f, canon_frame *stack, uint32_t
     const tsm_node *src = &c->in[node];
     if (src->threshold != src->threshold)
         return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u has a NaN threshold", tree_idx, node);
-    if (src->flags & ~TSM_NODE_FLAGS_ALL)
+    if ((src->flags & TSM_CATEGORICAL) ? src->flags != TSM_CATEGORICAL : (src->flags & ~TSM_NODE_FLAGS_ALL) != 0)
         return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u has unknown flags 0x%x", tree_idx, node,
                        (unsigned)src->flags);
     if (src->feature >= TSM_MAX_FEATURES)
@@ -237,13 +241,180 @@ ts_status tsm_model_add_tree_d(ts_model *m, uint32_t n_nodes, const tsm_node *no
     t->nodes = c.out;
     t->leaf_values = c.out_leaves;
     t->thresholds_d = c.out_thr_d;
+    t->output = 0;
+    return TS_OK;
+}
+
+/* ---- category sets and outputs ---------------------------------------------------- */
+
+static uint32_t catset_hash(uint32_t feature, uint32_t rule, uint32_t flags, const uint32_t *w, uint32_t n) {
+    uint32_t h = 2166136261u, head[4] = {feature, rule, flags, n};
+    for (int i = 0; i < 4; i++) h = (h ^ head[i]) * 16777619u;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ w[i]) * 16777619u;
+    return h;
+}
+
+static ts_status grow_catsets(ts_model *m, uint32_t n_words, ts_error *err) {
+    if (m->n_catsets >= TSM_MAX_CATSETS)
+        return ts_fail(err, TS_ERR_LIMIT, "more than %u distinct category sets", TSM_MAX_CATSETS);
+    if (m->n_catsets == m->catsets_capacity) {
+        uint32_t cap = m->catsets_capacity ? 2 * m->catsets_capacity : 16;
+        tsm_catset *p = realloc(m->catsets, (size_t)cap * sizeof *p);
+        if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for category sets");
+        m->catsets = p;
+        m->catsets_capacity = cap;
+    }
+    if (m->n_cat_words + n_words > m->cat_words_capacity) {
+        size_t cap = m->cat_words_capacity ? 2 * m->cat_words_capacity : 64;
+        while (cap < m->n_cat_words + n_words) cap *= 2;
+        uint32_t *p = realloc(m->cat_words, cap * sizeof *p);
+        if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for category sets");
+        m->cat_words = p;
+        m->cat_words_capacity = cap;
+    }
+    return TS_OK;
+}
+
+ts_status tsm_model_add_catset(ts_model *m, uint32_t feature, uint32_t rule, uint32_t flags, const uint32_t *words,
+                               uint32_t n_words, uint32_t *index, ts_error *err) {
+    if (rule != TSM_CAT_LIGHTGBM && rule != TSM_CAT_XGBOOST)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown category rule %u", rule);
+    if (feature >= TSM_MAX_FEATURES)
+        return ts_fail(err, TS_ERR_LIMIT, "a categorical split on feature %u (limit %u)", feature, TSM_MAX_FEATURES - 1);
+    while (n_words > 0 && words[n_words - 1] == 0) n_words--;
+    flags &= TSM_MISSING_LEFT;
+    uint32_t h = catset_hash(feature, rule, flags, words, n_words);
+    /* Linear in the sets so far, but only hashes are compared until one matches. */
+    for (uint32_t i = 0; i < m->n_catsets; i++) {
+        const tsm_catset *c = &m->catsets[i];
+        if (c->hash == h && c->feature == feature && c->rule == rule && c->flags == flags && c->n_words == n_words &&
+            (n_words == 0 || memcmp(m->cat_words + c->word0, words, n_words * sizeof *words) == 0)) {
+            *index = i;
+            return TS_OK;
+        }
+    }
+    TS_TRY(grow_catsets(m, n_words, err));
+    tsm_catset *c = &m->catsets[m->n_catsets];
+    *c = (tsm_catset){feature, rule, flags, n_words, (uint32_t)m->n_cat_words, h};
+    if (n_words) memcpy(m->cat_words + m->n_cat_words, words, n_words * sizeof *words);
+    m->n_cat_words += n_words;
+    *index = m->n_catsets++;
+    return TS_OK;
+}
+
+int tsm_catset_goes_left(const ts_model *m, const tsm_catset *c, double v) {
+    const uint32_t *w = m->cat_words + c->word0;
+    if (c->rule == TSM_CAT_LIGHTGBM) {
+        /* NaN, v <= -1 (int < 0) and v >= 2^31 (the cast gives INT_MIN) go right. */
+        if (!(v > -1.0) || v >= 2147483648.0) return 0;
+        uint32_t cat = (uint32_t)v;
+        return cat / 32 < c->n_words && ((w[cat / 32] >> (cat % 32)) & 1u);
+    }
+    if (v != v) return (c->flags & TSM_MISSING_LEFT) != 0;
+    if (v < 0.0 || v >= 16777216.0) return 1; /* XGBoost's invalid categories go left */
+    uint32_t cat = (uint32_t)v;
+    return !(cat / 32 < c->n_words && ((w[cat / 32] >> (cat % 32)) & 1u));
+}
+
+ts_status tsm_model_set_outputs(ts_model *m, uint32_t k, ts_error *err) {
+    if (k == 0 || k > TSM_MAX_OUTPUTS)
+        return ts_fail(err, TS_ERR_LIMIT, "%u outputs per row (1 to %u are supported)", k, TSM_MAX_OUTPUTS);
+    double *b = calloc(k, sizeof *b);
+    if (!b) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for %u outputs", k);
+    free(m->output_base);
+    m->output_base = b;
+    m->n_outputs = k;
+    return TS_OK;
+}
+
+/* Copy tree t into v, with categorical nodes on derived columns (see tsm_model_view). */
+static ts_status view_tree(const ts_model *m, const tsm_tree *t, tsm_tree *v) {
+    *v = *t;
+    v->nodes = NULL;
+    v->thresholds_d = NULL;
+    if (t->n_nodes == 0) return TS_OK;
+    v->nodes = malloc((size_t)t->n_nodes * sizeof *v->nodes);
+    if (t->thresholds_d) v->thresholds_d = malloc((size_t)t->n_nodes * sizeof *v->thresholds_d);
+    if (!v->nodes || (t->thresholds_d && !v->thresholds_d)) return TS_ERR_NO_MEMORY;
+    memcpy(v->nodes, t->nodes, (size_t)t->n_nodes * sizeof *v->nodes);
+    if (t->thresholds_d) memcpy(v->thresholds_d, t->thresholds_d, (size_t)t->n_nodes * sizeof *v->thresholds_d);
+    for (uint32_t i = 0; i < t->n_nodes; i++) {
+        tsm_node *n = &v->nodes[i];
+        if (!(n->flags & TSM_CATEGORICAL)) continue;
+        n->feature = m->n_features + (uint32_t)n->threshold;
+        n->threshold = 0.5f;
+        n->flags = 0;
+        if (v->thresholds_d) v->thresholds_d[i] = 0.5;
+    }
+    return TS_OK;
+}
+
+void tsm_view_free(ts_model *v) {
+    if (!v) return;
+    for (uint32_t i = 0; i < v->n_trees; i++) {
+        free(v->trees[i].nodes);
+        free(v->trees[i].thresholds_d);
+    }
+    free(v->trees);
+    free(v);
+}
+
+ts_status tsm_model_view(const ts_model *m, uint32_t k, ts_model **out, ts_error *err) {
+    *out = NULL;
+    ts_model *v = calloc(1, sizeof *v);
+    if (!v) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory preparing output %u", k);
+    v->format = m->format;
+    v->n_features = m->n_features + m->n_catsets;
+    v->base_score = m->output_base ? m->output_base[k] : m->base_score;
+    v->average_output = m->average_output;
+    v->absent_value = m->absent_value;
+    v->compares_double = m->compares_double;
+    memcpy(v->objective, m->objective, sizeof v->objective);
+    v->n_outputs = 1;
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) n += m->trees[t].output == k;
+    v->trees = calloc((size_t)n + 1, sizeof *v->trees);
+    if (!v->trees) {
+        free(v);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory preparing output %u", k);
+    }
+    v->trees_capacity = n + 1;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        if (m->trees[t].output != k) continue;
+        if (view_tree(m, &m->trees[t], &v->trees[v->n_trees++]) != TS_OK) {
+            tsm_view_free(v);
+            return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory preparing output %u", k);
+        }
+    }
+    *out = v;
     return TS_OK;
 }
 
 /* ---- finishing -------------------------------------------------------------------- */
 
+/* Outputs and category-set references of every tree and node. */
+static ts_status check_outputs_and_catsets(const ts_model *m, ts_error *err) {
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        if (m->trees[t].output >= m->n_outputs)
+            return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u adds to output %u, but the model has %u", t,
+                           m->trees[t].output, m->n_outputs);
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            const tsm_node *n = &m->trees[t].nodes[i];
+            if (!(n->flags & TSM_CATEGORICAL)) continue;
+            float j = n->threshold;
+            if (!(j >= 0) || j >= (float)m->n_catsets || j != (float)(uint32_t)j ||
+                m->catsets[(uint32_t)j].feature != n->feature)
+                return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u node %u: bad category set reference", t, i);
+        }
+    }
+    return TS_OK;
+}
+
 ts_status tsm_model_finish(ts_model *m, ts_error *err) {
     uint32_t max_feature_plus1 = 0;
+    if (m->n_outputs == 0) m->n_outputs = 1;
+    TS_TRY(check_outputs_and_catsets(m, err));
+    if (m->output_base) m->base_score = m->output_base[0];
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             uint32_t f = m->trees[t].nodes[i].feature;
@@ -267,11 +438,12 @@ ts_status tsm_model_finish(ts_model *m, ts_error *err) {
     if (!zero_feature) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++)
-            if (m->trees[t].nodes[i].flags & TSM_ZERO_IS_MISSING) zero_feature[m->trees[t].nodes[i].feature] = 1;
+            if ((m->trees[t].nodes[i].flags & (TSM_ZERO_IS_MISSING | TSM_CATEGORICAL)) == TSM_ZERO_IS_MISSING)
+                zero_feature[m->trees[t].nodes[i].feature] = 1;
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             const tsm_node *n = &m->trees[t].nodes[i];
-            if (zero_feature[n->feature] && n->threshold >= -TSM_ZERO_RANGE && n->threshold < TSM_ZERO_RANGE) {
+            if (!(n->flags & TSM_CATEGORICAL) && zero_feature[n->feature] && n->threshold >= -TSM_ZERO_RANGE && n->threshold < TSM_ZERO_RANGE) {
                 free(zero_feature);
                 return ts_fail(err, TS_ERR_UNSUPPORTED,
                                "tree %u node %u: threshold %.9g on feature %u splits the zero range of a "
@@ -296,7 +468,7 @@ ts_status ts_model_get_info(const ts_model *m, ts_model_info *out) {
     out->average_output = m->average_output;
     memcpy(out->objective, m->objective, sizeof out->objective);
     out->objective[sizeof out->objective - 1] = '\0';
-    out->n_outputs = 1;
+    out->n_outputs = m->n_outputs ? m->n_outputs : 1;
 
     uint8_t *used = calloc((size_t)m->n_features + 1, 1);
     if (!used) return TS_ERR_NO_MEMORY;
@@ -317,7 +489,13 @@ ts_status ts_model_get_info(const ts_model *m, ts_model_info *out) {
             }
             /* A split routes missing values specially unless they simply follow x <= t
              * with x = NaN (which goes right): that is any left default or zero rule. */
-            if (n->flags) out->has_missing_splits = 1;
+            if (n->flags & TSM_CATEGORICAL) {
+                out->n_categorical_splits++;
+                const tsm_catset *c = &m->catsets[(uint32_t)n->threshold];
+                if (c->flags & TSM_MISSING_LEFT) out->has_missing_splits = 1; /* XGBoost default left */
+            } else if (n->flags) {
+                out->has_missing_splits = 1;
+            }
         }
     }
     free(used);

@@ -41,6 +41,12 @@
 /* Values in [-TSM_ZERO_RANGE, TSM_ZERO_RANGE] are missing too (LightGBM missing type Zero). */
 #define TSM_ZERO_IS_MISSING 0x2u
 #define TSM_NODE_FLAGS_ALL (TSM_MISSING_LEFT | TSM_ZERO_IS_MISSING)
+/* The node tests a category set instead of x <= threshold: its threshold holds the index
+ * of a tsm_catset of the model (exact as a float: indexes stay below 2^24), its feature
+ * is the column tested, and no other flag is set. Only loaded models carry such nodes:
+ * the scorer rewrites them into numerical nodes on derived columns (tsm_model_view)
+ * before any engine sees them. */
+#define TSM_CATEGORICAL 0x4u
 
 /* LightGBM's kZeroThreshold (1e-35f): its predictor drops dense values with |x| <= this,
  * so they behave as 0.0, and missing type Zero treats them as missing. */
@@ -54,6 +60,40 @@ typedef struct tsm_node {
     uint32_t flags;    /* TSM_MISSING_LEFT | TSM_ZERO_IS_MISSING */
 } tsm_node;
 
+/*
+ * Category sets
+ * -------------
+ * A categorical node sends a value v of its feature left or right by one of two rules:
+ *   TSM_CAT_LIGHTGBM (Tree::CategoricalDecision, LightGBM 4.x, on the double value):
+ *       NaN, v <= -1 and v >= 2^31 (int cast out of range) go right; otherwise
+ *       c = (int)v (truncated: -0.5 and 0.7 are category 0); c in the set goes LEFT,
+ *       any other category right.
+ *   TSM_CAT_XGBOOST (common::Decision, XGBoost 1.6 to 3.x, on the float value):
+ *       NaN goes to the default side (TSM_MISSING_LEFT in the set's flags); v < 0 and
+ *       v >= 2^24 are invalid categories and go left; otherwise c = (int)v; c in the
+ *       set goes RIGHT, any other category left.
+ * The set is a bitset: category c is in it when bit c % 32 of words[c / 32] is set
+ * (c / 32 >= n_words: not in it). Trailing zero words are dropped, so equal sets
+ * compare equal, and nodes with the same (feature, rule, flags, set) share one tsm_catset.
+ */
+#define TSM_CAT_LIGHTGBM 1u
+#define TSM_CAT_XGBOOST 2u
+/* Largest number of scores per row (classes, targets). */
+#define TSM_MAX_OUTPUTS (1u << 16)
+/* Largest number of category sets per model (their index is stored in a float). */
+#define TSM_MAX_CATSETS (1u << 24)
+/* Largest category id a set may hold (LightGBM and XGBoost both stay far below). */
+#define TSM_MAX_CATEGORY ((1u << 31) - 1u)
+
+typedef struct tsm_catset {
+    uint32_t feature;   /* the column tested */
+    uint32_t rule;      /* TSM_CAT_LIGHTGBM or TSM_CAT_XGBOOST */
+    uint32_t flags;     /* TSM_MISSING_LEFT (XGBoost: NaN goes left), else 0 */
+    uint32_t n_words;   /* bitset words, last one nonzero (0: the empty set) */
+    uint32_t word0;     /* first word in ts_model.cat_words */
+    uint32_t hash;      /* of all of the above but word0, for sharing */
+} tsm_catset;
+
 typedef struct tsm_tree {
     uint32_t n_nodes;      /* internal nodes */
     uint32_t n_leaves;     /* == n_nodes + 1 */
@@ -63,6 +103,7 @@ typedef struct tsm_tree {
     double *leaf_values;   /* n_leaves, left to right */
     double *thresholds_d;  /* n_nodes, preorder: the file's double thresholds when the
                               library compares double inputs (LightGBM); else NULL */
+    uint32_t output;       /* which of the model's n_outputs scores the tree adds to */
 } tsm_tree;
 
 /* Largest number of leaves a tree may have (bounded so that counts fit int32 child
@@ -90,6 +131,16 @@ struct ts_model {
     char objective[64];
     char **feature_names;         /* n_feature_names names the file gives, or NULL */
     uint32_t n_feature_names;
+    /* Several scores per row (multiclass, multi-target): n_outputs K >= 1; tree t adds to
+     * score trees[t].output (< K); output_base (K values, or NULL when K == 1) holds each
+     * score's base, and base_score is output_base[0]. */
+    uint32_t n_outputs;
+    double *output_base;
+    /* Category sets of the TSM_CATEGORICAL nodes (n_catsets; their bitsets in cat_words). */
+    tsm_catset *catsets;
+    uint32_t n_catsets, catsets_capacity;
+    uint32_t *cat_words;
+    size_t n_cat_words, cat_words_capacity;
 };
 
 /* ---- Building (loaders) ------------------------------------------------------------ */
@@ -115,8 +166,32 @@ ts_status tsm_model_add_tree_d(ts_model *m, uint32_t n_nodes, const tsm_node *no
 /* Append the name of the next feature (feature n_feature_names); len bytes at name. */
 ts_status tsm_model_add_feature_name(ts_model *m, const char *name, size_t len, ts_error *err);
 
+/* A category set for a TSM_CATEGORICAL node (see "Category sets"): the index of an equal
+ * set already in the model, or of a new one, in *index. words[0..n_words) is the bitset
+ * (trailing zero words allowed). TS_ERR_LIMIT past TSM_MAX_CATSETS sets. */
+ts_status tsm_model_add_catset(ts_model *m, uint32_t feature, uint32_t rule, uint32_t flags, const uint32_t *words,
+                               uint32_t n_words, uint32_t *index, ts_error *err);
+
+/* Make the model K-output (K >= 1): every tree's output must then be set (< K) by the
+ * loader, and output_base[k] (all 0.0 here) to each score's base. */
+ts_status tsm_model_set_outputs(ts_model *m, uint32_t k, ts_error *err);
+
+/* True when category-set rule of c sends v left (v is the float value widened, for
+ * TSM_CAT_XGBOOST; the double value for TSM_CAT_LIGHTGBM). */
+int tsm_catset_goes_left(const ts_model *m, const tsm_catset *c, double v);
+
+/* The forest one engine scores, for output k of m: the trees of output k in order, base
+ * output_base[k], and every TSM_CATEGORICAL node rewritten into the numerical node
+ * "x <= 0.5" on derived column n_features + j (j its category set), a column the scorer
+ * fills with 0.0 where the set's rule sends the row's value left and 1.0 where right.
+ * n_features of the view is m->n_features + m->n_catsets. Free with tsm_view_free. */
+ts_status tsm_model_view(const ts_model *m, uint32_t k, ts_model **out, ts_error *err);
+void tsm_view_free(ts_model *view);
+
 /* Call once after the last tree: computes n_features, checks feature ids against
- * n_features_declared when it is set, and checks the TSM_ZERO_IS_MISSING invariant
+ * n_features_declared when it is set, checks every tree's output (< n_outputs) and
+ * category-set reference, sets base_score to output_base[0] when there are several
+ * outputs, and checks the TSM_ZERO_IS_MISSING invariant
  * (no threshold inside [-TSM_ZERO_RANGE, TSM_ZERO_RANGE) on a feature that has
  * zero-is-missing nodes, so all values of that range take one path). */
 ts_status tsm_model_finish(ts_model *m, ts_error *err);
@@ -146,7 +221,8 @@ float tsm_threshold_lightgbm(double t);
 /* ---- Reading (engines, info) ----------------------------------------------------------- */
 
 /* Reference traversal of one tree for one row (handles missing values). Returns the leaf
- * index (left-to-right numbering). This is the definition every engine must match. */
+ * index (left-to-right numbering). This is the definition every engine must match.
+ * Trees without TSM_CATEGORICAL nodes only (engines see views, which have none). */
 uint32_t tsm_tree_exit_leaf(const tsm_tree *tree, const float *row);
 
 /* True when x is missing for a node with these flags. */

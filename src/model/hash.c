@@ -73,3 +73,111 @@ tsm_hash tsm_model_hash(const ts_model *m) {
 void tsm_hash_hex(const tsm_hash *h, char out[33]) {
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h->h[0], (unsigned long long)h->h[1]);
 }
+
+/* ---- SHA-256 (FIPS 180-4) ------------------------------------------------------------- */
+
+static const uint32_t SHA_K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+static uint32_t rotr(uint32_t x, unsigned n) { return (x >> n) | (x << (32 - n)); }
+
+static void sha_block(uint32_t st[8], const unsigned char *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = st[0], b = st[1], c = st[2], d = st[3], e = st[4], f = st[5], g = st[6], h = st[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + SHA_K[i] + w[i];
+        uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        h = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    st[0] += a, st[1] += b, st[2] += c, st[3] += d, st[4] += e, st[5] += f, st[6] += g, st[7] += h;
+}
+
+void tsm_sha256_init(tsm_sha256 *c) {
+    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->state, iv, sizeof iv);
+    c->bytes = 0;
+}
+
+void tsm_sha256_update(tsm_sha256 *c, const void *data, size_t len) {
+    const unsigned char *p = data;
+    size_t used = (size_t)(c->bytes % 64);
+    c->bytes += len;
+    if (used) {
+        size_t take = 64 - used < len ? 64 - used : len;
+        memcpy(c->block + used, p, take);
+        p += take;
+        len -= take;
+        if (used + take < 64) return;
+        sha_block(c->state, c->block);
+    }
+    for (; len >= 64; p += 64, len -= 64) sha_block(c->state, p);
+    if (len) memcpy(c->block, p, len);
+}
+
+void tsm_sha256_final(tsm_sha256 *c, unsigned char digest[32]) {
+    uint64_t bits = c->bytes * 8;
+    unsigned char pad[72] = {0x80};
+    size_t used = (size_t)(c->bytes % 64), n = used < 56 ? 56 - used : 120 - used;
+    for (int i = 0; i < 8; i++) pad[n + (size_t)i] = (unsigned char)(bits >> (56 - 8 * i));
+    tsm_sha256_update(c, pad, n + 8);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 4; j++) digest[4 * i + j] = (unsigned char)(c->state[i] >> (24 - 8 * j));
+}
+
+static void sha_u64(tsm_sha256 *c, uint64_t v) { tsm_sha256_update(c, &v, sizeof v); }
+
+void tsm_model_sha256(const ts_model *m, unsigned char digest[32]) {
+    tsm_sha256 c;
+    tsm_sha256_init(&c);
+    sha_u64(&c, m->n_trees);
+    sha_u64(&c, m->n_features);
+    tsm_sha256_update(&c, &m->base_score, sizeof m->base_score);
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        sha_u64(&c, ((uint64_t)tr->n_nodes << 32) | tr->n_leaves);
+        tsm_sha256_update(&c, &tr->weight, sizeof tr->weight);
+        for (uint32_t i = 0; i < tr->n_nodes; i++) {
+            const tsm_node *n = &tr->nodes[i];
+            uint32_t w[5];
+            memcpy(&w[0], &n->threshold, 4);
+            w[1] = n->feature;
+            memcpy(&w[2], &n->left, 4);
+            memcpy(&w[3], &n->right, 4);
+            w[4] = n->flags;
+            tsm_sha256_update(&c, w, sizeof w);
+        }
+        tsm_sha256_update(&c, tr->leaf_values, (size_t)tr->n_leaves * sizeof *tr->leaf_values);
+    }
+    tsm_sha256_final(&c, digest);
+}
+
+void tsm_hex(const unsigned char *bytes, size_t n, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * n] = '\0';
+}

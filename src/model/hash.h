@@ -25,4 +25,25 @@ void tsm_hash_bytes(tsm_hash *h, const void *data, size_t len);
 /* 32 lowercase hex digits and a NUL into out (33 bytes). */
 void tsm_hash_hex(const tsm_hash *h, char out[33]);
 
+/* SHA-256 (FIPS 180-4), for names that must resist collisions made on purpose: the
+ * key of ifelse's cached native code. Streaming: init, update any number of times,
+ * final. */
+typedef struct tsm_sha256 {
+    uint32_t state[8];
+    uint64_t bytes;             /* total length absorbed */
+    unsigned char block[64];    /* the pending partial block: bytes % 64 of them */
+} tsm_sha256;
+
+void tsm_sha256_init(tsm_sha256 *c);
+void tsm_sha256_update(tsm_sha256 *c, const void *data, size_t len);
+void tsm_sha256_final(tsm_sha256 *c, unsigned char digest[32]);
+
+/* The SHA-256 of the same content tsm_model_hash covers (in the same order, each
+ * field little-endian as stored), so two models with the same digest score alike
+ * unless someone broke SHA-256. */
+void tsm_model_sha256(const ts_model *m, unsigned char digest[32]);
+
+/* 2 * n lowercase hex digits of bytes and a NUL into out (2 * n + 1 bytes). */
+void tsm_hex(const unsigned char *bytes, size_t n, char *out);
+
 #endif /* TS_MODEL_HASH_H */

@@ -1,12 +1,16 @@
 /* stats.c: statistics of a forest on data (QuickScorer's false nodes per document and tree). */
 #include "model/stats.h"
 
-/* False nodes of one tree for one row: every internal node, in any order. */
-static uint64_t false_nodes_of_tree(const tsm_tree *t, const float *row) {
+/* False nodes of one tree for one row: every internal node, in any order (categorical
+ * nodes by their set's rule). */
+static uint64_t false_nodes_of_tree(const ts_model *m, const tsm_tree *t, const float *row) {
     uint64_t n = 0;
     for (uint32_t i = 0; i < t->n_nodes; i++) {
         const tsm_node *nd = &t->nodes[i];
-        n += !tsm_node_goes_left(nd, row[nd->feature]);
+        if (nd->flags & TSM_CATEGORICAL)
+            n += !tsm_catset_goes_left(m, &m->catsets[(uint32_t)nd->threshold], (double)row[nd->feature]);
+        else
+            n += !tsm_node_goes_left(nd, row[nd->feature]);
     }
     return n;
 }
@@ -16,7 +20,7 @@ double tsm_false_nodes_per_tree(const ts_model *m, const float *x, size_t n_rows
     uint64_t total = 0;
     for (size_t r = 0; r < n_rows; r++) {
         const float *row = x + r * row_stride;
-        for (uint32_t t = 0; t < m->n_trees; t++) total += false_nodes_of_tree(&m->trees[t], row);
+        for (uint32_t t = 0; t < m->n_trees; t++) total += false_nodes_of_tree(m, &m->trees[t], row);
     }
     return (double)total / ((double)n_rows * (double)m->n_trees);
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/notes.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define TSR_X86 1
@@ -131,7 +133,7 @@ static int from_cpuid(tsr_caches *c) {
 #endif /* TSR_X86 */
 
 /* TREESCORE_L1D etc.: a size with an optional K, M or G suffix; a bad value (or 0 for
- * L1D and L2, which must exist) is reported on stderr and ignored. */
+ * L1D and L2, which must exist) is ignored with a warning note (notes.h). */
 static void env_override(const char *name, size_t *slot, int zero_ok) {
     const char *v = getenv(name);
     size_t bytes;
@@ -140,8 +142,8 @@ static void env_override(const char *name, size_t *slot, int zero_ok) {
         *slot = bytes;
         return;
     }
-    fprintf(stderr, "treescore: ignoring %s=%s (expected a size in bytes, with an optional K, M or G suffix)\n",
-            name, v);
+    tsr_note(TSR_NOTE_WARN, "treescore: ignoring %s=%s (expected a size in bytes, with an optional K, M or G suffix)",
+             name, v);
 }
 
 static void detect(void) {

@@ -1,4 +1,4 @@
-/* cachedir.c: the cache directory's path (environment, XDG, HOME) and mkdir -p. */
+/* cachedir.c: the cache directory's path (environment, XDG, HOME) and mkdir -p (mode 0700). */
 #include "runtime/cachedir.h"
 
 #include <errno.h>
@@ -11,11 +11,11 @@ static int mkdir_p(char *path) {
     for (char *p = path + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        int rc = mkdir(path, 0755);
+        int rc = mkdir(path, 0700);
         *p = '/';
         if (rc != 0 && errno != EEXIST) return -1;
     }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) return -1;
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }

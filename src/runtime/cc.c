@@ -5,7 +5,6 @@
 
 #include "runtime/cc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "runtime/artifacts.h"
 
 extern char **environ;
 
@@ -250,32 +250,11 @@ int tsr_make_temp_dir(const char *parent, const char *prefix, char *out, size_t 
     return mkdtemp(out) ? 0 : -1;
 }
 
-void tsr_remove_temp_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (d) {
-        char path[TSR_PATH_MAX];
-        for (struct dirent *e; (e = readdir(d));) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            int n = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            if (n > 0 && (size_t)n < sizeof path) unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
+void tsr_remove_temp_dir(const char *dir) { tsr_remove_dir_at(AT_FDCWD, dir); }
 
 void tsr_remove_stale_temp_dirs(const char *parent, const char *prefix, double max_age_s) {
-    DIR *d = opendir(parent);
-    if (!d) return;
-    size_t plen = strlen(prefix);
-    time_t now = time(NULL);
-    char path[TSR_PATH_MAX];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strncmp(e->d_name, prefix, plen) != 0) continue;
-        int n = snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
-        struct stat st;
-        if (n < 0 || (size_t)n >= sizeof path || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-        if (difftime(now, st.st_mtime) > max_age_s) tsr_remove_temp_dir(path);
-    }
-    closedir(d);
+    int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    tsr_remove_stale_dirs_at(fd, prefix, max_age_s);
+    close(fd);
 }

@@ -56,12 +56,13 @@ ts_status tsr_cc_run(const tsr_cc_job *jobs, size_t n, unsigned max_parallel, ts
 int tsr_make_temp_dir(const char *parent, const char *prefix, char *out, size_t size);
 
 /* Remove the plain files in `dir` and then `dir` itself (a private build directory made
- * by tsr_make_temp_dir; subdirectories are not descended). Errors are ignored. */
+ * by tsr_make_temp_dir; subdirectories are not descended; links are removed, never
+ * followed; only a directory owned by this user is touched). Errors are ignored. */
 void tsr_remove_temp_dir(const char *dir);
 
-/* Remove directories named `prefix`* directly in `parent` (with tsr_remove_temp_dir)
- * whose modification time is more than max_age_s seconds ago: the leftovers of builds
- * whose process was killed. */
+/* Remove directories named `prefix`* directly in `parent` (owned by this user, never
+ * through a symbolic link: tsr_remove_stale_dirs_at) whose modification time is more
+ * than max_age_s seconds ago: the leftovers of builds whose process was killed. */
 void tsr_remove_stale_temp_dirs(const char *parent, const char *prefix, double max_age_s);
 
 /* The directory for temporary files: $TMPDIR when set and non-empty, else /tmp. */

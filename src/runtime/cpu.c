@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/notes.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #define TSR_X86 1
 #include <cpuid.h>
@@ -138,16 +140,15 @@ ts_status ts_isa_from_name(const char *name, ts_isa *out) {
 }
 
 /* The cap TREESCORE_ISA puts on `best`: unset, empty or "auto" caps nothing; an unknown
- * name is reported once per process (even when threads race here) and ignored. */
+ * name is ignored, with one warning note per process (even when threads race here). */
 static ts_isa apply_env_cap(ts_isa best) {
     static atomic_int warned = 0;
     const char *env = getenv("TREESCORE_ISA");
     ts_isa cap;
     if (!env || !*env) return best;
     if (ts_isa_from_name(env, &cap) != TS_OK) {
-        if (!atomic_exchange(&warned, 1))
-            fprintf(stderr, "treescore: ignoring TREESCORE_ISA=%s (expected scalar, sse4.2, avx2 or avx512)\n",
-                    env);
+        tsr_note_once(&warned, "treescore: ignoring TREESCORE_ISA=%s (expected scalar, sse4.2, avx2 or avx512)",
+                      env);
         return best;
     }
     if (cap == TS_ISA_AUTO || cap >= best) return best;

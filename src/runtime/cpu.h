@@ -36,7 +36,7 @@ ts_isa tsr_isa_of_features(uint32_t features);
 
 /* ts_cpu_isa(): tsr_isa_of_features(tsr_cpu_features()), lowered to TREESCORE_ISA when
  * that variable names a lower level (a higher one is ignored; an unknown name is
- * ignored with one warning on stderr). Cached after the first call. */
+ * ignored with one warning note, see notes.h). Cached after the first call. */
 
 /* The level a scorer uses when asked for `wanted` (TS_ISA_AUTO = the best). */
 ts_isa tsr_isa_resolve(ts_isa wanted);

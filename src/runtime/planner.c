@@ -3,19 +3,22 @@
 
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
 #include "engines/ifelse.h"
 #include "model/hash.h"
+#include "runtime/artifacts.h"
 #include "runtime/cache.h"
-#include "runtime/cachedir.h"
 #include "runtime/cpu.h"
+#include "runtime/notes.h"
 #include "runtime/pool.h"
 #include "runtime/scratch.h"
 
@@ -148,63 +151,229 @@ static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, u
     for (int i = 0; i < k->n_ids; i++) k->cands |= 1u << k->ids[i];
 }
 
-/* The wisdom file's path, or -1 when it is switched off or has no place. */
-static int wisdom_path(char *buf, size_t size, int create) {
+/* The wisdom file: TREESCORE_WISDOM (a path; "off" or empty: none), else "wisdom" in
+ * the cache directory. Its directory is opened and checked (artifacts.h); the file is
+ * only read or written through that descriptor, never through a symbolic link. */
+typedef struct wisdom_file {
+    tsr_cache dir;
+    char name[256];
+} wisdom_file;
+
+/* 0 when the wisdom file may be used; -1 when it is off or has no place (or its
+ * directory is not trusted: then a warning says so once). Close with tsr_cache_close. */
+static int wisdom_open(wisdom_file *w, int create) {
     const char *env = getenv("TREESCORE_WISDOM");
+    w->dir.fd = -1;
     if (env && (strcmp(env, "off") == 0 || !*env)) return -1;
-    if (env) return snprintf(buf, size, "%s", env) < (int)size ? 0 : -1;
-    char dir[4096];
-    if (tsr_cache_dir(dir, sizeof dir, create) != 0) return -1;
-    return snprintf(buf, size, "%s/wisdom", dir) < (int)size ? 0 : -1;
+    if (env) {
+        const char *slash = strrchr(env, '/');
+        char dir[4096];
+        int n = slash ? snprintf(dir, sizeof dir, "%.*s", (int)(slash - env), env) : snprintf(dir, sizeof dir, ".");
+        if (slash == env) snprintf(dir, sizeof dir, "/");
+        const char *base = slash ? slash + 1 : env;
+        if (n < 0 || (size_t)n >= sizeof dir || !*base || strlen(base) >= sizeof w->name) return -1;
+        snprintf(w->name, sizeof w->name, "%s", base);
+        if (tsr_dir_open(&w->dir, dir) != 0) return -1;
+    } else {
+        snprintf(w->name, sizeof w->name, "wisdom");
+        if (tsr_cache_open(&w->dir, create) != 0) return -1;
+    }
+    if (w->dir.trusted) return 0;
+    tsr_cache_warn_untrusted(&w->dir, "the planner's wisdom is neither read nor written there");
+    tsr_cache_close(&w->dir);
+    return -1;
 }
 
 /* One line per answer:
  *   treescore-wisdom-3 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ROWS CANDS ENGINE US_PER_DOC
  * (ROWS: "data" when the caller gave sample rows, "synthetic" otherwise; CANDS: the
  * candidates' bit set in hex)
- * The last line matching the key wins; lines that do not parse (older formats too) are
- * ignored. */
+ * The last line matching the key wins; lines that do not parse (older formats too), and
+ * lines whose ENGINE is not in their CANDS set, are ignored (a line naming ifelse when
+ * ifelse was no candidate would start a compile inside ts_scorer_create). */
 #define WISDOM_FMT "treescore-wisdom-3 %32s %32s %u %u %15s %u %u %u %15s %x %31s %lf"
+/* Larger files are not read; past WISDOM_COMPACT_BYTES an append compacts the file
+ * (one line per key, the newest). */
+#define WISDOM_MAX_BYTES (16u << 20)
+#define WISDOM_COMPACT_BYTES (64u << 10)
 
-static int wisdom_lookup(const wisdom_key *k, const char *path, ts_engine *engine, double *us) {
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char line[512];
-    int found = 0;
-    while (fgets(line, sizeof line, f)) {
-        char model[33], cpu[33], isa[16], rows[16], name[32];
-        unsigned batch, threads, tau, delta, lanes, cands;
-        double t;
-        if (sscanf(line, WISDOM_FMT, model, cpu, &batch, &threads, isa, &tau, &delta, &lanes, rows, &cands, name,
-                   &t) != 12)
-            continue;
-        ts_engine e;
-        if (strcmp(model, k->model) || strcmp(cpu, k->cpu) || batch != k->batch || threads != k->threads ||
-            strcmp(isa, ts_isa_name(k->isa)) || tau != k->tau || delta != k->delta || lanes != k->lanes ||
-            strcmp(rows, k->rows) || cands != k->cands ||
-            ts_engine_from_name(name, &e) != TS_OK || e == TS_ENGINE_AUTO)
-            continue;
-        *engine = e;
-        *us = t;
-        found = 1;
-    }
-    fclose(f);
-    return found;
+typedef struct wisdom_line {
+    char model[33], cpu[33], isa[16], rows[16], name[32];
+    unsigned batch, threads, tau, delta, lanes, cands;
+    double us;
+    ts_engine engine;
+} wisdom_line;
+
+/* Parse one line (up to its '\n'); 1 when it is a valid answer. */
+static int wisdom_parse(const char *line, wisdom_line *w) {
+    if (sscanf(line, WISDOM_FMT, w->model, w->cpu, &w->batch, &w->threads, w->isa, &w->tau, &w->delta, &w->lanes,
+               w->rows, &w->cands, w->name, &w->us) != 12)
+        return 0;
+    return ts_engine_from_name(w->name, &w->engine) == TS_OK && w->engine != TS_ENGINE_AUTO &&
+           (unsigned)w->engine < 32 && (w->cands >> w->engine & 1u);
 }
 
-/* Appends one line with one write() on an O_APPEND descriptor, so that processes
- * planning at the same time never interleave parts of lines. Failure is silent: the
- * wisdom file is an optimization. */
-static int wisdom_store(const wisdom_key *k, const char *path, ts_engine e, double us) {
-    char line[512];
+static int wisdom_matches(const wisdom_line *w, const wisdom_key *k) {
+    return !strcmp(w->model, k->model) && !strcmp(w->cpu, k->cpu) && w->batch == k->batch &&
+           w->threads == k->threads && !strcmp(w->isa, ts_isa_name(k->isa)) && w->tau == k->tau &&
+           w->delta == k->delta && w->lanes == k->lanes && !strcmp(w->rows, k->rows) && w->cands == k->cands &&
+           (k->cands >> w->engine & 1u);
+}
+
+/* Calls fn on every line of text (NUL-terminated, lines end in '\n' or the end). */
+static void each_line(char *buf, void (*fn)(const char *line, size_t len, void *ctx), void *ctx) {
+    for (char *p = buf; *p;) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+        char save = p[len];
+        p[len] = '\0';
+        fn(p, len, ctx);
+        p[len] = save;
+        p += len;
+    }
+}
+
+typedef struct lookup_ctx {
+    const wisdom_key *k;
+    ts_engine engine;
+    double us;
+    int found;
+} lookup_ctx;
+
+static void lookup_line(const char *line, size_t len, void *p) {
+    lookup_ctx *c = p;
+    wisdom_line w;
+    (void)len;
+    if (wisdom_parse(line, &w) && wisdom_matches(&w, c->k)) {
+        c->engine = w.engine;
+        c->us = w.us;
+        c->found = 1;
+    }
+}
+
+static int wisdom_lookup(const wisdom_key *k, const wisdom_file *f, ts_engine *engine, double *us) {
+    char why[TSR_WHY_SIZE];
+    size_t len;
+    char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, &len, why, sizeof why);
+    if (!buf) return 0;
+    lookup_ctx c = {k, TS_ENGINE_AUTO, 0, 0};
+    each_line(buf, lookup_line, &c);
+    free(buf);
+    if (c.found) {
+        *engine = c.engine;
+        *us = c.us;
+    }
+    return c.found;
+}
+
+/* ---- compaction: the newest valid line per key ---------------------------------------- */
+
+typedef struct compact_ctx {
+    const char **lines;     /* valid lines, in file order */
+    size_t *lens;
+    size_t n, cap;
+} compact_ctx;
+
+static void collect_line(const char *line, size_t len, void *p) {
+    compact_ctx *c = p;
+    wisdom_line w;
+    if (!wisdom_parse(line, &w) || line[len - 1] != '\n') return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        const char **l = realloc(c->lines, cap * sizeof *l);
+        size_t *n = l ? realloc(c->lens, cap * sizeof *n) : NULL;
+        if (l) c->lines = l;
+        if (!n) return;
+        c->lens = n;
+        c->cap = cap;
+    }
+    c->lines[c->n] = line;
+    c->lens[c->n++] = len;
+}
+
+/* The length of a line's key: everything before its ENGINE field (the 12th). */
+static size_t key_len(const char *line) {
+    size_t fields = 0, i = 0;
+    for (; line[i] && fields < 11; i++)
+        if (line[i] == ' ') fields++;
+    return i;
+}
+
+static const char **sort_lines;
+static int cmp_line_key(const void *a, const void *b) {
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    size_t li = key_len(sort_lines[i]), lj = key_len(sort_lines[j]);
+    int c = memcmp(sort_lines[i], sort_lines[j], li < lj ? li : lj);
+    if (!c) c = (li > lj) - (li < lj);
+    return c ? c : (i > j) - (i < j);
+}
+
+static int cmp_size(const void *a, const void *b) {
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    return (i > j) - (i < j);
+}
+
+/* Rewrite the file with the newest valid line per key, in file order (atomically:
+ * tsr_replace_file). Planning processes appending meanwhile may lose their line: the
+ * file is an optimization. Not thread-safe (sort_lines): called under compact_lock. */
+static void wisdom_compact_locked(const wisdom_file *f) {
+    char why[TSR_WHY_SIZE];
+    size_t len;
+    char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, &len, why, sizeof why);
+    if (!buf) return;
+    /* lines point into buf, whose '\n's each_line restores after each call */
+    compact_ctx c = {NULL, NULL, 0, 0};
+    each_line(buf, collect_line, &c);
+    size_t *idx = malloc((c.n + 1) * sizeof *idx), kept = 0;
+    char *out = malloc(len + 1);
+    if (idx && out) {
+        for (size_t i = 0; i < c.n; i++) idx[i] = i;
+        sort_lines = c.lines;
+        qsort(idx, c.n, sizeof *idx, cmp_line_key);
+        for (size_t i = 0; i < c.n; i++) /* the last of each run of equal keys is the newest */
+            if (i + 1 == c.n || key_len(c.lines[idx[i]]) != key_len(c.lines[idx[i + 1]]) ||
+                memcmp(c.lines[idx[i]], c.lines[idx[i + 1]], key_len(c.lines[idx[i]])) != 0)
+                idx[kept++] = idx[i];
+        qsort(idx, kept, sizeof *idx, cmp_size);
+        size_t used = 0;
+        for (size_t i = 0; i < kept; i++) {
+            memcpy(out + used, c.lines[idx[i]], c.lens[idx[i]]);
+            used += c.lens[idx[i]];
+        }
+        tsr_replace_file(f->dir.fd, f->name, out, used);
+    }
+    free(out);
+    free(idx);
+    free(c.lines);
+    free(c.lens);
+    free(buf);
+}
+
+static pthread_mutex_t compact_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void wisdom_compact(const wisdom_file *f) {
+    pthread_mutex_lock(&compact_lock);
+    wisdom_compact_locked(f);
+    pthread_mutex_unlock(&compact_lock);
+}
+
+/* Appends one line with one write() on an O_APPEND descriptor (opened without following
+ * links, created 0600, checked), so that processes planning at the same time never
+ * interleave parts of lines; past WISDOM_COMPACT_BYTES the file is compacted. Failure
+ * is silent: the wisdom file is an optimization. */
+static int wisdom_store(const wisdom_key *k, const wisdom_file *f, ts_engine e, double us) {
+    char line[512], why[TSR_WHY_SIZE];
     int n = snprintf(line, sizeof line, "treescore-wisdom-3 %s %s %u %u %s %u %u %u %s %x %s %.6g\n", k->model,
                      k->cpu, k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows, k->cands,
                      ts_engine_name(e), us);
     if (n <= 0 || (size_t)n >= sizeof line) return -1;
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    int fd = tsr_open_append(f->dir.fd, f->name, why, sizeof why);
     if (fd < 0) return -1;
     ssize_t w = write(fd, line, (size_t)n);
+    struct stat st;
+    int big = fstat(fd, &st) == 0 && (uint64_t)st.st_size > WISDOM_COMPACT_BYTES;
     close(fd);
+    if (big) wisdom_compact(f);
     return w == n ? 0 : -1;
 }
 
@@ -466,16 +635,17 @@ static ts_status plan_by_timing(const ts_model *m, const ts_scorer_options *opts
         if (i != best && c[i].state) c[i].engine->free(c[i].state);
     if (best < 0) return ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
     *out = (tsr_plan){c[best].engine, c[best].state, c[best].layout, NULL};
-    char path[4096];
-    if (wisdom_path(path, sizeof path, 1) == 0 && wisdom_store(key, path, c[best].engine->id, c[best].median_us) == 0)
-        say(t, "choice: %s (remembered in %s)\n", c[best].engine->name, path);
+    wisdom_file wf;
+    if (wisdom_open(&wf, 1) == 0 && wisdom_store(key, &wf, c[best].engine->id, c[best].median_us) == 0)
+        say(t, "choice: %s (remembered in %s/%s)\n", c[best].engine->name, wf.dir.path, wf.name);
     else
-        say(t, "choice: %s (not remembered: no writable wisdom file)\n", c[best].engine->name);
+        say(t, "choice: %s (not remembered: no writable, trusted wisdom file)\n", c[best].engine->name);
+    tsr_cache_close(&wf.dir);
     return finish(out, t, err);
 }
 
-ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
-                          unsigned n_threads, tsr_plan *out, ts_error *err) {
+static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg, unsigned n_threads,
+                      tsr_plan *out, ts_error *err) {
     text t = {.len = 0};
     t.buf[0] = '\0';
     memset(out, 0, sizeof *out);
@@ -487,15 +657,68 @@ ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, cons
     wisdom_key key;
     make_key(m, cfg, opts->batch_hint ? opts->batch_hint : DEFAULT_BATCH, n_threads, &key);
     if (opts->sample) key.rows = "data";
-    char path[4096];
     ts_engine e;
     double us;
-    if (wisdom_path(path, sizeof path, 0) == 0 && wisdom_lookup(&key, path, &e, &us)) {
-        say(&t, "wisdom: %s measured %s fastest (%.4f us/doc) for this model, batch %u, %u threads, isa %s, "
-                "this CPU\nchoice: %s\n", path, ts_engine_name(e), us, key.batch, n_threads, ts_isa_name(cfg->isa),
-            ts_engine_name(e));
-        if (prepare_one(m, cfg, e, out, err) == TS_OK) return finish(out, &t, err);
+    wisdom_file wf;
+    int known = wisdom_open(&wf, 0) == 0 && wisdom_lookup(&key, &wf, &e, &us);
+    if (known) {
+        say(&t, "wisdom: %s/%s measured %s fastest (%.4f us/doc) for this model, batch %u, %u threads, isa %s, "
+                "this CPU\nchoice: %s\n", wf.dir.path, wf.name, ts_engine_name(e), us, key.batch, n_threads,
+            ts_isa_name(cfg->isa), ts_engine_name(e));
+    }
+    tsr_cache_close(&wf.dir);
+    if (known) {
+        ts_error ignored;
+        if (prepare_one(m, cfg, e, out, &ignored) == TS_OK) return finish(out, &t, err);
         t.len = 0; /* the remembered engine fails now (say, a rebuilt library without it): measure */
+        t.buf[0] = '\0';
     }
     return plan_by_timing(m, opts, cfg, &key, out, &t, err);
+}
+
+/* The notes said while planning (engines preparing, warnings), appended to the report. */
+static ts_status append_notes(tsr_plan *out, char *notes, ts_error *err) {
+    char warnings[2048];
+    size_t nw = tsr_notes_warnings(warnings, sizeof warnings);
+    if (!notes && !nw) return TS_OK;
+    size_t len = strlen(out->report), extra = (notes ? strlen(notes) : 0) + nw + 32;
+    char *r = realloc(out->report, len + extra);
+    if (!r) {
+        free(notes);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
+    }
+    out->report = r;
+    snprintf(r + len, extra, "notes:\n%s", notes ? notes : "");
+    /* warnings said before this plan (the environment, once per process) */
+    for (char *w = warnings; *w;) {
+        char *nl = strchr(w, '\n');
+        size_t wl = nl ? (size_t)(nl - w) + 1 : strlen(w);
+        char save = w[wl];
+        w[wl] = '\0';
+        if (!notes || !strstr(notes, w)) strcat(r, w);
+        w[wl] = save;
+        w += wl;
+    }
+    free(notes);
+    return TS_OK;
+}
+
+ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                          unsigned n_threads, tsr_plan *out, ts_error *err) {
+    tse_config never_build = *cfg;
+    never_build.no_build = 1; /* creating a scorer with auto never starts a compile */
+    tsr_notes_begin();
+    ts_status st = plan(m, opts, &never_build, n_threads, out, err);
+    char *notes = tsr_notes_end();
+    if (st != TS_OK) {
+        free(notes);
+        return st;
+    }
+    st = append_notes(out, notes, err);
+    if (st != TS_OK) {
+        out->engine->free(out->state);
+        free(out->report);
+        memset(out, 0, sizeof *out);
+    }
+    return st;
 }

@@ -25,8 +25,12 @@ typedef struct tsr_plan {
  *     thresholds, and some NaN), in alternating rounds;
  *     the fastest median wins and is appended to the wisdom file.
  * Candidates: vqs (qs when the ISA is scalar), vpred, block-vpred, naive, block-naive,
- * and ifelse only when its compiled object is already in the cache (the planner never
- * starts a compile: it can take minutes on big models).
+ * and ifelse only when its compiled object is already in the (trusted) cache. The planner
+ * never starts a compile (it can take minutes on big models): every engine is prepared
+ * with cfg->no_build set. A wisdom line naming an engine outside the key's candidate set
+ * is ignored; the wisdom file is read and written only through a trusted directory
+ * (artifacts.h). What engines and the environment said while planning (notes.h) is
+ * appended to the report after a line "notes:".
  */
 ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
                           unsigned n_threads, tsr_plan *out, ts_error *err);

@@ -76,6 +76,14 @@ static float special_value(const ts_model *m, uint64_t *s) {
     }
 }
 
+/* A value next to what node n tests: its threshold, or for a category set a category
+ * around the set's range (negative, fractional and past the bitset included). */
+static float near_value(const tsm_node *n, uint64_t *s) {
+    if (!(n->flags & TSM_CATEGORICAL)) return near_threshold(n->threshold, s);
+    float c = (float)((int)(rng_next(s) % 80) - 4);
+    return rng_next(s) % 4 == 0 ? c + 0.5f : c;
+}
+
 /* Fills the rows: each cell a special value, then each row gets a few cells set next
  * to the threshold of a random node on that node's own feature. */
 static void build_rows(const ts_model *m, float *x, size_t n_rows, size_t stride, size_t n_cols, uint64_t *s) {
@@ -84,42 +92,61 @@ static void build_rows(const ts_model *m, float *x, size_t n_rows, size_t stride
         for (size_t c = 0; c < stride; c++) row[c] = c < n_cols ? special_value(m, s) : NAN;
         for (int k = 0; k < 16; k++) {
             const tsm_node *n = random_node(m, s);
-            if (n && n->feature < n_cols) row[n->feature] = near_threshold(n->threshold, s);
+            if (n && n->feature < n_cols) row[n->feature] = near_value(n, s);
         }
     }
 }
 
-/* The definition of the score (forest.h): base + sum in tree order, then the divisor. */
-static double reference_score(const ts_model *m, const float *row) {
-    double sum = m->base_score;
+/* Whether row value v goes left at node i: category sets by their rule (on the float
+ * widened, or on the double for a library comparing doubles), numbers by x <= t. */
+static int ref_left_f(const ts_model *m, const tsm_node *n, float v) {
+    if (n->flags & TSM_CATEGORICAL) return tsm_catset_goes_left(m, &m->catsets[(uint32_t)n->threshold], (double)v);
+    return tsm_node_goes_left(n, v);
+}
+
+/* The base of output k (forest.h: output_base when there are several). */
+static double ref_base(const ts_model *m, uint32_t k) {
+    return m->n_outputs > 1 ? m->output_base[k] : m->base_score;
+}
+
+/* The definition of the score (forest.h): score k = base k + the terms of output k's
+ * trees, in tree order. */
+static double reference_score(const ts_model *m, const float *row, uint32_t k) {
+    double sum = ref_base(m, k);
     for (uint32_t t = 0; t < m->n_trees; t++) {
         const tsm_tree *tr = &m->trees[t];
-        sum += tr->weight * tr->leaf_values[tsm_tree_exit_leaf(tr, row)];
+        if (tr->output != k) continue;
+        int32_t c = tr->n_nodes ? 0 : -1;
+        while (c >= 0) c = ref_left_f(m, &tr->nodes[c], row[tr->nodes[c].feature]) ? tr->nodes[c].left : tr->nodes[c].right;
+        sum += tr->weight * tr->leaf_values[~c];
     }
     return sum;
 }
 
 /* Double rows as the library sees them: LightGBM compares in double with the file's
- * thresholds (after dropping |x| <= 1e-35 to 0); the others convert to float first. */
-static int left_f64(const tsm_node *n, double t, double v) {
+ * thresholds (after dropping |x| <= 1e-35 to 0) and decides categories on the double;
+ * the others convert to float first. */
+static int left_f64(const ts_model *m, const tsm_node *n, double t, double v) {
+    if (n->flags & TSM_CATEGORICAL) return tsm_catset_goes_left(m, &m->catsets[(uint32_t)n->threshold], v);
     if (fabs(v) <= (double)TSM_ZERO_RANGE) v = 0.0;
     if (v != v || ((n->flags & TSM_ZERO_IS_MISSING) && v == 0.0)) return (n->flags & TSM_MISSING_LEFT) != 0;
     return v <= t;
 }
 
-static double reference_score_f64(const ts_model *m, const double *row, float *tmp, size_t n_cols) {
+static double reference_score_f64(const ts_model *m, const double *row, float *tmp, size_t n_cols, uint32_t k) {
     if (!m->compares_double) {
         for (size_t c = 0; c < n_cols; c++) tmp[c] = (float)row[c];
-        return reference_score(m, tmp);
+        return reference_score(m, tmp, k);
     }
-    double sum = m->base_score;
+    double sum = ref_base(m, k);
     for (uint32_t t = 0; t < m->n_trees; t++) {
         const tsm_tree *tr = &m->trees[t];
+        if (tr->output != k) continue;
         int32_t c = tr->n_nodes ? 0 : -1;
         while (c >= 0) {
             const tsm_node *n = &tr->nodes[c];
             double thr = tr->thresholds_d ? tr->thresholds_d[c] : (double)n->threshold;
-            c = left_f64(n, thr, row[n->feature]) ? n->left : n->right;
+            c = left_f64(m, n, thr, row[n->feature]) ? n->left : n->right;
         }
         sum += tr->weight * tr->leaf_values[~c];
     }
@@ -200,7 +227,7 @@ static void report_diff(const char *what, size_t row, double a, double b) {
     unsigned long long ba, bb;
     memcpy(&ba, &a, sizeof ba);
     memcpy(&bb, &b, sizeof bb);
-    fprintf(stderr, "%s differ at row %zu: %.17g (%016llx) vs %.17g (%016llx)\n", what, row, a, ba, b, bb);
+    fprintf(stderr, "%s differ at score %zu (row-major): %.17g (%016llx) vs %.17g (%016llx)\n", what, row, a, ba, b, bb);
     abort();
 }
 
@@ -226,24 +253,25 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
                                  (uint32_t)(rng_next(&s) % 40), (uint32_t)(rng_next(&s) % 34));
         walks_ok &= walks[w] != NULL;
     }
-    double *c = malloc(n_rows * sizeof *c);
+    const uint32_t K = m->n_outputs; /* scores per row, row-major */
+    double *c = malloc(n_rows * K * sizeof *c);
     float *x = malloc(n_rows * stride * sizeof *x);
-    double *a = malloc(n_rows * sizeof *a), *b = malloc(n_rows * sizeof *b);
+    double *a = malloc(n_rows * K * sizeof *a), *b = malloc(n_rows * K * sizeof *b);
     if (naive && qs && vqs && walks_ok && x && a && b && c) {
         build_rows(m, x, n_rows, stride, n_cols, &s);
         score_or_die(naive, x, n_rows, n_cols, stride, a);
         score_or_die(qs, x, n_rows, n_cols, stride, b);
         score_or_die(vqs, x, n_rows, n_cols, stride, c);
-        for (size_t r = 0; r < n_rows; r++) {
-            double ref = reference_score(m, x + r * stride);
-            if (!same_bits(a[r], ref)) report_diff("naive and reference scores", r, a[r], ref);
-            if (!same_bits(a[r], b[r])) report_diff("naive and qs scores", r, a[r], b[r]);
-            if (!same_bits(a[r], c[r])) report_diff("naive and vqs scores", r, a[r], c[r]);
+        for (size_t i = 0; i < n_rows * K; i++) {
+            double ref = reference_score(m, x + (i / K) * stride, (uint32_t)(i % K));
+            if (!same_bits(a[i], ref)) report_diff("naive and reference scores", i, a[i], ref);
+            if (!same_bits(a[i], b[i])) report_diff("naive and qs scores", i, a[i], b[i]);
+            if (!same_bits(a[i], c[i])) report_diff("naive and vqs scores", i, a[i], c[i]);
         }
         for (int w = 0; w < N_WALKS; w++) {
             score_or_die(walks[w], x, n_rows, n_cols, stride, b);
-            for (size_t r = 0; r < n_rows; r++)
-                if (!same_bits(a[r], b[r])) report_diff(ts_engine_name(walk_ids[w]), r, a[r], b[r]);
+            for (size_t i = 0; i < n_rows * K; i++)
+                if (!same_bits(a[i], b[i])) report_diff(ts_engine_name(walk_ids[w]), i, a[i], b[i]);
         }
         /* The same with double rows (ts_scorer_score_f64), against the library's rule. */
         double *xd = malloc(n_rows * stride * sizeof *xd);
@@ -254,10 +282,10 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
             if (ts_scorer_score_f64(naive, xd, n_rows, n_cols, stride, a, &err) != TS_OK ||
                 ts_scorer_score_f64(qs, xd, n_rows, n_cols, stride, b, &err) != TS_OK)
                 fuzz_die("ts_scorer_score_f64 failed on a valid batch", &err);
-            for (size_t r = 0; r < n_rows; r++) {
-                double ref = reference_score_f64(m, xd + r * stride, tmp, n_cols);
-                if (!same_bits(a[r], ref)) report_diff("naive f64 and double reference scores", r, a[r], ref);
-                if (!same_bits(a[r], b[r])) report_diff("naive and qs f64 scores", r, a[r], b[r]);
+            for (size_t i = 0; i < n_rows * K; i++) {
+                double ref = reference_score_f64(m, xd + (i / K) * stride, tmp, n_cols, (uint32_t)(i % K));
+                if (!same_bits(a[i], ref)) report_diff("naive f64 and double reference scores", i, a[i], ref);
+                if (!same_bits(a[i], b[i])) report_diff("naive and qs f64 scores", i, a[i], b[i]);
             }
         }
         free(xd);

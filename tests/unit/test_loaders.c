@@ -490,7 +490,14 @@ static void test_detect(void) {
     CHECK(tsio_detect_model_format("version=v3\n", 11) == TS_FORMAT_LIGHTGBM);
     CHECK(tsio_detect_model_format("  {\"learner\"", 12) == TS_FORMAT_XGBOOST_JSON);
     CHECK(tsio_detect_model_format("<ranker>", 8) == TS_FORMAT_QUICKRANK_XML);
-    CHECK(tsio_detect_model_format("## LambdaMART\n<ensemble>", 24) == TS_FORMAT_QUICKRANK_XML);
+    CHECK(tsio_detect_model_format("## LambdaMART\n<ensemble>", 24) == TS_FORMAT_RANKLIB);
+    CHECK(tsio_detect_model_format("## Random Forests\r\n## Learning rate = 0.1\n\n<ensemble>", 53) ==
+          TS_FORMAT_RANKLIB);
+    CHECK(tsio_detect_model_format("## LambdaMART\n## Learning rate = 0.100000\n<ensemble>", 52) ==
+          TS_FORMAT_QUICKRANK_XML); /* QuickRank's "%f" imitation of RankLib's header */
+    CHECK(tsio_detect_model_format("## LambdaMART\n<ranker>", 22) == TS_FORMAT_QUICKRANK_XML);
+    CHECK(tsio_detect_model_format("{\"name\": \"tree\", \"tree_info\": []}", 33) == TS_FORMAT_LIGHTGBM_JSON);
+    CHECK(tsio_detect_model_format("{\"average_output\": false, \"tree_info\": []}", 42) == TS_FORMAT_LIGHTGBM_JSON);
     CHECK(tsio_detect_model_format("trees\n", 6) == TS_FORMAT_AUTO);
     CHECK(tsio_detect_model_format("hello", 5) == TS_FORMAT_AUTO);
     CHECK(tsio_detect_model_format("", 0) == TS_FORMAT_AUTO);
@@ -798,16 +805,17 @@ static void test_errors_lightgbm(void) {
     EXPECT_VARIANT(T, "num_leaves=3", "num_leaves=99999999999", F, TS_ERR_PARSE, "num_leaves=9", "num_leaves");
     EXPECT_VARIANT(T, "num_leaves=3\n", "", F, TS_ERR_PARSE, "Tree=0", "tree 0: no num_leaves");
     EXPECT_VARIANT(T, "right_child=-3 -2\n", "", F, TS_ERR_PARSE, "Tree=0", "no right_child");
-    EXPECT_VARIANT(T, "decision_type=2 6", "decision_type=2 7", F, TS_ERR_UNSUPPORTED, "decision_type=2 7",
-                   "categorical splits are not supported yet");
+    EXPECT_VARIANT(T, "decision_type=2 6", "decision_type=2 7", F, TS_ERR_INVALID_MODEL, "threshold=",
+                   "is not a category set index");
     EXPECT_VARIANT(T, "decision_type=2 6", "decision_type=2 14", F, TS_ERR_UNSUPPORTED, "decision_type=2 14",
                    "unknown decision_type");
-    EXPECT_VARIANT(T, "num_cat=0", "num_cat=2", F, TS_ERR_UNSUPPORTED, "num_cat=2", "categorical");
+    EXPECT_VARIANT(T, "num_cat=0", "num_cat=2", F, TS_ERR_PARSE, "Tree=0", "no cat_boundaries");
     EXPECT_VARIANT(T, "is_linear=0\nshrinkage=1\n\n\nTree=1", "is_linear=1\nshrinkage=1\n\n\nTree=1", F,
-                   TS_ERR_UNSUPPORTED, "is_linear=1", "linear trees are not supported yet");
-    EXPECT_VARIANT(T, "num_class=1", "num_class=3", F, TS_ERR_UNSUPPORTED, "num_class=3", "multiclass");
+                   TS_ERR_UNSUPPORTED, "is_linear=1", "linear trees (is_linear=1");
+    EXPECT_VARIANT(T, "num_class=1", "num_class=3", F, TS_ERR_UNSUPPORTED, "num_tree_per_iteration=1",
+                   "differs from num_class");
     EXPECT_VARIANT(T, "num_tree_per_iteration=1", "num_tree_per_iteration=2", F, TS_ERR_UNSUPPORTED,
-                   "num_tree_per_iteration=2", "multiclass");
+                   "num_tree_per_iteration=2", "differs from num_class");
     EXPECT_VARIANT(T, "num_class=1\n", "", F, TS_ERR_PARSE, NULL, "no num_class");
     EXPECT_VARIANT(T, "max_feature_idx=3\n", "", F, TS_ERR_PARSE, NULL, "no max_feature_idx");
     EXPECT_VARIANT(T, "max_feature_idx=3", "max_feature_idx=x", F, TS_ERR_PARSE, "max_feature_idx=x",
@@ -853,19 +861,17 @@ static void test_errors_lightgbm(void) {
 static void test_errors_xgboost(void) {
     const char *T = XGB_TEMPLATE;
     const ts_model_format F = TS_FORMAT_XGBOOST_JSON;
-    EXPECT_VARIANT(T, "\"split_type\":[0,0,0]", "\"split_type\":[1,0,0]", F, TS_ERR_UNSUPPORTED, "\"trees\"",
-                   "categorical splits are not supported yet");
+    EXPECT_VARIANT(T, "\"split_type\":[0,0,0]", "\"split_type\":[1,0,0]", F, TS_ERR_INVALID_MODEL, "\"trees\"",
+                   "categorical split without categories");
     EXPECT_VARIANT(T, "\"size_leaf_vector\":\"1\"", "\"size_leaf_vector\":\"3\"", F, TS_ERR_UNSUPPORTED, "\"trees\"",
-                   "multi-target");
+                   "multi_output_tree");
     EXPECT_VARIANT(T, "\"name\":\"gbtree\"", "\"name\":\"gblinear\"", F, TS_ERR_UNSUPPORTED, "\"name\":\"gblinear\"",
                    "gblinear");
-    EXPECT_VARIANT(T, "\"num_class\":\"0\"", "\"num_class\":\"3\"", F, TS_ERR_UNSUPPORTED, "\"num_class\"",
-                   "multiclass");
-    EXPECT_VARIANT(T, "\"num_target\":\"1\"", "\"num_target\":\"2\"", F, TS_ERR_UNSUPPORTED, "\"num_target\"",
-                   "multi-target");
-    EXPECT_VARIANT(T, "\"[5E-1]\"", "\"[5E-1,5E-1]\"", F, TS_ERR_UNSUPPORTED, "\"base_score\"", "several values");
+    EXPECT_VARIANT(T, "\"[5E-1]\"", "\"[5E-1,5E-1]\"", F, TS_ERR_INVALID_MODEL, "\"base_score\"",
+                   "base_score has 2 values for a model of 1 outputs");
     EXPECT_VARIANT(T, "\"[5E-1]\"", "\"[abc]\"", F, TS_ERR_PARSE, "\"base_score\"", "bad base_score");
-    EXPECT_VARIANT(T, "\"tree_info\":[0]", "\"tree_info\":[1]", F, TS_ERR_UNSUPPORTED, "\"tree_info\"", "output group");
+    EXPECT_VARIANT(T, "\"tree_info\":[0]", "\"tree_info\":[1]", F, TS_ERR_INVALID_MODEL, "\"tree_info\"",
+                   "belongs to output 1, but the model has 1");
     EXPECT_VARIANT(T, "\"num_trees\":\"1\"", "\"num_trees\":\"2\"", F, TS_ERR_PARSE, "\"num_trees\"", "num_trees is 2");
     EXPECT_VARIANT(T, "\"left_children\":[1,-1,-1]", "\"left_children\":[1,0,-1]", F, TS_ERR_INVALID_MODEL, "\"trees\"",
                    "reached twice");
@@ -906,7 +912,7 @@ static void test_errors_xgboost(void) {
     EXPECT_VARIANT(T, "\"attributes\":{}", "\"attributes\":{\"a\":\"x\ty\"}", F, TS_ERR_PARSE, NULL,
                    "control character");
     EXPECT_ERROR("[1,2]", F, TS_ERR_PARSE, 1, "expected a JSON object");
-    expect_error("{L\x00\x00\x00\x00\x00\x00\x00\x07learner{", 18, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, 1, "UBJSON",
+    expect_error("{L\x00\x00\x00\x00\x00\x00\x00\x07learner{", 18, TS_FORMAT_AUTO, TS_ERR_PARSE, 0, "truncated UBJSON",
                  __LINE__);
     EXPECT_ERROR("{}", F, TS_ERR_PARSE, 0, "no learner.gradient_booster.name");
     /* Nesting deeper than the parser's limit is refused, not recursed into. */
@@ -1039,6 +1045,71 @@ static void test_corrupted_files(void) {
     }
 }
 
+/* RankLib: Float.parseFloat numbers, NaN reads 0, a random forest scores the mean of its
+ * ensembles (weights divided by their number); QuickRank refuses a second ensemble. */
+static void test_ranklib(void) {
+    static const char RF[] =
+        "## Random Forests\n## No. of bags = 2\n## Learning rate = 0.1\n\n"
+        "<ensemble>\n<tree id=\"1\" weight=\"0.1\"><split><feature>1 </feature><threshold> -0.5 </threshold>"
+        "<split pos=\"left\"><output>1.0000000596046448 </output></split>"
+        "<split pos=\"right\"><output>2.0 </output></split></split></tree>\n</ensemble>\n"
+        "<ensemble>\n<tree id=\"1\" weight=\"0.1\"><split><feature>2 </feature><threshold> 0.0 </threshold>"
+        "<split pos=\"left\"><output>4.0 </output></split>"
+        "<split pos=\"right\"><output>8.0 </output></split></split></tree>\n</ensemble>\n";
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK(tsio_detect_model_format(RF, strlen(RF)) == TS_FORMAT_RANKLIB);
+    CHECK_STATUS(ts_model_load_buffer(RF, strlen(RF), TS_FORMAT_AUTO, "rf.txt", &m, &err), TS_OK);
+    if (m) {
+        const double w = (double)0.1f / 2;
+        CHECK(m->format == TS_FORMAT_RANKLIB && m->n_trees == 2 && m->trees[0].weight == w);
+        /* 1.0000000596046448 is above 1 + 2^-24: Float.parseFloat gives the next float up */
+        CHECK_SAME_DOUBLE(m->trees[0].leaf_values[0], (double)nextafterf(1.0f, 2.0f));
+        const float nan_row[3] = {0, NAN, NAN}; /* NaN reads 0: right in tree 1, left in tree 2 */
+        CHECK_SAME_DOUBLE(ref_score(m, nan_row), w * 2.0 + w * 4.0);
+        const float row[3] = {0, -0.5f, 0.25f};
+        CHECK_SAME_DOUBLE(ref_score(m, row), w * (double)nextafterf(1.0f, 2.0f) + w * 8.0);
+    }
+    ts_model_free(m);
+    EXPECT_ERROR(RF, TS_FORMAT_QUICKRANK_XML, TS_ERR_PARSE, 8, "second <ensemble>");
+    char *bad = strdup(RF);
+    memcpy(strstr(bad, "<feature>2"), "<feature>0", 10);
+    EXPECT_ERROR(bad, TS_FORMAT_RANKLIB, TS_ERR_PARSE, 9, "feature id 0 (RankLib feature ids start at 1)");
+    free(bad);
+}
+
+/* LightGBM dump_model() JSON: read as the text model; +-1e300 thresholds are +-inf; errors
+ * point at the JSON's lines. */
+static void test_lightgbm_json(void) {
+    static const char J[] =
+        "{\"name\": \"tree\", \"version\": \"v4\", \"num_class\": 1, \"max_feature_idx\": 1,\n"
+        "\"objective\": \"lambdarank\", \"feature_names\": [\"a\", \"b\"], \"tree_info\": [\n"
+        "{\"tree_index\": 0, \"num_leaves\": 3, \"tree_structure\": {\"split_index\": 0, \"split_feature\": 1,"
+        " \"threshold\": 1e300, \"decision_type\": \"<=\", \"default_left\": false, \"missing_type\": \"NaN\","
+        " \"left_child\": {\"split_index\": 1, \"split_feature\": 0, \"threshold\": 0.5, \"decision_type\": \"<=\","
+        " \"default_left\": true, \"missing_type\": \"None\", \"left_child\": {\"leaf_index\": 0, \"leaf_value\": 1},"
+        " \"right_child\": {\"leaf_index\": 2, \"leaf_value\": 3}},"
+        " \"right_child\": {\"leaf_index\": 1, \"leaf_value\": 2}}},\n"
+        "{\"tree_index\": 1, \"num_leaves\": 1, \"tree_structure\": {\"leaf_value\": 0.25}}]}\n";
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK(tsio_detect_model_format(J, strlen(J)) == TS_FORMAT_LIGHTGBM_JSON);
+    CHECK_STATUS(ts_model_load_buffer(J, strlen(J), TS_FORMAT_AUTO, "m.json", &m, &err), TS_OK);
+    if (m) {
+        CHECK(m->format == TS_FORMAT_LIGHTGBM_JSON && m->n_trees == 2 && m->compares_double);
+        CHECK(!strcmp(m->objective, "lambdarank") && m->n_feature_names == 2);
+        const float rows[][2] = {{0.5f, INFINITY}, {0.75f, 1e38f}, {NAN, NAN}};
+        const double want[] = {1 + 0.25, 3 + 0.25, 2 + 0.25}; /* +inf <= inf: left */
+        for (size_t i = 0; i < COUNT(want); i++) CHECK_SAME_DOUBLE(ref_score(m, rows[i]), want[i]);
+    }
+    ts_model_free(m);
+    char *bad = strdup(J);
+    memcpy(strstr(bad, "\"split_feature\": 0"), "\"split_feature\": 7", 18);
+    EXPECT_ERROR(bad, TS_FORMAT_AUTO, TS_ERR_INVALID_MODEL, 3, "tree 0: ");
+    free(bad);
+    EXPECT_ERROR("{\"name\": \"tree\", \"tree_info\": [", TS_FORMAT_LIGHTGBM_JSON, TS_ERR_PARSE, 1, "");
+}
+
 int main(void) {
     RUN_TEST(test_detect);
     RUN_TEST(test_real_files_info);
@@ -1050,6 +1121,8 @@ int main(void) {
     RUN_TEST(test_errors_lightgbm);
     RUN_TEST(test_errors_xgboost);
     RUN_TEST(test_errors_quickrank);
+    RUN_TEST(test_ranklib);
+    RUN_TEST(test_lightgbm_json);
     RUN_TEST(test_truncated_files);
     RUN_TEST(test_corrupted_files);
     return check_summary("test_loaders");

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "runtime/cache.h"
 #include "runtime/cpu.h"
+#include "runtime/notes.h"
 #include "runtime/pool.h"
 #include "runtime/scratch.h"
 #include "treescore.h"
@@ -147,7 +148,15 @@ static void test_isa_resolve(void) {
 /* ---- Environment variables, in child processes (the values are cached) -------------- */
 
 /* Child mode: print what the environment made of the detection. */
+/* The library prints nothing: its warnings go to a sink, which this child prints as
+ * the CLI does. */
+static void print_note(tsr_note_kind kind, const char *line, void *ctx) {
+    (void)ctx;
+    if (kind == TSR_NOTE_WARN) fprintf(stderr, "%s\n", line);
+}
+
 static int print_detection(void) {
+    tsr_notes_set_sink(print_note, NULL);
     const tsr_caches *c = tsr_cache_sizes();
     printf("%s %zu %zu %zu\n", ts_isa_name(ts_cpu_isa()), c->l1d, c->l2, c->l3);
     return 0;

@@ -207,7 +207,7 @@ static void test_many_trees(void) {
  * the reference's bits, and the default blocks keep to their share of L2. */
 static void check_bvp_direct(const ts_model *m, uint32_t lanes, uint32_t tau, uint32_t delta, size_t n_rows) {
     const tse_engine *e = &tse_engine_block_vpred;
-    tse_config cfg = {TS_ISA_SCALAR, tau, delta, lanes};
+    tse_config cfg = {TS_ISA_SCALAR, tau, delta, lanes, 0};
     void *state = NULL;
     tse_layout lay;
     ts_error err;

@@ -1,0 +1,363 @@
+# test_predict.py: treescore.Model against LightGBM, XGBoost and the C CLI: loading three ways, transforms, every input kind.
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+import treescore
+from conftest import MODELS, N_FEATURES, NAMES, cli_binary, make_data
+
+ENGINES = ["naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "ifelse", "auto"]
+
+
+def cli_scores(model_path, X: np.ndarray, tmp_path) -> np.ndarray:
+    exe = cli_binary()
+    if exe is None:
+        pytest.skip("no treescore CLI built (set TS_BIN)")
+    csv = tmp_path / "rows.csv"
+    with open(csv, "w") as f:
+        for row in X:
+            f.write(",".join("" if np.isnan(v) else repr(float(v)) for v in row) + "\n")
+    out = tmp_path / "scores.txt"
+    subprocess.run([exe, "score", "-m", str(model_path), "-d", str(csv), "--no-header", "-o", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    return np.array([float(t) for t in out.read_text().split()])
+
+
+def test_version():
+    assert treescore.__version__ == treescore._core.version
+    assert treescore.__version__.count(".") == 2
+
+
+def test_lightgbm_three_ways_bit_identical(lgb_binary, lgb_file, test_rows):
+    ref_raw = lgb_binary.predict(test_rows, raw_score=True)
+    ref = lgb_binary.predict(test_rows)
+    for m in (treescore.Model(model_file=lgb_file), treescore.Model(model_file=str(lgb_file), model_format="lightgbm"),
+              treescore.Model(model_str=lgb_file.read_text()), treescore.Model(model_str=lgb_file.read_bytes()),
+              treescore.Model.from_booster(lgb_binary)):
+        assert m.num_features == N_FEATURES and m.feature_names == NAMES
+        assert m.num_trees == 40 and m.objective == "binary" and m.model_format == "lightgbm"
+        assert np.array_equal(m.predict(test_rows, raw_score=True), ref_raw)
+        assert np.array_equal(m.predict(test_rows), ref)  # LightGBM's sigmoid, in double
+        assert np.array_equal(m.predict(test_rows.astype(np.float32)), lgb_binary.predict(test_rows.astype(np.float32)))
+
+
+def test_lightgbm_sklearn_wrapper(data, test_rows):
+    lgb = pytest.importorskip("lightgbm")
+    X, y = data
+    clf = lgb.LGBMClassifier(n_estimators=10, num_leaves=7, verbose=-1, n_jobs=1).fit(X, y)
+    m = treescore.Model.from_booster(clf)
+    assert np.array_equal(m.predict(test_rows), clf.predict_proba(test_rows)[:, 1])
+
+
+def test_lightgbm_poisson_exp(lgb_poisson, test_rows):
+    m = treescore.Model.from_booster(lgb_poisson)
+    assert np.array_equal(m.predict(test_rows), lgb_poisson.predict(test_rows))
+    assert np.array_equal(m.predict(test_rows, raw_score=True), lgb_poisson.predict(test_rows, raw_score=True))
+
+
+def test_xgboost_json_and_booster(xgb_binary, xgb_file, test_rows):
+    xgb = pytest.importorskip("xgboost")
+    Xf = test_rows.astype(np.float32)
+    margin = xgb_binary.predict(xgb.DMatrix(Xf), output_margin=True)
+    prob = xgb_binary.predict(xgb.DMatrix(Xf))
+    for m in (treescore.Model(model_file=xgb_file), treescore.Model.from_booster(xgb_binary)):
+        assert m.objective == "binary:logistic"
+        raw = m.predict(Xf, raw_score=True)
+        # XGBoost adds in float32, treescore in double: within float32 rounding of the sum
+        assert np.allclose(raw, margin, rtol=0, atol=1e-5)
+        ours = m.predict(Xf)
+        assert ours.dtype == np.float64
+        assert np.allclose(ours, prob, rtol=1e-5, atol=1e-7)
+        # the transform itself is XGBoost's float32 sigmoid, bit for bit on XGBoost's margin
+        code, param, div = m._transform
+        same = treescore._core.transform_values(list(margin.astype(np.float64)), 1, code, param, div)
+        assert np.array_equal(np.array(same), prob.astype(np.float64))
+
+
+def test_xgboost_sklearn_wrapper(data, test_rows):
+    xgb = pytest.importorskip("xgboost")
+    X, y = data
+    clf = xgb.XGBClassifier(n_estimators=10, max_depth=3, n_jobs=1).fit(X, y)
+    m = treescore.Model.from_booster(clf)
+    assert np.allclose(m.predict(test_rows), clf.predict_proba(test_rows)[:, 1], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("path,fmt", [
+    (MODELS / "lgb_small_lambdarank.txt", "auto"),
+    (MODELS / "xgb_small_logistic.json", "auto"),
+    (MODELS / "msn_lambdamart_10trees_quickrank.xml", "quickrank"),
+])
+def test_bit_identical_to_cli(path, fmt, tmp_path):
+    m = treescore.Model(model_file=path, model_format=fmt)
+    X = make_data(300, 7)
+    X = np.hstack([X] * (m.num_features // N_FEATURES + 1))[:, :m.num_features]
+    assert np.array_equal(m.predict(X, raw_score=True), cli_scores(path, X, tmp_path))
+
+
+def test_quickrank_objective_is_identity():
+    m = treescore.Model(model_file=MODELS / "msn_lambdamart_10trees_quickrank.xml")
+    X = np.nan_to_num(make_data(50, 8))
+    X = np.hstack([X] * (m.num_features // N_FEATURES + 1))[:, :m.num_features]
+    assert m.model_format == "quickrank"
+    assert np.array_equal(m.predict(X), m.predict(X, raw_score=True))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_same_bits(lgb_file, test_rows, engine):
+    ref = treescore.Model(model_file=lgb_file, engine="naive").predict(test_rows)
+    m = treescore.Model(model_file=lgb_file, engine=engine, threads=2)
+    assert engine == "auto" or m.engine == engine
+    assert np.array_equal(m.predict(test_rows), ref)
+    assert np.array_equal(m.predict(test_rows, n_jobs=1), ref)
+
+
+def test_options_and_reports(lgb_file):
+    m = treescore.Model(model_file=lgb_file, engine="vqs", isa="scalar", threads=1)
+    assert m.engine == "vqs" and m.isa == "scalar" and m.threads == 1
+    assert "engine requested" in m.plan_report()
+    auto = treescore.Model(model_file=lgb_file)
+    assert auto.engine != "auto" and auto.plan_report()
+    assert "lightgbm" in repr(auto) and auto.info()["n_leaves"] > 0
+
+
+# ---- input kinds ----------------------------------------------------------------------
+
+def test_dense_inputs(lgb_binary, lgb_file, test_rows):
+    m = treescore.Model(model_file=lgb_file, engine="vqs")
+    ref = lgb_binary.predict(test_rows)
+    assert np.array_equal(m.predict(np.asfortranarray(test_rows)), ref)
+    assert np.array_equal(m.predict(test_rows.tolist()), ref)
+    # a strided view (every other row) is scored in place, like a C-ordered array
+    assert np.array_equal(m.predict(test_rows[::2]), ref[::2])
+    # extra columns past the model's are ignored, as by the C library
+    wide = np.hstack([test_rows, np.ones((len(test_rows), 3))])
+    assert np.array_equal(m.predict(wide), ref)
+    ro = test_rows.copy()
+    ro.setflags(write=False)
+    assert np.array_equal(m.predict(ro), ref)
+    ints = np.nan_to_num(test_rows * 3).astype(np.int32)
+    assert np.array_equal(m.predict(ints), lgb_binary.predict(ints.astype(np.float64)))
+    assert np.array_equal(m.predict(ints.astype(np.int8)), m.predict(ints.astype(np.float64)))
+    assert np.array_equal(m.predict(ints > 0), m.predict((ints > 0).astype(np.float64)))
+    f16 = test_rows.astype(np.float16)
+    assert np.array_equal(m.predict(f16), m.predict(f16.astype(np.float32)))
+    big_endian = test_rows.astype(">f8")
+    assert np.array_equal(m.predict(big_endian), ref)
+    assert m.predict(np.empty((0, N_FEATURES))).shape == (0,)
+    assert m.predict(test_rows[:1]).shape == (1,)
+
+
+def test_pandas_dataframe(lgb_binary, lgb_file, test_rows):
+    pd = pytest.importorskip("pandas")
+    m = treescore.Model(model_file=lgb_file)
+    ref = lgb_binary.predict(test_rows)
+    df = pd.DataFrame(test_rows, columns=NAMES)
+    assert np.array_equal(m.predict(df), ref)
+    # reordered and extra columns are put back in the model's order by name
+    shuffled = df[NAMES[::-1]].assign(extra=1.0)
+    assert np.array_equal(m.predict(shuffled), ref)
+    # nullable dtypes: <NA> is missing
+    nullable = df.astype("Float64")
+    assert nullable.isna().any().any()
+    assert np.array_equal(m.predict(nullable), ref)
+    ints = pd.DataFrame(np.nan_to_num(test_rows * 3).astype(np.int64), columns=NAMES).astype("Int64")
+    ints.iloc[0, 0] = pd.NA
+    expect = ints.to_numpy(dtype=np.float64, na_value=np.nan)
+    assert np.array_equal(m.predict(ints), lgb_binary.predict(expect))
+    # unnamed (integer) columns are taken by position
+    assert np.array_equal(m.predict(pd.DataFrame(test_rows)), ref)
+    with pytest.raises(treescore.Error, match="lacks 2 of the model's 8 features: 'feat_a', 'feat_c'"):
+        m.predict(df.drop(columns=["feat_a", "feat_c"]))
+    with pytest.raises(TypeError):
+        m.predict(df.assign(feat_b="text"))
+
+
+def test_scipy_sparse_lightgbm_absent_is_zero(lgb_binary, lgb_file, test_rows):
+    sp = pytest.importorskip("scipy.sparse")
+    m = treescore.Model(model_file=lgb_file)
+    X = np.where(np.isnan(test_rows), 0.0, test_rows)
+    X[np.abs(X) < 0.5] = 0.0
+    csr = sp.csr_matrix(X)
+    assert csr.nnz < X.size
+    assert np.array_equal(m.predict(csr), lgb_binary.predict(csr))
+    assert np.array_equal(m.predict(csr), lgb_binary.predict(X))
+    assert np.array_equal(m.predict(csr.tocsc()), m.predict(csr))
+    # fewer columns than the model reads: the missing ones are absent
+    narrow = sp.csr_matrix(X[:, :5])
+    assert np.array_equal(m.predict(narrow), m.predict(np.hstack([X[:, :5], np.zeros((len(X), 3))])))
+
+
+def test_scipy_sparse_xgboost_absent_is_missing(xgb_binary, xgb_file, test_rows):
+    sp = pytest.importorskip("scipy.sparse")
+    xgb = pytest.importorskip("xgboost")
+    m = treescore.Model(model_file=xgb_file)
+    X = np.where(np.isnan(test_rows), 0.0, test_rows).astype(np.float32)
+    X[np.abs(X) < 0.5] = 0.0
+    csr = sp.csr_matrix(X)
+    dense_missing = np.where(X == 0.0, np.nan, X)
+    assert np.array_equal(m.predict(csr, raw_score=True), m.predict(dense_missing, raw_score=True))
+    ref = xgb_binary.predict(xgb.DMatrix(csr), output_margin=True)
+    assert np.allclose(m.predict(csr, raw_score=True), ref, rtol=0, atol=1e-5)
+
+
+# ---- errors ---------------------------------------------------------------------------
+
+def test_errors(lgb_file, test_rows):
+    m = treescore.Model(model_file=lgb_file)
+    assert issubclass(treescore.Error, ValueError)
+    with pytest.raises(treescore.Error, match=r"5 columns.*8") as e:
+        m.predict(test_rows[:, :5])
+    assert e.value.status == "TS_ERR_SHAPE"
+    with pytest.raises(treescore.Error, match="2-D"):
+        m.predict(test_rows[0])
+    with pytest.raises(TypeError):
+        m.predict([["a", "b"]])
+    with pytest.raises(TypeError):
+        m.predict(np.array([["a"] * N_FEATURES]))
+    with pytest.raises(TypeError):
+        m.predict(np.zeros((2, N_FEATURES), dtype=np.complex128))
+    with pytest.raises(TypeError):
+        m.predict([[1.0, 2.0], [3.0]])
+    with pytest.raises(TypeError):
+        treescore.Model()
+    with pytest.raises(TypeError):
+        treescore.Model(model_str=12)
+    with pytest.raises(FileNotFoundError):
+        treescore.Model(model_file="/nonexistent/model.txt")
+    with pytest.raises(treescore.Error, match="engine"):
+        treescore.Model(model_file=lgb_file, engine="warp")
+    with pytest.raises(treescore.Error, match="isa"):
+        treescore.Model(model_file=lgb_file, isa="mmx")
+    with pytest.raises(treescore.Error, match="model_format"):
+        treescore.Model(model_file=lgb_file, model_format="onnx")
+    with pytest.raises(TypeError):
+        treescore.Model.from_booster(object())
+
+
+def test_bad_models_never_crash(lgb_file, xgb_file):
+    texts = [lgb_file.read_bytes(), xgb_file.read_bytes(), (MODELS / "rankeval_quickrank.model.xml").read_bytes()]
+    for text in texts:
+        for cut in sorted({1, 7, 50, len(text) // 3, len(text) // 2, len(text) - 10, len(text) - 1}):
+            try:
+                m = treescore.Model(model_str=text[:cut], engine="naive")
+            except treescore.Error as e:
+                assert str(e) and e.status.startswith("TS_ERR_")
+            else:  # a prefix that is still a whole model (trailing bytes cut) must score
+                m.predict(np.zeros((2, m.num_features)))
+    for junk in (b"", b"\0\0\0", b"tree\n", b"{", b"<ensemble>", "é".encode() * 9, bytes(range(256))):
+        with pytest.raises(treescore.Error):
+            treescore.Model(model_str=junk)
+
+
+# ---- multiclass (K outputs per row): runs once the C library loads such models ----------
+
+def _load_or_skip(**kw):
+    try:
+        return treescore.Model(**kw)
+    except treescore.Error as e:
+        if e.status == "TS_ERR_UNSUPPORTED":
+            pytest.skip(f"multiclass models not loaded yet: {e}")
+        raise
+
+
+@pytest.mark.parametrize("objective", ["multiclass", "multiclassova"])
+def test_lightgbm_multiclass(data, test_rows, objective):
+    lgb = pytest.importorskip("lightgbm")
+    X, _ = data
+    y = np.digitize(np.nan_to_num(X[:, 0]), [-0.5, 0.5])
+    b = lgb.train(dict(objective=objective, num_class=3, num_leaves=7, verbose=-1, num_threads=1), lgb.Dataset(X, y), 10)
+    m = _load_or_skip(model_str=b.model_to_string())
+    assert m.num_outputs == 3
+    raw = m.predict(test_rows, raw_score=True)
+    assert raw.shape == (len(test_rows), 3)
+    assert np.array_equal(raw, b.predict(test_rows, raw_score=True))
+    assert np.array_equal(m.predict(test_rows), b.predict(test_rows))
+
+
+@pytest.mark.parametrize("objective", ["multi:softprob", "multi:softmax"])
+def test_xgboost_multiclass(data, test_rows, objective):
+    xgb = pytest.importorskip("xgboost")
+    X, _ = data
+    y = np.digitize(np.nan_to_num(X[:, 0]), [-0.5, 0.5])
+    b = xgb.train(dict(objective=objective, num_class=3, max_depth=3, nthread=1), xgb.DMatrix(X, y), 10)
+    m = _load_or_skip(model_str=bytes(b.save_raw("json")))
+    assert m.num_outputs == 3
+    Xf = test_rows.astype(np.float32)
+    margin = b.predict(xgb.DMatrix(Xf), output_margin=True)
+    raw = m.predict(Xf, raw_score=True)
+    assert raw.shape == margin.shape == (len(Xf), 3)
+    assert np.allclose(raw, margin, rtol=0, atol=1e-5)
+    ref = b.predict(xgb.DMatrix(Xf))
+    code, param, div = m._transform
+    same = treescore._core.transform_values(list(margin.astype(np.float64).ravel()), 3, code, param, div)
+    assert np.array_equal(np.array(same), ref.astype(np.float64).ravel())
+    ours = m.predict(Xf)
+    assert ours.shape == ref.shape
+    if objective == "multi:softprob":
+        assert np.allclose(ours, ref, rtol=1e-5, atol=1e-7)
+    else:
+        assert np.mean(ours == ref) > 0.99
+
+
+def test_lightgbm_random_forest_average_output(data, test_rows):
+    lgb = pytest.importorskip("lightgbm")
+    X, y = data
+    b = lgb.train(dict(objective="binary", boosting="rf", bagging_fraction=0.7, bagging_freq=1, num_leaves=7,
+                       verbose=-1, num_threads=1), lgb.Dataset(X, y), 12)
+    m = treescore.Model.from_booster(b)
+    assert m.info()["average_output"] == 1
+    assert np.array_equal(m.predict(test_rows, raw_score=True), b.predict(test_rows, raw_score=True))
+    assert np.array_equal(m.predict(test_rows), b.predict(test_rows))
+
+
+def test_every_prefix_of_a_model_string(xgb_file):
+    """Truncated model strings (every 7th prefix of three small models) raise treescore.Error."""
+    for path in (MODELS / "lgb_small_lambdarank.txt", MODELS / "rankeval_quickrank.model.xml", xgb_file):
+        text = path.read_bytes()
+        loaded = 0
+        for cut in range(0, len(text), 7):
+            try:
+                m = treescore.Model(model_str=text[:cut], engine="naive", threads=1)
+            except treescore.Error:
+                continue
+            loaded += 1
+            assert m.predict(np.zeros((1, m.num_features))).shape[0] == 1
+        assert loaded < len(text) // 7
+
+
+def test_planner_sample_and_batch_hint(lgb_file, test_rows):
+    ref = treescore.Model(model_file=lgb_file, engine="naive").predict(test_rows)
+    pd = pytest.importorskip("pandas")
+    sp = pytest.importorskip("scipy.sparse")
+    for sample in (test_rows, test_rows.astype(np.float32), test_rows.tolist(),
+                   pd.DataFrame(test_rows, columns=NAMES), sp.csr_matrix(np.nan_to_num(test_rows))):
+        m = treescore.Model(model_file=lgb_file, sample=sample, batch_hint=100, threads=1)
+        assert "100" in m.plan_report() or "wisdom" in m.plan_report()
+        assert np.array_equal(m.predict(test_rows), ref)
+        assert np.array_equal(m.predict(test_rows, n_jobs=2), ref)
+    with pytest.raises(treescore.Error, match="5 columns.*8|columns"):
+        treescore.Model(model_file=lgb_file, sample=test_rows[:, :5])
+
+
+def test_lightgbm_pandas_categorical(test_rows):
+    """A categorical DataFrame column is read as LightGBM reads it: categories set to the
+    training ones (pandas_categorical of the model), then the codes; unseen values missing."""
+    lgb = pytest.importorskip("lightgbm")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(5)
+    n = 1200
+    colors = np.array(["red", "green", "blue", "black"])
+    train = pd.DataFrame({"x": rng.normal(size=n), "color": pd.Categorical(colors[rng.integers(0, 4, n)])})
+    y = train["x"] + (train["color"] == "green") * 2.0 + rng.normal(size=n) * 0.1
+    b = lgb.train(dict(objective="regression", num_leaves=7, verbose=-1, num_threads=1, min_data_per_group=5,
+                       cat_smooth=1), lgb.Dataset(train, y), 15)
+    m = _load_or_skip(model_str=b.model_to_string())
+    assert m.info()["n_categorical_splits"] > 0
+    # other category order and an unseen category at predict time
+    test = pd.DataFrame({"x": rng.normal(size=300),
+                         "color": pd.Categorical(np.append(colors[rng.integers(0, 4, 299)], "pink"),
+                                                 categories=["pink", "black", "blue", "green", "red"])})
+    assert np.array_equal(m.predict(test), b.predict(test))

@@ -1,0 +1,369 @@
+# __init__.py: the treescore Python package: Model loads a LightGBM/XGBoost/QuickRank model and predicts like the training library.
+"""treescore: fast exact scoring of tree ensembles, a drop-in for ``Booster.predict`` and lleaves.
+
+>>> import treescore
+>>> m = treescore.Model(model_file="model.txt")        # LightGBM, XGBoost JSON/UBJSON, QuickRank, ...
+>>> y = m.predict(X)                                   # (n,) float64, the objective's transform applied
+>>> margin = m.predict(X, raw_score=True)              # the raw score (margin)
+
+Raw scores are those of the C library: LightGBM's ``predict(raw_score=True)`` bit for bit
+(on float64 input and on float32 input alike), XGBoost's margin up to XGBoost's own float32
+summation (treescore adds in double). Transformed outputs are computed as the training
+library computes them: in double for LightGBM (bit-identical to ``Booster.predict``), in
+float32 from the float32 margin for XGBoost (returned as float64 holding that float32).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from . import _core
+from . import _objectives
+
+__all__ = ["Model", "Error", "__version__"]
+
+#: The C library's version string (``ts_version_string()``).
+__version__: str = _core.version
+
+#: Raised for bad models, bad data and failed library calls (a ``ValueError``); its
+#: ``status`` attribute names the C status (``"TS_ERR_PARSE"``, ``"TS_ERR_SHAPE"``, ...).
+Error = _core.Error
+
+_core._set_numpy(np.empty)
+
+# Dense rows per chunk when a sparse matrix is expanded (about 32 MiB of float64 at a time).
+_SPARSE_CHUNK_VALUES = 1 << 22
+
+
+def _is_default_name(name: str, i: int) -> bool:
+    return name == f"Column_{i}" or name == f"f{i}"
+
+
+class Model:
+    """A tree ensemble loaded for fast exact scoring.
+
+    Load from a file (``model_file``), from memory (``model_str``: ``str`` or ``bytes``), or
+    from a live booster (``Model.from_booster``). The format is detected from the content;
+    ``model_format`` forces it (any name the C library knows: ``"lightgbm"``,
+    ``"xgboost"``, ``"xgboost-ubjson"``, ``"lightgbm-json"``, ``"quickrank"``, ...).
+
+    ``engine``: ``"auto"`` (the planner times the engines for this model and machine and
+    keeps the fastest), or one of ``naive``, ``qs``, ``vqs``, ``ifelse``, ``vpred``,
+    ``block-naive``, ``block-vpred``; all give the same bits. ``isa`` caps the instruction
+    set (``"scalar"``, ``"sse4.2"``, ``"avx2"``, ``"avx512"``; ``None``: the best the CPU
+    has). ``threads``: threads per ``predict`` call, 0 (default) = all cores.
+    ``batch_hint``: the rows per call ``auto`` plans for (0: 1,000); ``sample``: rows of
+    the data to be scored (any input ``predict`` takes; the first 4,096 rows are kept
+    until the engines are planned), for ``auto`` to time the engines on real rows rather
+    than synthetic ones (branchy engines run faster on real data).
+
+    A Model is immutable and thread-safe: many Python threads may call ``predict`` at once
+    (the GIL is released while scoring). It pickles as its model bytes and options; the
+    engine is prepared again when it is unpickled (Dask, Spark, multiprocessing).
+    """
+
+    def __init__(self, model_file=None, model_str=None, *, model_format: str = "auto", engine: str = "auto",
+                 isa=None, threads: int = 0, batch_hint: int = 0, sample=None):
+        if (model_file is None) == (model_str is None):
+            raise TypeError("Model() needs exactly one of model_file= and model_str=")
+        if model_file is not None:
+            name = os.fspath(model_file)
+            with open(name, "rb") as f:
+                data = f.read()
+            name = str(name)
+        else:
+            if isinstance(model_str, str):
+                data = model_str.encode("utf-8")
+            elif isinstance(model_str, (bytes, bytearray, memoryview)):
+                data = bytes(model_str)
+            else:
+                raise TypeError(f"model_str must be str or bytes, not {type(model_str).__name__}")
+            name = "<model_str>"
+        self._setup(data, name, model_format, engine, isa, threads, batch_hint, sample)
+
+    def _setup(self, data: bytes, name: str, model_format, engine, isa, threads, batch_hint=0, sample=None) -> None:
+        if not isinstance(model_format, str):
+            raise TypeError("model_format must be a string")
+        if not isinstance(engine, str):
+            raise TypeError("engine must be a string")
+        if isa is not None and not isinstance(isa, str):
+            raise TypeError("isa must be a string or None")
+        threads = int(threads)
+        if threads < 0:
+            threads = 0
+        self._data = data
+        self._name = name
+        self._format_arg = model_format
+        self._engine_arg = engine
+        self._isa_arg = isa
+        self._threads = threads
+        self._batch_hint = max(0, int(batch_hint))
+        self._core = _core.load(data, model_format, name)
+        self._info = self._core.info()
+        self._names = self._core.feature_names()
+        names = self._names
+        self._match_names = (None if names is None or all(_is_default_name(n, i) for i, n in enumerate(names))
+                             else names)
+        self._lock = threading.Lock()
+        self._scorers = {}
+        self._sample = None
+        if sample is not None:
+            if _is_sparse(sample):
+                rows = self._sparse_dense(sample.tocsr()[:4096])
+            elif _is_dataframe(sample):
+                rows = self._as_matrix(sample.iloc[:4096])
+            else:
+                rows = self._as_matrix(sample[:4096] if isinstance(sample, np.ndarray) else sample)
+            self._sample = np.ascontiguousarray(rows[:4096], dtype=np.float32)
+        self._scorer = self._make_scorer(threads)
+        self._scorers[threads] = self._scorer
+        fmt = self._info["format"]
+        line = _objectives.lightgbm_objective_line(data) if fmt.startswith("lightgbm") else ""
+        code, param = _objectives.transform_for(fmt, self._info["objective"], line, self._scorer.n_outputs)
+        divisor = 0.0
+        if self._info["average_output"]:
+            divisor = float(self._info["n_trees"] // max(1, self._scorer.n_outputs))
+        self._transform = (code, param, divisor)
+
+    def _make_scorer(self, threads: int):
+        return self._core.scorer(self._engine_arg, self._isa_arg or "auto", threads, self._batch_hint,
+                                 self._sample)
+
+    def _scorer_for(self, n_jobs):
+        n = int(n_jobs)
+        if n < 0:
+            n = 0
+        s = self._scorers.get(n)
+        if s is None:
+            with self._lock:
+                s = self._scorers.get(n)
+                if s is None:
+                    s = self._make_scorer(n)
+                    self._scorers[n] = s
+        return s
+
+    # ---- loading from a live booster --------------------------------------------------
+
+    @classmethod
+    def from_booster(cls, booster, **kwargs) -> "Model":
+        """A Model from a live ``lightgbm.Booster`` / ``LGBMModel`` (its ``model_to_string()``)
+        or ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``). ``kwargs``: the
+        options of ``Model()`` (engine, isa, threads)."""
+        root = type(booster).__module__.split(".")[0]
+        if root == "lightgbm":
+            if not hasattr(booster, "model_to_string") and hasattr(booster, "booster_"):
+                booster = booster.booster_
+            return cls(model_str=booster.model_to_string(), model_format="lightgbm", **kwargs)
+        if root == "xgboost":
+            if not hasattr(booster, "save_raw") and hasattr(booster, "get_booster"):
+                booster = booster.get_booster()
+            return cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
+        raise TypeError(f"from_booster: expected a LightGBM or XGBoost model, not {type(booster).__name__}")
+
+    # ---- scoring ----------------------------------------------------------------------
+
+    def predict(self, X, raw_score: bool = False, n_jobs=None):
+        """Scores of the rows of ``X``: float64 of shape (n,), or (n, K) for a model with K
+        outputs (multiclass).
+
+        ``X``: a 2-D numpy array (float32 and float64 in C order are scored in place, without
+        a copy; Fortran order and other numeric dtypes are converted once), a pandas
+        DataFrame (columns matched to the model's feature names when both have names;
+        NA is missing; categorical columns as their codes, LightGBM's training categories
+        first set as ``Booster.predict`` does), a scipy.sparse matrix (absent entries mean what they mean to the
+        training library: 0.0 for LightGBM and QuickRank, missing for XGBoost), or a list
+        of lists. NaN is a missing value. Columns past the model's features are ignored.
+
+        ``raw_score=True`` returns the raw score (margin) without the objective's
+        transform. ``n_jobs`` overrides the model's thread count for this call (0 or -1 =
+        all cores); the first call with a new count prepares a scorer for it (with
+        ``engine="auto"``, the planner's timing, once), kept for the next calls."""
+        s = self._scorer if n_jobs is None else self._scorer_for(n_jobs)
+        tr = (0, 1.0, 0.0) if raw_score else self._transform
+        y = s.score(X, tr[0], tr[1], tr[2])
+        if y is NotImplemented:
+            y = self._predict_converted(s, X, tr)
+        return y
+
+    def _predict_converted(self, s, X, tr):
+        if _is_sparse(X):
+            return self._predict_sparse(s, X, tr)
+        y = s.score(self._as_matrix(X), tr[0], tr[1], tr[2])
+        if y is NotImplemented:  # cannot happen: _as_matrix gives C-ordered float64/float32
+            raise Error("internal error: converted input was refused")
+        return y
+
+    def _as_matrix(self, X):
+        if _is_dataframe(X):
+            return self._from_pandas(X)
+        if not isinstance(X, np.ndarray):
+            try:
+                X = np.asarray(X)
+            except (ValueError, TypeError) as e:
+                raise TypeError(f"X must be a 2-D array of numbers: {e}") from None
+        if X.ndim != 2:
+            raise Error(f"X must be 2-D (rows x columns), got an array of shape {X.shape}")
+        kind = X.dtype.kind
+        if kind == "f" and X.dtype.itemsize in (4, 8):
+            return np.ascontiguousarray(X.astype(X.dtype.newbyteorder("="), copy=False))
+        if kind in "fiub":
+            return np.ascontiguousarray(X, dtype=np.float64)
+        if kind == "O":
+            try:
+                return np.ascontiguousarray(X, dtype=np.float64)
+            except (ValueError, TypeError) as e:
+                raise TypeError(f"X must hold numbers: {e}") from None
+        raise TypeError(f"X must hold numbers, not {X.dtype}")
+
+    def _from_pandas(self, df):
+        cols = list(df.columns)
+        names = self._match_names
+        if names is not None and cols and all(isinstance(c, str) for c in cols) and cols[:len(names)] != names:
+            present = set(cols)
+            missing = [n for n in names if n not in present]
+            if missing:
+                shown = ", ".join(repr(n) for n in missing[:10]) + (", ..." if len(missing) > 10 else "")
+                raise Error(f"the DataFrame lacks {len(missing)} of the model's {len(names)} features: {shown}")
+            df = df[names]
+        cat_cols = [c for c, dt in zip(df.columns, df.dtypes) if str(dt) == "category"]
+        if cat_cols:
+            df = self._categorical_codes(df, cat_cols)
+        for c, dt in zip(df.columns, df.dtypes):
+            kind = getattr(dt, "kind", "O")
+            if kind not in "fiubO":
+                raise TypeError(f"column {c!r} has dtype {dt}: give treescore numbers")
+        try:
+            arr = df.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"the DataFrame must hold numbers: {e}") from None
+        return np.ascontiguousarray(arr)
+
+    def _categorical_codes(self, df, cat_cols):
+        """pandas categorical columns as their category codes (NaN for missing), as the
+        training library reads them: for LightGBM models, the categories are first set to
+        those of training (the model's ``pandas_categorical``), as ``Booster.predict`` does."""
+        import json
+        cats = None
+        if self.model_format == "lightgbm":
+            i = self._data.rfind(b"\npandas_categorical:")
+            if i >= 0:
+                line = self._data[i + 20:].split(b"\n", 1)[0]
+                try:
+                    cats = json.loads(line)
+                except ValueError:
+                    cats = None
+        if cats is not None and len(cats) != len(cat_cols):
+            raise Error(f"the DataFrame has {len(cat_cols)} categorical columns but the model was trained "
+                        f"with {len(cats)}")
+        df = df.copy(deep=False)
+        for k, c in enumerate(cat_cols):
+            col = df[c]
+            if cats is not None and list(col.cat.categories) != list(cats[k]):
+                col = col.cat.set_categories(cats[k])
+            df[c] = np.where(col.cat.codes.to_numpy() < 0, np.nan, col.cat.codes.to_numpy().astype(np.float64))
+        return df
+
+    def _sparse_dense(self, X):
+        """Rows of a CSR matrix as float64 rows of at least the model's columns, absent
+        entries set to what they mean for the model's training library."""
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        n, ncols = X.shape
+        dense = np.full((n, max(ncols, self.num_features)), self._core.absent_value(), dtype=np.float64)
+        rows = np.repeat(np.arange(n), np.diff(X.indptr))
+        dense[rows, X.indices] = np.asarray(X.data, dtype=np.float64)
+        return dense
+
+    def _predict_sparse(self, s, X, tr):
+        X = X.tocsr()
+        n, ncols = X.shape
+        step = max(1, _SPARSE_CHUNK_VALUES // max(1, ncols, self.num_features))
+        parts = [s.score(self._sparse_dense(X[r0:r0 + step]), tr[0], tr[1], tr[2]) for r0 in range(0, n, step)]
+        if not parts:
+            return s.score(np.empty((0, max(ncols, self.num_features))), tr[0], tr[1], tr[2])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    # ---- what the model is ------------------------------------------------------------
+
+    @property
+    def num_trees(self) -> int:
+        """Trees in the model (all outputs)."""
+        return self._info["n_trees"]
+
+    @property
+    def num_features(self) -> int:
+        """Columns a row must have."""
+        return self._info["n_features"]
+
+    @property
+    def num_outputs(self) -> int:
+        """Scores per row: 1, or K for a multiclass / multi-output model."""
+        return self._scorer.n_outputs
+
+    @property
+    def feature_names(self):
+        """The feature names the model file gives (LightGBM ``feature_names``, XGBoost
+        ``feature_names``), or None when it gives none."""
+        return None if self._names is None else list(self._names)
+
+    @property
+    def engine(self) -> str:
+        """The engine the default scorer uses (what ``auto`` picked)."""
+        return self._scorer.engine
+
+    @property
+    def isa(self) -> str:
+        """The instruction set the engine uses."""
+        return self._scorer.isa
+
+    @property
+    def threads(self) -> int:
+        """Threads per ``predict`` call (``threads`` of the constructor resolved)."""
+        return self._scorer.n_threads
+
+    @property
+    def objective(self) -> str:
+        """The objective the model file names (``"lambdarank"``, ``"binary:logistic"``), or ""."""
+        return self._info["objective"]
+
+    @property
+    def model_format(self) -> str:
+        """The format the model was loaded from (``"lightgbm"``, ``"xgboost"``, ...)."""
+        return self._info["format"]
+
+    def info(self) -> dict:
+        """Everything ``treescore info`` prints: trees, leaves, depth, features, base score..."""
+        return dict(self._info)
+
+    def plan_report(self) -> str:
+        """Why the engine was chosen: the planner's timings, or "engine requested"."""
+        return self._scorer.plan_report
+
+    def __repr__(self) -> str:
+        return (f"treescore.Model({self.model_format}, {self.num_trees} trees, {self.num_features} features, "
+                f"objective={self.objective!r}, engine={self.engine!r})")
+
+    # ---- pickling -----------------------------------------------------------------------
+
+    def __getstate__(self):
+        # the planner's sample stays behind: a worker plans with the wisdom file's answer or
+        # synthetic rows
+        return {"model": self._data, "name": self._name, "model_format": self._format_arg,
+                "engine": self._engine_arg, "isa": self._isa_arg, "threads": self._threads,
+                "batch_hint": self._batch_hint}
+
+    def __setstate__(self, state):
+        self._setup(state["model"], state["name"], state["model_format"], state["engine"], state["isa"],
+                    state["threads"], state.get("batch_hint", 0))
+
+
+def _is_dataframe(X) -> bool:
+    return type(X).__module__.startswith("pandas") and hasattr(X, "columns") and hasattr(X, "to_numpy")
+
+
+def _is_sparse(X) -> bool:
+    return type(X).__module__.startswith("scipy.sparse") and hasattr(X, "tocsr")

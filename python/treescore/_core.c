@@ -1,0 +1,557 @@
+/* _core.c: the CPython extension treescore._core: models and scorers of libtreescore, scoring buffers with the GIL released. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <string.h>
+
+#include <treescore.h>
+
+/*
+ * What lives here
+ * ---------------
+ *   _core.Model   owns one ts_model (immutable once loaded; read from any thread).
+ *   _core.Scorer  owns one ts_scorer (immutable; ts_scorer_score is thread-safe and takes
+ *                 no lock, so score() releases the GIL and many Python threads may call
+ *                 it at once).
+ *   _core.Error   the exception of every library failure (a ValueError); its `status`
+ *                 attribute is the ts_status name ("TS_ERR_PARSE", ...).
+ * The pure-Python layer (treescore/__init__.py) converts inputs and keeps the options;
+ * this file only sees 2-D buffers of float32 or float64 whose columns are adjacent.
+ *
+ * Output transforms (the objective's link, applied after the raw scores, in C so that
+ * the bits are those of the training library's own C/C++ code and the same libm):
+ * see enum transform.
+ */
+
+/* Output transforms. LGB_* compute in double as LightGBM does; XGB_* compute in float32
+ * from the margin rounded to float32, as XGBoost does. Codes are shared with
+ * treescore/_objectives.py. */
+enum transform {
+    TR_NONE = 0,
+    TR_LGB_SIGMOID = 1,  /* 1 / (1 + exp(-param * x)): binary, multiclassova, cross_entropy */
+    TR_LGB_EXP = 2,      /* exp(x): poisson, gamma, tweedie */
+    TR_LGB_SOFTMAX = 3,  /* softmax over the K scores of a row: multiclass */
+    TR_LGB_SQUARE = 4,   /* sign(x) * x * x: regression with sqrt */
+    TR_LGB_LOG1PEXP = 5, /* log(1 + exp(x)): cross_entropy_lambda */
+    TR_XGB_SIGMOID = 6,  /* float: 1 / (1 + expf(-x)): binary:logistic, reg:logistic */
+    TR_XGB_EXP = 7,      /* float: expf(x): count:poisson, reg:gamma, reg:tweedie, survival:cox */
+    TR_XGB_SOFTMAX = 8,  /* float softmax: multi:softprob */
+    TR_XGB_ARGMAX = 9,   /* index of the largest margin: multi:softmax */
+    TR_XGB_HINGE = 10,   /* x > 0 ? 1 : 0: binary:hinge */
+    TR_COUNT = 11
+};
+
+static PyObject *core_error; /* _core.Error */
+static PyObject *np_empty;   /* numpy.empty, set by _set_numpy */
+
+typedef struct {
+    PyObject_HEAD
+    ts_model *model;
+} CoreModel;
+
+typedef struct {
+    PyObject_HEAD
+    ts_scorer *scorer;
+    uint32_t n_outputs;
+} CoreScorer;
+
+static PyTypeObject CoreModelType;
+static PyTypeObject CoreScorerType;
+
+/* Raises _core.Error(message) with .status set; returns NULL. */
+static PyObject *raise_ts(ts_status st, const ts_error *err) {
+    const char *msg = err && err->message[0] ? err->message : ts_status_name(st);
+    PyObject *args = Py_BuildValue("(s)", msg);
+    if (!args) return NULL;
+    PyObject *exc = PyObject_Call(core_error, args, NULL);
+    Py_DECREF(args);
+    if (!exc) return NULL;
+    PyObject *name = PyUnicode_FromString(ts_status_name(st));
+    if (name) {
+        PyObject_SetAttrString(exc, "status", name);
+        Py_DECREF(name);
+    }
+    PyErr_SetObject(core_error, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+/* ---- transforms ------------------------------------------------------------------ */
+
+static void softmax_f64(double *r, uint32_t k) {
+    double wmax = r[0];
+    for (uint32_t i = 1; i < k; i++) wmax = r[i] > wmax ? r[i] : wmax;
+    double wsum = 0.0;
+    for (uint32_t i = 0; i < k; i++) {
+        r[i] = exp(r[i] - wmax);
+        wsum += r[i];
+    }
+    for (uint32_t i = 0; i < k; i++) r[i] /= wsum;
+}
+
+static void softmax_f32(double *r, uint32_t k) {
+    float wmax = (float)r[0];
+    for (uint32_t i = 1; i < k; i++) wmax = fmaxf((float)r[i], wmax);
+    double wsum = 0.0; /* XGBoost sums the float exponentials in double */
+    for (uint32_t i = 0; i < k; i++) {
+        r[i] = (double)expf((float)r[i] - wmax); /* exactly the float */
+        wsum += r[i];
+    }
+    for (uint32_t i = 0; i < k; i++) r[i] = (double)((float)r[i] / (float)wsum);
+}
+
+static double argmax(const double *r, uint32_t k) {
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < k; i++)
+        if ((float)r[i] > (float)r[best]) best = i;
+    return (double)best;
+}
+
+static double transform_one(int tr, double x, double param) {
+    switch (tr) {
+    case TR_LGB_SIGMOID: return 1.0 / (1.0 + exp(-param * x));
+    case TR_LGB_EXP: return exp(x);
+    case TR_LGB_SQUARE: return (x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0) * x * x;
+    case TR_LGB_LOG1PEXP: return log1p(exp(x));
+    case TR_XGB_SIGMOID: return (double)(1.0f / (1.0f + expf(-(float)x)));
+    case TR_XGB_EXP: return (double)expf((float)x);
+    case TR_XGB_HINGE: return (float)x > 0.0f ? 1.0 : 0.0;
+    default: return x;
+    }
+}
+
+/* In place on n rows of k scores: first divide by `divisor` when it is not 0 (LightGBM's
+ * average_output: the mean over iterations), then the transform. ARGMAX writes one value
+ * per row, packed at the front (the caller shapes the output (n,)). */
+static void apply_transform(double *out, size_t n, uint32_t k, int tr, double param, double divisor) {
+    size_t total = n * k;
+    if (divisor != 0.0)
+        for (size_t i = 0; i < total; i++) out[i] /= divisor;
+    if (tr == TR_NONE) return;
+    if (tr == TR_LGB_SOFTMAX || tr == TR_XGB_SOFTMAX) {
+        for (size_t r = 0; r < n; r++) (tr == TR_LGB_SOFTMAX ? softmax_f64 : softmax_f32)(out + r * k, k);
+        return;
+    }
+    if (tr == TR_XGB_ARGMAX) {
+        for (size_t r = 0; r < n; r++) out[r] = argmax(out + r * k, k);
+        return;
+    }
+    for (size_t i = 0; i < total; i++) out[i] = transform_one(tr, out[i], param);
+}
+
+/* ---- _core.Model ----------------------------------------------------------------- */
+
+/* 'f' or 'd' (with an optional native/little-endian prefix) -> 4 or 8; 0 otherwise. */
+static int float_kind(const char *format) {
+    if (!format) return 0;
+    if (format[0] == '@' || format[0] == '=' || format[0] == '<') format++;
+    if (format[0] == 'f' && format[1] == '\0') return 4;
+    if (format[0] == 'd' && format[1] == '\0') return 8;
+    return 0;
+}
+
+
+static void model_dealloc(CoreModel *self) {
+    ts_model_free(self->model);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* load(data, format, name) -> Model. `data`: any bytes-like object; `format`: a name
+ * for ts_model_format_from_name ("auto", "lightgbm", ...). */
+static PyObject *core_load(PyObject *mod, PyObject *args) {
+    (void)mod;
+    Py_buffer buf;
+    const char *format_name, *name;
+    if (!PyArg_ParseTuple(args, "y*ss:load", &buf, &format_name, &name)) return NULL;
+    ts_error err;
+    ts_model_format fmt;
+    ts_status st = ts_model_format_from_name(format_name, &fmt);
+    if (st != TS_OK) {
+        PyBuffer_Release(&buf);
+        snprintf(err.message, sizeof err.message, "unknown model_format '%s'", format_name);
+        return raise_ts(st, &err);
+    }
+    ts_model *model = NULL;
+    memset(&err, 0, sizeof err);
+    Py_BEGIN_ALLOW_THREADS
+    st = ts_model_load_buffer(buf.buf, (size_t)buf.len, fmt, name, &model, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (st != TS_OK) return raise_ts(st, &err);
+    CoreModel *self = PyObject_New(CoreModel, &CoreModelType);
+    if (!self) {
+        ts_model_free(model);
+        return NULL;
+    }
+    self->model = model;
+    return (PyObject *)self;
+}
+
+static PyObject *model_info(CoreModel *self, PyObject *unused) {
+    (void)unused;
+    ts_model_info in;
+    ts_status st = ts_model_get_info(self->model, &in);
+    if (st != TS_OK) return raise_ts(st, NULL);
+    return Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:K,s:K,s:I,s:d,s:I,s:d,s:d,s:I,s:I,s:s,s:I,s:I}", "format",
+                         ts_model_format_name(in.format), "n_trees", in.n_trees, "n_features", in.n_features,
+                         "n_features_declared", in.n_features_declared, "n_features_used", in.n_features_used,
+                         "n_internal_nodes", (unsigned long long)in.n_internal_nodes, "n_leaves",
+                         (unsigned long long)in.n_leaves, "leaves_max", in.leaves_max, "leaves_mean",
+                         in.leaves_mean, "depth_max", in.depth_max, "depth_mean", in.depth_mean, "base_score",
+                         in.base_score, "average_output", in.average_output, "has_missing_splits",
+                         in.has_missing_splits, "objective", in.objective, "n_outputs", in.n_outputs,
+                         "n_categorical_splits", in.n_categorical_splits);
+}
+
+/* The model's feature names, or None when it names none. */
+static PyObject *model_feature_names(CoreModel *self, PyObject *unused) {
+    (void)unused;
+    ts_model_info in;
+    ts_status st = ts_model_get_info(self->model, &in);
+    if (st != TS_OK) return raise_ts(st, NULL);
+    if (in.n_features == 0 || !ts_model_feature_name(self->model, 0)) Py_RETURN_NONE;
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (uint32_t i = 0; i < in.n_features; i++) {
+        const char *name = ts_model_feature_name(self->model, i);
+        if (!name) break;
+        PyObject *s = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
+        if (!s || PyList_Append(list, s) != 0) {
+            Py_XDECREF(s);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    return list;
+}
+
+static PyObject *model_absent_value(CoreModel *self, PyObject *unused) {
+    (void)unused;
+    return PyFloat_FromDouble((double)ts_model_absent_value(self->model));
+}
+
+/* The planner's sample: a C-contiguous 2-D float32 buffer with at least `n_features`
+ * columns, or None. Fills opts; 0 on success, -1 with an exception set. */
+static int set_sample(PyObject *sample, Py_buffer *buf, ts_scorer_options *opts, uint32_t n_features) {
+    if (sample == Py_None) return 0;
+    if (PyObject_GetBuffer(sample, buf, PyBUF_RECORDS_RO | PyBUF_C_CONTIGUOUS) != 0) return -1;
+    if (buf->ndim != 2 || float_kind(buf->format) != 4) {
+        PyBuffer_Release(buf);
+        PyErr_SetString(PyExc_ValueError, "sample: a C-ordered 2-D float32 array expected");
+        return -1;
+    }
+    if (buf->shape[1] < (Py_ssize_t)n_features) {
+        ts_error err;
+        snprintf(err.message, sizeof err.message, "sample: the rows have %zd columns but the model reads %u",
+                 buf->shape[1], n_features);
+        PyBuffer_Release(buf);
+        raise_ts(TS_ERR_SHAPE, &err);
+        return -1;
+    }
+    opts->sample = buf->shape[0] > 0 ? (const float *)buf->buf : NULL;
+    opts->sample_rows = (size_t)buf->shape[0];
+    opts->sample_stride = (size_t)buf->shape[1];
+    return 0;
+}
+
+/* scorer(engine, isa, threads, batch_hint, sample=None) -> Scorer. `isa`: a name or
+ * "auto"; `sample`: rows for the planner to time the engines on (see set_sample). */
+static PyObject *model_scorer(CoreModel *self, PyObject *args) {
+    const char *engine_name, *isa_name;
+    unsigned threads, batch_hint;
+    PyObject *sample = Py_None;
+    if (!PyArg_ParseTuple(args, "ssII|O:scorer", &engine_name, &isa_name, &threads, &batch_hint, &sample))
+        return NULL;
+    ts_error err;
+    memset(&err, 0, sizeof err);
+    ts_scorer_options opts;
+    ts_scorer_options_init(&opts);
+    ts_status st = ts_engine_from_name(engine_name, &opts.engine);
+    if (st != TS_OK) {
+        snprintf(err.message, sizeof err.message,
+                 "unknown engine '%s' (auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred)", engine_name);
+        return raise_ts(st, &err);
+    }
+    st = ts_isa_from_name(isa_name, &opts.max_isa);
+    if (st != TS_OK) {
+        snprintf(err.message, sizeof err.message, "unknown isa '%s' (auto, scalar, sse4.2, avx2, avx512)", isa_name);
+        return raise_ts(st, &err);
+    }
+    opts.n_threads = threads;
+    opts.batch_hint = batch_hint;
+    ts_model_info in;
+    Py_buffer sbuf;
+    if (ts_model_get_info(self->model, &in) != TS_OK) return raise_ts(TS_ERR_GENERIC, NULL);
+    if (set_sample(sample, &sbuf, &opts, in.n_features) != 0) return NULL;
+    ts_scorer *scorer = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = ts_scorer_create(self->model, &opts, &scorer, &err);
+    Py_END_ALLOW_THREADS
+    if (sample != Py_None) PyBuffer_Release(&sbuf);
+    if (st != TS_OK) return raise_ts(st, &err);
+    CoreScorer *s = PyObject_New(CoreScorer, &CoreScorerType);
+    if (!s) {
+        ts_scorer_free(scorer);
+        return NULL;
+    }
+    s->scorer = scorer;
+    s->n_outputs = ts_scorer_n_outputs(scorer);
+    if (s->n_outputs == 0) s->n_outputs = 1;
+    return (PyObject *)s;
+}
+
+static PyMethodDef model_methods[] = {
+    {"info", (PyCFunction)model_info, METH_NOARGS, "info() -> dict: ts_model_get_info's fields."},
+    {"feature_names", (PyCFunction)model_feature_names, METH_NOARGS,
+     "feature_names() -> list of str, or None when the model names no features."},
+    {"absent_value", (PyCFunction)model_absent_value, METH_NOARGS,
+     "absent_value() -> float: what an absent sparse entry means (0.0, or NaN for XGBoost)."},
+    {"scorer", (PyCFunction)model_scorer, METH_VARARGS,
+     "scorer(engine, isa, threads, batch_hint, sample=None) -> Scorer: ts_scorer_create (GIL released)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject CoreModelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "treescore._core.Model",
+    .tp_basicsize = sizeof(CoreModel),
+    .tp_dealloc = (destructor)model_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A loaded libtreescore model (made by _core.load).",
+    .tp_methods = model_methods,
+};
+
+/* ---- _core.Scorer ---------------------------------------------------------------- */
+
+static void scorer_dealloc(CoreScorer *self) {
+    ts_scorer_free(self->scorer);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A new float64 numpy array of shape (n,) or (n, k). */
+static PyObject *new_output(Py_ssize_t n, uint32_t k) {
+    if (!np_empty) {
+        PyErr_SetString(PyExc_RuntimeError, "treescore._core: numpy not set");
+        return NULL;
+    }
+    PyObject *shape = k == 1 ? Py_BuildValue("(n)", n) : Py_BuildValue("(nI)", n, k);
+    if (!shape) return NULL;
+    PyObject *out = PyObject_CallOneArg(np_empty, shape);
+    Py_DECREF(shape);
+    return out;
+}
+
+/* score(X, transform=0, param=1.0, divisor=0.0) -> ndarray, or NotImplemented when X is
+ * not a 2-D float32/float64 buffer whose columns are adjacent (the caller converts it and
+ * calls again). No copy of X is made; the GIL is released while scoring. */
+static PyObject *scorer_score(CoreScorer *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 4) {
+        PyErr_SetString(PyExc_TypeError, "score(X, transform=0, param=1.0, divisor=0.0)");
+        return NULL;
+    }
+    int tr = 0;
+    double param = 1.0, divisor = 0.0;
+    if (nargs > 1 && (tr = PyLong_AsLong(args[1]), PyErr_Occurred())) return NULL;
+    if (nargs > 2 && (param = PyFloat_AsDouble(args[2]), PyErr_Occurred())) return NULL;
+    if (nargs > 3 && (divisor = PyFloat_AsDouble(args[3]), PyErr_Occurred())) return NULL;
+    if (tr < 0 || tr >= TR_COUNT) {
+        PyErr_SetString(PyExc_ValueError, "unknown transform");
+        return NULL;
+    }
+    Py_buffer x;
+    if (PyObject_GetBuffer(args[0], &x, PyBUF_RECORDS_RO) != 0) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int size = float_kind(x.format);
+    Py_ssize_t rows = x.ndim == 2 ? x.shape[0] : 0, cols = x.ndim == 2 ? x.shape[1] : 0;
+    int ok = x.ndim == 2 && size != 0 && x.itemsize == size && (cols <= 1 || x.strides[1] == size) &&
+             (rows <= 1 || (x.strides[0] > 0 && x.strides[0] % size == 0 && x.strides[0] >= cols * size));
+    if (!ok) {
+        PyBuffer_Release(&x);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    size_t stride = rows <= 1 ? (size_t)cols : (size_t)(x.strides[0] / size);
+    uint32_t k = self->n_outputs;
+    uint32_t k_out = tr == TR_XGB_ARGMAX ? 1 : k;
+    PyObject *out = new_output(rows, k_out);
+    if (!out) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    Py_buffer o;
+    if (PyObject_GetBuffer(out, &o, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+        PyBuffer_Release(&x);
+        Py_DECREF(out);
+        return NULL;
+    }
+    /* ARGMAX needs room for the K scores of every row before it packs them. */
+    double *dst = (double *)o.buf, *tmp = NULL;
+    if (k_out != k && rows > 0) {
+        tmp = PyMem_RawMalloc((size_t)rows * k * sizeof(double));
+        if (!tmp) {
+            PyBuffer_Release(&o);
+            PyBuffer_Release(&x);
+            Py_DECREF(out);
+            return PyErr_NoMemory();
+        }
+        dst = tmp;
+    }
+    ts_error err;
+    err.message[0] = '\0';
+    ts_status st;
+    Py_BEGIN_ALLOW_THREADS
+    if (size == 4)
+        st = ts_scorer_score(self->scorer, (const float *)x.buf, (size_t)rows, (size_t)cols, stride, dst, &err);
+    else
+        st = ts_scorer_score_f64(self->scorer, (const double *)x.buf, (size_t)rows, (size_t)cols, stride, dst, &err);
+    if (st == TS_OK) apply_transform(dst, (size_t)rows, k, tr, param, divisor);
+    if (st == TS_OK && tmp) memcpy(o.buf, tmp, (size_t)rows * sizeof(double));
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(tmp);
+    PyBuffer_Release(&o);
+    PyBuffer_Release(&x);
+    if (st != TS_OK) {
+        Py_DECREF(out);
+        return raise_ts(st, &err);
+    }
+    return out;
+}
+
+static PyObject *scorer_get_engine(CoreScorer *self, void *closure) {
+    (void)closure;
+    return PyUnicode_FromString(ts_engine_name(ts_scorer_engine(self->scorer)));
+}
+static PyObject *scorer_get_isa(CoreScorer *self, void *closure) {
+    (void)closure;
+    return PyUnicode_FromString(ts_isa_name(ts_scorer_isa(self->scorer)));
+}
+static PyObject *scorer_get_n_features(CoreScorer *self, void *closure) {
+    (void)closure;
+    return PyLong_FromUnsignedLong(ts_scorer_n_features(self->scorer));
+}
+static PyObject *scorer_get_n_outputs(CoreScorer *self, void *closure) {
+    (void)closure;
+    return PyLong_FromUnsignedLong(self->n_outputs);
+}
+static PyObject *scorer_get_n_threads(CoreScorer *self, void *closure) {
+    (void)closure;
+    return PyLong_FromUnsignedLong(ts_scorer_n_threads(self->scorer));
+}
+static PyObject *scorer_get_plan_report(CoreScorer *self, void *closure) {
+    (void)closure;
+    return PyUnicode_FromString(ts_scorer_plan_report(self->scorer));
+}
+
+static PyGetSetDef scorer_getset[] = {
+    {"engine", (getter)scorer_get_engine, NULL, "the engine used (never 'auto')", NULL},
+    {"isa", (getter)scorer_get_isa, NULL, "the instruction set used", NULL},
+    {"n_features", (getter)scorer_get_n_features, NULL, "columns a row must have", NULL},
+    {"n_outputs", (getter)scorer_get_n_outputs, NULL, "scores per row", NULL},
+    {"n_threads", (getter)scorer_get_n_threads, NULL, "threads per batch", NULL},
+    {"plan_report", (getter)scorer_get_plan_report, NULL, "why this engine", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMethodDef scorer_methods[] = {
+    {"score", (PyCFunction)(void (*)(void))scorer_score, METH_FASTCALL,
+     "score(X, transform=0, param=1.0, divisor=0.0) -> ndarray or NotImplemented."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject CoreScorerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "treescore._core.Scorer",
+    .tp_basicsize = sizeof(CoreScorer),
+    .tp_dealloc = (destructor)scorer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A libtreescore scorer (made by Model.scorer); thread-safe.",
+    .tp_methods = scorer_methods,
+    .tp_getset = scorer_getset,
+};
+
+/* ---- module ---------------------------------------------------------------------- */
+
+static PyObject *core_set_numpy(PyObject *mod, PyObject *empty) {
+    (void)mod;
+    Py_XINCREF(empty);
+    Py_XSETREF(np_empty, empty);
+    Py_RETURN_NONE;
+}
+
+/* transform_values(values, k, transform, param, divisor): the transform applied to a
+ * list of floats (for tests of the transforms on given margins). */
+static PyObject *core_transform_values(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *seq;
+    unsigned k;
+    int tr;
+    double param, divisor;
+    if (!PyArg_ParseTuple(args, "OIidd:transform_values", &seq, &k, &tr, &param, &divisor)) return NULL;
+    PyObject *fast = PySequence_Fast(seq, "values must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (k == 0 || n % k != 0 || tr < 0 || tr >= TR_COUNT) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "bad k or transform");
+        return NULL;
+    }
+    double *v = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
+    if (!v) {
+        Py_DECREF(fast);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) v[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, i));
+    Py_DECREF(fast);
+    if (PyErr_Occurred()) {
+        PyMem_Free(v);
+        return NULL;
+    }
+    apply_transform(v, (size_t)n / k, k, tr, param, divisor);
+    Py_ssize_t n_out = tr == TR_XGB_ARGMAX ? n / k : n;
+    PyObject *list = PyList_New(n_out);
+    for (Py_ssize_t i = 0; list && i < n_out; i++) PyList_SET_ITEM(list, i, PyFloat_FromDouble(v[i]));
+    PyMem_Free(v);
+    return list;
+}
+
+static PyObject *core_cpu_count(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    return PyLong_FromUnsignedLong(ts_cpu_count());
+}
+
+static PyMethodDef core_methods[] = {
+    {"load", core_load, METH_VARARGS, "load(data, format, name) -> Model: ts_model_load_buffer (GIL released)."},
+    {"_set_numpy", core_set_numpy, METH_O, "_set_numpy(numpy.empty): how outputs are allocated."},
+    {"transform_values", core_transform_values, METH_VARARGS,
+     "transform_values(values, k, transform, param, divisor) -> list: the output transform alone."},
+    {"cpu_count", core_cpu_count, METH_NOARGS, "cpu_count() -> int: ts_cpu_count()."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT, .m_name = "treescore._core",
+    .m_doc = "The C core of treescore: libtreescore's models and scorers.", .m_size = -1,
+    .m_methods = core_methods,
+};
+
+PyMODINIT_FUNC PyInit__core(void);
+
+PyMODINIT_FUNC PyInit__core(void) {
+    if (PyType_Ready(&CoreModelType) < 0 || PyType_Ready(&CoreScorerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&core_module);
+    if (!m) return NULL;
+    core_error = PyErr_NewExceptionWithDoc("treescore.Error",
+                                           "A bad model, bad data or a failed libtreescore call; "
+                                           "`status` names the ts_status (\"TS_ERR_PARSE\", ...).",
+                                           PyExc_ValueError, NULL);
+    if (!core_error) goto fail;
+    Py_INCREF(core_error);
+    if (PyModule_AddObject(m, "Error", core_error) < 0) goto fail;
+    Py_INCREF(&CoreModelType);
+    if (PyModule_AddObject(m, "Model", (PyObject *)&CoreModelType) < 0) goto fail;
+    Py_INCREF(&CoreScorerType);
+    if (PyModule_AddObject(m, "Scorer", (PyObject *)&CoreScorerType) < 0) goto fail;
+    if (PyModule_AddStringConstant(m, "version", ts_version_string()) < 0) goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,172 @@
+/* feature_map.c: ts_model_map_features (feature names to data columns) and ts_model_set_base_score. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "model/forest.h"
+
+/* A read-only open-addressing hash of the caller's names: slot holds column + 1 (0 =
+ * empty); n_slots is a power of two >= 2 * the names; the first of equal names wins. */
+typedef struct name_index {
+    const char *const *names;
+    uint32_t *slots;
+    size_t n_slots;
+} name_index;
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int index_build(name_index *ix, const char *const *names, uint32_t n) {
+    size_t n_slots = 16;
+    while (n_slots < 2 * (size_t)n) n_slots *= 2;
+    ix->names = names;
+    ix->n_slots = n_slots;
+    ix->slots = calloc(n_slots, sizeof *ix->slots);
+    if (!ix->slots) return -1;
+    for (uint32_t c = 0; c < n; c++) {
+        size_t j = (size_t)fnv1a(names[c]) & (n_slots - 1);
+        int dup = 0;
+        for (; ix->slots[j]; j = (j + 1) & (n_slots - 1))
+            if (strcmp(names[ix->slots[j] - 1], names[c]) == 0) {
+                dup = 1;
+                break;
+            }
+        if (!dup) ix->slots[j] = c + 1;
+    }
+    return 0;
+}
+
+/* Column of `name`, or -1. */
+static long long index_find(const name_index *ix, const char *name) {
+    size_t j = (size_t)fnv1a(name) & (ix->n_slots - 1);
+    for (; ix->slots[j]; j = (j + 1) & (ix->n_slots - 1))
+        if (strcmp(ix->names[ix->slots[j] - 1], name) == 0) return (long long)ix->slots[j] - 1;
+    return -1;
+}
+
+/* Marks the features some split (or category set) reads. used: n_features bytes. */
+static void mark_used(const ts_model *m, unsigned char *used) {
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) used[m->trees[t].nodes[i].feature] = 1;
+    for (uint32_t k = 0; k < m->n_catsets; k++)
+        if (m->catsets[k].feature < m->n_features) used[m->catsets[k].feature] = 1;
+}
+
+/* remap[f] = the column of used feature f; fails naming (the first few) absent names. */
+static ts_status build_remap(const ts_model *m, const name_index *ix, uint32_t n_names, const unsigned char *used,
+                             uint32_t *remap, ts_error *err) {
+    char list[600];
+    size_t len = 0, missing = 0;
+    list[0] = '\0';
+    for (uint32_t f = 0; f < m->n_features; f++) {
+        if (!used[f]) continue;
+        const char *name = f < m->n_feature_names ? m->feature_names[f] : NULL;
+        long long c = name ? index_find(ix, name) : -1;
+        if (c >= 0) {
+            remap[f] = (uint32_t)c;
+            continue;
+        }
+        if (missing++ < 8 && len < sizeof list - 80) {
+            int k = snprintf(list + len, sizeof list - len, "%s'%.60s'", len ? ", " : "", name ? name : "?");
+            if (k > 0) len += (size_t)k < sizeof list - len ? (size_t)k : sizeof list - len - 1;
+        }
+    }
+    if (missing)
+        return ts_fail(err, TS_ERR_SHAPE, "%zu feature name%s of the model %s not among the %u given names: %s%s",
+                       missing, missing == 1 ? "" : "s", missing == 1 ? "is" : "are", n_names,
+                       list, missing > 8 ? ", ..." : "");
+    return TS_OK;
+}
+
+/* Copies of names[0..n) (NULL on failure, nothing leaked). */
+static char **copy_names(const char *const *names, uint32_t n) {
+    char **out = calloc(n ? n : 1, sizeof *out);
+    if (!out) return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t k = strlen(names[i]);
+        out[i] = malloc(k + 1);
+        if (!out[i]) {
+            for (uint32_t j = 0; j < i; j++) free(out[j]);
+            free(out);
+            return NULL;
+        }
+        memcpy(out[i], names[i], k + 1);
+    }
+    return out;
+}
+
+/* The hash of a category set, as tsm_model_add_catset computes it (forest.c's
+ * catset_hash: FNV-1a over feature, rule, flags, n_words, then the words). */
+static uint32_t catset_rehash(const ts_model *m, const tsm_catset *c) {
+    uint32_t h = 2166136261u, head[4] = {c->feature, c->rule, c->flags, c->n_words};
+    for (int i = 0; i < 4; i++) h = (h ^ head[i]) * 16777619u;
+    for (uint32_t i = 0; i < c->n_words; i++) h = (h ^ m->cat_words[c->word0 + i]) * 16777619u;
+    return h;
+}
+
+/* Moves each used feature to its column (in the nodes and in the category sets, whose
+ * feature is their nodes') and renames the features after the columns. */
+static void apply(ts_model *m, const uint32_t *remap, char **names, uint32_t n_names) {
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            nd->feature = remap[nd->feature];
+        }
+    for (uint32_t k = 0; k < m->n_catsets; k++) {
+        tsm_catset *c = &m->catsets[k];
+        if (c->feature < m->n_features) c->feature = remap[c->feature];
+        c->hash = catset_rehash(m, c);
+    }
+    for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
+    free(m->feature_names);
+    m->feature_names = names;
+    m->n_feature_names = n_names;
+    /* Rows now follow the caller's columns: the file's declared count no longer applies. */
+    m->n_features = n_names;
+    m->n_features_declared = 0;
+}
+
+ts_status ts_model_map_features(ts_model *m, const char *const *names, uint32_t n_names, ts_error *err) {
+    if (!m) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_map_features: model is NULL");
+    if (!names && n_names) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_map_features: names is NULL");
+    if (n_names > TSM_MAX_FEATURES)
+        return ts_fail(err, TS_ERR_LIMIT, "ts_model_map_features: %u names, more than the limit %u", n_names,
+                       TSM_MAX_FEATURES);
+    for (uint32_t i = 0; i < n_names; i++)
+        if (!names[i]) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_map_features: names[%u] is NULL", i);
+    if (m->n_feature_names == 0)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
+                       "the model has no feature names to map (its splits give column numbers)");
+    name_index ix = {0};
+    unsigned char *used = calloc((size_t)m->n_features + 1, 1);
+    uint32_t *remap = calloc((size_t)m->n_features + 1, sizeof *remap);
+    char **copies = NULL;
+    ts_status st = TS_OK;
+    if (!used || !remap || index_build(&ix, names, n_names) != 0) st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+    if (st == TS_OK) {
+        mark_used(m, used);
+        st = build_remap(m, &ix, n_names, used, remap, err);
+    }
+    if (st == TS_OK && !(copies = copy_names(names, n_names))) st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+    if (st == TS_OK) apply(m, remap, copies, n_names);
+    free(ix.slots);
+    free(used);
+    free(remap);
+    return st;
+}
+
+ts_status ts_model_set_base_score(ts_model *m, double base_score, ts_error *err) {
+    if (!m) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_set_base_score: model is NULL");
+    if (!isfinite(base_score))
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_set_base_score: the base score %g is not finite",
+                       base_score);
+    m->base_score = base_score;
+    for (uint32_t k = 0; m->output_base && k < m->n_outputs; k++) m->output_base[k] = base_score; /* every output */
+    return TS_OK;
+}
