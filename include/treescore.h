@@ -5,14 +5,18 @@
 /*
  * Overview
  * --------
- *   ts_model   a forest loaded from a LightGBM text model, an XGBoost JSON model or a
- *              QuickRank XML model. Immutable after loading.
+ *   ts_model   a forest loaded from a LightGBM model (text or dump_model JSON), an
+ *              XGBoost model (JSON, UBJSON, or get_dump JSON trees), a QuickRank or a
+ *              RankLib model (see ts_model_format). Immutable after loading, but for
+ *              ts_model_map_features and ts_model_set_base_score.
  *   ts_scorer  a model prepared for one traversal engine ("naive", "qs", ...). Immutable
  *              after creation; it keeps no reference to the ts_model it came from.
  *
  * Every engine returns exactly the training library's own raw score: the LightGBM raw
  * score bit for bit, the XGBoost margin (XGBoost sums in float32, treescore in double),
- * the QuickRank score sum(weight * output).
+ * the QuickRank score sum(weight * output), the RankLib score (RankLib sums in float32,
+ * treescore in double; a random forest is the mean of its ensembles). A model with K
+ * outputs (multiclass, multi-target) gives K raw scores per row.
  *
  * Errors
  * ------

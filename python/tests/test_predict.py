@@ -361,3 +361,13 @@ def test_lightgbm_pandas_categorical(test_rows):
                          "color": pd.Categorical(np.append(colors[rng.integers(0, 4, 299)], "pink"),
                                                  categories=["pink", "black", "blue", "green", "red"])})
     assert np.array_equal(m.predict(test), b.predict(test))
+
+
+def test_bad_objective_parameter(lgb_file):
+    text = lgb_file.read_text()
+    assert "objective=binary sigmoid:1" in text
+    for bad in ("sigmoid:abc", "sigmoid:-1", "sigmoid:nan"):
+        with pytest.raises(treescore.Error, match="sigmoid"):
+            treescore.Model(model_str=text.replace("sigmoid:1", bad), engine="naive")
+    m = treescore.Model(model_str=text.replace("sigmoid:1", "sigmoid:0.5"), engine="naive")
+    assert m._transform[1] == 0.5

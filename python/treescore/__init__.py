@@ -122,7 +122,10 @@ class Model:
         self._scorers[threads] = self._scorer
         fmt = self._info["format"]
         line = _objectives.lightgbm_objective_line(data) if fmt.startswith("lightgbm") else ""
-        code, param = _objectives.transform_for(fmt, self._info["objective"], line, self._scorer.n_outputs)
+        try:
+            code, param = _objectives.transform_for(fmt, self._info["objective"], line, self._scorer.n_outputs)
+        except ValueError as e:
+            raise Error(f"{name}: objective '{line}': {e}") from None
         divisor = 0.0
         if self._info["average_output"]:
             divisor = float(self._info["n_trees"] // max(1, self._scorer.n_outputs))
@@ -255,6 +258,11 @@ class Model:
                     cats = json.loads(line)
                 except ValueError:
                     cats = None
+        elif self.model_format == "lightgbm-json":  # dump_model() keeps them as a key
+            try:
+                cats = json.loads(self._data).get("pandas_categorical")
+            except (ValueError, AttributeError):
+                cats = None
         if cats is not None and len(cats) != len(cat_cols):
             raise Error(f"the DataFrame has {len(cat_cols)} categorical columns but the model was trained "
                         f"with {len(cats)}")

@@ -35,7 +35,7 @@ enum transform {
     TR_LGB_SQUARE = 4,   /* sign(x) * x * x: regression with sqrt */
     TR_LGB_LOG1PEXP = 5, /* log(1 + exp(x)): cross_entropy_lambda */
     TR_XGB_SIGMOID = 6,  /* float: 1 / (1 + expf(-x)): binary:logistic, reg:logistic */
-    TR_XGB_EXP = 7,      /* float: expf(x): count:poisson, reg:gamma, reg:tweedie, survival:cox */
+    TR_XGB_EXP = 7,      /* float: expf(x): count:poisson, reg:gamma, reg:tweedie, survival:cox, survival:aft */
     TR_XGB_SOFTMAX = 8,  /* float softmax: multi:softprob */
     TR_XGB_ARGMAX = 9,   /* index of the largest margin: multi:softmax */
     TR_XGB_HINGE = 10,   /* x > 0 ? 1 : 0: binary:hinge */

@@ -32,7 +32,7 @@ _LGB_EXP = {"poisson", "gamma", "tweedie"}
 _LGB_SIGMOID = {"binary", "cross_entropy", "xentropy"}
 
 _XGB_SIGMOID = {"binary:logistic", "reg:logistic"}
-_XGB_EXP = {"count:poisson", "reg:gamma", "reg:tweedie", "survival:cox"}
+_XGB_EXP = {"count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"}
 
 
 def lightgbm_objective_line(model_bytes: bytes) -> str:
@@ -52,7 +52,9 @@ def transform_for(fmt: str, objective: str, objective_line: str, n_outputs: int)
         words = objective_line.split() if objective_line else [objective]
         name = words[0] if words else ""
         params = dict(w.split(":", 1) for w in words[1:] if ":" in w)
-        sigmoid = float(params.get("sigmoid", 1.0))
+        sigmoid = float(params.get("sigmoid", 1.0))  # ValueError when not a number
+        if not sigmoid > 0 or sigmoid == float("inf"):
+            raise ValueError(f"sigmoid must be a positive number, not {sigmoid}")
         if name in _LGB_SIGMOID:
             return (LGB_SIGMOID, sigmoid if name == "binary" else 1.0)
         if name in ("multiclassova", "multiclass_ova", "ova", "ovr"):

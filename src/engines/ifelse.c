@@ -193,7 +193,9 @@ static int load_any_cached(const tsr_cache *c, const keys *k, const ts_model *m,
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || len < 3 || strcmp(e->d_name + len - 3, ".so") != 0)
             continue;
         found = load_object(c->fd, e->d_name, NULL, k, m, s, why, sizeof why, &untrusted);
-        if (found == 0) snprintf(name_out, size, "%s/%s", c->path, e->d_name);
+        /* The name is for reports only: a truncated one is cut to the directory. */
+        if (found == 0 && (size_t)snprintf(name_out, size, "%s/%s", c->path, e->d_name) >= size)
+            snprintf(name_out, size, "%s", c->path);
     }
     closedir(d);
     return found;

@@ -21,7 +21,10 @@
  * writes them for non-finite floats).
  */
 
-#define TSJ_MAX_DEPTH 128
+/* 512 levels: a tree dumped as nested JSON objects (XGBoost dumps: two levels per tree
+ * level; LightGBM JSON: one) loads up to depth ~255 / ~511, and the loaders that
+ * recurse over those nodes (about 250 bytes of stack per level) stay within 128 KiB. */
+#define TSJ_MAX_DEPTH 512
 #define TSJ_KEY_MAX 64
 
 typedef enum tsj_type {
