@@ -212,7 +212,7 @@ class TsError(ctypes.Structure):
 
 
 class TsOptions(ctypes.Structure):
-    _fields_ = [("engine", ctypes.c_int), ("n_threads", ctypes.c_uint), ("max_isa", ctypes.c_int),
+    _fields_ = [("size", ctypes.c_size_t), ("engine", ctypes.c_int), ("n_threads", ctypes.c_uint), ("max_isa", ctypes.c_int),
                 ("tau", ctypes.c_uint32), ("delta", ctypes.c_uint32), ("lanes", ctypes.c_uint32),
                 ("plan", ctypes.c_int), ("batch_hint", ctypes.c_uint32),
                 ("sample", ctypes.POINTER(ctypes.c_float)), ("sample_rows", ctypes.c_size_t),

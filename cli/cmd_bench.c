@@ -259,7 +259,7 @@ static void print_tsv(const result *res, int n) {
  * STATS_MAX_TESTS node tests. To stdout in table mode, to stderr after '# ' in tsv. */
 static void print_false_nodes(const cli_opts *o, const ts_model *m, const matrix *mx) {
     ts_model_info info;
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     if (info.n_trees == 0) return;
     double per_row = info.n_internal_nodes ? (double)info.n_internal_nodes : 1.0;
     size_t want = STATS_MAX_ROWS;
@@ -327,7 +327,7 @@ static int timed_runs(const cli_opts *o, ts_scorer **sc, const engine_spec *spec
 static int bench_engines(const cli_opts *o, const ts_model *m, const matrix *mx, const engine_spec *specs, int n) {
     ts_scorer *sc[MAX_ENGINES] = {0};
     ts_model_info mi;
-    size_t k = ts_model_get_info(m, &mi) == TS_OK && mi.n_outputs ? mi.n_outputs : 1; /* scores per row */
+    size_t k = ts_model_get_info(m, &mi, NULL) == TS_OK && mi.n_outputs ? mi.n_outputs : 1; /* scores per row */
     double *out = malloc(mx->rows * k * sizeof *out), *ref = malloc(mx->rows * k * sizeof *ref);
     double *times = malloc((size_t)n * o->repeat * sizeof *times);
     size_t batch = o->batch ? o->batch : mx->rows;

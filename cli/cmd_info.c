@@ -61,7 +61,7 @@ int cmd_info(int argc, char **argv) {
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
     ts_model_info i;
-    ts_model_get_info(m, &i);
+    ts_model_get_info(m, &i, NULL);
     printf("model:            %s\n", o.model_path);
     printf("format:           %s\n", ts_model_format_name(i.format));
     printf("objective:        %s\n", i.objective[0] ? i.objective : "(not stated)");

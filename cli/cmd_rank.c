@@ -194,7 +194,7 @@ int cmd_rank(int argc, char **argv) {
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
     ts_model_info mi;
-    if (ts_model_get_info(m, &mi) == TS_OK && mi.n_outputs > 1) {
+    if (ts_model_get_info(m, &mi, NULL) == TS_OK && mi.n_outputs > 1) {
         cli_error("%s: the model gives %u scores per row (a multiclass or multi-target model, objective '%s'); "
                   "rank sorts by one score: use 'treescore score', which prints the %u scores of each row",
                   o.model_path, mi.n_outputs, mi.objective, mi.n_outputs);

@@ -138,7 +138,7 @@ int cli_prepare_model(const cli_opts *o, ts_model *m) {
         return -1;
     }
     if (o->feature_names_path) return map_from_file(o, m);
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     if (info.format != TS_FORMAT_XGBOOST_DUMP) return 0;
     if (!ts_model_feature_name(m, 0)) {
         snprintf(mapping_note, sizeof mapping_note, "column numbers (split \"fN\" reads column N)");
@@ -147,7 +147,7 @@ int cli_prepare_model(const cli_opts *o, ts_model *m) {
     snprintf(mapping_note, sizeof mapping_note,
              "by order of first use in the dump (no --feature-names and no data header mapped them)");
     if (o->data_path && strcmp(o->data_path, "-") != 0 && !o->no_name_check && map_from_header(o, m)) return -1;
-    if (o->data_path && ts_model_get_info(m, &info) == TS_OK && strncmp(mapping_note, "by order", 8) == 0)
+    if (o->data_path && ts_model_get_info(m, &info, NULL) == TS_OK && strncmp(mapping_note, "by order", 8) == 0)
         fprintf(stderr,
                 "treescore: warning: %s names its features (\"%s\", ...) and nothing maps them to columns of %s "
                 "(no --feature-names, no CSV/TSV header): they are read in their order of first use\n",

@@ -159,7 +159,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     tsio_reader *r = NULL;
     ts_error err;
     char query_path[4096];
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     tsio_data_options_init(&d);
     d.format = o->data_format;
     d.one_based = o->one_based;
@@ -195,7 +195,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
 
 int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols) {
     ts_model_info info;
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     if (info.n_features_declared && n_cols != info.n_features_declared && n_cols != info.n_features) {
         cli_error("%s: the data has %u feature columns but the model %s was trained on %u", o->data_path, n_cols,
                   o->model_path, info.n_features_declared);

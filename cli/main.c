@@ -4,13 +4,13 @@
 #include <string.h>
 
 #include "cli.h"
-#include "runtime/notes.h"
+#include "platform/notes.h"
 
 static const char usage[] =
     "usage: treescore <command> [options]\n"
     "\n"
-    "Score documents with tree ensembles (LightGBM, XGBoost, QuickRank models), exactly\n"
-    "as the training library does, only faster.\n"
+    "Score documents with tree ensembles (LightGBM, XGBoost, QuickRank, RankLib models),\n"
+    "exactly as the training library does, only faster.\n"
     "\n"
     "commands:\n"
     "  score    one score per row of a data file\n"

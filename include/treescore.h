@@ -168,7 +168,9 @@ typedef struct ts_model_info {
     uint32_t n_categorical_splits;/* internal nodes that test a category set */
 } ts_model_info;
 
-TS_API ts_status ts_model_get_info(const ts_model *model, ts_model_info *out);
+/* Fills *out. Fails with TS_ERR_INVALID_ARGUMENT (NULL model or out) or TS_ERR_NO_MEMORY;
+ * err may be NULL. */
+TS_API ts_status ts_model_get_info(const ts_model *model, ts_model_info *out, ts_error *err);
 
 /* The name the model file gives feature i (LightGBM feature_names, XGBoost feature_names),
  * or NULL when it gives none or i is out of range. Valid while the model lives. */
@@ -261,6 +263,9 @@ typedef enum ts_plan {
 } ts_plan;
 
 typedef struct ts_scorer_options {
+    size_t size;          /* sizeof(ts_scorer_options), set by ts_scorer_options_init: the
+                             struct can grow in later versions, and ts_scorer_create refuses
+                             a size it does not know (TS_ERR_INVALID_ARGUMENT) */
     ts_engine engine;     /* default TS_ENGINE_AUTO */
     unsigned n_threads;   /* threads per batch; 0 (default) = ts_cpu_count() */
     ts_isa max_isa;       /* highest instruction set the engine may use; default TS_ISA_AUTO
@@ -287,7 +292,7 @@ typedef struct ts_scorer_options {
     unsigned reserved[2]; /* zero */
 } ts_scorer_options;
 
-/* Fill with defaults. Always call before setting fields. */
+/* Fill with defaults, size included. Always call before setting fields. */
 TS_API void ts_scorer_options_init(ts_scorer_options *opts);
 
 typedef struct ts_scorer ts_scorer;

@@ -5,10 +5,15 @@
 #   SECONDS_PER_TARGET  default 20
 #   TARGET              fuzz_lightgbm, fuzz_csv, ... (default: every tests/fuzz/fuzz_*.c)
 # Environment: CC (default clang, else clang-14), BUILD_DIR (default <repo>/build-fuzz), JOBS (default 2),
-#              KEEP_TMP=1 keeps the temporary corpora even when everything passed.
+#              KEEP_TMP=1 keeps the temporary corpora even when everything passed,
+#              RUNS=N stops a target after N executions (when that comes before SECONDS_PER_TARGET),
+#              SKIP_BUILD=1 fuzzes the targets already built in BUILD_DIR (no configure or build),
+#              MERGE=1 (the long runs that grow the committed corpora) merges what a target grew
+#              back into tests/fuzz/corpus/<target>/, minimized (libFuzzer -merge=1), when it passed.
+# A long run, one target at a time: MERGE=1 RUNS=2000000 scripts/run_fuzzers.sh 900 fuzz_csv
 #
 # Each target runs on a COPY of tests/fuzz/corpus/<target>/ plus tests/fuzz/regressions/<target>/
-# in a temporary directory (the repository is never written, apart from BUILD_DIR), with
+# in a temporary directory (the repository is never written, apart from BUILD_DIR and MERGE=1), with
 # tests/fuzz/dict/<target>.dict when it exists. Output: one line per target,
 #   fuzz_x: ok (N runs, R runs/s)     or     fuzz_x: FAILED (crash file: PATH)
 # then "fuzz: N passed, M failed". Exit status 1 when any target failed, 2 when the
@@ -63,7 +68,9 @@ if ! cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYP
   die "cmake configure failed (log kept in $WORK)"
 fi
 echo "fuzz: building ${TARGETS[*]}"
-if ! cmake --build "$BUILD_DIR" -j "$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1; then
+if [ "${SKIP_BUILD:-0}" = 1 ]; then
+  for t in "${TARGETS[@]}"; do [ -x "$BUILD_DIR/fuzz/$t" ] || die "SKIP_BUILD=1 but $BUILD_DIR/fuzz/$t is not built"; done
+elif ! cmake --build "$BUILD_DIR" -j "$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1; then
   tail -n 40 "$WORK/build.log" >&2
   die "build failed (full log: $WORK/build.log)"
 fi
@@ -75,22 +82,45 @@ passed=0
 failed=0
 for t in "${TARGETS[@]}"; do
   dir="$WORK/$t"
-  mkdir -p "$dir/corpus" "$dir/artifacts"
-  for src in "$REPO/tests/fuzz/corpus/$t" "$REPO/tests/fuzz/regressions/$t"; do
-    [ -d "$src" ] && find "$src" -maxdepth 1 -type f -exec cp {} "$dir/corpus/" \;
-  done
+  mkdir -p "$dir/corpus" "$dir/regressions" "$dir/artifacts"
+  [ -d "$REPO/tests/fuzz/corpus/$t" ] && find "$REPO/tests/fuzz/corpus/$t" -maxdepth 1 -type f -exec cp {} "$dir/corpus/" \;
+  [ -d "$REPO/tests/fuzz/regressions/$t" ] && find "$REPO/tests/fuzz/regressions/$t" -maxdepth 1 -type f -exec cp {} "$dir/regressions/" \;
   dict=()
   [ -f "$REPO/tests/fuzz/dict/$t.dict" ] && dict=("-dict=$REPO/tests/fuzz/dict/$t.dict")
   log="$dir/log.txt"
-  "$BUILD_DIR/fuzz/$t" -max_total_time="$SECONDS_PER_TARGET" -max_len=65536 -timeout=10 \
+  runs_arg=()
+  [ -n "${RUNS:-}" ] && runs_arg=("-runs=$RUNS")
+  "$BUILD_DIR/fuzz/$t" -max_total_time="$SECONDS_PER_TARGET" "${runs_arg[@]}" -max_len=65536 -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "${dict[@]}" \
-    "$dir/corpus" >"$log" 2>&1
+    "$dir/corpus" "$dir/regressions" >"$log" 2>&1
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | sed 's/cov: //')
   crash=$(find "$dir/artifacts" -type f 2>/dev/null | head -n 1)
+  if [ $rc -eq 0 ] && [ -z "$crash" ] && [ "${MERGE:-0}" = 1 ]; then
+    # the committed corpus becomes the minimized union of what it had and what grew
+    # (regression inputs stay in tests/fuzz/regressions/ and are not copied in)
+    # (libFuzzer's merge keeps every input with a new feature, often many hundreds; the
+    # committed set is the named seeds (files not named by a SHA-1, as libFuzzer names
+    # what it finds) plus a greedy cover of the remaining edges: the control file's COV lines)
+    (cd "$dir/corpus" && ls | grep -Ev '^[0-9a-f]{40}$') >"$dir/seeds.txt"
+    merged="$dir/merged"
+    mkdir -p "$merged"
+    if "$BUILD_DIR/fuzz/$t" -merge=1 -merge_control_file="$dir/merge.ctl" -max_len=65536 -timeout=10 \
+         -rss_limit_mb=2048 "$merged" "$dir/corpus" >"$dir/merge.txt" 2>&1 &&
+       python3 "$REPO/scripts/fuzz_cover.py" "$dir/merge.ctl" "$dir/seeds.txt" >"$dir/cover.txt" && [ -s "$dir/cover.txt" ]; then
+      dest="$REPO/tests/fuzz/corpus/$t"
+      mkdir -p "$dest"
+      find "$dest" -maxdepth 1 -type f -delete
+      while IFS= read -r f; do cp "$f" "$dest/"; done <"$dir/cover.txt"
+      echo "$t: corpus merged into tests/fuzz/corpus/$t ($(ls "$dest" | wc -l) files)"
+    else
+      echo "$t: merge failed (log: $dir/merge.txt); corpus left as it was"
+    fi
+  fi
   if [ $rc -eq 0 ] && [ -z "$crash" ]; then
-    echo "$t: ok (${runs:-?} runs, ${rate:-?} runs/s)"
+    echo "$t: ok (${runs:-?} runs, ${rate:-?} runs/s, cov ${cov:-?} edges)"
     passed=$((passed + 1))
   else
     echo "$t: FAILED (exit $rc; crash file: ${crash:-none}; log: $log)"

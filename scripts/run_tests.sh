@@ -38,9 +38,14 @@ py=$root/.venv/bin/python
 # ifelse's compiled models and the planner's wisdom file go to the build tree, not $HOME.
 export TREESCORE_CACHE_DIR=$root/build/cache
 
+# --- the layer order of docs/design.md: no #include points up, io formats stay apart,
+# getenv only in src/platform/config.c (seconds; before the build, so it fails fast)
+stage "layering (scripts/check_layers.py)"
+python3 scripts/check_layers.py || fail_stage "layering"
+
 # --- release build with warnings as errors, unit tests
 stage "build (Release, -Wall -Wextra -Werror)"
-if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTS_WERROR=ON -DTS_TESTS=ON -DTS_SANITIZE=OFF -DTS_FUZZ=OFF -DTS_TSAN=OFF >/dev/null && cmake --build build -j "$jobs" >"$results/build.log" 2>&1; then
+if cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTS_WERROR=ON -DTS_TESTS=ON -DTS_TEST_KNOBS=ON -DTS_SANITIZE=OFF -DTS_FUZZ=OFF -DTS_TSAN=OFF >/dev/null && cmake --build build -j "$jobs" >"$results/build.log" 2>&1; then
     stage "unit tests (ctest)"
     (cd build && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest.xml") || fail_stage "unit tests"
 else
@@ -99,7 +104,7 @@ fi
 
 # --- the same unit and bad-input tests under AddressSanitizer + UndefinedBehaviorSanitizer
 stage "ASan+UBSan build and tests"
-if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DTS_TESTS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
+if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DTS_TESTS=ON -DTS_TEST_KNOBS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
     cmake --build build-asan -j "$jobs" >"$results/build-asan.log" 2>&1; then
     (cd build-asan && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest-asan.xml") || fail_stage "unit tests (ASan+UBSan)"
     TS_BIN=$root/build-asan/treescore ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider \
@@ -109,10 +114,10 @@ else
 fi
 
 # --- concurrent scoring on one scorer under ThreadSanitizer
-stage "ThreadSanitizer: one scorer, many threads; the thread pool"
-if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_WERROR=ON -DTS_TESTS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
-    cmake --build build-tsan -j "$jobs" --target test_concurrency test_runtime >"$results/build-tsan.log" 2>&1; then
-    (cd build-tsan && ctest --output-on-failure -R 'test_concurrency|test_runtime' --output-junit "$results/ctest-tsan.xml") ||
+stage "ThreadSanitizer: one scorer, many threads; the thread pool; the 64-thread stress test"
+if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_WERROR=ON -DTS_TESTS=ON -DTS_TEST_KNOBS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
+    cmake --build build-tsan -j "$jobs" --target test_concurrency test_runtime test_stress >"$results/build-tsan.log" 2>&1; then
+    (cd build-tsan && ctest --output-on-failure -R 'test_concurrency|test_runtime|test_stress' --output-junit "$results/ctest-tsan.xml") ||
         fail_stage "concurrency test (TSan)"
 else
     cat "$results/build-tsan.log"; fail_stage "ThreadSanitizer build"

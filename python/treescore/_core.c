@@ -191,8 +191,9 @@ static PyObject *core_load(PyObject *mod, PyObject *args) {
 static PyObject *model_info(CoreModel *self, PyObject *unused) {
     (void)unused;
     ts_model_info in;
-    ts_status st = ts_model_get_info(self->model, &in);
-    if (st != TS_OK) return raise_ts(st, NULL);
+    ts_error err;
+    ts_status st = ts_model_get_info(self->model, &in, &err);
+    if (st != TS_OK) return raise_ts(st, &err);
     return Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:K,s:K,s:I,s:d,s:I,s:d,s:d,s:I,s:I,s:s,s:I,s:I}", "format",
                          ts_model_format_name(in.format), "n_trees", in.n_trees, "n_features", in.n_features,
                          "n_features_declared", in.n_features_declared, "n_features_used", in.n_features_used,
@@ -208,8 +209,9 @@ static PyObject *model_info(CoreModel *self, PyObject *unused) {
 static PyObject *model_feature_names(CoreModel *self, PyObject *unused) {
     (void)unused;
     ts_model_info in;
-    ts_status st = ts_model_get_info(self->model, &in);
-    if (st != TS_OK) return raise_ts(st, NULL);
+    ts_error err;
+    ts_status st = ts_model_get_info(self->model, &in, &err);
+    if (st != TS_OK) return raise_ts(st, &err);
     if (in.n_features == 0 || !ts_model_feature_name(self->model, 0)) Py_RETURN_NONE;
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
@@ -283,7 +285,8 @@ static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     opts.batch_hint = batch_hint;
     ts_model_info in;
     Py_buffer sbuf;
-    if (ts_model_get_info(self->model, &in) != TS_OK) return raise_ts(TS_ERR_GENERIC, NULL);
+    st = ts_model_get_info(self->model, &in, &err);
+    if (st != TS_OK) return raise_ts(st, &err);
     if (set_sample(sample, &sbuf, &opts, in.n_features) != 0) return NULL;
     ts_scorer *scorer = NULL;
     Py_BEGIN_ALLOW_THREADS

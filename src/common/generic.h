@@ -6,7 +6,7 @@
  * One build of treescore runs on any x86-64: only the files under src/engines/x86/ are
  * built with -msse4.2 / -mavx2 / -mavx512*, and they define TS_ISA_FILE before any
  * include. Every other file reaches this header (through common/error.h or
- * runtime/cpu.h) and refuses to compile when the whole build was given -mavx or more
+ * platform/cpu.h) and refuses to compile when the whole build was given -mavx or more
  * (-march=native, CFLAGS=-mavx2, ...): the compiler could then put AVX instructions in
  * code that runs before the CPU check, and the binary would die with SIGILL on older
  * CPUs. The same guard as xxHash's xxh_x86dispatch.c.

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "engines/engine.h"
 #include "engines/vpred_layout.h"
-#include "runtime/cache.h"
+#include "platform/cpu_caches.h"
 
 /*
  * The layout is naive's (every tree's nodes in one array, child references relative to
@@ -133,4 +133,7 @@ static void bn_score(const void *p, const float *x, size_t n_rows, size_t stride
     }
 }
 
-const tse_engine tse_engine_block_naive = {TS_ENGINE_BLOCK_NAIVE, "block-naive", bn_prepare, bn_score, bn_free};
+const tse_engine tse_engine_block_naive = {
+    .id = TS_ENGINE_BLOCK_NAIVE, .name = "block-naive", .prepare = bn_prepare, .score = bn_score, .free = bn_free,
+    .plan_candidate = tse_plan_always,
+};

@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "engines/engine.h"
 #include "engines/vpred_layout.h"
-#include "runtime/cache.h"
+#include "platform/cpu_caches.h"
 
 /*
  * 2D blocking (Tang, Jin and Yang, paper 004, Algorithm 2: SDSD) over the vpred kernel:
@@ -149,4 +149,7 @@ static void bvp_score(const void *p, const float *x, size_t n_rows, size_t strid
     }
 }
 
-const tse_engine tse_engine_block_vpred = {TS_ENGINE_BLOCK_VPRED, "block-vpred", bvp_prepare, bvp_score, bvp_free};
+const tse_engine tse_engine_block_vpred = {
+    .id = TS_ENGINE_BLOCK_VPRED, .name = "block-vpred", .prepare = bvp_prepare, .score = bvp_score, .free = bvp_free,
+    .plan_candidate = tse_plan_always,
+};

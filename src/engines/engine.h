@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 #include "model/forest.h"
-#include "runtime/cpu.h"
+#include "platform/cpu.h"
 #include "treescore.h"
 
 /* What the scorer asks of an engine: resolved options (isa is never TS_ISA_AUTO and is
@@ -46,7 +46,16 @@ typedef struct tse_engine {
                          ts_error *err);
     void (*score)(const void *state, const float *x, size_t n_rows, size_t row_stride, double *out, void *scratch);
     void (*free)(void *state);
+    /* Whether the planner (TS_ENGINE_AUTO) times this engine for this model and config:
+     * 1 yes, 0 no. Cheap and side-effect free: it runs no compiler and builds nothing,
+     * so an engine with a build step answers 1 only when its artefact is ready (ifelse:
+     * its object is in the cache). NULL: never a candidate. tse_plan_always for an
+     * engine that is always worth timing. */
+    int (*plan_candidate)(const ts_model *model, const tse_config *cfg);
 } tse_engine;
+
+/* plan_candidate for engines with no build step and no better sibling. */
+int tse_plan_always(const ts_model *model, const tse_config *cfg);
 
 extern const tse_engine tse_engine_naive;
 extern const tse_engine tse_engine_qs;
@@ -58,5 +67,10 @@ extern const tse_engine tse_engine_block_vpred;
 
 /* The engine with this id, or NULL (TS_ENGINE_AUTO is resolved by the scorer). */
 const tse_engine *tse_engine_get(ts_engine id);
+
+/* The registry's i-th engine (0 <= i < tse_engine_count()), in registry order: the
+ * order in which the planner times its candidates. */
+size_t tse_engine_count(void);
+const tse_engine *tse_engine_at(size_t i);
 
 #endif /* TS_ENGINES_ENGINE_H */

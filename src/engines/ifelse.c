@@ -12,12 +12,13 @@
 
 #include "common/error.h"
 #include "engines/engine.h"
-#include "engines/ifelse.h"
 #include "engines/ifelse_codegen.h"
 #include "model/hash.h"
-#include "runtime/artifacts.h"
-#include "runtime/cc.h"
-#include "runtime/notes.h"
+#include "platform/artifacts.h"
+#include "platform/cc.h"
+#include "platform/clock.h"
+#include "platform/config.h"
+#include "platform/notes.h"
 
 /*
  * Preparing a model
@@ -71,9 +72,7 @@ typedef struct ifelse_state {
 #define FILE_NODES_MIN 4096u
 #define FILE_NODES_MAX 20000u
 static uint64_t file_nodes(const ts_model *m) {
-    const char *v = getenv("TREESCORE_IFELSE_FILE_NODES");
-    long long n = v ? atoll(v) : 0;
-    if (n > 0) return (uint64_t)n;
+    if (tsr_config_get()->ifelse_file_nodes) return tsr_config_get()->ifelse_file_nodes; /* a test knob */
     uint64_t total = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) total += (uint64_t)m->trees[t].n_nodes + m->trees[t].n_leaves;
     uint64_t per = total / (4 * (uint64_t)ts_cpu_count()) + 1;
@@ -81,7 +80,7 @@ static uint64_t file_nodes(const ts_model *m) {
 }
 
 static const char *opt_level(void) {
-    const char *v = getenv("TREESCORE_IFELSE_OPT");
+    const char *v = tsr_config_get()->ifelse_opt;
     if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0 || strcmp(v, "2") == 0 || strcmp(v, "3") == 0 ||
               strcmp(v, "s") == 0 || strcmp(v, "g") == 0))
         return v;
@@ -559,7 +558,10 @@ static int any_object(const tsr_cache *c) {
     return any;
 }
 
-int tse_ifelse_cached(const ts_model *m) {
+/* 1 when this model's shared object, built by the compiler and flags ifelse would use
+ * now, is in the cache directory and both pass the trust check of artifacts.h (so
+ * preparing ifelse is a load, not a compile); else 0. Runs no compiler. */
+static int object_cached(const ts_model *m) {
     tsr_cache c;
     tsr_cc cc;
     ts_error e;
@@ -597,4 +599,14 @@ static void ifelse_score(const void *p, const float *x, size_t n_rows, size_t st
     }
 }
 
-const tse_engine tse_engine_ifelse = {TS_ENGINE_IFELSE, "ifelse", ifelse_prepare, ifelse_score, ifelse_free};
+/* The planner never starts a compile: ifelse is a candidate only when its object is
+ * already in the cache. */
+static int ifelse_plan_candidate(const ts_model *m, const tse_config *cfg) {
+    (void)cfg;
+    return object_cached(m);
+}
+
+const tse_engine tse_engine_ifelse = {
+    .id = TS_ENGINE_IFELSE, .name = "ifelse", .prepare = ifelse_prepare, .score = ifelse_score, .free = ifelse_free,
+    .plan_candidate = ifelse_plan_candidate,
+};

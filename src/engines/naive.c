@@ -90,4 +90,7 @@ static void naive_score(const void *p, const float *x, size_t n_rows, size_t str
     }
 }
 
-const tse_engine tse_engine_naive = {TS_ENGINE_NAIVE, "naive", naive_prepare, naive_score, naive_free};
+const tse_engine tse_engine_naive = {
+    .id = TS_ENGINE_NAIVE, .name = "naive", .prepare = naive_prepare, .score = naive_score, .free = naive_free,
+    .plan_candidate = tse_plan_always,
+};

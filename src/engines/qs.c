@@ -62,93 +62,86 @@ static ts_status qs_prepare(const ts_model *m, const tse_config *cfg, void **out
 
 size_t qs_scratch_bytes(const qsl *L, uint32_t delta) { return (size_t)delta * L->tau * L->words * sizeof(uint64_t); }
 
-/* The scan of one feature for one document (hot loop, long on purpose): apply the false
- * nodes of value v. APPLY(j) applies entry j. NaN and zero-range values take their
- * precomputed lists. */
-#define QS_SCAN_FEATURE(APPLY)                                                              \
-    do {                                                                                    \
-        float v = row[qf->feature];                                                         \
-        uint32_t i, end;                                                                    \
-        if (v != v) {                                                                       \
-            i = qf->miss_begin;                                                             \
-            end = qf->miss_end;                                                             \
-        } else if (qf->has_zero && v >= -TSM_ZERO_RANGE && v <= TSM_ZERO_RANGE) {           \
-            i = qf->zero_begin;                                                             \
-            end = qf->zero_end;                                                             \
-        } else {                                                                            \
-            /* Thresholds ascend: if v passes thr[i+3], entries i..i+3 are all false. */    \
-            for (i = qf->scan_begin; v > thr[i + 3]; i += 4) {                              \
-                APPLY(i);                                                                   \
-                APPLY(i + 1);                                                               \
-                APPLY(i + 2);                                                               \
-                APPLY(i + 3);                                                               \
-            }                                                                               \
-            for (; v > thr[i]; i++) APPLY(i);                                               \
-            break;                                                                          \
-        }                                                                                   \
-        for (; i < end; i++) APPLY(i);                                                      \
-    } while (0)
+/* The kernels below are ordinary functions specialized by a constant argument (xxHash's
+ * style): `kind` says how the bitvectors are laid out, each named block function passes
+ * its own constant, and the compiler, inlining the QS_INLINE functions, keeps only that
+ * kind's code. */
+#if defined(__GNUC__) || defined(__clang__)
+#define QS_INLINE static inline __attribute__((always_inline))
+#else
+#define QS_INLINE static inline
+#endif
 
-/* Documents [0, nd) of a document block through one tree block, one word per tree
- * (WORD_T uint64_t with mask64, or uint32_t with mask32 for vqs's layouts of trees of
- * up to 32 leaves, when vqs scores a batch too small for its registers); document d's
- * bitvectors at bv + d * tau. Then the exit leaves are added to the scores. */
-#define QS_BLOCK_1W(MASK_NAME, LEAVES_NAME, WORD_T, MASK, CTZ)                              \
-    static void MASK_NAME(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd, \
-                          WORD_T *bv) {                                                     \
-        const float *thr = L->threshold;                                                    \
-        const uint16_t *word = L->word;                                                     \
-        const WORD_T *mask = L->MASK;                                                       \
-        for (size_t d = 0; d < nd; d++) memset(bv + d * L->tau, 0xFF, (size_t)blk->n_trees * sizeof *bv); \
-        for (uint32_t f = 0; f < blk->n_features; f++) {                                    \
-            const qsl_feature *qf = &blk->features[f];                                      \
-            for (size_t d = 0; d < nd; d++) {                                               \
-                const float *row = x + d * stride;                                          \
-                WORD_T *b = bv + d * L->tau;                                                \
-                QS_SCAN_FEATURE(QS_APPLY_1W);                                               \
-            }                                                                               \
-        }                                                                                   \
-    }                                                                                       \
-    static void LEAVES_NAME(const qsl *L, const qsl_block *blk, size_t nd, const WORD_T *bv, double *out) { \
-        const uint32_t *off = L->leaf_offset + blk->first_tree;                             \
-        for (size_t d = 0; d < nd; d++) {                                                   \
-            const WORD_T *b = bv + d * L->tau;                                              \
-            double score = out[d];                                                          \
-            for (uint32_t t = 0; t < blk->n_trees; t++) score += L->leaves[off[t] + (uint32_t)CTZ(b[t])]; \
-            out[d] = score;                                                                 \
-        }                                                                                   \
+/* One 32-bit word per tree (vqs's layouts of trees of up to 32 leaves, when vqs scores a
+ * batch too small for its registers), one 64-bit word, or L->words 64-bit words. */
+enum { QS_W32 = 0, QS_W64 = 1, QS_WN = 2 };
+
+/* The layout's lists, copied into locals once per tree block. */
+typedef struct qs_lists {
+    const float *thr;            /* thresholds, ascending per feature, +inf sentinels */
+    const uint16_t *word;        /* the entry's first word within the document's bitvectors */
+    const uint16_t *span;        /* words the entry touches (QS_WN) */
+    const uint32_t *mask32;      /* QS_W32 masks */
+    const uint64_t *mask64;      /* QS_W64 / QS_WN first-word masks */
+    const uint64_t *mask_last;   /* QS_WN last-word masks (a no-op mask when span is 1) */
+} qs_lists;
+
+/* Apply list entry j to one document's bitvectors b: AND its mask into its word (QS_WN:
+ * the first word's mask, the last word's mask, zeros in between). */
+QS_INLINE void qs_apply(const int kind, const qs_lists *ls, void *b, uint32_t j) {
+    if (kind == QS_W32) {
+        ((uint32_t *)b)[ls->word[j]] &= ls->mask32[j];
+    } else if (kind == QS_W64) {
+        ((uint64_t *)b)[ls->word[j]] &= ls->mask64[j];
+    } else {
+        uint64_t *p = (uint64_t *)b + ls->word[j];
+        uint32_t n = ls->span[j];
+        p[0] &= ls->mask64[j];
+        p[n - 1] &= ls->mask_last[j];
+        if (__builtin_expect(n > 2, 0)) /* rare: an entry spanning three words or more */
+            for (uint32_t k = 1; k + 1 < n; k++) p[k] = 0;
     }
-#define QS_APPLY_1W(j) (b[word[j]] &= mask[j])
-QS_BLOCK_1W(mask_block_1w, add_block_leaves_1w, uint64_t, mask64, __builtin_ctzll)
-QS_BLOCK_1W(mask_block_w32, add_block_leaves_w32, uint32_t, mask32, __builtin_ctz)
-#undef QS_APPLY_1W
-#undef QS_BLOCK_1W
+}
 
-/* The same with W > 1 words per tree: the first word's AND, the last word's AND (a
- * no-op mask when span is 1), and zeros in between. */
-static void mask_block_nw(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd,
-                          uint64_t *bv) {
-    const float *thr = L->threshold;
-    const uint16_t *word = L->word, *span = L->span;
-    const uint64_t *mask = L->mask64, *mask_last = L->mask_last;
-    const size_t per_doc = (size_t)L->tau * L->words;
-    for (size_t d = 0; d < nd; d++) memset(bv + d * per_doc, 0xFF, (size_t)blk->n_trees * L->words * sizeof *bv);
+/* The scan of one feature for one document (the hot loop): apply the false nodes of its
+ * value. NaN and zero-range values take their precomputed lists. */
+QS_INLINE void qs_scan_feature(const int kind, const qs_lists *ls, const qsl_feature *qf, const float *row, void *b) {
+    const float *thr = ls->thr;
+    float v = row[qf->feature];
+    uint32_t i, end;
+    if (v != v) {
+        i = qf->miss_begin;
+        end = qf->miss_end;
+    } else if (qf->has_zero && v >= -TSM_ZERO_RANGE && v <= TSM_ZERO_RANGE) {
+        i = qf->zero_begin;
+        end = qf->zero_end;
+    } else {
+        /* Thresholds ascend: if v passes thr[i+3], entries i..i+3 are all false. */
+        for (i = qf->scan_begin; v > thr[i + 3]; i += 4) {
+            qs_apply(kind, ls, b, i);
+            qs_apply(kind, ls, b, i + 1);
+            qs_apply(kind, ls, b, i + 2);
+            qs_apply(kind, ls, b, i + 3);
+        }
+        for (; v > thr[i]; i++) qs_apply(kind, ls, b, i);
+        return;
+    }
+    for (; i < end; i++) qs_apply(kind, ls, b, i);
+}
+
+/* Documents [0, nd) of a document block through one tree block; document d's
+ * bitvectors at bv + d * tau * words (words of the kind's size). */
+QS_INLINE void qs_mask_block(const int kind, const qsl *L, const qsl_block *blk, const float *x, size_t stride,
+                             size_t nd, void *bv) {
+    const qs_lists ls = {L->threshold, L->word, L->span, L->mask32, L->mask64, L->mask_last};
+    const size_t word_bytes = kind == QS_W32 ? sizeof(uint32_t) : sizeof(uint64_t);
+    const size_t words = kind == QS_WN ? L->words : 1;
+    const size_t per_doc = (size_t)L->tau * words * word_bytes; /* bytes */
+    char *base = bv;
+    for (size_t d = 0; d < nd; d++) memset(base + d * per_doc, 0xFF, (size_t)blk->n_trees * words * word_bytes);
     for (uint32_t f = 0; f < blk->n_features; f++) {
         const qsl_feature *qf = &blk->features[f];
-        for (size_t d = 0; d < nd; d++) {
-            const float *row = x + d * stride;
-            uint64_t *b = bv + d * per_doc;
-#define APPLY_NW(j)                                                                         \
-    do {                                                                                    \
-        uint64_t *p = b + word[j];                                                          \
-        uint32_t n = span[j];                                                               \
-        p[0] &= mask[j];                                                                    \
-        p[n - 1] &= mask_last[j];                                                           \
-        for (uint32_t k = 1; k + 1 < n; k++) p[k] = 0;                                      \
-    } while (0)
-            QS_SCAN_FEATURE(APPLY_NW);
-#undef APPLY_NW
-        }
+        for (size_t d = 0; d < nd; d++) qs_scan_feature(kind, &ls, qf, x + d * stride, base + d * per_doc);
     }
 }
 
@@ -158,16 +151,46 @@ static inline uint32_t exit_leaf(const uint64_t *bv) {
     return w * 64 + (uint32_t)__builtin_ctzll(bv[w]);
 }
 
-/* Add the block's exit leaves to the documents' scores, trees in order (W > 1). */
-static void add_block_leaves_nw(const qsl *L, const qsl_block *blk, size_t nd, const uint64_t *bv, double *out) {
+/* Add the block's exit leaves to the documents' scores, trees in order. */
+QS_INLINE void qs_add_leaves(const int kind, const qsl *L, const qsl_block *blk, size_t nd, const void *bv,
+                             double *out) {
     const uint32_t *off = L->leaf_offset + blk->first_tree;
-    const size_t per_doc = (size_t)L->tau * L->words;
+    const size_t words = kind == QS_WN ? L->words : 1;
+    const size_t per_doc = (size_t)L->tau * words;
     for (size_t d = 0; d < nd; d++) {
-        const uint64_t *b = bv + d * per_doc;
         double score = out[d];
-        for (uint32_t t = 0; t < blk->n_trees; t++) score += L->leaves[off[t] + exit_leaf(b + (size_t)t * L->words)];
+        for (uint32_t t = 0; t < blk->n_trees; t++) {
+            uint32_t leaf;
+            if (kind == QS_W32)
+                leaf = (uint32_t)__builtin_ctz(((const uint32_t *)bv)[d * per_doc + t]);
+            else if (kind == QS_W64)
+                leaf = (uint32_t)__builtin_ctzll(((const uint64_t *)bv)[d * per_doc + t]);
+            else
+                leaf = exit_leaf((const uint64_t *)bv + d * per_doc + (size_t)t * words);
+            score += L->leaves[off[t] + leaf];
+        }
         out[d] = score;
     }
+}
+
+/* One function per kind for each step (so that profiles tell them apart). */
+static void mask_block_w32(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd, void *bv) {
+    qs_mask_block(QS_W32, L, blk, x, stride, nd, bv);
+}
+static void mask_block_1w(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd, void *bv) {
+    qs_mask_block(QS_W64, L, blk, x, stride, nd, bv);
+}
+static void mask_block_nw(const qsl *L, const qsl_block *blk, const float *x, size_t stride, size_t nd, void *bv) {
+    qs_mask_block(QS_WN, L, blk, x, stride, nd, bv);
+}
+static void add_block_leaves_w32(const qsl *L, const qsl_block *blk, size_t nd, const void *bv, double *out) {
+    qs_add_leaves(QS_W32, L, blk, nd, bv, out);
+}
+static void add_block_leaves_1w(const qsl *L, const qsl_block *blk, size_t nd, const void *bv, double *out) {
+    qs_add_leaves(QS_W64, L, blk, nd, bv, out);
+}
+static void add_block_leaves_nw(const qsl *L, const qsl_block *blk, size_t nd, const void *bv, double *out) {
+    qs_add_leaves(QS_WN, L, blk, nd, bv, out);
 }
 
 void qs_score_layout(const qsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
@@ -179,8 +202,8 @@ void qs_score_layout(const qsl *L, uint32_t delta, const float *x, size_t n_rows
         for (uint32_t b = 0; b < L->n_blocks; b++) {
             const qsl_block *blk = &L->blocks[b];
             if (L->word_bits == 32) {
-                mask_block_w32(L, blk, xb, stride, nd, (uint32_t *)bv);
-                add_block_leaves_w32(L, blk, nd, (const uint32_t *)bv, out + d0);
+                mask_block_w32(L, blk, xb, stride, nd, bv);
+                add_block_leaves_w32(L, blk, nd, bv, out + d0);
                 continue;
             }
             if (L->words == 1) {
@@ -199,4 +222,13 @@ static void qs_score(const void *p, const float *x, size_t n_rows, size_t stride
     qs_score_layout(&s->L, s->delta, x, n_rows, stride, out, scratch);
 }
 
-const tse_engine tse_engine_qs = {TS_ENGINE_QS, "qs", qs_prepare, qs_score, qs_free};
+/* The planner times qs only without SIMD: vqs runs the same layout faster otherwise. */
+static int qs_plan_candidate(const ts_model *m, const tse_config *cfg) {
+    (void)m;
+    return cfg->isa == TS_ISA_SCALAR;
+}
+
+const tse_engine tse_engine_qs = {
+    .id = TS_ENGINE_QS, .name = "qs", .prepare = qs_prepare, .score = qs_score, .free = qs_free,
+    .plan_candidate = qs_plan_candidate,
+};

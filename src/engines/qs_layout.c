@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "engines/qs_layout.h"
-#include "runtime/cache.h"
+#include "platform/cpu_caches.h"
 
 void qsl_free(qsl *L) {
     if (!L) return;

@@ -53,4 +53,7 @@ static void vpred_score(const void *p, const float *x, size_t n_rows, size_t str
     }
 }
 
-const tse_engine tse_engine_vpred = {TS_ENGINE_VPRED, "vpred", vpred_prepare, vpred_score, vpred_free};
+const tse_engine tse_engine_vpred = {
+    .id = TS_ENGINE_VPRED, .name = "vpred", .prepare = vpred_prepare, .score = vpred_score, .free = vpred_free,
+    .plan_candidate = tse_plan_always,
+};

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "runtime/cache.h"
+#include "platform/cpu_caches.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define VPL_ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -236,71 +236,120 @@ void vpl_keys(const vpl *L, const float *x, size_t n_rows, size_t stride, uint32
 
 /* ---- the kernel ------------------------------------------------------------------- */
 
-/* n documents (a compile-time constant in the instances below, so that the lane loops
- * unroll and idx[] lives in registers) through trees [t0, t1), nodes of type NODE_T.
- * The depth loop runs the same count for every document: its branch depends on the
- * tree, not on the data. */
-#define VPL_DEFINE_KERNEL(SUFFIX, NODE_T, UNROLL)                                           \
-    VPL_ALWAYS_INLINE void run_lanes_##SUFFIX(const vpl *L, uint32_t t0, uint32_t t1,       \
-                                              const uint32_t *restrict keys, uint32_t n,    \
-                                              double *restrict out) {                       \
-        double acc[VPL_MAX_LANES];                                                          \
-        uint32_t idx[VPL_MAX_LANES];                                                        \
-        const NODE_T *restrict nodes = L->nodes;                                            \
-        const double *restrict values = L->values;                                          \
-        for (uint32_t j = 0; j < n; j++) acc[j] = out[j];                                   \
-        for (uint32_t t = t0; t < t1; t++) {                                                \
-            const NODE_T *nd = nodes + L->trees[t].base;                                    \
-            VPL_OPAQUE(nd);                                                                 \
-            const uint32_t depth = L->trees[t].depth;                                       \
-            /* Step 1 from the root, which all lanes share (a leaf root: depth 0). */    \
-            const uint32_t root_col = nd->col, root_thr = nd->thr, root_left = nd->left;   \
-            for (uint32_t j = 0; j < n; j++)                                                \
-                idx[j] = depth ? root_left + ((keys + j)[root_col] > root_thr) : 0;         \
-            for (uint32_t s = 1; s < depth; s++) {                                          \
-                UNROLL for (uint32_t j = 0; j < n; j++) {                                   \
-                    const NODE_T *p = nd + idx[j];                                          \
-                    uint32_t right = (keys + j)[p->col] > p->thr;                           \
-                    idx[j] = p->left + right;                                               \
-                }                                                                           \
-            }                                                                               \
-            const double *v = values + L->trees[t].base;                                    \
-            VPL_OPAQUE(v);                                                                  \
-            for (uint32_t j = 0; j < n; j++) acc[j] += v[idx[j]];                           \
-        }                                                                                   \
-        for (uint32_t j = 0; j < n; j++) out[j] = acc[j];                                   \
+/*
+ * The kernels are ordinary functions specialized by constant arguments (xxHash's style):
+ * `narrow` picks the node type (vpl_node8 or vpl_node16), `unroll` whether the lane
+ * loops are unrolled, and the lane count n is a constant in the instances below, so
+ * that the lane loops unroll and idx[] lives in registers.
+ */
+
+/* The nodes of the tree starting at node `base`. */
+VPL_ALWAYS_INLINE const void *tree_nodes(const int narrow, const void *nodes, uint32_t base) {
+    return narrow ? (const void *)((const vpl_node8 *)nodes + base) : (const void *)((const vpl_node16 *)nodes + base);
+}
+
+/* Node i of a tree: its key column, threshold and left child. */
+VPL_ALWAYS_INLINE void node_at(const int narrow, const void *nd, uint32_t i, uint32_t *col, uint32_t *thr,
+                               uint32_t *left) {
+    if (narrow) {
+        const vpl_node8 *p = (const vpl_node8 *)nd + i;
+        *col = p->col, *thr = p->thr, *left = p->left;
+    } else {
+        const vpl_node16 *p = (const vpl_node16 *)nd + i;
+        *col = p->col, *thr = p->thr, *left = p->left;
     }
-#define VPL_NO_UNROLL
-VPL_DEFINE_KERNEL(narrow, vpl_node8, VPL_UNROLL)
-VPL_DEFINE_KERNEL(wide, vpl_node16, VPL_UNROLL)
-VPL_DEFINE_KERNEL(any_narrow, vpl_node8, VPL_NO_UNROLL)
-VPL_DEFINE_KERNEL(any_wide, vpl_node16, VPL_NO_UNROLL)
+}
+
+/* One step down from node idx for the document whose keys start at k (lane 0's key of
+ * a column at k[col]): the index of the child it goes to. */
+VPL_ALWAYS_INLINE uint32_t step(const int narrow, const void *nd, uint32_t idx, const uint32_t *k) {
+    uint32_t col, thr, left;
+    node_at(narrow, nd, idx, &col, &thr, &left);
+    uint32_t right = k[col] > thr;
+    return left + right;
+}
+
+/* n documents through trees [t0, t1). The depth loop runs the same count for every
+ * document: its branch depends on the tree, not on the data. */
+VPL_ALWAYS_INLINE void run_lanes(const int narrow, const int unroll, const vpl *L, uint32_t t0, uint32_t t1,
+                                 const uint32_t *restrict keys, uint32_t n, double *restrict out) {
+    double acc[VPL_MAX_LANES];
+    uint32_t idx[VPL_MAX_LANES];
+    const void *restrict nodes = L->nodes;
+    const double *restrict values = L->values;
+    for (uint32_t j = 0; j < n; j++) acc[j] = out[j];
+    for (uint32_t t = t0; t < t1; t++) {
+        const void *nd = tree_nodes(narrow, nodes, L->trees[t].base);
+        VPL_OPAQUE(nd);
+        const uint32_t depth = L->trees[t].depth;
+        /* Step 1 from the root, which all lanes share (a leaf root: depth 0). */
+        uint32_t root_col, root_thr, root_left;
+        node_at(narrow, nd, 0, &root_col, &root_thr, &root_left);
+        for (uint32_t j = 0; j < n; j++) idx[j] = depth ? root_left + ((keys + j)[root_col] > root_thr) : 0;
+        for (uint32_t s = 1; s < depth; s++) {
+            if (unroll) {
+                VPL_UNROLL for (uint32_t j = 0; j < n; j++) idx[j] = step(narrow, nd, idx[j], keys + j);
+            } else {
+                for (uint32_t j = 0; j < n; j++) idx[j] = step(narrow, nd, idx[j], keys + j);
+            }
+        }
+        const double *v = values + L->trees[t].base;
+        VPL_OPAQUE(v);
+        for (uint32_t j = 0; j < n; j++) acc[j] += v[idx[j]];
+    }
+    for (uint32_t j = 0; j < n; j++) out[j] = acc[j];
+}
 
 typedef void (*vpl_fixed_fn)(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out);
 
-#define VPL_INSTANCE(N)                                                                     \
-    static void run_##N##_narrow(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) { \
-        run_lanes_narrow(L, t0, t1, keys, N, out);                                          \
-    }                                                                                       \
-    static void run_##N##_wide(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) { \
-        run_lanes_wide(L, t0, t1, keys, N, out);                                            \
-    }
-VPL_INSTANCE(1)
-VPL_INSTANCE(2)
-VPL_INSTANCE(4)
-VPL_INSTANCE(8)
-VPL_INSTANCE(16)
-VPL_INSTANCE(32)
+/* The instances of 1, 2, 4, 8, 16 and 32 lanes, for each node type. */
+static void run_1_narrow(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(1, 1, L, t0, t1, keys, 1, out);
+}
+static void run_2_narrow(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(1, 1, L, t0, t1, keys, 2, out);
+}
+static void run_4_narrow(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(1, 1, L, t0, t1, keys, 4, out);
+}
+static void run_8_narrow(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(1, 1, L, t0, t1, keys, 8, out);
+}
+static void run_16_narrow(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(1, 1, L, t0, t1, keys, 16, out);
+}
+static void run_32_narrow(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(1, 1, L, t0, t1, keys, 32, out);
+}
+static void run_1_wide(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(0, 1, L, t0, t1, keys, 1, out);
+}
+static void run_2_wide(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(0, 1, L, t0, t1, keys, 2, out);
+}
+static void run_4_wide(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(0, 1, L, t0, t1, keys, 4, out);
+}
+static void run_8_wide(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(0, 1, L, t0, t1, keys, 8, out);
+}
+static void run_16_wide(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(0, 1, L, t0, t1, keys, 16, out);
+}
+static void run_32_wide(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, double *out) {
+    run_lanes(0, 1, L, t0, t1, keys, 32, out);
+}
 
 static const vpl_fixed_fn fixed_narrow[6] = {run_1_narrow, run_2_narrow, run_4_narrow,
                                              run_8_narrow, run_16_narrow, run_32_narrow};
 static const vpl_fixed_fn fixed_wide[6] = {run_1_wide, run_2_wide, run_4_wide, run_8_wide, run_16_wide, run_32_wide};
 
+/* Any lane count (not unrolled). */
 static void run_any_narrow(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, uint32_t n, double *out) {
-    run_lanes_any_narrow(L, t0, t1, keys, n, out);
+    run_lanes(1, 0, L, t0, t1, keys, n, out);
 }
 static void run_any_wide(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, uint32_t n, double *out) {
-    run_lanes_any_wide(L, t0, t1, keys, n, out);
+    run_lanes(0, 0, L, t0, t1, keys, n, out);
 }
 
 static int fixed_index(uint32_t n) {
@@ -364,37 +413,53 @@ void vpl_run(const vpl *L, uint32_t t0, uint32_t t1, const uint32_t *keys, uint3
  * while the groups go through it; its root is read once for all groups. Only the
  * common lane counts have an instance: calling the general kernel per tree and group
  * instead was 8% slower (block-vpred, 1,000 x 64 leaves, 16 lanes). */
-#define VPL_DEFINE_TREE_GROUPS(SUFFIX, NODE_T, N)                                                   \
-    static void tree_groups_##N##_##SUFFIX(const vpl *L, uint32_t t, const uint32_t *restrict keys,   \
-                                           size_t n_groups, size_t group_keys, double *restrict out) { \
-        const NODE_T *nd = (const NODE_T *)L->nodes + L->trees[t].base;                             \
-        const double *v = L->values + L->trees[t].base;                                            \
-        VPL_OPAQUE(nd);                                                                             \
-        VPL_OPAQUE(v);                                                                              \
-        const uint32_t depth = L->trees[t].depth, root_col = nd->col, root_thr = nd->thr;           \
-        const uint32_t root_left = nd->left;                                                        \
-        const uint32_t *k = keys;                                                                   \
-        double *o = out;                                                                            \
-        for (size_t g = 0; g < n_groups; g++, k += group_keys, o += N) {                            \
-            const uint32_t *root_keys = k + root_col;                                               \
-            uint32_t idx[N];                                                                        \
-            /* A leaf root (depth 0) has left 0 and a threshold no key passes: idx is 0. */        \
-            VPL_UNROLL for (uint32_t j = 0; j < N; j++) idx[j] = root_left + (root_keys[j] > root_thr); \
-            for (uint32_t s = 1; s < depth; s++) {                                                  \
-                VPL_UNROLL for (uint32_t j = 0; j < N; j++) {                                       \
-                    const NODE_T *p = nd + idx[j];                                                  \
-                    idx[j] = p->left + ((k + j)[p->col] > p->thr);                                  \
-                }                                                                                   \
-            }                                                                                       \
-            VPL_UNROLL for (uint32_t j = 0; j < N; j++) o[j] += v[idx[j]];                          \
-        }                                                                                           \
+VPL_ALWAYS_INLINE void tree_groups(const int narrow, const uint32_t N, const vpl *L, uint32_t t,
+                                   const uint32_t *restrict keys, size_t n_groups, size_t group_keys,
+                                   double *restrict out) {
+    const void *nd = tree_nodes(narrow, L->nodes, L->trees[t].base);
+    const double *v = L->values + L->trees[t].base;
+    VPL_OPAQUE(nd);
+    VPL_OPAQUE(v);
+    const uint32_t depth = L->trees[t].depth;
+    uint32_t root_col, root_thr, root_left;
+    node_at(narrow, nd, 0, &root_col, &root_thr, &root_left);
+    const uint32_t *k = keys;
+    double *o = out;
+    for (size_t g = 0; g < n_groups; g++, k += group_keys, o += N) {
+        const uint32_t *root_keys = k + root_col;
+        uint32_t idx[VPL_MAX_LANES];
+        /* A leaf root (depth 0) has left 0 and a threshold no key passes: idx is 0. */
+        VPL_UNROLL for (uint32_t j = 0; j < N; j++) idx[j] = root_left + (root_keys[j] > root_thr);
+        for (uint32_t s = 1; s < depth; s++) {
+            VPL_UNROLL for (uint32_t j = 0; j < N; j++) idx[j] = step(narrow, nd, idx[j], k + j);
+        }
+        VPL_UNROLL for (uint32_t j = 0; j < N; j++) o[j] += v[idx[j]];
     }
-VPL_DEFINE_TREE_GROUPS(narrow, vpl_node8, 8)
-VPL_DEFINE_TREE_GROUPS(narrow, vpl_node8, 16)
-VPL_DEFINE_TREE_GROUPS(narrow, vpl_node8, 32)
-VPL_DEFINE_TREE_GROUPS(wide, vpl_node16, 8)
-VPL_DEFINE_TREE_GROUPS(wide, vpl_node16, 16)
-VPL_DEFINE_TREE_GROUPS(wide, vpl_node16, 32)
+}
+static void tree_groups_8_narrow(const vpl *L, uint32_t t, const uint32_t *keys, size_t n_groups, size_t group_keys,
+                                double *out) {
+    tree_groups(1, 8, L, t, keys, n_groups, group_keys, out);
+}
+static void tree_groups_16_narrow(const vpl *L, uint32_t t, const uint32_t *keys, size_t n_groups, size_t group_keys,
+                                double *out) {
+    tree_groups(1, 16, L, t, keys, n_groups, group_keys, out);
+}
+static void tree_groups_32_narrow(const vpl *L, uint32_t t, const uint32_t *keys, size_t n_groups, size_t group_keys,
+                                double *out) {
+    tree_groups(1, 32, L, t, keys, n_groups, group_keys, out);
+}
+static void tree_groups_8_wide(const vpl *L, uint32_t t, const uint32_t *keys, size_t n_groups, size_t group_keys,
+                                double *out) {
+    tree_groups(0, 8, L, t, keys, n_groups, group_keys, out);
+}
+static void tree_groups_16_wide(const vpl *L, uint32_t t, const uint32_t *keys, size_t n_groups, size_t group_keys,
+                                double *out) {
+    tree_groups(0, 16, L, t, keys, n_groups, group_keys, out);
+}
+static void tree_groups_32_wide(const vpl *L, uint32_t t, const uint32_t *keys, size_t n_groups, size_t group_keys,
+                                double *out) {
+    tree_groups(0, 32, L, t, keys, n_groups, group_keys, out);
+}
 
 typedef void (*vpl_tree_groups_fn)(const vpl *L, uint32_t t, const uint32_t *keys, size_t n_groups,
                                    size_t group_keys, double *out);

@@ -116,4 +116,13 @@ static void vqs_score(const void *p, const float *x, size_t n_rows, size_t strid
         qs_score_layout(&s->L, s->delta, x, n_rows, stride, out, scratch);
 }
 
-const tse_engine tse_engine_vqs = {TS_ENGINE_VQS, "vqs", vqs_prepare, vqs_score, vqs_free};
+/* The planner times vqs whenever the CPU has SIMD (qs otherwise). */
+static int vqs_plan_candidate(const ts_model *m, const tse_config *cfg) {
+    (void)m;
+    return cfg->isa > TS_ISA_SCALAR;
+}
+
+const tse_engine tse_engine_vqs = {
+    .id = TS_ENGINE_VQS, .name = "vqs", .prepare = vqs_prepare, .score = vqs_score, .free = vqs_free,
+    .plan_candidate = vqs_plan_candidate,
+};

@@ -4,7 +4,22 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "io/data_internal.h"
+#include "io/data_csv.h"
+
+/* The CSV/TSV state (r->fmt). */
+typedef struct csv_state {
+    char sep;                   /* ',' or '\t' */
+    size_t n_fields;            /* fields per line, label column included */
+    size_t label_col;           /* SIZE_MAX: none */
+    tsio_span *fields;          /* n_fields spans of the current line */
+} csv_state;
+
+static csv_state *csv_of(const tsio_reader *r) { return r->fmt; }
+
+/* CSV missing markers: "", nan (any case), NA, N/A (any case). */
+static int is_missing_marker(const char *s, size_t n) {
+    return n == 0 || tsio_same_ci(s, n, "nan") || tsio_same_ci(s, n, "na") || tsio_same_ci(s, n, "n/a");
+}
 
 /* Spaces around a field are ignored (tabs too, in CSV). */
 static int is_pad(char c, char sep) { return c == ' ' || (c == '\t' && sep != '\t'); }
@@ -33,8 +48,8 @@ static ts_status split_quoted(tsio_reader *r, const tsio_line *ln, char **pp, ch
         p = q + 1;
         break;
     }
-    while (p < e && is_pad(*p, r->sep)) p++;
-    if (p < e && *p != r->sep) return tsio_fail_token(r, ln, open, (size_t)(p + 1 - open), "text after a quoted field:", err);
+    while (p < e && is_pad(*p, csv_of(r)->sep)) p++;
+    if (p < e && *p != csv_of(r)->sep) return tsio_fail_token(r, ln, open, (size_t)(p + 1 - open), "text after a quoted field:", err);
     *pp = p;
     return TS_OK;
 }
@@ -43,19 +58,20 @@ static ts_status split_quoted(tsio_reader *r, const tsio_line *ln, char **pp, ch
 static ts_status split_fields(tsio_reader *r, const tsio_line *ln, tsio_span *f, size_t cap, size_t *count,
                               ts_error *err) {
     char *p = ln->p, *e = ln->p + ln->len;
+    const char sep = csv_of(r)->sep;
     size_t k = 0;
     for (;;) {
         tsio_span span;
-        while (p < e && is_pad(*p, r->sep)) p++;
+        while (p < e && is_pad(*p, sep)) p++;
         if (p < e && *p == '"') {
             p++;
             TS_TRY(split_quoted(r, ln, &p, e, &span, err));
         } else {
-            char *q = p < e ? memchr(p, r->sep, (size_t)(e - p)) : NULL;
+            char *q = p < e ? memchr(p, sep, (size_t)(e - p)) : NULL;
             char *fe = q ? q : e;
             span.p = p;
             p = fe;
-            while (fe > span.p && is_pad(fe[-1], r->sep)) fe--;
+            while (fe > span.p && is_pad(fe[-1], sep)) fe--;
             span.n = (size_t)(fe - span.p);
         }
         if (k < cap) f[k] = span;
@@ -69,59 +85,62 @@ static ts_status split_fields(tsio_reader *r, const tsio_line *ln, tsio_span *f,
 
 static int field_is_value(tsio_span f) {
     float v;
-    return tsio_parse_f32(f.p, f.n, &v) != TSIO_NUM_BAD || tsio_is_missing_marker(f.p, f.n);
+    return tsio_parse_f32(f.p, f.n, &v) != TSIO_NUM_BAD || is_missing_marker(f.p, f.n);
 }
 
 /* The first non-blank line; *got = 0 for an input with none. */
 static ts_status first_line(tsio_reader *r, tsio_line *ln, int *got, ts_error *err) {
     for (;;) {
         TS_TRY(tsio_src_next_line(&r->src, ln, got, err));
-        if (!*got || !line_is_blank(ln, r->sep)) return TS_OK;
+        if (!*got || !line_is_blank(ln, csv_of(r)->sep)) return TS_OK;
     }
 }
 
 /* Fix the column layout from the first line's field count. */
 static ts_status set_layout(tsio_reader *r, size_t n_fields, ts_error *err) {
+    csv_state *c = csv_of(r);
     size_t features;
     if (r->opts.csv_label_column >= 0) {
         if ((size_t)r->opts.csv_label_column >= n_fields)
             return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: label column %d, but the lines have %zu fields (0..%zu)",
                            r->name, r->opts.csv_label_column, n_fields, n_fields - 1);
-        r->label_col = (size_t)r->opts.csv_label_column;
+        c->label_col = (size_t)r->opts.csv_label_column;
     }
-    features = n_fields - (r->label_col != SIZE_MAX);
+    features = n_fields - (c->label_col != SIZE_MAX);
     if (features == 0) return ts_fail(err, TS_ERR_SHAPE, "%s: no feature columns", r->name);
     if (features > UINT32_MAX) return ts_fail(err, TS_ERR_LIMIT, "%s: %zu columns is too many", r->name, features);
     if (r->opts.n_cols > 0 && features != r->opts.n_cols)
         return ts_fail(err, TS_ERR_SHAPE, "%s: %zu feature columns, expected %u", r->name, features, r->opts.n_cols);
-    r->n_fields = n_fields;
+    c->n_fields = n_fields;
     r->n_cols = (uint32_t)features;
-    r->fields = malloc(n_fields * sizeof *r->fields);
-    if (!r->fields) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    c->fields = malloc(n_fields * sizeof *c->fields);
+    if (!c->fields) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
     return TS_OK;
 }
 
-ts_status tsio_csv_init(tsio_reader *r, ts_error *err) {
+static ts_status csv_init(tsio_reader *r, ts_error *err) {
     tsio_line ln;
     int got, header;
     size_t n_fields, i;
-    r->sep = r->format == TSIO_DATA_TSV ? '\t' : ',';
+    csv_state *c = calloc(1, sizeof *c);
+    if (!c) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    r->fmt = c;
+    c->sep = r->format == TSIO_DATA_TSV ? '\t' : ',';
+    c->label_col = SIZE_MAX;
     TS_TRY(first_line(r, &ln, &got, err));
     if (!got) { /* empty input: zero rows */
         r->n_cols = r->opts.n_cols;
         r->at_eof = 1;
         return TS_OK;
     }
-    if (memchr(ln.p, '\0', ln.len))
-        return ts_fail_at(err, TS_ERR_PARSE, ln.line_no, ln.byte, "%s:%llu: NUL byte in a text line (binary data?)",
-                          r->name, (unsigned long long)ln.line_no);
+    TS_TRY(tsio_check_text_line(r, &ln, err));
     TS_TRY(split_fields(r, &ln, NULL, 0, &n_fields, err));
     TS_TRY(set_layout(r, n_fields, err));
-    TS_TRY(split_fields(r, &ln, r->fields, n_fields, &n_fields, err));
+    TS_TRY(split_fields(r, &ln, c->fields, n_fields, &n_fields, err));
     header = r->opts.csv_header;
     if (header < 0) {
         header = 0;
-        for (i = 0; i < n_fields && !header; i++) header = !field_is_value(r->fields[i]);
+        for (i = 0; i < n_fields && !header; i++) header = !field_is_value(c->fields[i]);
     }
     if (!header) {
         tsio_src_unread_line(&r->src);
@@ -132,9 +151,9 @@ ts_status tsio_csv_init(tsio_reader *r, ts_error *err) {
     if (!r->col_names) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
     size_t j = 0;
     for (i = 0; i < n_fields; i++) {
-        if (i == r->label_col) continue;
-        const char *p = r->fields[i].p;
-        size_t n = r->fields[i].n;
+        if (i == c->label_col) continue;
+        const char *p = c->fields[i].p;
+        size_t n = c->fields[i].n;
         while (n && (*p == ' ' || *p == '"')) p++, n--;
         while (n && (p[n - 1] == ' ' || p[n - 1] == '"' || p[n - 1] == '\r')) n--;
         if (!(r->col_names[j] = malloc(n + 1))) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
@@ -146,16 +165,17 @@ ts_status tsio_csv_init(tsio_reader *r, ts_error *err) {
 
 /* Parse the fields of one line into chunk row `row`. */
 static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_error *err) {
+    const csv_state *c = csv_of(r);
     float *xr = r->x ? r->x + row * r->n_cols : NULL;
     double *xd = r->xd ? r->xd + row * r->n_cols : NULL;
     double label = NAN;
     size_t i;
-    for (i = 0; i < r->n_fields; i++) {
-        tsio_span f = r->fields[i];
+    for (i = 0; i < c->n_fields; i++) {
+        tsio_span f = c->fields[i];
         int st;
-        if (i == r->label_col) {
+        if (i == c->label_col) {
             st = tsio_parse_f64(f.p, f.n, &label);
-            if (st == TSIO_NUM_BAD && tsio_is_missing_marker(f.p, f.n)) {
+            if (st == TSIO_NUM_BAD && is_missing_marker(f.p, f.n)) {
                 st = TSIO_NUM_OK;
                 label = NAN;
             }
@@ -164,14 +184,14 @@ static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_e
         }
         if (xd) {
             st = tsio_parse_f64(f.p, f.n, xd);
-            if (st == TSIO_NUM_BAD && tsio_is_missing_marker(f.p, f.n)) {
+            if (st == TSIO_NUM_BAD && is_missing_marker(f.p, f.n)) {
                 st = TSIO_NUM_OK;
                 *xd = NAN;
             }
             xd++;
         } else {
             st = tsio_parse_f32(f.p, f.n, xr);
-            if (st == TSIO_NUM_BAD && tsio_is_missing_marker(f.p, f.n)) {
+            if (st == TSIO_NUM_BAD && is_missing_marker(f.p, f.n)) {
                 st = TSIO_NUM_OK;
                 *xr = NAN;
             }
@@ -185,7 +205,8 @@ static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_e
     return tsio_row_query(r, ln, &r->qids[row], err);
 }
 
-ts_status tsio_csv_fill(tsio_reader *r, size_t *rows, ts_error *err) {
+static ts_status csv_fill(tsio_reader *r, size_t *rows, ts_error *err) {
+    csv_state *c = csv_of(r);
     size_t row = *rows;
     while (row < r->chunk_rows) {
         tsio_line ln;
@@ -196,14 +217,12 @@ ts_status tsio_csv_fill(tsio_reader *r, size_t *rows, ts_error *err) {
             r->at_eof = 1;
             break;
         }
-        if (line_is_blank(&ln, r->sep)) continue;
-        if (memchr(ln.p, '\0', ln.len))
-            return ts_fail_at(err, TS_ERR_PARSE, ln.line_no, ln.byte, "%s:%llu: NUL byte in a text line (binary data?)",
-                              r->name, (unsigned long long)ln.line_no);
-        TS_TRY(split_fields(r, &ln, r->fields, r->n_fields, &count, err));
-        if (count != r->n_fields)
+        if (line_is_blank(&ln, c->sep)) continue;
+        TS_TRY(tsio_check_text_line(r, &ln, err));
+        TS_TRY(split_fields(r, &ln, c->fields, c->n_fields, &count, err));
+        if (count != c->n_fields)
             return ts_fail_at(err, TS_ERR_PARSE, ln.line_no, ln.byte, "%s:%llu: %zu fields, expected %zu", r->name,
-                              (unsigned long long)ln.line_no, count, r->n_fields);
+                              (unsigned long long)ln.line_no, count, c->n_fields);
         TS_TRY(parse_row(r, &ln, row, err));
         if (row == 0) r->chunk_first_line = ln.line_no;
         row++;
@@ -211,3 +230,13 @@ ts_status tsio_csv_fill(tsio_reader *r, size_t *rows, ts_error *err) {
     *rows = row;
     return TS_OK;
 }
+
+static void csv_close(tsio_reader *r) {
+    csv_state *c = csv_of(r);
+    if (!c) return;
+    free(c->fields);
+    free(c);
+    r->fmt = NULL;
+}
+
+const tsio_format_ops tsio_csv_ops = {csv_init, csv_fill, csv_close};

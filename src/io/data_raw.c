@@ -11,9 +11,16 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
-#include "io/data_internal.h"
+#include "io/data_raw.h"
 
 #define RAW_VERSION 1u
+
+/* The raw format's state (r->fmt): the row count its header declares. */
+typedef struct raw_state {
+    uint64_t rows;
+} raw_state;
+
+static raw_state *raw_of(const tsio_reader *r) { return r->fmt; }
 
 static int host_is_little_endian(void) {
     const uint32_t one = 1;
@@ -53,10 +60,13 @@ static void put_u64le(unsigned char *p, uint64_t v) {
     put_u32le(p + 4, (uint32_t)(v >> 32));
 }
 
-ts_status tsio_raw_init(tsio_reader *r, ts_error *err) {
+static ts_status raw_init(tsio_reader *r, ts_error *err) {
     unsigned char h[TSIO_RAW_HEADER_SIZE];
     size_t got;
     uint32_t version, n_cols;
+    raw_state *w = calloc(1, sizeof *w);
+    if (!w) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    r->fmt = w;
     TS_TRY(tsio_src_read(&r->src, h, sizeof h, &got, err));
     if (got < sizeof h)
         return ts_fail(err, TS_ERR_PARSE, "%s: not a raw float32 matrix: %zu bytes, shorter than the %d-byte header",
@@ -66,7 +76,7 @@ ts_status tsio_raw_init(tsio_reader *r, ts_error *err) {
                        TSIO_RAW_MAGIC);
     version = get_u32le(h + 8);
     n_cols = get_u32le(h + 12);
-    r->raw_rows = get_u64le(h + 16);
+    raw_of(r)->rows = get_u64le(h + 16);
     if (version != RAW_VERSION)
         return ts_fail(err, TS_ERR_UNSUPPORTED, "%s: raw matrix version %u, this reader knows version %u", r->name,
                        version, RAW_VERSION);
@@ -74,20 +84,20 @@ ts_status tsio_raw_init(tsio_reader *r, ts_error *err) {
     if (n_cols > TSIO_MAX_COLS)
         return ts_fail(err, TS_ERR_LIMIT, "%s: raw matrix header says %u columns (limit %u)", r->name, n_cols,
                        TSIO_MAX_COLS);
-    if (r->raw_rows > UINT64_MAX / 4 / n_cols)
+    if (raw_of(r)->rows > UINT64_MAX / 4 / n_cols)
         return ts_fail(err, TS_ERR_PARSE, "%s: raw matrix header says %llu rows of %u columns: too large", r->name,
-                       (unsigned long long)r->raw_rows, n_cols);
+                       (unsigned long long)raw_of(r)->rows, n_cols);
     if (r->opts.n_cols > 0 && n_cols != r->opts.n_cols)
         return ts_fail(err, TS_ERR_SHAPE, "%s: %u columns, expected %u", r->name, n_cols, r->opts.n_cols);
     /* A regular file must hold what the header declares: check before anything is
      * allocated from the header's numbers (a pipe is checked as it is read). */
     struct stat st;
     if (fstat(r->src.fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        uint64_t want = (uint64_t)TSIO_RAW_HEADER_SIZE + r->raw_rows * n_cols * 4u;
+        uint64_t want = (uint64_t)TSIO_RAW_HEADER_SIZE + raw_of(r)->rows * n_cols * 4u;
         if ((uint64_t)st.st_size < want)
             return ts_fail(err, TS_ERR_PARSE, "%s: truncated: the header declares %llu rows of %u columns (%llu bytes) "
                            "but the file has %llu bytes",
-                           r->name, (unsigned long long)r->raw_rows, n_cols, (unsigned long long)want,
+                           r->name, (unsigned long long)raw_of(r)->rows, n_cols, (unsigned long long)want,
                            (unsigned long long)st.st_size);
     }
     r->n_cols = n_cols;
@@ -101,12 +111,12 @@ static ts_status check_trailing(tsio_reader *r, ts_error *err) {
     TS_TRY(tsio_src_read(&r->src, extra, 1, &got, err));
     if (got)
         return ts_fail(err, TS_ERR_PARSE, "%s: data after the %llu rows the raw header declares", r->name,
-                       (unsigned long long)r->raw_rows);
+                       (unsigned long long)raw_of(r)->rows);
     return TS_OK;
 }
 
-ts_status tsio_raw_fill(tsio_reader *r, size_t *rows, ts_error *err) {
-    uint64_t left = r->raw_rows - r->rows_total;
+static ts_status raw_fill(tsio_reader *r, size_t *rows, ts_error *err) {
+    uint64_t left = raw_of(r)->rows - r->rows_total;
     size_t n = left < r->chunk_rows ? (size_t)left : r->chunk_rows;
     size_t row_bytes = (size_t)r->n_cols * sizeof(float), got, i;
     if (n == 0) {
@@ -117,7 +127,7 @@ ts_status tsio_raw_fill(tsio_reader *r, size_t *rows, ts_error *err) {
     TS_TRY(tsio_src_read(&r->src, r->x, n * row_bytes, &got, err));
     if (got < n * row_bytes)
         return ts_fail(err, TS_ERR_PARSE, "%s: truncated: header says %llu rows, file ends after %llu", r->name,
-                       (unsigned long long)r->raw_rows, (unsigned long long)(r->rows_total + got / row_bytes));
+                       (unsigned long long)raw_of(r)->rows, (unsigned long long)(r->rows_total + got / row_bytes));
     if (!host_is_little_endian()) swap_words(r->x, n * r->n_cols);
     for (i = 0; i < n; i++) {
         r->labels[i] = NAN;
@@ -126,6 +136,13 @@ ts_status tsio_raw_fill(tsio_reader *r, size_t *rows, ts_error *err) {
     *rows = n;
     return TS_OK;
 }
+
+static void raw_close(tsio_reader *r) {
+    free(r->fmt);
+    r->fmt = NULL;
+}
+
+const tsio_format_ops tsio_raw_ops = {raw_init, raw_fill, raw_close};
 
 /* Write n floats little-endian, through a bounce buffer on big-endian hosts. */
 static int write_floats(FILE *f, const float *x, size_t n) {

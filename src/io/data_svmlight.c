@@ -4,10 +4,18 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "io/data_internal.h"
+#include "io/data_svmlight.h"
 
 /* Largest id value tracked exactly; larger ids saturate (they are past any column). */
 #define SVM_ID_SATURATE ((uint64_t)1 << 40)
+
+/* The SVMlight state (r->fmt): seen[col] == stamp marks the columns set on the current row. */
+typedef struct svm_state {
+    uint32_t *seen;             /* n_cols stamps */
+    uint32_t stamp;
+} svm_state;
+
+static svm_state *svm_of(const tsio_reader *r) { return r->fmt; }
 
 static int is_sep(char c) { return c == ' ' || c == '\t'; }
 
@@ -21,25 +29,28 @@ static char *token_end(char *p, const char *e) {
     return p;
 }
 
-ts_status tsio_svm_init(tsio_reader *r, ts_error *err) {
+static ts_status svm_init(tsio_reader *r, ts_error *err) {
+    svm_state *v;
     if (r->opts.n_cols == 0)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
                        "%s: reading SVMlight data needs the number of columns (n_cols > 0, usually the model's features)",
                        r->name);
     r->n_cols = r->opts.n_cols;
-    r->seen = calloc(r->n_cols, sizeof *r->seen);
-    if (!r->seen) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
-    r->seen_stamp = 0;
+    v = calloc(1, sizeof *v);
+    if (v) r->fmt = v;
+    if (v) v->seen = calloc(r->n_cols, sizeof *v->seen);
+    if (!v || !v->seen) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
     return TS_OK;
 }
 
 /* A fresh stamp for a new row: seen[col] == stamp marks the columns set on it. */
 static uint32_t next_stamp(tsio_reader *r) {
-    if (++r->seen_stamp == 0) {
-        memset(r->seen, 0, (size_t)r->n_cols * sizeof *r->seen);
-        r->seen_stamp = 1;
+    svm_state *v = svm_of(r);
+    if (++v->stamp == 0) {
+        memset(v->seen, 0, (size_t)r->n_cols * sizeof *v->seen);
+        v->stamp = 1;
     }
-    return r->seen_stamp;
+    return v->stamp;
 }
 
 /* "qid:Q" at [p, t): Q a non-negative integer. */
@@ -62,6 +73,12 @@ static ts_status fail_shape(tsio_reader *r, const tsio_line *ln, const char *tok
     /* One past the end, reading ids from 0: most likely a file counting from 1 for a model
      * counting from 0. */
     int hint = !r->opts.one_based && (uint64_t)(colon - tok) < 12 && strtoull(tok, NULL, 10) == r->n_cols;
+    unsigned long long id = strtoull(tok, NULL, 10); /* saturates past 2^64 */
+    if (id >= lo && id - lo >= TSIO_MAX_COLS) /* an id no model has */
+        return ts_fail_at(err, TS_ERR_LIMIT, ln->line_no, ln->byte + (uint64_t)(tok - ln->p),
+                          "%s:%llu: feature id %.*s%s is above the limit %u (and past the model's %u features)",
+                          r->name, (unsigned long long)ln->line_no, nd, tok, colon - tok > 40 ? "..." : "",
+                          TSIO_MAX_COLS - 1 + (unsigned)lo, r->n_cols);
     return ts_fail_at(err, TS_ERR_SHAPE, ln->line_no, ln->byte + (uint64_t)(tok - ln->p),
                       "%s:%llu: feature id %.*s%s is past the model's %u features (%llu..%llu)%s", r->name,
                       (unsigned long long)ln->line_no, nd, tok, colon - tok > 40 ? "..." : "", r->n_cols, lo,
@@ -91,12 +108,13 @@ static ts_status set_feature(tsio_reader *r, const tsio_line *ln, float *row, do
         if (r->opts.strict_cols) return fail_shape(r, ln, p, colon, err);
         return TS_OK;
     }
-    if (r->seen[col] == stamp) {
+    uint32_t *seen = svm_of(r)->seen;
+    if (seen[col] == stamp) {
         char msg[64];
         snprintf(msg, sizeof msg, "duplicate feature id %llu in", (unsigned long long)id);
         return tsio_fail_token(r, ln, p, (size_t)(*t - p), msg, err);
     }
-    r->seen[col] = stamp;
+    seen[col] = stamp;
     if (rowd)
         rowd[col] = vd;
     else
@@ -152,9 +170,7 @@ static ts_status parse_line(tsio_reader *r, const tsio_line *ln, size_t row, int
     int64_t qid = -1;
     int has_qid = 0, st;
     *is_row = 0;
-    if (memchr(p, '\0', ln->len))
-        return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte, "%s:%llu: NUL byte in a text line (binary data?)",
-                          r->name, (unsigned long long)ln->line_no);
+    TS_TRY(tsio_check_text_line(r, ln, err));
     hash = memchr(p, '#', ln->len);
     if (hash) e = hash;
     p = skip_sep(p, e);
@@ -186,7 +202,7 @@ static ts_status parse_line(tsio_reader *r, const tsio_line *ln, size_t row, int
     return TS_OK;
 }
 
-ts_status tsio_svm_fill(tsio_reader *r, size_t *rows, ts_error *err) {
+static ts_status svm_fill(tsio_reader *r, size_t *rows, ts_error *err) {
     size_t row = *rows;
     while (row < r->chunk_rows) {
         tsio_line ln;
@@ -204,3 +220,13 @@ ts_status tsio_svm_fill(tsio_reader *r, size_t *rows, ts_error *err) {
     *rows = row;
     return TS_OK;
 }
+
+static void svm_close(tsio_reader *r) {
+    svm_state *v = svm_of(r);
+    if (!v) return;
+    free(v->seen);
+    free(v);
+    r->fmt = NULL;
+}
+
+const tsio_format_ops tsio_svmlight_ops = {svm_init, svm_fill, svm_close};

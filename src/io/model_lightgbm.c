@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/limits.h"
 #include "io/loaders.h"
 #include "io/text.h"
 #include "model/forest.h"
@@ -219,17 +220,27 @@ static ts_status check_count(lgb_ctx *c, uint32_t tree, const lgb_span *v, const
                      "tree %u: %s has %zu values, expected %zu (%s)", tree, field, have, want, what);
 }
 
+/* An integer token outside [lo, hi]: TS_ERR_LIMIT naming the limit when it is a whole
+ * number above hi (a claimed size), else TS_ERR_PARSE. */
+static ts_status bad_int(lgb_ctx *c, uint32_t tree, const lgb_span *v, const char *field, const char *tok, size_t n,
+                         long long lo, long long hi) {
+    char ex[64], why[96];
+    if (tsio_int_above(tok, n, hi)) {
+        tsio_excerpt(ex, sizeof ex, tok, n);
+        return tsio_fail(c->r.err, TS_ERR_LIMIT, c->r.name, v->line, v->byte + (size_t)(tok - v->p),
+                         "tree %u: %s %s is above the limit %lld", tree, field, ex, hi);
+    }
+    snprintf(why, sizeof why, " (expected an integer from %lld to %lld)", lo, hi);
+    return bad_token(c, tree, v, field, tok, n, why);
+}
+
 static ts_status parse_ints(lgb_ctx *c, uint32_t tree, const lgb_span *v, const char *field, size_t want,
                             const char *what, long long lo, long long hi, long long *out) {
     const char *tok;
     size_t n, i = 0, k = 0;
     TS_TRY(check_count(c, tree, v, field, want, what));
     while (next_token(v, &i, &tok, &n)) {
-        if (tsio_parse_int(tok, n, lo, hi, &out[k]) != 0) {
-            char why[96];
-            snprintf(why, sizeof why, " (expected an integer from %lld to %lld)", lo, hi);
-            return bad_token(c, tree, v, field, tok, n, why);
-        }
+        if (tsio_parse_int(tok, n, lo, hi, &out[k]) != 0) return bad_int(c, tree, v, field, tok, n, lo, hi);
         k++;
     }
     return TS_OK;
@@ -255,9 +266,7 @@ static ts_status parse_one(lgb_ctx *c, uint32_t tree, const lgb_span *v, const c
     size_t n = v->n;
     tsio_trim(&p, &n);
     if (tsio_parse_int(p, n, lo, hi, out) == 0) return TS_OK;
-    char why[96];
-    snprintf(why, sizeof why, " (expected an integer from %lld to %lld)", lo, hi);
-    return bad_token(c, tree, v, field, p, n, why);
+    return bad_int(c, tree, v, field, p, n, lo, hi);
 }
 
 /* ---- header ----------------------------------------------------------------------- */
@@ -303,6 +312,9 @@ static ts_status header_int(lgb_ctx *c, const lgb_span *v, const char *key, long
     if (tsio_parse_int(p, n, lo, hi, out) == 0) return TS_OK;
     char ex[64];
     tsio_excerpt(ex, sizeof ex, p, n);
+    if (tsio_int_above(p, n, hi)) /* a claimed size past the limit: nothing of it is allocated */
+        return tsio_fail(c->r.err, TS_ERR_LIMIT, c->r.name, v->line, v->byte, "%s %s is above the limit %lld", key,
+                         ex, hi);
     return tsio_fail(c->r.err, TS_ERR_PARSE, c->r.name, v->line, v->byte,
                      "bad %s '%s' (expected an integer from %lld to %lld)", key, ex, lo, hi);
 }
@@ -474,7 +486,8 @@ static ts_status parse_splits(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUN
     const char *what = "num_leaves - 1";
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!f[required[i]].p) return missing_field(c, tree, field_names[required[i]]);
-    TS_TRY(parse_ints(c, tree, &f[F_SPLIT_FEATURE], "split_feature", n, what, 0, INT32_MAX, s->ints));
+    TS_TRY(parse_ints(c, tree, &f[F_SPLIT_FEATURE], "split_feature", n, what, 0, (long long)TSM_MAX_FEATURES - 1,
+                      s->ints));
     for (uint32_t i = 0; i < n; i++) {
         if (s->ints[i] > c->h.max_feature) {
             char msg[160];

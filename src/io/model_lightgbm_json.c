@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "io/json.h"
+#include "io/limits.h"
 #include "io/loaders.h"
 #include "io/text.h"
 #include "model/forest.h"
@@ -148,6 +149,8 @@ static ts_status read_int(lj_ctx *c, const char *key, long long lo, long long hi
     if (tsio_parse_int(tok, n, lo, hi, out) == 0) return TS_OK;
     char ex[64];
     tsio_excerpt(ex, sizeof ex, tok, n);
+    if (tsio_int_above(tok, n, hi)) /* a claimed size past the limit: nothing of it is allocated */
+        return tsj_fail_at(&c->p, TS_ERR_LIMIT, at, "\"%s\" %s is above the limit %lld", key, ex, hi);
     return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "bad \"%s\" %s (expected an integer from %lld to %lld)", key, ex,
                        lo, hi);
 }

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/error.h"
+#include "io/limits.h"
 #include "io/loaders.h"
 #include "io/text.h"
 #include "io/ubjson.h"
@@ -87,6 +89,9 @@ ts_status ts_model_load_buffer(const void *data, size_t size, ts_model_format fo
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: unknown model format %d", name, (int)format);
     const char *text = data;
     if (size == 0) return ts_fail(err, TS_ERR_PARSE, "%s: empty model file", name);
+    if (size > TSIO_MAX_MODEL_BYTES)
+        return ts_fail(err, TS_ERR_LIMIT, "%s: a model of %zu bytes is above the limit %zu", name, size,
+                       TSIO_MAX_MODEL_BYTES);
     if (content_start(text, size) == size)
         return ts_fail(err, TS_ERR_PARSE, "%s: empty model file (only whitespace)", name);
     if (format == TS_FORMAT_AUTO) {
@@ -123,6 +128,11 @@ static ts_status read_all(FILE *f, const char *path, char **out, size_t *out_siz
         size_t got = fread(buf + size, 1, cap - size, f);
         size += got;
         if (got == 0) break;
+        if (size > TSIO_MAX_MODEL_BYTES) { /* a pipe, or a file that grew: stop reading */
+            free(buf);
+            return ts_fail(err, TS_ERR_LIMIT, "%s: model file larger than the limit %zu bytes", path,
+                           TSIO_MAX_MODEL_BYTES);
+        }
     }
     if (ferror(f)) {
         int e = errno;
@@ -141,6 +151,12 @@ ts_status ts_model_load_file(const char *path, ts_model_format format, ts_model 
     errno = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return ts_fail(err, TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (unsigned long long)sb.st_size > TSIO_MAX_MODEL_BYTES) {
+        fclose(f);
+        return ts_fail(err, TS_ERR_LIMIT, "%s: a model file of %llu bytes is above the limit %zu", path,
+                       (unsigned long long)sb.st_size, TSIO_MAX_MODEL_BYTES);
+    }
     char *data = NULL;
     size_t size = 0;
     errno = 0;

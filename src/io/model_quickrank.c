@@ -466,7 +466,7 @@ static ts_status end_tree(qr_ctx *c, size_t byte) {
 static ts_status close_value(qr_ctx *c, elem_kind kind, size_t byte) {
     uint32_t tree = c->m->n_trees;
     const char *s = c->text;
-    size_t n = c->text_n, at = c->text ? c->text_byte : byte;
+    size_t n = s ? c->text_n : 0, at = s ? c->text_byte : byte; /* no text: text_n may be stale */
     char ex[64];
     static const char *const names[] = {[E_FEATURE] = "feature", [E_THRESHOLD] = "threshold", [E_OUTPUT] = "output"};
     tsio_excerpt(ex, sizeof ex, s ? s : "", s ? n : 0);

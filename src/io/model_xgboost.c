@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "io/json.h"
+#include "io/limits.h"
 #include "io/loaders.h"
 #include "io/text.h"
 #include "model/forest.h"
@@ -146,8 +147,13 @@ static ts_status read_int(xgb_ctx *c, const char *what, long long lo, long long 
     } else {
         return tsj_fail(&c->p, TS_ERR_PARSE, "%s: expected an integer", what);
     }
-    if (tsio_parse_int(tok, n, lo, hi, out) != 0) return bad_number(c, at, tok, n, what);
-    return TS_OK;
+    if (tsio_parse_int(tok, n, lo, hi, out) == 0) return TS_OK;
+    if (tsio_int_above(tok, n, hi)) { /* a claimed size past the limit: nothing of it is allocated */
+        char ex[64];
+        tsio_excerpt(ex, sizeof ex, tok, n);
+        return tsj_fail_at(&c->p, TS_ERR_LIMIT, at, "%s %s is above the limit %lld", what, ex, hi);
+    }
+    return bad_number(c, at, tok, n, what);
 }
 
 static ts_status read_string(xgb_ctx *c, char *buf, size_t cap, size_t *byte) {
@@ -211,7 +217,7 @@ static ts_status read_tree_param(xgb_ctx *c) {
     TS_TRY(tsj_object_begin(&c->p));
     while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
         if (strcmp(key, "num_nodes") == 0)
-            TS_TRY(read_int(c, "num_nodes", 0, INT32_MAX, &c->t.num_nodes, NULL));
+            TS_TRY(read_int(c, "num_nodes", 0, 2LL * TSM_MAX_LEAVES - 1, &c->t.num_nodes, NULL));
         else if (strcmp(key, "size_leaf_vector") == 0)
             TS_TRY(read_int(c, "size_leaf_vector", 0, INT32_MAX, &c->t.size_leaf_vector, NULL));
         else if (strcmp(key, "num_deleted") == 0)
@@ -512,7 +518,7 @@ static ts_status read_model_param(xgb_ctx *c) {
     TS_TRY(tsj_object_begin(&c->p));
     while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
         if (strcmp(key, "num_trees") == 0)
-            TS_TRY(read_int(c, "num_trees", 0, INT32_MAX, &c->num_trees_param, &c->num_trees_byte));
+            TS_TRY(read_int(c, "num_trees", 0, TSM_MAX_TREES, &c->num_trees_param, &c->num_trees_byte));
         else
             TS_TRY(tsj_skip(&c->p));
     }
@@ -587,11 +593,11 @@ static ts_status read_learner_param(xgb_ctx *c) {
             TS_TRY(tsj_string_prefix(&c->p, c->base_score, sizeof c->base_score, &c->base_score_long));
             c->have_base_score = 1;
         } else if (strcmp(key, "num_feature") == 0)
-            TS_TRY(read_int(c, "num_feature", 0, (1LL << 32) - 1, &c->num_feature, &c->num_feature_byte));
+            TS_TRY(read_int(c, "num_feature", 0, TSM_MAX_FEATURES, &c->num_feature, &c->num_feature_byte));
         else if (strcmp(key, "num_class") == 0)
-            TS_TRY(read_int(c, "num_class", 0, INT32_MAX, &c->num_class, &c->num_class_byte));
+            TS_TRY(read_int(c, "num_class", 0, TSM_MAX_OUTPUTS, &c->num_class, &c->num_class_byte));
         else if (strcmp(key, "num_target") == 0)
-            TS_TRY(read_int(c, "num_target", 0, INT32_MAX, &c->num_target, &c->num_target_byte));
+            TS_TRY(read_int(c, "num_target", 0, TSM_MAX_OUTPUTS, &c->num_target, &c->num_target_byte));
         else
             TS_TRY(tsj_skip(&c->p));
     }

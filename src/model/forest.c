@@ -457,8 +457,8 @@ ts_status tsm_model_finish(ts_model *m, ts_error *err) {
 
 /* ---- info ------------------------------------------------------------------------- */
 
-ts_status ts_model_get_info(const ts_model *m, ts_model_info *out) {
-    if (!m || !out) return TS_ERR_INVALID_ARGUMENT;
+ts_status ts_model_get_info(const ts_model *m, ts_model_info *out, ts_error *err) {
+    if (!m || !out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_get_info: %s is NULL", m ? "out" : "model");
     memset(out, 0, sizeof *out);
     out->format = m->format;
     out->n_trees = m->n_trees;
@@ -471,7 +471,8 @@ ts_status ts_model_get_info(const ts_model *m, ts_model_info *out) {
     out->n_outputs = m->n_outputs ? m->n_outputs : 1;
 
     uint8_t *used = calloc((size_t)m->n_features + 1, 1);
-    if (!used) return TS_ERR_NO_MEMORY;
+    if (!used)
+        return ts_fail(err, TS_ERR_NO_MEMORY, "ts_model_get_info: out of memory (%u features)", (unsigned)m->n_features);
     double leaves_sum = 0, depth_sum = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) {
         const tsm_tree *tr = &m->trees[t];

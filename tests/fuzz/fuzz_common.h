@@ -63,7 +63,7 @@ static inline void fuzz_check_model(const ts_model *m) {
     ts_model_info info;
     ts_error err;
     memset(&err, 0, sizeof err);
-    if (ts_model_get_info(m, &info) != TS_OK) fuzz_die("ts_model_get_info failed on a loaded model", NULL);
+    if (ts_model_get_info(m, &info, NULL) != TS_OK) fuzz_die("ts_model_get_info failed on a loaded model", NULL);
     if (info.n_trees != m->n_trees) fuzz_die("info.n_trees", NULL);
     if (info.n_leaves != info.n_internal_nodes + info.n_trees) fuzz_die("info: leaves != nodes + trees", NULL);
     if (info.n_features < info.n_features_declared) fuzz_die("info: n_features < declared", NULL);

@@ -11,8 +11,9 @@
 
 #include "check.h"
 #include "model/hash.h"
-#include "runtime/cc.h"
-#include "runtime/notes.h"
+#include "platform/cc.h"
+#include "platform/config.h"
+#include "platform/notes.h"
 #include "treescore.h"
 
 #ifndef TS_TEST_DATA_DIR
@@ -120,6 +121,7 @@ static int build_planted(void) {
  * naive. The notes said while preparing are returned (malloc'd, may be NULL). */
 static char *prepare_ifelse(const char *dir, ts_engine engine, char **report) {
     setenv("TREESCORE_CACHE_DIR", dir, 1);
+    tsr_config_reload();
     ts_scorer_options o;
     ts_scorer_options_init(&o);
     o.engine = engine;
@@ -310,6 +312,7 @@ static void test_wisdom(void) {
     make_dir("wisdom", 0700, dir, sizeof dir);
     unsetenv("TREESCORE_WISDOM");
     setenv("TREESCORE_PLAN_MS", "10", 1);
+    tsr_config_reload();
     first_wisdom_line(dir, line, sizeof line);
     snprintf(wisdom, sizeof wisdom, "%s/wisdom", dir);
 
@@ -364,6 +367,7 @@ static void test_wisdom(void) {
     if (f) fclose(f);
     chmod(wisdom, 0600);
     setenv("TREESCORE_CACHE_DIR", dir, 1);
+    tsr_config_reload();
     ts_scorer_options o;
     ts_scorer_options_init(&o);
     o.n_threads = 1;
@@ -397,6 +401,7 @@ static void test_descriptor_names(void) {
                  TS_OK);
     if (!b) return;
     setenv("TREESCORE_CACHE_DIR", dir, 1);
+    tsr_config_reload();
     ts_scorer_options o;
     ts_scorer_options_init(&o);
     o.engine = TS_ENGINE_IFELSE;
@@ -454,6 +459,7 @@ int main(void) {
     unsetenv("TREESCORE_WISDOM");
     unsetenv("TREESCORE_PLAN");
     setenv("TREESCORE_PLAN_MS", "10", 1);
+    tsr_config_reload();
     if (tsr_make_temp_dir(tsr_tmp_dir(), "treescore-test-trust-", root, sizeof root) != 0) {
         perror("mkdtemp");
         return 1;

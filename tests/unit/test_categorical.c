@@ -94,7 +94,7 @@ static void test_lightgbm_rules(void) {
     ts_model *m = load(LGB_MODEL, TS_FORMAT_LIGHTGBM);
     if (!m) return;
     ts_model_info info;
-    CHECK_STATUS(ts_model_get_info(m, &info), TS_OK);
+    CHECK_STATUS(ts_model_get_info(m, &info, NULL), TS_OK);
     CHECK(info.n_outputs == 2);
     CHECK(info.n_categorical_splits == 2);
     CHECK(m->n_catsets == 1); /* the two nodes share one set */

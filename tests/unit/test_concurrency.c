@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "platform/config.h"
 #include "treescore.h"
 
 #define N_THREADS 8
@@ -36,7 +37,7 @@ static void *worker(void *p) {
 
 static void run_engine(const ts_model *m, ts_engine engine, unsigned n_threads) {
     ts_model_info info;
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     size_t cols = info.n_features;
     float *x = malloc(N_ROWS * cols * sizeof *x);
     double *expected = malloc(N_ROWS * sizeof *expected);
@@ -89,6 +90,7 @@ static void test_shared_scorer(void) {
 
 int main(void) {
     setenv("TREESCORE_CHUNK_ROWS", "3", 1);
+    tsr_config_reload();
     RUN_TEST(test_shared_scorer);
     return check_summary("test_concurrency");
 }

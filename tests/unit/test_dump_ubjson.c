@@ -60,7 +60,7 @@ static void test_dump_numbered(void) {
     ts_model *m = load(dump_numbered, TS_FORMAT_AUTO, TS_OK, &err);
     if (!m) return;
     ts_model_info info;
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     CHECK(info.format == TS_FORMAT_XGBOOST_DUMP);
     CHECK(info.n_trees == 2 && info.n_features == 3 && info.base_score == 0.0);
     CHECK(ts_model_feature_name(m, 0) == NULL);
@@ -90,7 +90,7 @@ static void test_dump_forms(void) {
     ts_model *m = load(wrapped, TS_FORMAT_AUTO, TS_OK, &err);
     if (m) {
         ts_model_info info;
-        ts_model_get_info(m, &info);
+        ts_model_get_info(m, &info, NULL);
         CHECK(info.format == TS_FORMAT_XGBOOST_DUMP && strcmp(info.objective, "reg:logistic") == 0);
         CHECK(info.n_trees == 2);
     }
@@ -144,7 +144,7 @@ static void test_dump_names(void) {
     const char *cols[] = {"f0", "unused", "clicks", "bm25 title"};
     CHECK_STATUS(ts_model_map_features(m, cols, 4, &err), TS_OK);
     ts_model_info info;
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     CHECK(info.n_features == 4 && strcmp(ts_model_feature_name(m, 3), "bm25 title") == 0);
     ts_scorer *s = NULL;
     ts_scorer_options o;
@@ -341,7 +341,7 @@ static void test_ubjson_model(void) {
         return;
     }
     ts_model_info info;
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     CHECK(info.format == TS_FORMAT_XGBOOST_UBJSON && info.n_trees == 1 && info.n_features_declared == 2);
     CHECK(info.base_score == 0.5 && strcmp(info.objective, "reg:squarederror") == 0);
     static const float rows[][3] = {{0, 0.2499999f, 0}, {0, 0.25f, 0}, {0, NAN, 0}};

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "random_forest.h"
 #include "model/forest.h"
+#include "platform/config.h"
 #include "treescore.h"
 
 /* Rows are N_FEATURES wide: random_forest.h's default feature count. */
@@ -195,6 +196,15 @@ static void test_scorer_api(void) {
         ts_scorer_options_init(&o);
         o.max_isa = (ts_isa)99;
         CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+        /* options of another size (not from ts_scorer_options_init, or another version) */
+        ts_scorer_options_init(&o);
+        CHECK(o.size == sizeof o);
+        o.size = sizeof o - sizeof(unsigned);
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(err.message, "ts_scorer_options_init") != NULL, "%s", err.message);
+        ts_model_info info;
+        CHECK_STATUS(ts_model_get_info(NULL, &info, &err), TS_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(err.message, "model is NULL") != NULL, "%s", err.message);
     }
     CHECK(ts_version_number() == TS_VERSION_NUMBER);
     CHECK(strcmp(ts_version_string(), TS_VERSION_STRING) == 0);
@@ -244,11 +254,14 @@ static void test_thresholds(void) {
 int main(void) {
     /* ifelse compiles every model: into the build tree unless told otherwise */
     setenv("TREESCORE_CACHE_DIR", "cache", 0);
+    tsr_config_reload();
     /* auto plans every model: keep its timing short and the wisdom file out of it */
     setenv("TREESCORE_PLAN_MS", "2", 1);
     setenv("TREESCORE_WISDOM", "off", 1);
+    tsr_config_reload();
     /* Chunks of 5 rows, so that the thread counts of `configs` really split batches. */
     setenv("TREESCORE_CHUNK_ROWS", "5", 1);
+    tsr_config_reload();
     RUN_TEST(test_thresholds);
     RUN_TEST(test_invalid_trees);
     RUN_TEST(test_scorer_api);

@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "random_forest.h"
 #include "engines/ifelse_codegen.h"
 #include "model/forest.h"
-#include "runtime/cc.h"
+#include "platform/cc.h"
+#include "platform/clock.h"
+#include "platform/config.h"
+#include "random_forest.h"
 #include "treescore.h"
 
 /* Rows are N_FEATURES wide: random_forest.h's default feature count. */
@@ -115,6 +117,7 @@ static char cache_root[TSR_PATH_MAX];
 static void fresh_cache(char *dir, size_t size) {
     CHECK(tsr_make_temp_dir(cache_root, "c", dir, size) == 0);
     setenv("TREESCORE_CACHE_DIR", dir, 1);
+    tsr_config_reload();
 }
 
 /* Counts entries of dir whose name starts with prefix (0 when dir is missing). */
@@ -160,6 +163,7 @@ static char *user_cc; /* TREESCORE_CC as the test was started (e.g. clang), or N
 static void restore_cc(void) {
     if (user_cc) setenv("TREESCORE_CC", user_cc, 1);
     else unsetenv("TREESCORE_CC");
+    tsr_config_reload();
 }
 
 static void test_hex_literals(void) {
@@ -211,6 +215,7 @@ static void test_no_compiler(void) {
     char dir[TSR_PATH_MAX];
     fresh_cache(dir, sizeof dir);
     setenv("TREESCORE_CC", "/nonexistent/cc", 1);
+    tsr_config_reload();
     ts_model *m = make_model(3, 5, 0);
     ts_scorer *s = NULL;
     ts_error err;
@@ -218,6 +223,7 @@ static void test_no_compiler(void) {
     CHECK(s == NULL);
     CHECK_MSG(strstr(err.message, "/nonexistent/cc") && strstr(err.message, "gcc or clang"), "%s", err.message);
     setenv("TREESCORE_CC", "no-such-compiler-xyz", 1);
+    tsr_config_reload();
     CHECK_STATUS(create(m, TS_ENGINE_IFELSE, 1, &s, &err), TS_ERR_ENGINE_UNAVAILABLE);
     CHECK_MSG(strstr(err.message, "no-such-compiler-xyz") && strstr(err.message, "PATH"), "%s", err.message);
     restore_cc();
@@ -235,9 +241,11 @@ static void test_exact_multi_part(void) {
     char dir[TSR_PATH_MAX];
     fresh_cache(dir, sizeof dir);
     setenv("TREESCORE_IFELSE_FILE_NODES", "700", 1);
+    tsr_config_reload();
     ts_model *m = make_model(200, 24, 1);
     CHECK(compare_with_naive(m, 700) == 0);
     unsetenv("TREESCORE_IFELSE_FILE_NODES");
+    tsr_config_reload();
     CHECK(count_entries(dir, "ifelse-") == 1);
     CHECK(count_entries(dir, ".tmp") == 0);
     ts_model_free(m);
@@ -274,6 +282,7 @@ static void test_cache_hit(void) {
     struct stat before, after;
     CHECK(stat(so, &before) == 0);
     setenv("TREESCORE_CC", "/nonexistent", 1);
+    tsr_config_reload();
     CHECK(compare_with_naive(m, 50) == 0);
     restore_cc();
     double t0 = tsr_now();
@@ -363,6 +372,7 @@ static void test_compiler_failure(void) {
     snprintf(script, sizeof script, "%s/badcc", cache_root);
     write_file(script, "#!/bin/sh\necho 'line one' >&2\necho 'badcc: fatal error: out of cheese' >&2\nexit 3\n", 0755);
     setenv("TREESCORE_CC", script, 1);
+    tsr_config_reload();
     ts_model *m = make_model(4, 6, 0);
     ts_scorer *s = NULL;
     ts_error err;
@@ -381,14 +391,17 @@ static void test_unwritable_cache(void) {
     write_file(file, "x", 0644);
     snprintf(bad, sizeof bad, "%s/sub", file); /* a directory under a plain file */
     setenv("TREESCORE_CACHE_DIR", bad, 1);
+    tsr_config_reload();
     const char *old_tmp = getenv("TMPDIR");
     char *saved = old_tmp ? strdup(old_tmp) : NULL;
     setenv("TMPDIR", tmp, 1);
+    tsr_config_reload();
     ts_model *m = make_model(5, 6, 0);
     CHECK(compare_with_naive(m, 50) == 0);
     CHECK(count_entries(tmp, "") == 0);
     if (saved) setenv("TMPDIR", saved, 1);
     else unsetenv("TMPDIR");
+    tsr_config_reload();
     free(saved);
     unlink(file);
     ts_model_free(m);
@@ -414,6 +427,7 @@ int main(void) {
     /* Chunks of 5 rows, so that 3 threads really split the batches. */
     setenv("TREESCORE_CHUNK_ROWS", "5", 1);
     unsetenv("TREESCORE_IFELSE_FILE_NODES");
+    tsr_config_reload();
     if (getenv("TREESCORE_CC")) user_cc = strdup(getenv("TREESCORE_CC"));
     if (tsr_make_temp_dir(tsr_tmp_dir(), "treescore-test-ifelse-", cache_root, sizeof cache_root) != 0) {
         perror("mkdtemp");

@@ -532,7 +532,7 @@ static void test_real_files_info(void) {
         ts_model *m = load_model(e->name);
         if (!m) continue;
         ts_model_info info;
-        CHECK_STATUS(ts_model_get_info(m, &info), TS_OK);
+        CHECK_STATUS(ts_model_get_info(m, &info, NULL), TS_OK);
         CHECK_MSG(info.format == e->format, "%s: format %d", e->name, (int)info.format);
         CHECK_MSG(info.n_trees == e->n_trees, "%s: %u trees", e->name, info.n_trees);
         CHECK_MSG(info.n_leaves == e->n_leaves, "%s: %llu leaves", e->name, (unsigned long long)info.n_leaves);
@@ -580,7 +580,7 @@ static void test_scores_lightgbm(void) {
                            0.25 + 0.125, 0.25 + 0.125, 0.25 + 0.125, 0.5 + 0.125};
     for (size_t i = 0; i < COUNT(want); i++) CHECK_SAME_DOUBLE(ref_score(m, r[i]), want[i]);
     ts_model_info info;
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     CHECK(info.n_trees == 2 && info.n_leaves == 4 && info.depth_max == 2 && info.has_missing_splits == 1);
     CHECK(m->n_features == 4 && m->n_features_declared == 4 && m->base_score == 0.0);
     CHECK(m->trees[1].n_nodes == 0 && m->trees[1].leaf_values[0] == 0.125);
@@ -802,7 +802,14 @@ static void test_errors_lightgbm(void) {
                    "split_feature has 3 values, expected 2");
     EXPECT_VARIANT(T, "left_child=1 -1", "left_child=1 -1.5", F, TS_ERR_PARSE, "left_child=", "bad left_child");
     EXPECT_VARIANT(T, "num_leaves=3", "num_leaves=0", F, TS_ERR_PARSE, "num_leaves=0", "num_leaves");
-    EXPECT_VARIANT(T, "num_leaves=3", "num_leaves=99999999999", F, TS_ERR_PARSE, "num_leaves=9", "num_leaves");
+    EXPECT_VARIANT(T, "num_leaves=3", "num_leaves=99999999999", F, TS_ERR_LIMIT, "num_leaves=9", "above the limit 16777216");
+    /* claims past a limit fail as they are read (TS_ERR_LIMIT, the limit named) */
+    EXPECT_VARIANT(T, "split_feature=0 2", "split_feature=0 4000000000", F, TS_ERR_LIMIT, "4000000000",
+                   "split_feature 4000000000 is above the limit 16777215");
+    EXPECT_VARIANT(T, "max_feature_idx=3", "max_feature_idx=4294967295", F, TS_ERR_LIMIT, "max_feature_idx=",
+                   "above the limit 16777215");
+    EXPECT_VARIANT(T, "num_tree_per_iteration=1", "num_tree_per_iteration=2147483648", F, TS_ERR_LIMIT,
+                   "num_tree_per_iteration=", "above the limit 1073741824");
     EXPECT_VARIANT(T, "num_leaves=3\n", "", F, TS_ERR_PARSE, "Tree=0", "tree 0: no num_leaves");
     EXPECT_VARIANT(T, "right_child=-3 -2\n", "", F, TS_ERR_PARSE, "Tree=0", "no right_child");
     EXPECT_VARIANT(T, "decision_type=2 6", "decision_type=2 7", F, TS_ERR_INVALID_MODEL, "threshold=",

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "platform/config.h"
 #include "treescore.h"
 
 #ifndef TS_TEST_DATA_DIR
@@ -155,10 +156,12 @@ static void test_wisdom_candidates(const ts_model *m) {
 
 static void test_wisdom_off(const ts_model *m) {
     setenv("TREESCORE_WISDOM", "off", 1);
+    tsr_config_reload();
     ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 64);
     CHECK(strstr(ts_scorer_plan_report(s), "not remembered") != NULL);
     ts_scorer_free(s);
     setenv("TREESCORE_WISDOM", wisdom, 1);
+    tsr_config_reload();
     /* An explicit engine says so. */
     s = make(m, TS_ENGINE_QS, TS_PLAN_DEFAULT, 0);
     CHECK(strcmp(ts_scorer_plan_report(s), "engine requested\n") == 0);
@@ -212,6 +215,7 @@ int main(void) {
     setenv("TREESCORE_WISDOM", wisdom, 1);
     setenv("TREESCORE_PLAN_MS", "20", 1);
     unsetenv("TREESCORE_PLAN");
+    tsr_config_reload();
     ts_model *m = NULL;
     ts_error err;
     CHECK_STATUS(ts_model_load_file(TS_TEST_DATA_DIR "/models/lgb_small_lambdarank.txt", TS_FORMAT_AUTO, &m, &err),

@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "runtime/cache.h"
-#include "runtime/cpu.h"
-#include "runtime/notes.h"
-#include "runtime/pool.h"
-#include "runtime/scratch.h"
+#include "platform/cpu.h"
+#include "platform/cpu_caches.h"
+#include "platform/notes.h"
+#include "platform/pool.h"
+#include "platform/scratch.h"
 #include "treescore.h"
 
 #if defined(__SANITIZE_THREAD__)

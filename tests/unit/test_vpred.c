@@ -6,10 +6,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "random_forest.h"
-#include "runtime/cache.h"
 #include "engines/vpred_layout.h"
 #include "model/forest.h"
+#include "platform/config.h"
+#include "platform/cpu_caches.h"
+#include "random_forest.h"
 #include "treescore.h"
 
 /* One scorer configuration under test. */
@@ -164,7 +165,7 @@ static void check_layout(const ts_model *m, uint32_t lanes, int narrow) {
 static void test_deep_trees(void) {
     ts_model *m = random_model(30, 20, 60, 2);
     ts_model_info info;
-    ts_model_get_info(m, &info);
+    ts_model_get_info(m, &info, NULL);
     CHECK_MSG(info.depth_max >= 20, "deepest tree %u", info.depth_max);
     check_layout(m, 16, 1);
     check_engines_on(m, 150);
@@ -358,6 +359,7 @@ static void test_names(void) {
 int main(void) {
     /* Chunks of 5 rows, so that n_threads 4 really splits batches. */
     setenv("TREESCORE_CHUNK_ROWS", "5", 1);
+    tsr_config_reload();
     RUN_TEST(test_names);
     RUN_TEST(test_no_trees);
     RUN_TEST(test_one_leaf_trees);

@@ -1,0 +1,353 @@
+/* artifacts.c: trusted access to the cache directory (openat, O_NOFOLLOW, fstat checks), atomic replacement, loading shared objects through checked descriptors. */
+/* realpath and S_ISVTX are XSI interfaces, declared by glibc with _DEFAULT_SOURCE. */
+#define _DEFAULT_SOURCE 1
+
+#include "platform/artifacts.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/cachedir.h"
+#include "platform/notes.h"
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+int tsr_fd_trusted(int fd, int want_dir, char *why, size_t size) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, size, "cannot stat it: %s", strerror(errno));
+        return -1;
+    }
+    if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+        snprintf(why, size, "it is not a %s", want_dir ? "directory" : "regular file");
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(why, size, "it is owned by uid %lu, not by this user (uid %lu)", (unsigned long)st.st_uid,
+                 (unsigned long)geteuid());
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, size, "it is writable by %s (mode %04o)", st.st_mode & S_IWOTH ? "others" : "its group",
+                 (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
+int tsr_open_trusted(int dirfd, const char *name, char *why, size_t size) {
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(why, size, e == ELOOP ? "it is a symbolic link" : "cannot open it: %s", strerror(e));
+        return e == ELOOP ? -2 : -1;
+    }
+    if (tsr_fd_trusted(fd, 0, why, size) != 0) {
+        close(fd);
+        return -2;
+    }
+    return fd;
+}
+
+int tsr_open_own(int dirfd, const char *name, unsigned mode, char *why, size_t size) {
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(why, size, "cannot open it: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) fchmod(fd, (mode_t)mode);
+    if (tsr_fd_trusted(fd, 0, why, size) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int tsr_open_append(int dirfd, const char *name, char *why, size_t size) {
+    int fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    if (fd < 0) {
+        snprintf(why, size, errno == ELOOP ? "it is a symbolic link" : "cannot open it: %s", strerror(errno));
+        return -1;
+    }
+    if (tsr_fd_trusted(fd, 0, why, size) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+char *tsr_read_trusted(int dirfd, const char *name, size_t max_bytes, size_t *len, char *why, size_t size) {
+    int fd = tsr_open_trusted(dirfd, name, why, size);
+    if (fd < 0) return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size <= max_bytes) buf = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    while (buf && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!buf) {
+        snprintf(why, size, "it is larger than %zu bytes, or out of memory", max_bytes);
+        return NULL;
+    }
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+int tsr_replace_file(int dirfd, const char *name, const void *data, size_t len) {
+    char tmp[256];
+    static atomic_uint counter;
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 16; tries++) {
+        snprintf(tmp, sizeof tmp, ".%.180s.%ld.%u.tmp", name, (long)getpid(), atomic_fetch_add(&counter, 1));
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) return -1;
+    }
+    if (fd < 0) return -1;
+    const char *p = data;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, p + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        done += (size_t)w;
+    }
+    int ok = done == len && close(fd) == 0;
+    if (!ok || renameat(dirfd, tmp, dirfd, name) != 0) {
+        unlinkat(dirfd, tmp, 0);
+        return -1;
+    }
+    return 0;
+}
+
+int tsr_copy_into(int dirfd, const char *name, const char *src_path, unsigned mode) {
+    int in = open(src_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0) return -1;
+    char tmp[256];
+    static atomic_uint counter;
+    snprintf(tmp, sizeof tmp, ".%.180s.%ld.%u.tmp", name, (long)getpid(), atomic_fetch_add(&counter, 1));
+    int out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+    if (out < 0) {
+        close(in);
+        return -1;
+    }
+    char buf[65536];
+    int ok = 1;
+    for (;;) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) ok = 0;
+        if (r <= 0) break;
+        for (ssize_t done = 0; ok && done < r;) {
+            ssize_t w = write(out, buf + done, (size_t)(r - done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) ok = 0;
+            else done += w;
+        }
+        if (!ok) break;
+    }
+    close(in);
+    if (ok) ok = fchmod(out, (mode_t)mode) == 0 && fsync(out) == 0;
+    if (close(out) != 0) ok = 0;
+    if (!ok || renameat(dirfd, tmp, dirfd, name) != 0) {
+        unlinkat(dirfd, tmp, 0);
+        return -1;
+    }
+    return 0;
+}
+
+int tsr_path_safe(const char *path, char *why, size_t size) {
+    char *real = realpath(path, NULL);
+    if (!real) {
+        snprintf(why, size, "cannot resolve it: %s", strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    size_t len = strlen(real);
+    /* every ancestor: "/", "/a", "/a/b", ... up to the parent of real */
+    for (size_t end = 1; rc == 0 && end <= len; end++) {
+        if (end < len && real[end] != '/') continue;
+        if (end == len) break; /* real itself is checked by the caller */
+        char save = real[end];
+        real[end] = '\0';
+        struct stat st;
+        const char *dir = end == 0 || real[0] == '\0' ? "/" : real;
+        if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(why, size, "%.200s is not a directory", dir);
+            rc = -1;
+        } else if (st.st_uid != 0 && st.st_uid != geteuid()) {
+            snprintf(why, size, "its ancestor %.200s is owned by uid %lu", dir, (unsigned long)st.st_uid);
+            rc = -1;
+        } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+            snprintf(why, size, "its ancestor %.200s is writable by others and not sticky", dir);
+            rc = -1;
+        }
+        real[end] = save;
+    }
+    if (rc == 0) { /* the root itself */
+        struct stat st;
+        if (lstat("/", &st) == 0 && st.st_uid != 0 && st.st_uid != geteuid()) {
+            snprintf(why, size, "/ is owned by uid %lu", (unsigned long)st.st_uid);
+            rc = -1;
+        }
+    }
+    free(real);
+    return rc;
+}
+
+/* ---- the cache directory ------------------------------------------------------------------ */
+
+int tsr_absolute(const char *path, char *out, size_t size) {
+    if (path[0] == '/') {
+        int n = snprintf(out, size, "%s", path);
+        return n > 0 && (size_t)n < size ? 0 : -1;
+    }
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) return -1;
+    int n = snprintf(out, size, "%s/%s", strcmp(cwd, "/") ? cwd : "", path);
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+int tsr_cache_open(tsr_cache *c, int create) {
+    char raw[sizeof c->path];
+    if (tsr_cache_dir(raw, sizeof raw, create) != 0) {
+        c->fd = -1;
+        c->trusted = 0;
+        c->path[0] = '\0';
+        snprintf(c->why, sizeof c->why, "no cache directory (set TREESCORE_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+        return -1;
+    }
+    return tsr_dir_open(c, raw);
+}
+
+int tsr_dir_open(tsr_cache *c, const char *path) {
+    c->fd = -1;
+    c->trusted = 0;
+    c->why[0] = '\0';
+    c->path[0] = '\0';
+    if (tsr_absolute(path, c->path, sizeof c->path) != 0) {
+        snprintf(c->why, sizeof c->why, "the path is too long");
+        return -1;
+    }
+    c->fd = open(c->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->fd < 0) {
+        snprintf(c->why, sizeof c->why, "cannot open it: %s", strerror(errno));
+        return -1;
+    }
+    char why[TSR_WHY_SIZE - 64];
+    if (tsr_fd_trusted(c->fd, 1, why, sizeof why) == 0) c->trusted = 1;
+    else snprintf(c->why, sizeof c->why, "%s", why);
+    return 0;
+}
+
+void tsr_cache_close(tsr_cache *c) {
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+}
+
+void tsr_cache_warn_untrusted(const tsr_cache *c, const char *instead) {
+    static atomic_int warned;
+    tsr_note_once(&warned,
+                  "treescore: not using the cache directory %s: %s (it must be owned by this user and not "
+                  "writable by group or others); %s",
+                  c->path, c->why, instead);
+}
+
+/* ---- loading shared objects ------------------------------------------------------------------ */
+
+/* The dynamic loader returns an object already loaded under the same name, so each load
+ * gets a name of its own: /proc/self/fd, then 32 components "." joined by "/" or "//"
+ * (the bits of a load counter), then N. All spell the same descriptor; no two loads
+ * share a name, and the descriptor can be closed as soon as the object is mapped. */
+static void unique_fd_name(int fd, char *out, size_t size) {
+    static atomic_uint loads;
+    unsigned n = atomic_fetch_add(&loads, 1u);
+    size_t used = (size_t)snprintf(out, size, "/proc/self/fd");
+    for (int b = 0; b < 32 && used + 4 < size; b++) used += (size_t)snprintf(out + used, size - used, "%s.", n >> b & 1u ? "//" : "/");
+    snprintf(out + used, size - used, "/%d", fd);
+}
+
+void *tsr_load_fd(int fd, const char *fallback, char *why, size_t size) {
+    char name[160];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+    int have_proc = access(name, F_OK) == 0;
+    void *h = NULL;
+    if (have_proc) {
+        unique_fd_name(fd, name, sizeof name);
+        h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    } else if (fallback) {
+        h = dlopen(fallback, RTLD_NOW | RTLD_LOCAL);
+    } else {
+        snprintf(why, size, "no /proc/self/fd to load a checked file through");
+        close(fd);
+        return NULL;
+    }
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(why, size, "%s", e ? e : "dlopen failed");
+    }
+    close(fd); /* the object is mapped: its descriptor is no longer needed */
+    return h;
+}
+
+void tsr_unload(void *handle) {
+    if (handle) dlclose(handle);
+}
+
+/* ---- removing build directories ------------------------------------------------------------ */
+
+void tsr_remove_dir_at(int dirfd, const char *name) {
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
+        close(fd);
+        return;
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(fd, e->d_name, 0);
+    closedir(d); /* closes fd */
+    unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+void tsr_remove_stale_dirs_at(int dirfd, const char *prefix, double max_age_s) {
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    size_t plen = strlen(prefix);
+    time_t now = time(NULL);
+    for (struct dirent *e; (e = readdir(d));) {
+        struct stat st;
+        if (strncmp(e->d_name, prefix, plen) != 0) continue;
+        if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        if (difftime(now, st.st_mtime) > max_age_s) tsr_remove_dir_at(fd, e->d_name);
+    }
+    closedir(d);
+}

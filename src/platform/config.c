@@ -1,0 +1,74 @@
+/* config.c: the one place that calls getenv: the environment read once into tsr_config. */
+#include "platform/config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The snapshot: filled by load() under pthread_once, read-only afterwards. Its strings
+ * are copies owned by it (the environment may change under a running program). */
+static tsr_config snapshot;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* A copy of the variable's value, NULL when unset (or when the copy fails: as if unset). */
+static const char *text(const char *name) {
+    const char *v = getenv(name);
+    if (!v) return NULL;
+    size_t n = strlen(v) + 1;
+    char *copy = malloc(n);
+    if (copy) memcpy(copy, v, n);
+    return copy;
+}
+
+#ifdef TS_TEST_KNOBS
+static long long positive(const char *name) {
+    const char *v = getenv(name);
+    long long n = v ? atoll(v) : 0;
+    return n > 0 ? n : 0;
+}
+#endif
+
+static void load(void) {
+    tsr_config c;
+    memset(&c, 0, sizeof c);
+    c.isa = text("TREESCORE_ISA");
+    c.l1d = text("TREESCORE_L1D");
+    c.l2 = text("TREESCORE_L2");
+    c.l3 = text("TREESCORE_L3");
+    c.cache_dir = text("TREESCORE_CACHE_DIR");
+    c.xdg_cache_home = text("XDG_CACHE_HOME");
+    c.home = text("HOME");
+    c.tmp_dir = text("TMPDIR");
+    c.cc = text("TREESCORE_CC");
+    c.path = text("PATH");
+    const char *plan = getenv("TREESCORE_PLAN");
+    c.plan_rule = plan && strcmp(plan, "rule") == 0;
+    c.wisdom = text("TREESCORE_WISDOM");
+    const char *ms = getenv("TREESCORE_PLAN_MS");
+    c.plan_ms = ms && atof(ms) > 0 ? atof(ms) : 0;
+    c.ifelse_opt = text("TREESCORE_IFELSE_OPT");
+#ifdef TS_TEST_KNOBS
+    c.chunk_rows = (size_t)positive("TREESCORE_CHUNK_ROWS");
+    c.ifelse_file_nodes = (uint64_t)positive("TREESCORE_IFELSE_FILE_NODES");
+#endif
+    snapshot = c;
+}
+
+const tsr_config *tsr_config_get(void) {
+    pthread_once(&once, load);
+    return &snapshot;
+}
+
+#ifdef TS_TEST_KNOBS
+static void release(tsr_config *c) {
+    const char *owned[] = {c->isa,  c->l1d,     c->l2,   c->l3,     c->cache_dir, c->xdg_cache_home,
+                           c->home, c->tmp_dir, c->cc,   c->path,   c->wisdom,    c->ifelse_opt};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) free((void *)owned[i]);
+}
+
+void tsr_config_reload(void) {
+    pthread_once(&once, load);
+    release(&snapshot);
+    load();
+}
+#endif

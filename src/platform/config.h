@@ -1,0 +1,63 @@
+/* config.h: the configuration snapshot: every environment variable the library reads, read once into one struct. */
+#ifndef TS_PLATFORM_CONFIG_H
+#define TS_PLATFORM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The library's environment, read at the first tsr_config_get() call (once per process,
+ * thread-safe) and never again: this file is the only one that calls getenv. Each
+ * field keeps the variable's text (NULL when unset; an empty value stays "") where the
+ * module that uses it gives the text its meaning and its warnings; numbers are parsed
+ * here. README.md lists the TREESCORE_* variables for users.
+ */
+typedef struct tsr_config {
+    /* The CPU (platform/cpu.c, platform/cpu_caches.c). */
+    const char *isa;            /* TREESCORE_ISA: caps the instruction set (scalar, sse4.2,
+                                   avx2, avx512; auto or empty: no cap) */
+    const char *l1d, *l2, *l3;  /* TREESCORE_L1D, TREESCORE_L2, TREESCORE_L3: data-cache sizes
+                                   in bytes, optional K/M/G suffix, instead of detection */
+
+    /* Files and the compiler (platform/cachedir.c, platform/cc.c). */
+    const char *cache_dir;      /* TREESCORE_CACHE_DIR: the cache directory (ifelse objects,
+                                   wisdom); else $XDG_CACHE_HOME/treescore, else
+                                   $HOME/.cache/treescore */
+    const char *xdg_cache_home; /* XDG_CACHE_HOME (used only when absolute) */
+    const char *home;           /* HOME */
+    const char *tmp_dir;        /* TMPDIR: temporary build directories; empty or unset: /tmp */
+    const char *cc;             /* TREESCORE_CC: the C compiler of ifelse, a path or a name
+                                   looked up in PATH; empty or unset: cc */
+    const char *path;           /* PATH: where compiler names are looked up */
+
+    /* The planner (scorer/planner.c). */
+    int plan_rule;              /* TREESCORE_PLAN=rule: TS_PLAN_DEFAULT means TS_PLAN_RULE
+                                   (any other value: TS_PLAN_MEASURE) */
+    const char *wisdom;         /* TREESCORE_WISDOM: the wisdom file; "off" or empty: none;
+                                   unset: "wisdom" in the cache directory */
+    double plan_ms;             /* TREESCORE_PLAN_MS: the timing budget in ms when > 0; 0:
+                                   unset or not a positive number (the default budget) */
+
+    /* The ifelse engine (engines/ifelse.c). */
+    const char *ifelse_opt;     /* TREESCORE_IFELSE_OPT: the compiler's -O level (0, 1, 2, 3,
+                                   s or g; anything else: the default) */
+
+    /* Test knobs: read only in builds with TS_TEST_KNOBS (CMake: on with TS_TESTS), else
+     * always 0 whatever the environment says. */
+    size_t chunk_rows;          /* TREESCORE_CHUNK_ROWS: rows per chunk of a batch when > 0
+                                   (tests use tiny chunks so that small batches use the pool) */
+    uint64_t ifelse_file_nodes; /* TREESCORE_IFELSE_FILE_NODES: nodes per generated C file
+                                   when > 0 (tests split small models into several files) */
+} tsr_config;
+
+/* The snapshot, read on the first call; never NULL, never changes afterwards (except
+ * through tsr_config_reload in test builds). */
+const tsr_config *tsr_config_get(void);
+
+#ifdef TS_TEST_KNOBS
+/* Tests only: read the environment again after setenv/unsetenv. Not thread-safe: call it
+ * while no other thread uses the library; pointers from the old snapshot die. */
+void tsr_config_reload(void);
+#endif
+
+#endif /* TS_PLATFORM_CONFIG_H */

@@ -1,0 +1,726 @@
+/* planner.c: TS_ENGINE_AUTO: time the candidate engines on a sample batch (or recall the wisdom file, or apply a rule). */
+#include "scorer/planner.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "engines/engine.h"
+#include "model/hash.h"
+#include "platform/artifacts.h"
+#include "platform/clock.h"
+#include "platform/config.h"
+#include "platform/cpu.h"
+#include "platform/cpu_caches.h"
+#include "platform/notes.h"
+#include "platform/pool.h"
+#include "scorer/chunk.h"
+
+/* Rows per call the planner optimizes for when batch_hint is 0. */
+#define DEFAULT_BATCH 1000u
+/* Timing budget (all candidates, all rounds) and its bounds in rounds. The budget can be
+ * changed with TREESCORE_PLAN_MS (tests use a small one). */
+#define DEFAULT_BUDGET_MS 500.0
+/* A candidate this many times slower than the best on the probe is not timed further. */
+#define PRUNE_FACTOR 4.0
+#define MIN_ROUNDS 3
+#define MAX_ROUNDS 9
+#define MAX_SAMPLE_ROWS 4096u
+/* The sample has at least this many distinct rows, even for tiny batches, and one timing
+ * covers at least MIN_TIMED_ROWS rows: calls of a small batch are repeated over
+ * consecutive slices of the sample (the same row again and again would let the branch
+ * predictor learn it, and one call of one row is too short to time). */
+#define MIN_SAMPLE_ROWS 256u
+#define MIN_TIMED_ROWS 64u
+#define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
+
+/* ---- report text -------------------------------------------------------------------- */
+
+typedef struct text {
+    char buf[4096];
+    size_t len;
+} text;
+
+__attribute__((format(printf, 2, 3))) static void say(text *t, const char *fmt, ...) {
+    if (t->len >= sizeof t->buf - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->len, sizeof t->buf - t->len, fmt, ap);
+    va_end(ap);
+    if (n > 0) t->len += (size_t)n < sizeof t->buf - t->len ? (size_t)n : sizeof t->buf - 1 - t->len;
+}
+
+static char *text_dup(const text *t) {
+    char *s = malloc(t->len + 1);
+    if (s) memcpy(s, t->buf, t->len + 1);
+    return s;
+}
+
+/* ---- the rule of thumb ------------------------------------------------------------------ */
+
+static uint32_t max_leaves(const ts_model *m) {
+    uint32_t w = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        if (m->trees[t].n_leaves > w) w = m->trees[t].n_leaves;
+    return w;
+}
+
+/* Measured with treescore bench on LightGBM lambdarank models (docs/benchmarks.md):
+ * QuickScorer visits every false node (about 40% of all nodes) where a root-to-leaf walk
+ * visits the depth, so it wins on trees of up to 64 leaves (vqs 4-9x over naive) and
+ * loses on wider ones (qs/naive 0.93x at 127 leaves, 0.43x at 255), where the
+ * branch-free vpred walk is fastest. */
+ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, char *why, size_t why_size) {
+    uint32_t w = max_leaves(m);
+    ts_engine e;
+    if (w <= 64) {
+        e = isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
+        snprintf(why, why_size, "rule of thumb: trees of at most 64 leaves (largest %u)%s: QuickScorer, %s", w,
+                 isa > TS_ISA_SCALAR ? " and SIMD" : ", no SIMD", ts_engine_name(e));
+    } else {
+        e = TS_ENGINE_VPRED;
+        snprintf(why, why_size,
+                 "rule of thumb: trees of more than 64 leaves (largest %u): QuickScorer visits too many false "
+                 "nodes, a branch-free root-to-leaf walk wins: vpred",
+                 w);
+    }
+    return e;
+}
+
+/* ---- plan mode, candidates, wisdom key ------------------------------------------------- */
+
+/* The engines the planner times, in registry order: those whose plan_candidate says so
+ * for this model and config (an engine with a build step only when it is built: the
+ * planner never starts a compile). */
+static int candidate_ids(const ts_model *m, const tse_config *cfg, ts_engine *ids) {
+    int n = 0;
+    for (size_t i = 0; i < tse_engine_count() && n < MAX_CANDIDATES; i++) {
+        const tse_engine *e = tse_engine_at(i);
+        if (e->plan_candidate && e->plan_candidate(m, cfg)) ids[n++] = e->id;
+    }
+    return n;
+}
+_Static_assert(TS_ENGINE_COUNT <= 32, "the wisdom key's candidate set is a 32-bit mask");
+
+static ts_plan plan_mode(const ts_scorer_options *o) {
+    if (o->plan != TS_PLAN_DEFAULT) return o->plan;
+    return tsr_config_get()->plan_rule ? TS_PLAN_RULE : TS_PLAN_MEASURE;
+}
+
+typedef struct wisdom_key {
+    char model[33];
+    char cpu[33];
+    unsigned batch, threads;
+    ts_isa isa;
+    uint32_t tau, delta, lanes;
+    const char *rows;       /* "data" (caller's sample) or "synthetic" */
+    ts_engine ids[MAX_CANDIDATES]; /* the candidate engines (candidate_ids), n_ids of them */
+    int n_ids;
+    unsigned cands;         /* the same set, bit (1 << ts_engine) each: an answer found
+                               before ifelse was compiled is not reused after */
+} wisdom_key;
+
+static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, wisdom_key *k) {
+    tsm_hash h = tsm_model_hash(m);
+    tsm_hash_hex(&h, k->model);
+    char brand[TSR_CPU_BRAND_SIZE];
+    tsr_cpu_brand(brand);
+    const tsr_caches *c = tsr_cache_sizes();
+    uint64_t words[4] = {tsr_cpu_features(), c->l1d, c->l2, c->l3};
+    tsm_hash ch = tsm_hash_init();
+    tsm_hash_bytes(&ch, brand, strlen(brand));
+    tsm_hash_bytes(&ch, words, sizeof words);
+    tsm_hash_hex(&ch, k->cpu);
+    k->batch = batch;
+    k->threads = threads;
+    k->isa = cfg->isa;
+    k->tau = cfg->tau;
+    k->delta = cfg->delta;
+    k->lanes = cfg->lanes;
+    k->rows = "synthetic";
+    k->n_ids = candidate_ids(m, cfg, k->ids);
+    k->cands = 0;
+    for (int i = 0; i < k->n_ids; i++) k->cands |= 1u << k->ids[i];
+}
+
+/* The wisdom file: TREESCORE_WISDOM (a path; "off" or empty: none), else "wisdom" in
+ * the cache directory. Its directory is opened and checked (artifacts.h); the file is
+ * only read or written through that descriptor, never through a symbolic link. */
+typedef struct wisdom_file {
+    tsr_cache dir;
+    char name[256];
+} wisdom_file;
+
+/* 0 when the wisdom file may be used; -1 when it is off or has no place (or its
+ * directory is not trusted: then a warning says so once). Close with tsr_cache_close. */
+static int wisdom_open(wisdom_file *w, int create) {
+    const char *env = tsr_config_get()->wisdom;
+    w->dir.fd = -1;
+    if (env && (strcmp(env, "off") == 0 || !*env)) return -1;
+    if (env) {
+        const char *slash = strrchr(env, '/');
+        char dir[4096];
+        int n = slash ? snprintf(dir, sizeof dir, "%.*s", (int)(slash - env), env) : snprintf(dir, sizeof dir, ".");
+        if (slash == env) snprintf(dir, sizeof dir, "/");
+        const char *base = slash ? slash + 1 : env;
+        if (n < 0 || (size_t)n >= sizeof dir || !*base || strlen(base) >= sizeof w->name) return -1;
+        snprintf(w->name, sizeof w->name, "%s", base);
+        if (tsr_dir_open(&w->dir, dir) != 0) return -1;
+    } else {
+        snprintf(w->name, sizeof w->name, "wisdom");
+        if (tsr_cache_open(&w->dir, create) != 0) return -1;
+    }
+    if (w->dir.trusted) return 0;
+    tsr_cache_warn_untrusted(&w->dir, "the planner's wisdom is neither read nor written there");
+    tsr_cache_close(&w->dir);
+    return -1;
+}
+
+/* One line per answer:
+ *   treescore-wisdom-3 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ROWS CANDS ENGINE US_PER_DOC
+ * (ROWS: "data" when the caller gave sample rows, "synthetic" otherwise; CANDS: the
+ * candidates' bit set in hex)
+ * The last line matching the key wins; lines that do not parse (older formats too), and
+ * lines whose ENGINE is not in their CANDS set, are ignored (a line naming ifelse when
+ * ifelse was no candidate would start a compile inside ts_scorer_create). */
+#define WISDOM_FMT "treescore-wisdom-3 %32s %32s %u %u %15s %u %u %u %15s %x %31s %lf"
+/* Larger files are not read; past WISDOM_COMPACT_BYTES an append compacts the file
+ * (one line per key, the newest). */
+#define WISDOM_MAX_BYTES (16u << 20)
+#define WISDOM_COMPACT_BYTES (64u << 10)
+
+typedef struct wisdom_line {
+    char model[33], cpu[33], isa[16], rows[16], name[32];
+    unsigned batch, threads, tau, delta, lanes, cands;
+    double us;
+    ts_engine engine;
+} wisdom_line;
+
+/* Parse one line (up to its '\n'); 1 when it is a valid answer. */
+static int wisdom_parse(const char *line, wisdom_line *w) {
+    if (sscanf(line, WISDOM_FMT, w->model, w->cpu, &w->batch, &w->threads, w->isa, &w->tau, &w->delta, &w->lanes,
+               w->rows, &w->cands, w->name, &w->us) != 12)
+        return 0;
+    return ts_engine_from_name(w->name, &w->engine) == TS_OK && w->engine != TS_ENGINE_AUTO &&
+           (unsigned)w->engine < 32 && (w->cands >> w->engine & 1u);
+}
+
+static int wisdom_matches(const wisdom_line *w, const wisdom_key *k) {
+    return !strcmp(w->model, k->model) && !strcmp(w->cpu, k->cpu) && w->batch == k->batch &&
+           w->threads == k->threads && !strcmp(w->isa, ts_isa_name(k->isa)) && w->tau == k->tau &&
+           w->delta == k->delta && w->lanes == k->lanes && !strcmp(w->rows, k->rows) && w->cands == k->cands &&
+           (k->cands >> w->engine & 1u);
+}
+
+/* Calls fn on every line of text (NUL-terminated, lines end in '\n' or the end). */
+static void each_line(char *buf, void (*fn)(const char *line, size_t len, void *ctx), void *ctx) {
+    for (char *p = buf; *p;) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+        char save = p[len];
+        p[len] = '\0';
+        fn(p, len, ctx);
+        p[len] = save;
+        p += len;
+    }
+}
+
+typedef struct lookup_ctx {
+    const wisdom_key *k;
+    ts_engine engine;
+    double us;
+    int found;
+} lookup_ctx;
+
+static void lookup_line(const char *line, size_t len, void *p) {
+    lookup_ctx *c = p;
+    wisdom_line w;
+    (void)len;
+    if (wisdom_parse(line, &w) && wisdom_matches(&w, c->k)) {
+        c->engine = w.engine;
+        c->us = w.us;
+        c->found = 1;
+    }
+}
+
+static int wisdom_lookup(const wisdom_key *k, const wisdom_file *f, ts_engine *engine, double *us) {
+    char why[TSR_WHY_SIZE];
+    size_t len;
+    char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, &len, why, sizeof why);
+    if (!buf) return 0;
+    lookup_ctx c = {k, TS_ENGINE_AUTO, 0, 0};
+    each_line(buf, lookup_line, &c);
+    free(buf);
+    if (c.found) {
+        *engine = c.engine;
+        *us = c.us;
+    }
+    return c.found;
+}
+
+/* ---- compaction: the newest valid line per key ---------------------------------------- */
+
+typedef struct compact_ctx {
+    const char **lines;     /* valid lines, in file order */
+    size_t *lens;
+    size_t n, cap;
+} compact_ctx;
+
+static void collect_line(const char *line, size_t len, void *p) {
+    compact_ctx *c = p;
+    wisdom_line w;
+    if (!wisdom_parse(line, &w) || line[len - 1] != '\n') return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        const char **l = realloc(c->lines, cap * sizeof *l);
+        size_t *n = l ? realloc(c->lens, cap * sizeof *n) : NULL;
+        if (l) c->lines = l;
+        if (!n) return;
+        c->lens = n;
+        c->cap = cap;
+    }
+    c->lines[c->n] = line;
+    c->lens[c->n++] = len;
+}
+
+/* The length of a line's key: everything before its ENGINE field (the 12th). */
+static size_t key_len(const char *line) {
+    size_t fields = 0, i = 0;
+    for (; line[i] && line[i] != '\n' && fields < 11; i++) /* within the line (fields may be tab-separated) */
+        if (line[i] == ' ') fields++;
+    return i;
+}
+
+static const char **sort_lines;
+static int cmp_line_key(const void *a, const void *b) {
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    size_t li = key_len(sort_lines[i]), lj = key_len(sort_lines[j]);
+    int c = memcmp(sort_lines[i], sort_lines[j], li < lj ? li : lj);
+    if (!c) c = (li > lj) - (li < lj);
+    return c ? c : (i > j) - (i < j);
+}
+
+static int cmp_size(const void *a, const void *b) {
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    return (i > j) - (i < j);
+}
+
+size_t tsr_wisdom_compact_text(char *buf, char *out) {
+    /* lines point into buf, whose '\n's each_line restores after each call */
+    compact_ctx c = {NULL, NULL, 0, 0};
+    each_line(buf, collect_line, &c);
+    size_t *idx = malloc((c.n + 1) * sizeof *idx), kept = 0, used = (size_t)-1;
+    if (idx) {
+        for (size_t i = 0; i < c.n; i++) idx[i] = i;
+        sort_lines = c.lines;
+        qsort(idx, c.n, sizeof *idx, cmp_line_key);
+        for (size_t i = 0; i < c.n; i++) /* the last of each run of equal keys is the newest */
+            if (i + 1 == c.n || key_len(c.lines[idx[i]]) != key_len(c.lines[idx[i + 1]]) ||
+                memcmp(c.lines[idx[i]], c.lines[idx[i + 1]], key_len(c.lines[idx[i]])) != 0)
+                idx[kept++] = idx[i];
+        qsort(idx, kept, sizeof *idx, cmp_size);
+        used = 0;
+        for (size_t i = 0; i < kept; i++) {
+            memcpy(out + used, c.lines[idx[i]], c.lens[idx[i]]);
+            used += c.lens[idx[i]];
+        }
+    }
+    free(idx);
+    free(c.lines);
+    free(c.lens);
+    return used;
+}
+
+int tsr_wisdom_line_valid(const char *line) {
+    wisdom_line w;
+    return wisdom_parse(line, &w);
+}
+
+/* Rewrite the file with the newest valid line per key, in file order (atomically:
+ * tsr_replace_file). Planning processes appending meanwhile may lose their line: the
+ * file is an optimization. Not thread-safe (sort_lines): called under compact_lock. */
+static void wisdom_compact_locked(const wisdom_file *f) {
+    char why[TSR_WHY_SIZE];
+    size_t len;
+    char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, &len, why, sizeof why);
+    if (!buf) return;
+    char *out = malloc(len + 1);
+    size_t used = out ? tsr_wisdom_compact_text(buf, out) : (size_t)-1;
+    if (used != (size_t)-1) tsr_replace_file(f->dir.fd, f->name, out, used);
+    free(out);
+    free(buf);
+}
+
+static pthread_mutex_t compact_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void wisdom_compact(const wisdom_file *f) {
+    pthread_mutex_lock(&compact_lock);
+    wisdom_compact_locked(f);
+    pthread_mutex_unlock(&compact_lock);
+}
+
+/* Appends one line with one write() on an O_APPEND descriptor (opened without following
+ * links, created 0600, checked), so that processes planning at the same time never
+ * interleave parts of lines; past WISDOM_COMPACT_BYTES the file is compacted. Failure
+ * is silent: the wisdom file is an optimization. */
+static int wisdom_store(const wisdom_key *k, const wisdom_file *f, ts_engine e, double us) {
+    char line[512], why[TSR_WHY_SIZE];
+    int n = snprintf(line, sizeof line, "treescore-wisdom-3 %s %s %u %u %s %u %u %u %s %x %s %.6g\n", k->model,
+                     k->cpu, k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows, k->cands,
+                     ts_engine_name(e), us);
+    if (n <= 0 || (size_t)n >= sizeof line) return -1;
+    int fd = tsr_open_append(f->dir.fd, f->name, why, sizeof why);
+    if (fd < 0) return -1;
+    ssize_t w = write(fd, line, (size_t)n);
+    struct stat st;
+    int big = fstat(fd, &st) == 0 && (uint64_t)st.st_size > WISDOM_COMPACT_BYTES;
+    close(fd);
+    if (big) wisdom_compact(f);
+    return w == n ? 0 : -1;
+}
+
+/* ---- the sample batch ------------------------------------------------------------------- */
+
+static uint64_t next_random(uint64_t *s) {
+    *s += 0x9E3779B97F4A7C15ull;
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Rows whose values are thresholds of the model (on them, one float above or below), so
+ * that every split goes either way and the walks are as long as real ones; 2% NaN. A
+ * feature no split reads is 0. The thresholds come from random nodes that split on the
+ * feature (nodes per feature kept in a CSR list). */
+static float *sample_rows(const ts_model *m, size_t n_rows) {
+    size_t width = m->n_features ? m->n_features : 1;
+    uint32_t *start = calloc(width + 1, sizeof *start);
+    uint64_t n_nodes = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) n_nodes += m->trees[t].n_nodes;
+    uint32_t cap = n_nodes > (1u << 20) ? (1u << 20) : (uint32_t)n_nodes; /* enough variety */
+    float *thr = malloc(((size_t)cap + 1) * sizeof *thr), *x = malloc(n_rows * width * sizeof *x);
+    uint32_t *fill = calloc(width + 1, sizeof *fill);
+    if (!start || !thr || !x || !fill) goto fail;
+    uint32_t k = 0;
+    for (uint32_t t = 0; t < m->n_trees && k < cap; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes && k < cap; i++, k++) start[m->trees[t].nodes[i].feature + 1]++;
+    for (size_t f = 0; f < width; f++) start[f + 1] += start[f];
+    k = 0;
+    for (uint32_t t = 0; t < m->n_trees && k < cap; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes && k < cap; i++, k++) {
+            const tsm_node *nd = &m->trees[t].nodes[i];
+            thr[start[nd->feature] + fill[nd->feature]++] = nd->threshold;
+        }
+    uint64_t seed = 12345;
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t f = 0; f < width; f++) {
+            uint32_t cnt = start[f + 1] - start[f];
+            uint64_t z = next_random(&seed);
+            float v = 0.0f;
+            if (cnt) {
+                v = thr[start[f] + (uint32_t)((z >> 8) % cnt)];
+                if ((z & 3) == 1) v = nextafterf(v, INFINITY);
+                else if ((z & 3) == 2) v = nextafterf(v, -INFINITY);
+                if (((z >> 2) & 63) == 0) v = NAN;
+            }
+            x[r * width + f] = v;
+        }
+    free(start);
+    free(thr);
+    free(fill);
+    return x;
+fail:
+    free(start);
+    free(thr);
+    free(x);
+    free(fill);
+    return NULL;
+}
+
+/* The caller's rows, copied contiguously (width columns) and repeated cyclically up to
+ * n_rows. */
+static float *caller_rows(const ts_scorer_options *o, size_t width, size_t n_rows) {
+    float *x = malloc(n_rows * width * sizeof *x);
+    if (!x) return NULL;
+    for (size_t r = 0; r < n_rows; r++)
+        memcpy(x + r * width, o->sample + (r % o->sample_rows) * o->sample_stride, width * sizeof *x);
+    return x;
+}
+
+/* ---- timing ------------------------------------------------------------------------------- */
+
+typedef struct candidate {
+    const tse_engine *engine;
+    void *state;
+    tse_layout layout;
+    double prepare_ms;
+    double times[MAX_ROUNDS];   /* seconds per call */
+    int n_times;
+    double median_us;           /* per document */
+    char skipped[160];          /* why it was not timed; empty when it was */
+} candidate;
+
+/* Seconds per call of n rows on `threads` threads (split as the scorer splits a batch):
+ * one call, or several over consecutive slices of the sample's `avail` rows when n is
+ * below MIN_TIMED_ROWS. -1 when scratch memory runs out. */
+static double time_call(candidate *c, const float *x, size_t n, size_t avail, size_t width, double *out,
+                        unsigned threads) {
+    size_t reps = n >= MIN_TIMED_ROWS ? 1 : (MIN_TIMED_ROWS + n - 1) / n, slots = avail - n + 1;
+    size_t grain = tsr_grain(threads, n, c->layout.rows_per_chunk);
+    double t0 = tsr_now();
+    for (size_t k = 0; k < reps; k++) {
+        tsr_score_job j = {c->engine, c->state, c->layout.scratch_bytes, x + (k * n % slots) * width, width, out};
+        if (tsr_parallel_for(threads, n, grain, tsr_score_chunk, &j) != TS_OK) return -1;
+    }
+    return (tsr_now() - t0) / (double)reps;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double budget_s(void) {
+    double ms = tsr_config_get()->plan_ms > 0 ? tsr_config_get()->plan_ms : DEFAULT_BUDGET_MS;
+    return ms / 1000.0;
+}
+
+/* Prepares the candidate engines; a failure only marks the candidate as skipped. */
+static int prepare_candidates(const ts_model *m, const tse_config *cfg, const ts_engine *ids, int n,
+                              candidate *c) {
+    if (n > MAX_CANDIDATES) n = MAX_CANDIDATES; /* never (candidate_ids stops there); tells the compiler */
+    for (int i = 0; i < n; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        c[i].engine = tse_engine_get(ids[i]);
+        ts_error e = {0};
+        double t0 = tsr_now();
+        if (!c[i].engine || c[i].engine->prepare(m, cfg, &c[i].state, &c[i].layout, &e) != TS_OK) {
+            snprintf(c[i].skipped, sizeof c[i].skipped, "%.150s", c[i].engine ? e.message : "not built in");
+            c[i].state = NULL;
+        }
+        c[i].prepare_ms = 1e3 * (tsr_now() - t0);
+    }
+    return n;
+}
+
+/* Rows in the sample: the batch, but no more than what lets MIN_ROUNDS rounds of every
+ * remaining candidate fit in the budget. Each candidate is first timed on a few rows (the
+ * probe); one PRUNE_FACTOR times slower than the best probe is dropped, so that hopeless
+ * candidates do not eat the budget of the contenders. */
+static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail, size_t width, double *out,
+                          unsigned batch, unsigned threads, double budget) {
+    size_t probe = rows_avail < 16 ? rows_avail : 16;
+    double probe_s[MAX_CANDIDATES], best = 0, per_doc = 0;
+    for (int i = 0; i < n; i++) {
+        probe_s[i] = -1;
+        if (c[i].skipped[0]) continue;
+        time_call(&c[i], x, probe, rows_avail, width, out, threads); /* warm-up: caches, page faults */
+        probe_s[i] = time_call(&c[i], x, probe, rows_avail, width, out, threads);
+        if (probe_s[i] < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
+        if (probe_s[i] >= 0 && (best == 0 || probe_s[i] < best)) best = probe_s[i];
+    }
+    for (int i = 0; i < n; i++) {
+        if (probe_s[i] < 0) continue;
+        if (best > 0 && probe_s[i] > PRUNE_FACTOR * best) {
+            snprintf(c[i].skipped, sizeof c[i].skipped, "%.1fx slower than the fastest on a %zu-row probe",
+                     probe_s[i] / best, probe);
+            continue;
+        }
+        per_doc += probe_s[i] / (double)probe;
+    }
+    double fit = per_doc > 0 ? budget / (MIN_ROUNDS * per_doc) : (double)MAX_SAMPLE_ROWS;
+    size_t rows = batch < rows_avail ? batch : rows_avail;
+    if (fit < (double)rows) rows = fit < 16 ? 16 : (size_t)fit;
+    return rows < rows_avail ? rows : rows_avail;
+}
+
+static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
+                        unsigned threads, double budget) {
+    double t0 = tsr_now();
+    for (int r = 0; r < MAX_ROUNDS; r++) {
+        if (r >= MIN_ROUNDS && tsr_now() - t0 > budget) break;
+        for (int i = 0; i < n; i++)
+            if (!c[i].skipped[0]) {
+                double t = time_call(&c[i], x, rows, avail, width, out, threads);
+                if (t < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
+                else c[i].times[c[i].n_times++] = t;
+            }
+    }
+    for (int i = 0; i < n; i++)
+        if (!c[i].skipped[0]) c[i].median_us = 1e6 * median(c[i].times, c[i].n_times) / (double)rows;
+}
+
+static int fastest(const candidate *c, int n) {
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (!c[i].skipped[0] && (best < 0 || c[i].median_us < c[best].median_us)) best = i;
+    return best;
+}
+
+static void report_table(text *t, const candidate *c, int n, int best) {
+    say(t, "  %-12s %12s %12s\n", "candidate", "us/doc", "prepare ms");
+    for (int i = 0; i < n; i++) {
+        if (c[i].skipped[0])
+            say(t, "  %-12s skipped: %s\n", c[i].engine ? c[i].engine->name : "?", c[i].skipped);
+        else
+            say(t, "  %-12s %12.4f %12.1f%s\n", c[i].engine->name, c[i].median_us, c[i].prepare_ms,
+                i == best ? "   <- fastest" : "");
+    }
+    int has_ifelse = 0;
+    for (int i = 0; i < n; i++) has_ifelse |= c[i].engine && c[i].engine->id == TS_ENGINE_IFELSE;
+    if (!has_ifelse)
+        say(t, "  %-12s skipped: not compiled yet, and the planner never starts a compile (that can take minutes; "
+               "run once with --engine ifelse to compile and cache it)\n", "ifelse");
+}
+
+/* ---- the plan ------------------------------------------------------------------------------- */
+
+static ts_status prepare_one(const ts_model *m, const tse_config *cfg, ts_engine id, tsr_plan *out,
+                             ts_error *err) {
+    out->engine = tse_engine_get(id);
+    if (!out->engine) return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s is not built in", ts_engine_name(id));
+    return out->engine->prepare(m, cfg, &out->state, &out->layout, err);
+}
+
+static ts_status finish(tsr_plan *out, const text *t, ts_error *err) {
+    out->report = text_dup(t);
+    if (out->report) return TS_OK;
+    out->engine->free(out->state);
+    return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
+}
+
+static ts_status plan_by_rule(const ts_model *m, const tse_config *cfg, tsr_plan *out, text *t, ts_error *err) {
+    char why[256];
+    ts_engine e = tsr_plan_rule(m, cfg->isa, why, sizeof why);
+    say(t, "%s\n", why);
+    TS_TRY(prepare_one(m, cfg, e, out, err));
+    return finish(out, t, err);
+}
+
+static ts_status plan_by_timing(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                                const wisdom_key *key, tsr_plan *out, text *t, ts_error *err) {
+    candidate c[MAX_CANDIDATES];
+    int n = prepare_candidates(m, cfg, key->ids, key->n_ids, c);
+    size_t width = m->n_features ? m->n_features : 1;
+    size_t avail = key->batch < MAX_SAMPLE_ROWS ? key->batch : MAX_SAMPLE_ROWS;
+    if (avail < MIN_SAMPLE_ROWS) avail = MIN_SAMPLE_ROWS;
+    int data = opts->sample && m->n_features; /* a model reading no column needs no rows */
+    float *x = data ? caller_rows(opts, width, avail) : sample_rows(m, avail);
+    double *scores = malloc(avail * sizeof *scores);
+    int best = -1;
+    if (x && scores) {
+        double budget = budget_s();
+        size_t rows = sample_size(c, n, x, avail, width, scores, key->batch, key->threads, budget);
+        time_rounds(c, n, x, rows, avail, width, scores, key->threads, budget);
+        best = fastest(c, n);
+        say(t, "measured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s\n", rows,
+            data ? "of the caller's" : "synthetic", key->batch, best >= 0 ? c[best].n_times : 0, key->threads,
+            key->threads == 1 ? "" : "s", ts_isa_name(cfg->isa));
+        report_table(t, c, n, best);
+    }
+    free(x);
+    free(scores);
+    for (int i = 0; i < n; i++)
+        if (i != best && c[i].state) c[i].engine->free(c[i].state);
+    if (best < 0) return ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
+    *out = (tsr_plan){c[best].engine, c[best].state, c[best].layout, NULL};
+    wisdom_file wf;
+    if (wisdom_open(&wf, 1) == 0 && wisdom_store(key, &wf, c[best].engine->id, c[best].median_us) == 0)
+        say(t, "choice: %s (remembered in %s/%s)\n", c[best].engine->name, wf.dir.path, wf.name);
+    else
+        say(t, "choice: %s (not remembered: no writable, trusted wisdom file)\n", c[best].engine->name);
+    tsr_cache_close(&wf.dir);
+    return finish(out, t, err);
+}
+
+static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg, unsigned n_threads,
+                      tsr_plan *out, ts_error *err) {
+    text t = {.len = 0};
+    t.buf[0] = '\0';
+    memset(out, 0, sizeof *out);
+    if (plan_mode(opts) == TS_PLAN_RULE) return plan_by_rule(m, cfg, out, &t, err);
+    if (opts->sample && (opts->sample_rows == 0 || opts->sample_stride < m->n_features))
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
+                       "planner sample: %zu rows of stride %zu, but the model reads %u columns (need rows >= 1 and "
+                       "stride >= columns)", opts->sample_rows, opts->sample_stride, m->n_features);
+    wisdom_key key;
+    make_key(m, cfg, opts->batch_hint ? opts->batch_hint : DEFAULT_BATCH, n_threads, &key);
+    if (opts->sample) key.rows = "data";
+    ts_engine e;
+    double us;
+    wisdom_file wf;
+    int known = wisdom_open(&wf, 0) == 0 && wisdom_lookup(&key, &wf, &e, &us);
+    if (known) {
+        say(&t, "wisdom: %s/%s measured %s fastest (%.4f us/doc) for this model, batch %u, %u threads, isa %s, "
+                "this CPU\nchoice: %s\n", wf.dir.path, wf.name, ts_engine_name(e), us, key.batch, n_threads,
+            ts_isa_name(cfg->isa), ts_engine_name(e));
+    }
+    tsr_cache_close(&wf.dir);
+    if (known) {
+        ts_error ignored;
+        if (prepare_one(m, cfg, e, out, &ignored) == TS_OK) return finish(out, &t, err);
+        t.len = 0; /* the remembered engine fails now (say, a rebuilt library without it): measure */
+        t.buf[0] = '\0';
+    }
+    return plan_by_timing(m, opts, cfg, &key, out, &t, err);
+}
+
+/* The notes said while planning (engines preparing, warnings), appended to the report. */
+static ts_status append_notes(tsr_plan *out, char *notes, ts_error *err) {
+    char warnings[2048];
+    size_t nw = tsr_notes_warnings(warnings, sizeof warnings);
+    if (!notes && !nw) return TS_OK;
+    size_t len = strlen(out->report), extra = (notes ? strlen(notes) : 0) + nw + 32;
+    char *r = realloc(out->report, len + extra);
+    if (!r) {
+        free(notes);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
+    }
+    out->report = r;
+    snprintf(r + len, extra, "notes:\n%s", notes ? notes : "");
+    /* warnings said before this plan (the environment, once per process) */
+    for (char *w = warnings; *w;) {
+        char *nl = strchr(w, '\n');
+        size_t wl = nl ? (size_t)(nl - w) + 1 : strlen(w);
+        char save = w[wl];
+        w[wl] = '\0';
+        if (!notes || !strstr(notes, w)) strcat(r, w);
+        w[wl] = save;
+        w += wl;
+    }
+    free(notes);
+    return TS_OK;
+}
+
+ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                          unsigned n_threads, tsr_plan *out, ts_error *err) {
+    tse_config never_build = *cfg;
+    never_build.no_build = 1; /* creating a scorer with auto never starts a compile */
+    tsr_notes_begin();
+    ts_status st = plan(m, opts, &never_build, n_threads, out, err);
+    char *notes = tsr_notes_end();
+    if (st != TS_OK) {
+        free(notes);
+        return st;
+    }
+    st = append_notes(out, notes, err);
+    if (st != TS_OK) {
+        out->engine->free(out->state);
+        free(out->report);
+        memset(out, 0, sizeof *out);
+    }
+    return st;
+}

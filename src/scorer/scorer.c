@@ -1,0 +1,566 @@
+/* scorer.c: ts_scorer, a model prepared for one engine; argument checks and engine choice. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "engines/engine.h"
+#include "platform/config.h"
+#include "platform/notes.h"
+#include "platform/pool.h"
+#include "platform/scratch.h"
+#include "scorer/chunk.h"
+#include "scorer/f64.h"
+#include "scorer/planner.h"
+
+/* One output's prepared engine: a model with K outputs has K of them. */
+typedef struct tsr_part {
+    const tse_engine *engine;
+    void *state;                 /* the engine's read-only layout */
+    tse_layout layout;           /* what the engine chose: ISA, blocks, scratch, chunk size */
+    tsr_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
+} tsr_part;
+
+/* Immutable after ts_scorer_create: ts_scorer_score only reads it, which is what makes
+ * concurrent scoring on one scorer safe without locks.
+ *
+ * Two ways through: a plain model (one output, no categorical split) is scored by
+ * parts[0] straight from the caller's rows. Otherwise ("expand"), part k scores the
+ * view of output k (tsm_model_view): rows are copied into per-thread scratch rows of
+ * `width` columns whose derived columns hold each category set's decision (0.0 left,
+ * 1.0 right), each part scores them, and its scores are interleaved into out[r*K + k]. */
+struct ts_scorer {
+    tsr_part *parts;             /* n_outputs; parts[lead] is the one reported */
+    uint32_t n_outputs;          /* K >= 1 */
+    uint32_t lead;               /* the part the planner chose for (the largest) */
+    int expand;                  /* K > 1 or categorical splits: the general path */
+    uint32_t n_features;         /* columns a row must have */
+    uint32_t width;              /* columns the engines read: n_features + categorical sets */
+    ts_model *cats;              /* expand with category sets: a model holding only them */
+    struct cat_col *cols;        /* cats->n_catsets: the derived columns, in column order */
+    int compares_double;         /* as the model's: double rows keep their doubles */
+    size_t engine_scratch;       /* largest parts[k].layout.scratch_bytes, rounded up to 64 */
+    size_t block_rows;           /* expand: rows per engine call */
+    unsigned n_threads;          /* threads per batch, >= 1 */
+    size_t rows_per_chunk;       /* the smallest batch worth a thread */
+    char *plan_report;           /* the planner's report (AUTO), else NULL */
+};
+
+/* More threads than this per batch are never useful and bound the pool's chunking. */
+#define MAX_THREADS 1024u
+/* Expanded rows per engine call at most, and floats of expanded rows per call at most. */
+#define EXPAND_MAX_ROWS 1024u
+#define EXPAND_MAX_FLOATS (1u << 18)
+
+void ts_scorer_options_init(ts_scorer_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->engine = TS_ENGINE_AUTO;
+    o->n_threads = 0;
+    o->max_isa = TS_ISA_AUTO;
+}
+
+static ts_status check_options(const ts_scorer_options *o, ts_error *err) {
+    /* First: no other field may be read from a struct of another size. */
+    if (o->size != sizeof *o)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
+                       "ts_scorer_options.size is %zu, this library's options are %zu bytes: call "
+                       "ts_scorer_options_init before setting fields (and build against this treescore.h)",
+                       o->size, sizeof *o);
+    if ((unsigned)o->engine >= TS_ENGINE_COUNT)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown engine %d", (int)o->engine);
+    if ((unsigned)o->plan > TS_PLAN_RULE)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown plan %d", (int)o->plan);
+    if ((unsigned)o->max_isa >= TS_ISA_COUNT)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown instruction set %d", (int)o->max_isa);
+    for (size_t i = 0; i < sizeof o->reserved / sizeof o->reserved[0]; i++)
+        if (o->reserved[i])
+            return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
+                           "ts_scorer_options.reserved must be zero (call ts_scorer_options_init)");
+    return TS_OK;
+}
+
+/* One derived column: a category set flattened for the per-row loop. cat_right is
+ * tsm_catset_goes_left (the reference, in forest.c) negated, inline: the unit tests check
+ * both against the libraries' rules. */
+typedef struct cat_col {
+    const uint32_t *words;
+    uint32_t n_words;
+    uint32_t feature;
+    uint32_t lightgbm;           /* rule TSM_CAT_LIGHTGBM, else TSM_CAT_XGBOOST */
+    uint32_t nan_left;           /* XGBoost: NaN goes left */
+} cat_col;
+
+static inline int cat_in(const cat_col *c, uint32_t cat) {
+    return cat / 32 < c->n_words && ((c->words[cat / 32] >> (cat % 32)) & 1u);
+}
+
+/* 1 when value v goes right at the set's nodes, 0 when left (see forest.h). */
+static inline int cat_right(const cat_col *c, double v) {
+    if (c->lightgbm) return !(v > -1.0) || v >= 2147483648.0 || !cat_in(c, (uint32_t)v);
+    if (v != v) return !c->nan_left;
+    if (v < 0.0 || v >= 16777216.0) return 0;
+    return cat_in(c, (uint32_t)v);
+}
+
+/* Write the derived columns of one expanded float row (its first n_features are set). */
+static inline void derive_f32(const ts_scorer *s, float *row) {
+    uint32_t n = s->width - s->n_features;
+    for (uint32_t j = 0; j < n; j++) row[s->n_features + j] = (float)cat_right(&s->cols[j], (double)row[s->cols[j].feature]);
+}
+
+/* The same for a double row: LightGBM decides categories on the double value. */
+static inline void derive_f64(const ts_scorer *s, double *row) {
+    uint32_t n = s->width - s->n_features;
+    for (uint32_t j = 0; j < n; j++) row[s->n_features + j] = (double)cat_right(&s->cols[j], row[s->cols[j].feature]);
+}
+
+/* A copy of the model's category sets (in a model of no trees), for derive_*. */
+static ts_status copy_catsets(ts_scorer *s, const ts_model *m, ts_error *err) {
+    if (m->n_catsets == 0) return TS_OK;
+    s->cats = tsm_model_new(m->format);
+    if (!s->cats) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    s->cats->catsets = malloc((size_t)m->n_catsets * sizeof *m->catsets);
+    s->cats->cat_words = malloc((m->n_cat_words + 1) * sizeof *m->cat_words);
+    if (!s->cats->catsets || !s->cats->cat_words) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    memcpy(s->cats->catsets, m->catsets, (size_t)m->n_catsets * sizeof *m->catsets);
+    if (m->n_cat_words) memcpy(s->cats->cat_words, m->cat_words, m->n_cat_words * sizeof *m->cat_words);
+    s->cats->n_catsets = s->cats->catsets_capacity = m->n_catsets;
+    s->cats->n_cat_words = s->cats->cat_words_capacity = m->n_cat_words;
+    s->cols = malloc((size_t)m->n_catsets * sizeof *s->cols);
+    if (!s->cols) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    for (uint32_t j = 0; j < m->n_catsets; j++) {
+        const tsm_catset *c = &s->cats->catsets[j];
+        s->cols[j] = (cat_col){s->cats->cat_words + c->word0, c->n_words, c->feature, c->rule == TSM_CAT_LIGHTGBM,
+                               (c->flags & TSM_MISSING_LEFT) != 0};
+    }
+    return TS_OK;
+}
+
+/* Prepare one part for model (a plain model or a view): the planner for AUTO, else
+ * the requested engine; then its double-input tables. */
+static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, ts_engine engine, unsigned n_threads,
+                              tsr_part *p, char **report, ts_error *err) {
+    tse_config cfg = {.isa = tsr_isa_resolve(opts->max_isa), .tau = opts->tau, .delta = opts->delta, .lanes = opts->lanes};
+    ts_status st;
+    if (engine == TS_ENGINE_AUTO) {
+        tsr_plan plan;
+        st = tsr_plan_engine(m, opts, &cfg, n_threads, &plan, err);
+        p->engine = plan.engine;
+        p->state = plan.state;
+        p->layout = plan.layout;
+        if (report) *report = plan.report;
+        else free(plan.report);
+    } else {
+        p->engine = tse_engine_get(engine);
+        tsr_notes_begin(); /* what preparing says (cache hits, warnings) goes into the report */
+        st = p->engine ? p->engine->prepare(m, &cfg, &p->state, &p->layout, err)
+                       : ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %d is not built into this treescore",
+                                 (int)engine);
+        char *notes = tsr_notes_end();
+        if (report && notes) {
+            size_t n = strlen(notes) + 32;
+            if ((*report = malloc(n)) != NULL) snprintf(*report, n, "engine requested\nnotes:\n%s", notes);
+        }
+        free(notes);
+    }
+    if (st != TS_OK) {
+        p->engine = NULL;
+        return st;
+    }
+    return tsr_f64_prepare(m, &p->f64, err);
+}
+
+static void free_parts(ts_scorer *s) {
+    for (uint32_t k = 0; s->parts && k < s->n_outputs; k++) {
+        if (s->parts[k].engine) s->parts[k].engine->free(s->parts[k].state);
+        tsr_f64_free(s->parts[k].f64);
+    }
+    free(s->parts);
+}
+
+/* At most this many sample rows are expanded for the planner (it reuses rows cyclically). */
+#define SAMPLE_MAX_ROWS 16384u
+
+/* The planner's sample rows expanded with the derived columns (NULL, TS_OK: none to
+ * expand, or no planner); the caller frees it. */
+static ts_status expand_sample(const ts_scorer *s, const ts_scorer_options *opts, size_t *rows, float **out,
+                               ts_error *err) {
+    *out = NULL;
+    if (opts->engine != TS_ENGINE_AUTO || !opts->sample || !s->cats || opts->sample_rows == 0) return TS_OK;
+    if (opts->sample_stride < s->n_features)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "sample stride %zu is smaller than the model's %u columns",
+                       opts->sample_stride, s->n_features);
+    *rows = opts->sample_rows < SAMPLE_MAX_ROWS ? opts->sample_rows : SAMPLE_MAX_ROWS;
+    float *buf = malloc(*rows * s->width * sizeof *buf);
+    if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory expanding the planner's sample");
+    for (size_t r = 0; r < *rows; r++) {
+        float *dst = buf + r * s->width;
+        memcpy(dst, opts->sample + r * opts->sample_stride, s->n_features * sizeof *dst);
+        derive_f32(s, dst);
+    }
+    *out = buf;
+    return TS_OK;
+}
+
+/* The general path: one view per output; the lead (most nodes) is planned, the others
+ * use its engine (planning each would multiply the planner's time by K). */
+static ts_status prepare_views(ts_scorer *s, const ts_model *m, const ts_scorer_options *opts, ts_error *err) {
+    ts_model **views = calloc(s->n_outputs, sizeof *views);
+    if (!views) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    ts_status st = TS_OK;
+    uint64_t best = 0;
+    for (uint32_t k = 0; k < s->n_outputs && st == TS_OK; k++) {
+        st = tsm_model_view(m, k, &views[k], err);
+        uint64_t nodes = 0;
+        for (uint32_t t = 0; st == TS_OK && t < views[k]->n_trees; t++) nodes += views[k]->trees[t].n_nodes;
+        if (st == TS_OK && (k == 0 || nodes > best)) {
+            best = nodes;
+            s->lead = k;
+        }
+    }
+    float *sample = NULL;
+    size_t sample_rows = 0;
+    if (st == TS_OK) st = expand_sample(s, opts, &sample_rows, &sample, err);
+    ts_scorer_options o = *opts;
+    if (sample) {
+        o.sample = sample;
+        o.sample_rows = sample_rows;
+        o.sample_stride = s->width;
+    } else if (s->cats) {
+        o.sample = NULL; /* an explicit engine: no planner reads it */
+    }
+    if (st == TS_OK)
+        st = prepare_part(views[s->lead], &o, opts->engine, s->n_threads, &s->parts[s->lead], &s->plan_report, err);
+    for (uint32_t k = 0; k < s->n_outputs && st == TS_OK; k++)
+        if (k != s->lead)
+            st = prepare_part(views[k], &o, s->parts[s->lead].engine->id, s->n_threads, &s->parts[k], NULL, err);
+    free(sample);
+    for (uint32_t k = 0; k < s->n_outputs; k++) tsm_view_free(views[k]);
+    free(views);
+    if (st == TS_OK && s->plan_report && s->n_outputs > 1) {
+        char note[160];
+        snprintf(note, sizeof note, "planned on output %u of %u (its trees have the most nodes); every output uses %s\n",
+                 s->lead, s->n_outputs, s->parts[s->lead].engine->name);
+        size_t a = strlen(s->plan_report), b = strlen(note);
+        char *r = realloc(s->plan_report, a + b + 1);
+        if (r) {
+            memcpy(r + a, note, b + 1);
+            s->plan_report = r;
+        }
+    }
+    return st;
+}
+
+/* Scratch, rows per engine call and chunk size of the general path. */
+static void size_expand(ts_scorer *s) {
+    size_t most = 0, chunk = 1;
+    for (uint32_t k = 0; k < s->n_outputs; k++) {
+        if (s->parts[k].layout.scratch_bytes > most) most = s->parts[k].layout.scratch_bytes;
+        if (s->parts[k].layout.rows_per_chunk > chunk) chunk = s->parts[k].layout.rows_per_chunk;
+    }
+    s->engine_scratch = (most + 63) & ~(size_t)63;
+    size_t rows = chunk < 64 ? 64 : chunk;
+    if (rows > EXPAND_MAX_ROWS) rows = EXPAND_MAX_ROWS;
+    if (rows * s->width > EXPAND_MAX_FLOATS) rows = EXPAND_MAX_FLOATS / s->width;
+    s->block_rows = rows ? rows : 1;
+    s->rows_per_chunk = chunk;
+}
+
+ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_scorer **out, ts_error *err) {
+    ts_scorer_options defaults;
+    if (out) *out = NULL;
+    if (!m || !out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_scorer_create: model and out must not be NULL");
+    if (!opts) {
+        ts_scorer_options_init(&defaults);
+        opts = &defaults;
+    }
+    TS_TRY(check_options(opts, err));
+    ts_scorer *s = calloc(1, sizeof *s);
+    if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    s->n_features = m->n_features;
+    s->n_outputs = m->n_outputs ? m->n_outputs : 1;
+    s->expand = s->n_outputs > 1 || m->n_catsets > 0;
+    s->width = m->n_features + m->n_catsets;
+    s->compares_double = m->compares_double;
+    s->n_threads = opts->n_threads ? opts->n_threads : ts_cpu_count();
+    if (s->n_threads > MAX_THREADS) s->n_threads = MAX_THREADS;
+    s->parts = calloc(s->n_outputs, sizeof *s->parts);
+    ts_status st = s->parts ? copy_catsets(s, m, err) : ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    if (st == TS_OK && s->expand) {
+        st = prepare_views(s, m, opts, err);
+    } else if (st == TS_OK) {
+        st = prepare_part(m, opts, opts->engine, s->n_threads, &s->parts[0], &s->plan_report, err);
+    }
+    if (st != TS_OK) {
+        ts_scorer_free(s);
+        return st;
+    }
+    const tsr_part *lead = &s->parts[s->lead];
+    s->rows_per_chunk = lead->layout.rows_per_chunk;
+    if (s->expand) size_expand(s);
+    if (s->rows_per_chunk == 0) s->rows_per_chunk = 1;
+    /* Test knob TREESCORE_CHUNK_ROWS (platform/config.h): tiny chunks, so that small
+     * batches exercise the pool. */
+    if (tsr_config_get()->chunk_rows) s->rows_per_chunk = tsr_config_get()->chunk_rows;
+    *out = s;
+    return TS_OK;
+}
+
+void ts_scorer_free(ts_scorer *s) {
+    if (!s) return;
+    free_parts(s);
+    ts_model_free(s->cats);
+    free(s->cols);
+    free(s->plan_report);
+    free(s);
+}
+
+ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->parts[s->lead].engine->id : TS_ENGINE_AUTO; }
+uint32_t ts_scorer_n_features(const ts_scorer *s) { return s ? s->n_features : 0; }
+uint32_t ts_scorer_n_outputs(const ts_scorer *s) { return s ? s->n_outputs : 0; }
+ts_isa ts_scorer_isa(const ts_scorer *s) { return s ? s->parts[s->lead].layout.isa : TS_ISA_AUTO; }
+unsigned ts_scorer_n_threads(const ts_scorer *s) { return s ? s->n_threads : 0; }
+
+const char *ts_scorer_plan_report(const ts_scorer *s) {
+    if (!s) return "no scorer";
+    return s->plan_report ? s->plan_report : "engine requested\n";
+}
+
+void ts_scorer_blocking(const ts_scorer *s, uint32_t *tau, uint32_t *delta) {
+    if (tau) *tau = s ? s->parts[s->lead].layout.tau : 0;
+    if (delta) *delta = s ? s->parts[s->lead].layout.delta : 0;
+}
+
+static ts_status check_batch(const ts_scorer *s, const void *x, size_t n_rows, size_t n_cols, size_t row_stride,
+                             const double *out, const char *fn, ts_error *err) {
+    if (!s) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: scorer is NULL", fn);
+    if (n_rows == 0) return TS_OK;
+    if (!x || !out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: x and out must not be NULL", fn);
+    if (n_cols < s->n_features)
+        return ts_fail(err, TS_ERR_SHAPE, "the data has %zu columns but the model reads %u", n_cols, s->n_features);
+    if (row_stride < n_cols)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "row_stride %zu is smaller than n_cols %zu", row_stride, n_cols);
+    return TS_OK;
+}
+
+/* Rows per chunk of a batch (see tsr_grain). */
+static size_t grain_for(const ts_scorer *s, size_t n_rows) {
+    return tsr_grain(s->n_threads, n_rows, s->rows_per_chunk);
+}
+
+/* One batch handed to the pool (the general path and double rows; plain float rows go
+ * through tsr_score_chunk). */
+typedef struct score_job {
+    const ts_scorer *s;
+    const void *x;
+    size_t stride;
+    double *out;
+} score_job;
+
+static ts_status no_scratch(const ts_scorer *s, ts_error *err) {
+    return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for %zu bytes of scoring scratch memory",
+                   s->parts[0].layout.scratch_bytes);
+}
+
+/* ---- the general path: K outputs, derived columns ------------------------------------ */
+
+/* Score n engine-ready rows (width columns, stride apart) with every part; row i's
+ * scores go to out[i*K .. i*K + K). */
+static void score_parts(const ts_scorer *s, const float *x, size_t n, size_t stride, double *part, void *scratch,
+                        double *out) {
+    uint32_t K = s->n_outputs;
+    for (uint32_t k = 0; k < K; k++) {
+        const tsr_part *p = &s->parts[k];
+        p->engine->score(p->state, x, n, stride, part, scratch);
+        for (size_t i = 0; i < n; i++) out[i * K + k] = part[i];
+    }
+}
+
+static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
+/* Rows [begin, end) of a float batch on the general path. One scratch buffer per chunk:
+ * [engine scratch | expanded rows | one output's scores]. */
+static ts_status score_expand_chunk(void *ctx, size_t begin, size_t end) {
+    const score_job *j = ctx;
+    const ts_scorer *s = j->s;
+    size_t per = s->block_rows, rows_bytes = s->cats ? align64(per * s->width * sizeof(float)) : 0;
+    char *mem = tsr_scratch(s->engine_scratch + rows_bytes + per * sizeof(double));
+    if (!mem) return TS_ERR_NO_MEMORY;
+    void *scratch = s->engine_scratch ? mem : NULL;
+    float *rows = (float *)(mem + s->engine_scratch);
+    double *part = (double *)(mem + s->engine_scratch + rows_bytes);
+    const float *x = j->x;
+    for (size_t r0 = begin; r0 < end; r0 += per) {
+        size_t n = end - r0 < per ? end - r0 : per;
+        if (!s->cats) {
+            score_parts(s, x + r0 * j->stride, n, j->stride, part, scratch, j->out + r0 * s->n_outputs);
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            memcpy(rows + i * s->width, x + (r0 + i) * j->stride, s->n_features * sizeof *rows);
+            derive_f32(s, rows + i * s->width);
+        }
+        score_parts(s, rows, n, s->width, part, scratch, j->out + r0 * s->n_outputs);
+    }
+    return TS_OK;
+}
+
+/* Double rows on the general path, for a library comparing doubles (LightGBM): each
+ * row expanded in double (categories decided on the double value), then for each part
+ * rounded to floats by that part's tables, or scored by its exact double traversal. */
+static void score_f64_expanded(const ts_scorer *s, const double *x, size_t n, size_t stride, float *fbuf,
+                               uint32_t *idx, double *part, void *scratch, double *out) {
+    uint32_t K = s->n_outputs;
+    for (uint32_t k = 0; k < K; k++) {
+        const tsr_part *p = &s->parts[k];
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double *row = x + i * stride;
+            if (tsr_f64_round_row(p->f64, row, fbuf + m * s->width))
+                idx[m++] = (uint32_t)i;
+            else
+                out[i * K + k] = tsr_f64_score_row(p->f64, row);
+        }
+        if (m == 0) continue;
+        p->engine->score(p->state, fbuf, m, s->width, part, scratch);
+        for (size_t q = 0; q < m; q++) out[idx[q] * K + k] = part[q];
+    }
+}
+
+/* Rows [begin, end) of a double batch on the general path. Scratch:
+ * [engine scratch | float rows | double rows | scores | row indexes]. */
+static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
+    const score_job *j = ctx;
+    const ts_scorer *s = j->s;
+    size_t per = s->block_rows, W = s->width;
+    size_t fbytes = align64(per * W * sizeof(float));
+    size_t dbytes = s->compares_double && s->cats ? align64(per * W * sizeof(double)) : 0;
+    size_t pbytes = align64(per * sizeof(double));
+    char *mem = tsr_scratch(s->engine_scratch + fbytes + dbytes + pbytes + per * sizeof(uint32_t));
+    if (!mem) return TS_ERR_NO_MEMORY;
+    void *scratch = s->engine_scratch ? mem : NULL;
+    float *fbuf = (float *)(mem + s->engine_scratch);
+    double *dbuf = (double *)(mem + s->engine_scratch + fbytes);
+    double *part = (double *)(mem + s->engine_scratch + fbytes + dbytes);
+    uint32_t *idx = (uint32_t *)(mem + s->engine_scratch + fbytes + dbytes + pbytes);
+    const double *x = j->x;
+    /* Columns no split reads are never written by the rounding: zero them, for tidiness. */
+    memset(fbuf, 0, per * W * sizeof *fbuf);
+    for (size_t r0 = begin; r0 < end; r0 += per) {
+        size_t n = end - r0 < per ? end - r0 : per;
+        double *out = j->out + r0 * s->n_outputs;
+        if (!s->compares_double) { /* the library converts to float32 first: so do we */
+            for (size_t i = 0; i < n; i++) {
+                const double *row = x + (r0 + i) * j->stride;
+                float *dst = fbuf + i * W;
+                for (uint32_t c = 0; c < s->n_features; c++) dst[c] = (float)row[c];
+                derive_f32(s, dst);
+            }
+            score_parts(s, fbuf, n, W, part, scratch, out);
+            continue;
+        }
+        const double *rows = x + r0 * j->stride;
+        size_t rstride = j->stride;
+        if (s->cats) {
+            for (size_t i = 0; i < n; i++) {
+                memcpy(dbuf + i * W, x + (r0 + i) * j->stride, s->n_features * sizeof *dbuf);
+                derive_f64(s, dbuf + i * W);
+            }
+            rows = dbuf;
+            rstride = W;
+        }
+        score_f64_expanded(s, rows, n, rstride, fbuf, idx, part, scratch, out);
+    }
+    return TS_OK;
+}
+
+/* ---- float rows --------------------------------------------------------------------- */
+
+ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, size_t n_cols, size_t row_stride,
+                          double *out, ts_error *err) {
+    TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
+    if (n_rows == 0) return TS_OK;
+    ts_status st;
+    if (s->expand) {
+        score_job job = {s, x, row_stride, out};
+        st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_expand_chunk, &job);
+    } else {
+        const tsr_part *p = &s->parts[0];
+        tsr_score_job job = {p->engine, p->state, p->layout.scratch_bytes, x, row_stride, out};
+        st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), tsr_score_chunk, &job);
+    }
+    return st == TS_OK ? TS_OK : no_scratch(s, err);
+}
+
+/* ---- double rows, one output, no categories --------------------------------------------- */
+
+/* Double rows are converted to float rows in sub-batches on the stack (F64_STACK_FLOATS
+ * floats, at most F64_BATCH rows), scored by the engine, and scattered back; rows that
+ * no float row can stand for are scored by the exact double traversal instead. */
+#define F64_STACK_FLOATS 16384
+#define F64_BATCH 64
+
+/* Convert rows [r0, r0 + n) into buf; idx gets the rows the engine will score. */
+static size_t convert_rows(const tsr_part *p, uint32_t n_features, const double *x, size_t r0, size_t n,
+                           size_t stride, float *buf, size_t width, uint32_t *idx, double *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double *row = x + (r0 + i) * stride;
+        float *dst = buf + k * width;
+        if (!p->f64) { /* the library converts to float32 itself */
+            for (size_t j = 0; j < n_features; j++) dst[j] = (float)row[j];
+            idx[k++] = (uint32_t)i;
+            continue;
+        }
+        if (tsr_f64_round_row(p->f64, row, dst)) /* writes the columns splits read */
+            idx[k++] = (uint32_t)i;
+        else
+            out[r0 + i] = tsr_f64_score_row(p->f64, row);
+    }
+    return k;
+}
+
+/* Rows [begin, end) of a double batch, in sub-batches through a stack buffer. */
+static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
+    const score_job *j = ctx;
+    const ts_scorer *s = j->s;
+    const tsr_part *p = &s->parts[0];
+    float stack_buf[F64_STACK_FLOATS];
+    uint32_t idx[F64_BATCH];
+    double part[F64_BATCH];
+    size_t width = s->n_features ? s->n_features : 1;
+    size_t per = F64_STACK_FLOATS / width, n_rows = end - begin;
+    float *buf = stack_buf;
+    void *scratch = p->layout.scratch_bytes ? tsr_scratch(p->layout.scratch_bytes) : NULL;
+    if (p->layout.scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
+    if (per == 0) { /* rows wider than the stack buffer: the one documented allocation */
+        buf = malloc(width * sizeof *buf);
+        if (!buf) return TS_ERR_NO_MEMORY;
+        per = 1;
+    }
+    if (per > F64_BATCH) per = F64_BATCH;
+    /* Columns no split reads are never written: zero them once, for tidiness. */
+    if (p->f64) memset(buf, 0, (n_rows < per ? n_rows : per) * width * sizeof *buf);
+    for (size_t r0 = begin; r0 < end; r0 += per) {
+        size_t n = end - r0 < per ? end - r0 : per;
+        size_t k = convert_rows(p, s->n_features, j->x, r0, n, j->stride, buf, width, idx, j->out);
+        if (k == 0) continue;
+        p->engine->score(p->state, buf, k, width, part, scratch);
+        for (size_t q = 0; q < k; q++) j->out[r0 + idx[q]] = part[q];
+    }
+    if (buf != stack_buf) free(buf);
+    return TS_OK;
+}
+
+ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
+                              size_t row_stride, double *out, ts_error *err) {
+    TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
+    if (n_rows == 0) return TS_OK;
+    score_job job = {s, x, row_stride, out};
+    ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows),
+                                    s->expand ? score_f64_expand_chunk : score_f64_chunk, &job);
+    return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
+}
