@@ -103,7 +103,8 @@ for t in "${TARGETS[@]}"; do
     # (regression inputs stay in tests/fuzz/regressions/ and are not copied in)
     # (libFuzzer's merge keeps every input with a new feature, often many hundreds; the
     # committed set is the named seeds (files not named by a SHA-1, as libFuzzer names
-    # what it finds) plus a greedy cover of the remaining edges: the control file's COV lines)
+    # what it finds) plus a greedy cover of the remaining edges, the control file's COV
+    # lines, up to 400 files: scripts/fuzz_cover.py)
     (cd "$dir/corpus" && ls | grep -Ev '^[0-9a-f]{40}$') >"$dir/seeds.txt"
     merged="$dir/merged"
     mkdir -p "$merged"
