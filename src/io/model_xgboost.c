@@ -848,15 +848,7 @@ static ts_status finish(xgb_ctx *c) {
     TS_TRY(set_base_score(c));
     memcpy(c->m->objective, c->objective, sizeof c->m->objective);
     c->m->objective[sizeof c->m->objective - 1] = '\0';
-    ts_status st = tsm_model_finish(c->m, c->err);
-    if (st != TS_OK) {
-        unsigned tree;
-        if (c->err && sscanf(c->err->message, "tree %u", &tree) == 1 && tree < c->m->n_trees)
-            return tsio_locate(c->err, st, c->name, tsio_line_at(c->p.data, c->p.size, c->tree_byte[tree]),
-                               c->tree_byte[tree]);
-        return tsio_locate(c->err, st, c->name, 0, 0);
-    }
-    return TS_OK;
+    return tsio_finish_located(c->m, c->name, c->p.data, c->p.size, c->tree_byte, c->err);
 }
 
 static void free_ctx(xgb_ctx *c) {

@@ -1,6 +1,8 @@
 /* text.c: reader core for the in-memory model loaders: spans, lines, located error messages. */
 #include "io/text.h"
 
+#include "model/forest.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,4 +100,14 @@ ts_status tsio_locate(ts_error *err, ts_status status, const char *name, unsigne
     err->line = line;
     err->byte = byte;
     return err->status;
+}
+
+ts_status tsio_finish_located(ts_model *m, const char *name, const char *data, size_t size, const size_t *tree_byte,
+                              ts_error *err) {
+    ts_status st = tsm_model_finish(m, err);
+    if (st == TS_OK) return TS_OK;
+    unsigned tree;
+    if (err && sscanf(err->message, "tree %u", &tree) == 1 && tree < m->n_trees)
+        return tsio_locate(err, st, name, tsio_line_at(data, size, tree_byte[tree]), tree_byte[tree]);
+    return tsio_locate(err, st, name, 0, 0);
 }

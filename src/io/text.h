@@ -46,4 +46,10 @@ ts_status tsio_fail(ts_error *err, ts_status status, const char *name, unsigned 
  * record line and byte. Returns err's status (or `status` when err is NULL). */
 ts_status tsio_locate(ts_error *err, ts_status status, const char *name, unsigned long long line, size_t byte);
 
+/* tsm_model_finish(m), its error located like tsio_locate: at the start of tree K
+ * (tree_byte[K], an offset into data) when the message begins "tree K", else at no
+ * line. For loaders that record where each tree starts. */
+ts_status tsio_finish_located(ts_model *m, const char *name, const char *data, size_t size, const size_t *tree_byte,
+                              ts_error *err);
+
 #endif /* TS_IO_TEXT_H */
