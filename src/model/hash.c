@@ -42,17 +42,21 @@ void tsm_hash_bytes(tsm_hash *h, const void *data, size_t len) {
     h->h[1] = mix(h->h[1] ^ (w + 0x632BE59BD9B4E019ull), MUL[1]);
 }
 
-static void hash_u64(tsm_hash *h, uint64_t v) { tsm_hash_bytes(h, &v, sizeof v); }
+/* The scoring content of a model as one byte stream, fed in order to `feed`: the one
+ * definition both keys below hash (the counts, base score, then per tree its sizes,
+ * weight, nodes and leaf values). */
+typedef void (*feed_fn)(void *ctx, const void *p, size_t n);
 
-tsm_hash tsm_model_hash(const ts_model *m) {
-    tsm_hash h = tsm_hash_init();
-    hash_u64(&h, m->n_trees);
-    hash_u64(&h, m->n_features);
-    tsm_hash_bytes(&h, &m->base_score, sizeof m->base_score);
+static void feed_u64(feed_fn feed, void *ctx, uint64_t v) { feed(ctx, &v, sizeof v); }
+
+static void feed_model(const ts_model *m, feed_fn feed, void *ctx) {
+    feed_u64(feed, ctx, m->n_trees);
+    feed_u64(feed, ctx, m->n_features);
+    feed(ctx, &m->base_score, sizeof m->base_score);
     for (uint32_t t = 0; t < m->n_trees; t++) {
         const tsm_tree *tr = &m->trees[t];
-        hash_u64(&h, ((uint64_t)tr->n_nodes << 32) | tr->n_leaves);
-        tsm_hash_bytes(&h, &tr->weight, sizeof tr->weight);
+        feed_u64(feed, ctx, ((uint64_t)tr->n_nodes << 32) | tr->n_leaves);
+        feed(ctx, &tr->weight, sizeof tr->weight);
         for (uint32_t i = 0; i < tr->n_nodes; i++) {
             const tsm_node *n = &tr->nodes[i];
             uint32_t w[5];
@@ -61,10 +65,17 @@ tsm_hash tsm_model_hash(const ts_model *m) {
             memcpy(&w[2], &n->left, 4);
             memcpy(&w[3], &n->right, 4);
             w[4] = n->flags;
-            tsm_hash_bytes(&h, w, sizeof w);
+            feed(ctx, w, sizeof w);
         }
-        tsm_hash_bytes(&h, tr->leaf_values, (size_t)tr->n_leaves * sizeof *tr->leaf_values);
+        feed(ctx, tr->leaf_values, (size_t)tr->n_leaves * sizeof *tr->leaf_values);
     }
+}
+
+static void feed_hash(void *ctx, const void *p, size_t n) { tsm_hash_bytes(ctx, p, n); }
+
+tsm_hash tsm_model_hash(const ts_model *m) {
+    tsm_hash h = tsm_hash_init();
+    feed_model(m, feed_hash, &h);
     h.h[0] = avalanche(h.h[0] ^ h.h[1] * 3);
     h.h[1] = avalanche(h.h[1] + h.h[0]);
     return h;
@@ -146,30 +157,12 @@ void tsm_sha256_final(tsm_sha256 *c, unsigned char digest[32]) {
         for (int j = 0; j < 4; j++) digest[4 * i + j] = (unsigned char)(c->state[i] >> (24 - 8 * j));
 }
 
-static void sha_u64(tsm_sha256 *c, uint64_t v) { tsm_sha256_update(c, &v, sizeof v); }
+static void feed_sha(void *ctx, const void *p, size_t n) { tsm_sha256_update(ctx, p, n); }
 
 void tsm_model_sha256(const ts_model *m, unsigned char digest[32]) {
     tsm_sha256 c;
     tsm_sha256_init(&c);
-    sha_u64(&c, m->n_trees);
-    sha_u64(&c, m->n_features);
-    tsm_sha256_update(&c, &m->base_score, sizeof m->base_score);
-    for (uint32_t t = 0; t < m->n_trees; t++) {
-        const tsm_tree *tr = &m->trees[t];
-        sha_u64(&c, ((uint64_t)tr->n_nodes << 32) | tr->n_leaves);
-        tsm_sha256_update(&c, &tr->weight, sizeof tr->weight);
-        for (uint32_t i = 0; i < tr->n_nodes; i++) {
-            const tsm_node *n = &tr->nodes[i];
-            uint32_t w[5];
-            memcpy(&w[0], &n->threshold, 4);
-            w[1] = n->feature;
-            memcpy(&w[2], &n->left, 4);
-            memcpy(&w[3], &n->right, 4);
-            w[4] = n->flags;
-            tsm_sha256_update(&c, w, sizeof w);
-        }
-        tsm_sha256_update(&c, tr->leaf_values, (size_t)tr->n_leaves * sizeof *tr->leaf_values);
-    }
+    feed_model(m, feed_sha, &c);
     tsm_sha256_final(&c, digest);
 }
 
