@@ -218,11 +218,17 @@ typedef enum ts_engine {
                              trees stored as arrays, depth-unrolled, v documents interleaved */
     TS_ENGINE_BLOCK_NAIVE = 6, /* naive in 2D blocks of tau trees x delta documents (SDSD loop
                              order of Tang et al., SIGIR 2014) */
-    TS_ENGINE_BLOCK_VPRED = 7  /* vpred in 2D blocks of tau trees x delta documents */
+    TS_ENGINE_BLOCK_VPRED = 7, /* vpred in 2D blocks of tau trees x delta documents */
+    TS_ENGINE_RAPID = 8   /* RapidScorer (Ye et al., KDD 2018) on exact 8/16-bit feature codes:
+                             each document block is quantized once, equal (feature, threshold)
+                             nodes of a tree block are one compare of 64 (AVX-512BW), 32 (AVX2)
+                             or 8 (scalar) documents, leaf bitvectors are byte-transposed;
+                             TS_ERR_UNSUPPORTED when a feature has more than 65,535 distinct
+                             thresholds */
 } ts_engine;
-#define TS_ENGINE_COUNT 8
+#define TS_ENGINE_COUNT 9
 
-/* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred". */
+/* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid". */
 TS_API const char *ts_engine_name(ts_engine engine);
 TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
 
@@ -298,7 +304,11 @@ TS_API void ts_scorer_options_init(ts_scorer_options *opts);
 typedef struct ts_scorer ts_scorer;
 
 /* Prepare `model` for scoring. `opts` may be NULL (defaults). The model may be freed
- * afterwards. On failure *out is set to NULL. */
+ * afterwards. On failure *out is set to NULL. Memory follows the columns the splits read,
+ * not the declared feature count: a model declaring many more features than it reads
+ * (more than 4 x used + 1024, such as LightGBM max_feature_idx=16777215 with a few
+ * splits) is prepared and planned on those columns alone, and ts_scorer_score* gather
+ * them from each row (of the full width, as always) into the thread's scratch buffer. */
 TS_API ts_status ts_scorer_create(const ts_model *model, const ts_scorer_options *opts, ts_scorer **out,
                            ts_error *err);
 /* Accepts NULL. */
@@ -343,8 +353,8 @@ TS_API ts_status ts_scorer_score(const ts_scorer *scorer, const float *x, size_t
  * the nearest floats; the other neighbour when a threshold lies between); a row no float
  * row can stand for (two thresholds within one float32 gap, the value between them) is
  * scored by an exact double traversal. Requirements and guarantees as for
- * ts_scorer_score; uses about 100 KiB of stack, and allocates only for rows of more than
- * 16,384 features. */
+ * ts_scorer_score; its working memory is the calling thread's scratch buffer (see
+ * "Thread safety"), as for ts_scorer_score. */
 TS_API ts_status ts_scorer_score_f64(const ts_scorer *scorer, const double *x, size_t n_rows, size_t n_cols,
                                      size_t row_stride, double *out, ts_error *err);
 

@@ -46,6 +46,13 @@ static const config configs[] = {
     {TS_ENGINE_BLOCK_VPRED, TS_ISA_AUTO, 0, 0, 1},
     {TS_ENGINE_BLOCK_VPRED, TS_ISA_AUTO, 2, 5, 3},
     {TS_ENGINE_IFELSE, TS_ISA_AUTO, 0, 0, 2},
+    {TS_ENGINE_RAPID, TS_ISA_SCALAR, 0, 0, 1},
+    {TS_ENGINE_RAPID, TS_ISA_SCALAR, 2, 9, 2},
+    {TS_ENGINE_RAPID, TS_ISA_AVX2, 0, 0, 1},
+    {TS_ENGINE_RAPID, TS_ISA_AVX2, 3, 40, 3},
+    {TS_ENGINE_RAPID, TS_ISA_AVX512, 0, 0, 1},
+    {TS_ENGINE_RAPID, TS_ISA_AVX512, 1, 70, 2},
+    {TS_ENGINE_RAPID, TS_ISA_AUTO, TS_BLOCK_ALL, 4096, 1},
     {TS_ENGINE_AUTO, TS_ISA_AUTO, 0, 0, 0},
 };
 
@@ -139,6 +146,36 @@ static void test_many_blocks(void) {
     ts_model_free(m);
     m = random_model(1100, 129, 256, 0); /* 4 words: 1024 trees per block, 2 blocks */
     check_engines_on(m, 20);
+    ts_model_free(m);
+}
+
+/* More than 255 distinct thresholds on a feature: rapid's 16-bit codes. Thresholds come
+ * from a grid of 600 values (and the model's own), rows hit them exactly, one float step
+ * either side, or are NaN / zero-range / +-inf. */
+static float wide_grid(uint32_t i) { return (float)((double)i - 300.0) / 7.0f + 0.5f; }
+
+static void test_many_thresholds(void) {
+    ts_model *m = random_model(400, 8, 40, 0);
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            if (nd->feature >= N_ZERO_FEATURES && rnd_below(4)) nd->threshold = wide_grid(rnd_below(600));
+        }
+    const size_t n_rows = 700, cols = N_FEATURES + 3, stride = cols;
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
+    for (size_t i = 0; i < n_rows * stride; i++) {
+        float v = wide_grid(rnd_below(600));
+        uint32_t r = rnd_below(8);
+        x[i] = r == 0 ? nextafterf(v, INFINITY) : r == 1 ? nextafterf(v, -INFINITY) : r == 2 ? random_value() : v;
+    }
+    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
+        if (configs[c].engine == TS_ENGINE_RAPID || configs[c].engine == TS_ENGINE_NAIVE)
+            check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
+    free(x);
+    free(ref);
+    free(got);
     ts_model_free(m);
 }
 
@@ -271,5 +308,6 @@ int main(void) {
     RUN_TEST(test_64_and_65_leaves);
     RUN_TEST(test_wide_trees);
     RUN_TEST(test_many_blocks);
+    RUN_TEST(test_many_thresholds);
     return check_summary("test_engines");
 }

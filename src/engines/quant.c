@@ -1,0 +1,124 @@
+/* quant.c: builds the exact feature codes of a model (quant.h): sorted distinct thresholds per feature and their search tables. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "engines/quant.h"
+
+typedef struct pair {
+    uint32_t feature;
+    uint32_t zero;   /* the node has TSM_ZERO_IS_MISSING */
+    float t;
+} pair;
+
+static int pair_cmp(const void *a, const void *b) {
+    const pair *x = a, *y = b;
+    if (x->feature != y->feature) return x->feature < y->feature ? -1 : 1;
+    return x->t < y->t ? -1 : x->t > y->t; /* -0.0 == 0.0: one threshold */
+}
+
+void tsq_free(tsq *q) {
+    if (!q) return;
+    free(q->f);
+    free(q->thr);
+    memset(q, 0, sizeof *q);
+}
+
+static uint32_t steps_for(uint32_t n) {
+    uint32_t s = 1;
+    while ((1u << s) <= n) s++; /* 2^s > n: at least one +inf */
+    return s;
+}
+
+/* Every node's (feature, threshold), sorted; *n_out pairs. NULL when out of memory. */
+static pair *sorted_pairs(const ts_model *m, size_t *n_out) {
+    size_t n = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) n += m->trees[t].n_nodes;
+    pair *p = malloc((n + 1) * sizeof *p);
+    if (!p) return NULL;
+    size_t k = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            const tsm_node *nd = &m->trees[t].nodes[i];
+            p[k++] = (pair){nd->feature, (nd->flags & TSM_ZERO_IS_MISSING) != 0, nd->threshold};
+        }
+    qsort(p, n, sizeof *p, pair_cmp);
+    *n_out = n;
+    return p;
+}
+
+/* Count the features and table entries of sorted pairs (and the largest feature). */
+static ts_status count_tables(tsq *q, const pair *p, size_t n, size_t *entries, ts_error *err) {
+    size_t i = 0;
+    *entries = 0;
+    q->n_used = q->max_thr = 0;
+    while (i < n) {
+        uint32_t f = p[i].feature, distinct = 0;
+        size_t j = i;
+        for (; j < n && p[j].feature == f; j++)
+            if (j == i || p[j].t != p[j - 1].t) distinct++;
+        i = j;
+        if (distinct > TSQ_MAX_THRESHOLDS)
+            return ts_fail(err, TS_ERR_UNSUPPORTED,
+                           "feature %u has %u distinct thresholds; exact codes hold at most %u per feature", f,
+                           distinct, TSQ_MAX_THRESHOLDS);
+        q->n_used++;
+        if (distinct > q->max_thr) q->max_thr = distinct;
+        *entries += (size_t)1 << steps_for(distinct);
+    }
+    return TS_OK;
+}
+
+static void fill_tables(tsq *q, const pair *p, size_t n) {
+    uint32_t slot = 0, table = 0;
+    for (size_t i = 0; i < n;) {
+        tsq_feature *f = &q->f[slot++];
+        *f = (tsq_feature){p[i].feature, 0, 0, table, 0};
+        float *t = q->thr + table;
+        for (; i < n && p[i].feature == f->column; i++) {
+            if (f->n_thr == 0 || p[i].t != t[f->n_thr - 1]) t[f->n_thr++] = p[i].t;
+            f->has_zero |= p[i].zero;
+        }
+        f->steps = steps_for(f->n_thr);
+        for (uint32_t k = f->n_thr; k < (1u << f->steps); k++) t[k] = INFINITY;
+        table += 1u << f->steps;
+    }
+}
+
+ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
+    memset(q, 0, sizeof *q);
+    size_t n = 0, entries = 0;
+    pair *p = sorted_pairs(m, &n);
+    if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory sorting thresholds for feature codes");
+    ts_status st = count_tables(q, p, n, &entries, err);
+    if (st == TS_OK) {
+        q->f = malloc(((size_t)q->n_used + 1) * sizeof *q->f);
+        q->thr = malloc((entries + 1) * sizeof *q->thr);
+        if (q->f && q->thr) {
+            fill_tables(q, p, n);
+            q->code_bits = q->max_thr <= 255 ? 8 : 16;
+        } else
+            st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for feature code tables");
+    }
+    free(p);
+    if (st != TS_OK) tsq_free(q);
+    return st;
+}
+
+uint32_t tsq_slot(const tsq *q, uint32_t column) {
+    uint32_t lo = 0, hi = q->n_used;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (q->f[mid].column < column)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < q->n_used && q->f[lo].column == column ? lo : UINT32_MAX;
+}
+
+uint32_t tsq_index(const tsq *q, uint32_t slot, float t) {
+    /* The code of t itself: the thresholds below it, which is its index. */
+    return tsq_code(q, slot, t);
+}
