@@ -375,8 +375,9 @@ int cmd_bench(int argc, char **argv) {
     if (!m) return CLI_FAILED;
     matrix mx = {0};
     rc = CLI_FAILED;
-    if (load_rows(&o, m, &mx) == 0) rc = bench_engines(&o, m, &mx, specs, n_engines);
+    if (cli_narrow_model(&o, m) == 0 && load_rows(&o, m, &mx) == 0) rc = bench_engines(&o, m, &mx, specs, n_engines);
     free(mx.x);
+    free(o.keep);
     ts_model_free(m);
     return rc;
 }

@@ -193,6 +193,10 @@ int cmd_rank(int argc, char **argv) {
     double t0 = cli_now();
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
+    if (cli_narrow_model(&o, m)) {
+        ts_model_free(m);
+        return CLI_FAILED;
+    }
     ts_model_info mi;
     if (ts_model_get_info(m, &mi, NULL) == TS_OK && mi.n_outputs > 1) {
         cli_error("%s: the model gives %u scores per row (a multiclass or multi-target model, objective '%s'); "
@@ -216,5 +220,6 @@ int cmd_rank(int argc, char **argv) {
     tsio_reader_close(r);
     ts_scorer_free(s);
     ts_model_free(m);
+    free(o.keep);
     return rc;
 }

@@ -77,6 +77,10 @@ int cmd_score(int argc, char **argv) {
     if (rc >= 0) return rc;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
+    if (cli_narrow_model(&o, m)) {
+        ts_model_free(m);
+        return CLI_FAILED;
+    }
     /* auto: made on the first chunk (the planner times the engines on it) */
     ts_scorer *s = o.engine == TS_ENGINE_AUTO ? NULL : cli_create_scorer(m, &o, o.engine);
     tsio_reader *r = s || o.engine == TS_ENGINE_AUTO ? cli_open_data(&o, m, 0, 1) : NULL;
@@ -90,5 +94,6 @@ int cmd_score(int argc, char **argv) {
     tsio_reader_close(r);
     ts_scorer_free(s);
     ts_model_free(m);
+    free(o.keep);
     return rc;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "model/forest.h"
 /* Rows per chunk: small enough that a chunk (text as doubles: 8 bytes a column) is still
  * in L2 when it is scored after parsing. 2.1 GB SVMlight file: 23.0 s with 256 rows,
  * 26-28 s with 4,096. */
@@ -180,6 +181,12 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
      * declare no count (QuickRank) simply never read the extra columns. */
     d.n_cols = info.n_features ? info.n_features : 1;
     d.strict_cols = info.n_features_declared > 0;
+    if (o->keep) { /* cli_narrow_model: ids keep the model's original columns */
+        d.n_cols = o->keep_of;
+        d.strict_cols = o->keep_strict;
+        d.keep = o->keep;
+        d.n_keep = o->n_keep;
+    }
     tsio_data_format f = resolve_format(o->data_path, d.format);
     if (f == TSIO_DATA_CSV || f == TSIO_DATA_TSV || f == TSIO_DATA_RAW) d.n_cols = 0;
     if (tsio_reader_open(o->data_path, &d, &r, &err) != TS_OK) {
@@ -191,6 +198,28 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
         return NULL;
     }
     return r;
+}
+
+int cli_narrow_model(cli_opts *o, ts_model *m) {
+    tsio_data_format f = resolve_format(o->data_path, o->data_format);
+    uint32_t *ids = NULL, n = 0;
+    ts_error err;
+    if (!(f == TSIO_DATA_SVMLIGHT || (f == TSIO_DATA_AUTO && is_regular_file(o->data_path)))) return 0;
+    if (m->n_features <= 1024) return 0; /* never sparse: spare the walk */
+    if (tsm_used_features(m, &ids, &n, &err) != TS_OK) {
+        cli_error("%s", err.message);
+        return -1;
+    }
+    if (!tsm_features_are_sparse(m->n_features, n)) {
+        free(ids);
+        return 0;
+    }
+    o->keep_of = m->n_features;
+    o->keep_strict = m->n_features_declared > 0;
+    tsm_model_renumber(m, ids, n, m->n_features);
+    o->keep = ids;
+    o->n_keep = n;
+    return 0;
 }
 
 int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols) {

@@ -41,6 +41,13 @@ typedef struct tsio_data_options {
      * column k (column k-1 with one_based). CSV/TSV/raw: 0 = take the file's column
      * count; otherwise the file must have exactly this many feature columns. */
     uint32_t n_cols;
+    /* SVMlight: keep only these columns (n_keep of them, ascending, each < n_cols: the
+     * columns a model reads): column keep[j] becomes column j of the matrix, which then
+     * has n_keep columns; the other ids are still checked (range, duplicates) and their
+     * values dropped. The array is copied when the reader opens. NULL (default): all
+     * n_cols columns. A model reading 3 of 16,777,216 declared columns needs rows of 3. */
+    const uint32_t *keep;
+    uint32_t n_keep;
     /* SVMlight: a feature id past n_cols is an error when set, ignored when clear. */
     int strict_cols;
     /* SVMlight: value of features absent from a line (0.0f for LightGBM/QuickRank

@@ -11,8 +11,10 @@
 
 /* The SVMlight state (r->fmt): seen[col] == stamp marks the columns set on the current row. */
 typedef struct svm_state {
-    uint32_t *seen;             /* n_cols stamps */
+    uint32_t *seen;             /* id_cols stamps */
     uint32_t stamp;
+    uint32_t id_cols;           /* columns ids may name: opts.n_cols */
+    uint32_t *keep;             /* opts.keep copied (n_keep = r->n_cols), or NULL */
 } svm_state;
 
 static svm_state *svm_of(const tsio_reader *r) { return r->fmt; }
@@ -35,11 +37,19 @@ static ts_status svm_init(tsio_reader *r, ts_error *err) {
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
                        "%s: reading SVMlight data needs the number of columns (n_cols > 0, usually the model's features)",
                        r->name);
-    r->n_cols = r->opts.n_cols;
+    r->n_cols = r->opts.keep ? r->opts.n_keep : r->opts.n_cols;
     v = calloc(1, sizeof *v);
     if (v) r->fmt = v;
-    if (v) v->seen = calloc(r->n_cols, sizeof *v->seen);
-    if (!v || !v->seen) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    if (v) v->id_cols = r->opts.n_cols;
+    if (v) v->seen = calloc(v->id_cols, sizeof *v->seen);
+    if (v && r->opts.keep && (v->keep = malloc(((size_t)r->n_cols + 1) * sizeof *v->keep)) != NULL)
+        memcpy(v->keep, r->opts.keep, (size_t)r->n_cols * sizeof *v->keep);
+    if (!v || !v->seen || (r->opts.keep && !v->keep)) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    for (uint32_t j = 0; v->keep && j < r->n_cols; j++)
+        if (v->keep[j] >= v->id_cols || (j && v->keep[j] <= v->keep[j - 1]))
+            return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: the columns to keep must ascend below %u", r->name,
+                           v->id_cols);
+    r->opts.keep = NULL; /* the caller's array is not kept */
     return TS_OK;
 }
 
@@ -47,7 +57,7 @@ static ts_status svm_init(tsio_reader *r, ts_error *err) {
 static uint32_t next_stamp(tsio_reader *r) {
     svm_state *v = svm_of(r);
     if (++v->stamp == 0) {
-        memset(v->seen, 0, (size_t)r->n_cols * sizeof *v->seen);
+        memset(v->seen, 0, (size_t)v->id_cols * sizeof *v->seen);
         v->stamp = 1;
     }
     return v->stamp;
@@ -69,20 +79,21 @@ static ts_status parse_qid(tsio_reader *r, const tsio_line *ln, char *p, char *t
 
 static ts_status fail_shape(tsio_reader *r, const tsio_line *ln, const char *tok, const char *colon, ts_error *err) {
     unsigned long long lo = r->opts.one_based ? 1 : 0;
+    uint32_t n_cols = svm_of(r)->id_cols;
     int nd = colon - tok > 40 ? 40 : (int)(colon - tok);
     /* One past the end, reading ids from 0: most likely a file counting from 1 for a model
      * counting from 0. */
-    int hint = !r->opts.one_based && (uint64_t)(colon - tok) < 12 && strtoull(tok, NULL, 10) == r->n_cols;
+    int hint = !r->opts.one_based && (uint64_t)(colon - tok) < 12 && strtoull(tok, NULL, 10) == n_cols;
     unsigned long long id = strtoull(tok, NULL, 10); /* saturates past 2^64 */
     if (id >= lo && id - lo >= TSIO_MAX_COLS) /* an id no model has */
         return ts_fail_at(err, TS_ERR_LIMIT, ln->line_no, ln->byte + (uint64_t)(tok - ln->p),
                           "%s:%llu: feature id %.*s%s is above the limit %u (and past the model's %u features)",
                           r->name, (unsigned long long)ln->line_no, nd, tok, colon - tok > 40 ? "..." : "",
-                          TSIO_MAX_COLS - 1 + (unsigned)lo, r->n_cols);
+                          TSIO_MAX_COLS - 1 + (unsigned)lo, n_cols);
     return ts_fail_at(err, TS_ERR_SHAPE, ln->line_no, ln->byte + (uint64_t)(tok - ln->p),
                       "%s:%llu: feature id %.*s%s is past the model's %u features (%llu..%llu)%s", r->name,
-                      (unsigned long long)ln->line_no, nd, tok, colon - tok > 40 ? "..." : "", r->n_cols, lo,
-                      lo + r->n_cols - 1,
+                      (unsigned long long)ln->line_no, nd, tok, colon - tok > 40 ? "..." : "", n_cols, lo,
+                      lo + n_cols - 1,
                       hint ? "; if the file's ids start at 1 for the model's column 0, use --one-based" : "");
 }
 
@@ -104,17 +115,28 @@ static ts_status set_feature(tsio_reader *r, const tsio_line *ln, float *row, do
     } else {
         col = id;
     }
-    if (col >= r->n_cols) {
+    svm_state *sv = svm_of(r);
+    if (col >= sv->id_cols) {
         if (r->opts.strict_cols) return fail_shape(r, ln, p, colon, err);
         return TS_OK;
     }
-    uint32_t *seen = svm_of(r)->seen;
+    uint32_t *seen = sv->seen;
     if (seen[col] == stamp) {
         char msg[64];
         snprintf(msg, sizeof msg, "duplicate feature id %llu in", (unsigned long long)id);
         return tsio_fail_token(r, ln, p, (size_t)(*t - p), msg, err);
     }
     seen[col] = stamp;
+    if (sv->keep) { /* only the kept columns: find col among them */
+        uint32_t lo = 0, hi = r->n_cols;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (sv->keep[mid] < col) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == r->n_cols || sv->keep[lo] != col) return TS_OK;
+        col = lo;
+    }
     if (rowd)
         rowd[col] = vd;
     else
@@ -225,6 +247,7 @@ static void svm_close(tsio_reader *r) {
     svm_state *v = svm_of(r);
     if (!v) return;
     free(v->seen);
+    free(v->keep);
     free(v);
     r->fmt = NULL;
 }

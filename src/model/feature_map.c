@@ -170,3 +170,79 @@ ts_status ts_model_set_base_score(ts_model *m, double base_score, ts_error *err)
     for (uint32_t k = 0; m->output_base && k < m->n_outputs; k++) m->output_base[k] = base_score; /* every output */
     return TS_OK;
 }
+
+/* ---- columns the model reads ------------------------------------------------------------ */
+
+ts_status tsm_used_features(const ts_model *m, uint32_t **ids, uint32_t *n, ts_error *err) {
+    *ids = NULL;
+    *n = 0;
+    size_t words = (size_t)m->n_features / 64 + 1, count = 0;
+    uint64_t *bits = calloc(words, sizeof *bits);
+    if (!bits) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory listing the model's features");
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            uint32_t f = m->trees[t].nodes[i].feature;
+            if (f < m->n_features) bits[f / 64] |= (uint64_t)1 << (f % 64);
+        }
+    for (uint32_t k = 0; k < m->n_catsets; k++)
+        if (m->catsets[k].feature < m->n_features)
+            bits[m->catsets[k].feature / 64] |= (uint64_t)1 << (m->catsets[k].feature % 64);
+    for (size_t w = 0; w < words; w++) count += (size_t)__builtin_popcountll(bits[w]);
+    uint32_t *out = malloc((count ? count : 1) * sizeof *out);
+    if (!out) {
+        free(bits);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory listing the model's features");
+    }
+    size_t j = 0;
+    for (size_t w = 0; w < words; w++)
+        for (uint64_t b = bits[w]; b; b &= b - 1) out[j++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
+    free(bits);
+    *ids = out;
+    *n = (uint32_t)count;
+    return TS_OK;
+}
+
+int tsm_features_are_sparse(uint32_t n_features, uint32_t n_used) {
+    return (uint64_t)n_features > 4 * (uint64_t)n_used + 1024;
+}
+
+/* The position of f in ids[0..n) (ascending; f must be there). */
+static uint32_t rank_of(const uint32_t *ids, uint32_t n, uint32_t f) {
+    uint32_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] <= f) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static uint32_t renumbered(const uint32_t *ids, uint32_t n, uint32_t first_derived, uint32_t f) {
+    return f >= first_derived ? n + (f - first_derived) : rank_of(ids, n, f);
+}
+
+void tsm_model_renumber(ts_model *m, const uint32_t *ids, uint32_t n, uint32_t first_derived) {
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            nd->feature = renumbered(ids, n, first_derived, nd->feature);
+        }
+    for (uint32_t k = 0; k < m->n_catsets; k++) {
+        tsm_catset *c = &m->catsets[k];
+        c->feature = renumbered(ids, n, first_derived, c->feature);
+        c->hash = catset_rehash(m, c);
+    }
+    if (m->n_feature_names) { /* one name per column: keep the names of the columns kept */
+        char **names = m->n_feature_names == m->n_features ? malloc((n ? n : 1) * sizeof *names) : NULL;
+        for (uint32_t j = 0; names && j < n; j++) {
+            names[j] = m->feature_names[ids[j]];
+            m->feature_names[ids[j]] = NULL;
+        }
+        for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
+        free(m->feature_names);
+        m->feature_names = names;
+        m->n_feature_names = names ? n : 0;
+    }
+    m->n_features = n + (m->n_features > first_derived ? m->n_features - first_derived : 0);
+    m->n_features_declared = 0;
+}

@@ -188,6 +188,20 @@ int tsm_catset_goes_left(const ts_model *m, const tsm_catset *c, double v);
 ts_status tsm_model_view(const ts_model *m, uint32_t k, ts_model **out, ts_error *err);
 void tsm_view_free(ts_model *view);
 
+/* Memory follows the columns a model reads, not the count it declares (feature_map.c). */
+/* The distinct features below n_features that m's splits and category sets read,
+ * ascending, in a new array (*n of them; free it). */
+ts_status tsm_used_features(const ts_model *m, uint32_t **ids, uint32_t *n, ts_error *err);
+/* True when a model of n_features columns reading n_used of them should be scored on
+ * those columns alone (gathered into n_used dense ones): n_features > 4 * n_used + 1024. */
+int tsm_features_are_sparse(uint32_t n_features, uint32_t n_used);
+/* Renumber m's columns: feature ids[j] (ids ascending, from tsm_used_features) becomes
+ * column j, and a derived column f >= first_derived (a view's) becomes n + f -
+ * first_derived; every feature below first_derived that m reads must be in ids. Nodes,
+ * category sets and feature names follow; n_features becomes n plus the derived
+ * columns, n_features_declared 0. Pass first_derived = m->n_features for a loaded model. */
+void tsm_model_renumber(ts_model *m, const uint32_t *ids, uint32_t n, uint32_t first_derived);
+
 /* Call once after the last tree: computes n_features, checks feature ids against
  * n_features_declared when it is set, checks every tree's output (< n_outputs) and
  * category-set reference, sets base_score to output_base[0] when there are several

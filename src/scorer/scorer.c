@@ -29,14 +29,23 @@ typedef struct tsr_part {
  * parts[0] straight from the caller's rows. Otherwise ("expand"), part k scores the
  * view of output k (tsm_model_view): rows are copied into per-thread scratch rows of
  * `width` columns whose derived columns hold each category set's decision (0.0 left,
- * 1.0 right), each part scores them, and its scores are interleaved into out[r*K + k]. */
+ * 1.0 right), each part scores them, and its scores are interleaved into out[r*K + k].
+ * A model that reads few of its many columns (tsm_features_are_sparse: a declared count
+ * of 16,777,216 and a handful of splits) takes the general path too, on views whose
+ * features are renumbered to the columns read: a row's n_read columns are gathered into
+ * the scratch rows (gather[c] is the caller's column of column c), so neither the
+ * engines' layouts, the planner's sample nor any buffer is sized by the declared count. */
 struct ts_scorer {
     tsr_part *parts;             /* n_outputs; parts[lead] is the one reported */
     uint32_t n_outputs;          /* K >= 1 */
     uint32_t lead;               /* the part the planner chose for (the largest) */
     int expand;                  /* K > 1 or categorical splits: the general path */
     uint32_t n_features;         /* columns a row must have */
-    uint32_t width;              /* columns the engines read: n_features + categorical sets */
+    uint32_t width;              /* columns the engines read: n_read + categorical sets */
+    uint32_t n_read;             /* the caller's columns the engines see: n_features, or the
+                                    columns read when gathered */
+    uint32_t *gather;            /* sparse models: gather[c] = the caller's column of engine
+                                    column c (ascending, n_read of them); else NULL */
     ts_model *cats;              /* expand with category sets: a model holding only them */
     struct cat_col *cols;        /* cats->n_catsets: the derived columns, in column order */
     int compares_double;         /* as the model's: double rows keep their doubles */
@@ -107,14 +116,63 @@ static inline int cat_right(const cat_col *c, double v) {
 
 /* Write the derived columns of one expanded float row (its first n_features are set). */
 static inline void derive_f32(const ts_scorer *s, float *row) {
-    uint32_t n = s->width - s->n_features;
-    for (uint32_t j = 0; j < n; j++) row[s->n_features + j] = (float)cat_right(&s->cols[j], (double)row[s->cols[j].feature]);
+    uint32_t n = s->width - s->n_read;
+    for (uint32_t j = 0; j < n; j++) row[s->n_read + j] = (float)cat_right(&s->cols[j], (double)row[s->cols[j].feature]);
 }
 
 /* The same for a double row: LightGBM decides categories on the double value. */
 static inline void derive_f64(const ts_scorer *s, double *row) {
-    uint32_t n = s->width - s->n_features;
-    for (uint32_t j = 0; j < n; j++) row[s->n_features + j] = (double)cat_right(&s->cols[j], row[s->cols[j].feature]);
+    uint32_t n = s->width - s->n_read;
+    for (uint32_t j = 0; j < n; j++) row[s->n_read + j] = (double)cat_right(&s->cols[j], row[s->cols[j].feature]);
+}
+
+/* One expanded float row from the caller's row src: its columns (gathered for a sparse
+ * model), then the derived ones. */
+static inline void load_f32(const ts_scorer *s, float *dst, const float *src) {
+    if (s->gather)
+        for (uint32_t c = 0; c < s->n_read; c++) dst[c] = src[s->gather[c]];
+    else
+        memcpy(dst, src, s->n_read * sizeof *dst);
+    derive_f32(s, dst);
+}
+
+/* The same for a double row kept in double. */
+static inline void load_f64(const ts_scorer *s, double *dst, const double *src) {
+    if (s->gather)
+        for (uint32_t c = 0; c < s->n_read; c++) dst[c] = src[s->gather[c]];
+    else
+        memcpy(dst, src, s->n_read * sizeof *dst);
+    derive_f64(s, dst);
+}
+
+/* Expanded rows are copies (derived or gathered columns), not the caller's rows. */
+static inline int copies_rows(const ts_scorer *s) { return s->cats != NULL || s->gather != NULL; }
+
+/* The engine column of the caller's column f (a column the model reads). */
+static uint32_t gathered_column(const ts_scorer *s, uint32_t f) {
+    uint32_t lo = 0, hi = s->n_read;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->gather[mid] <= f) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Which columns the engines see: all n_features, or, for a model reading few of many,
+ * only those it reads (s->gather). */
+static ts_status choose_columns(ts_scorer *s, const ts_model *m, ts_error *err) {
+    uint32_t *ids = NULL, n = 0;
+    s->n_read = m->n_features;
+    if (m->n_features <= 1024) return TS_OK; /* never sparse: spare the walk */
+    TS_TRY(tsm_used_features(m, &ids, &n, err));
+    if (!tsm_features_are_sparse(m->n_features, n)) {
+        free(ids);
+        return TS_OK;
+    }
+    s->gather = ids;
+    s->n_read = n;
+    return TS_OK;
 }
 
 /* A copy of the model's category sets (in a model of no trees), for derive_*. */
@@ -133,7 +191,8 @@ static ts_status copy_catsets(ts_scorer *s, const ts_model *m, ts_error *err) {
     if (!s->cols) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
     for (uint32_t j = 0; j < m->n_catsets; j++) {
         const tsm_catset *c = &s->cats->catsets[j];
-        s->cols[j] = (cat_col){s->cats->cat_words + c->word0, c->n_words, c->feature, c->rule == TSM_CAT_LIGHTGBM,
+        uint32_t f = s->gather ? gathered_column(s, c->feature) : c->feature;
+        s->cols[j] = (cat_col){s->cats->cat_words + c->word0, c->n_words, f, c->rule == TSM_CAT_LIGHTGBM,
                                (c->flags & TSM_MISSING_LEFT) != 0};
     }
     return TS_OK;
@@ -189,20 +248,27 @@ static void free_parts(ts_scorer *s) {
 static ts_status expand_sample(const ts_scorer *s, const ts_scorer_options *opts, size_t *rows, float **out,
                                ts_error *err) {
     *out = NULL;
-    if (opts->engine != TS_ENGINE_AUTO || !opts->sample || !s->cats || opts->sample_rows == 0) return TS_OK;
+    if (opts->engine != TS_ENGINE_AUTO || !opts->sample || !copies_rows(s) || opts->sample_rows == 0) return TS_OK;
     if (opts->sample_stride < s->n_features)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "sample stride %zu is smaller than the model's %u columns",
                        opts->sample_stride, s->n_features);
     *rows = opts->sample_rows < SAMPLE_MAX_ROWS ? opts->sample_rows : SAMPLE_MAX_ROWS;
     float *buf = malloc(*rows * s->width * sizeof *buf);
     if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory expanding the planner's sample");
-    for (size_t r = 0; r < *rows; r++) {
-        float *dst = buf + r * s->width;
-        memcpy(dst, opts->sample + r * opts->sample_stride, s->n_features * sizeof *dst);
-        derive_f32(s, dst);
-    }
+    for (size_t r = 0; r < *rows; r++) load_f32(s, buf + r * s->width, opts->sample + r * opts->sample_stride);
     *out = buf;
     return TS_OK;
+}
+
+/* Appends a line to the planner's report (when there is one; nothing on failure). */
+static void report_add(ts_scorer *s, const char *note) {
+    if (!s->plan_report) return;
+    size_t a = strlen(s->plan_report), b = strlen(note);
+    char *r = realloc(s->plan_report, a + b + 1);
+    if (r) {
+        memcpy(r + a, note, b + 1);
+        s->plan_report = r;
+    }
 }
 
 /* The general path: one view per output; the lead (most nodes) is planned, the others
@@ -214,6 +280,7 @@ static ts_status prepare_views(ts_scorer *s, const ts_model *m, const ts_scorer_
     uint64_t best = 0;
     for (uint32_t k = 0; k < s->n_outputs && st == TS_OK; k++) {
         st = tsm_model_view(m, k, &views[k], err);
+        if (st == TS_OK && s->gather) tsm_model_renumber(views[k], s->gather, s->n_read, m->n_features);
         uint64_t nodes = 0;
         for (uint32_t t = 0; st == TS_OK && t < views[k]->n_trees; t++) nodes += views[k]->trees[t].n_nodes;
         if (st == TS_OK && (k == 0 || nodes > best)) {
@@ -229,7 +296,7 @@ static ts_status prepare_views(ts_scorer *s, const ts_model *m, const ts_scorer_
         o.sample = sample;
         o.sample_rows = sample_rows;
         o.sample_stride = s->width;
-    } else if (s->cats) {
+    } else if (copies_rows(s)) {
         o.sample = NULL; /* an explicit engine: no planner reads it */
     }
     if (st == TS_OK)
@@ -240,16 +307,17 @@ static ts_status prepare_views(ts_scorer *s, const ts_model *m, const ts_scorer_
     free(sample);
     for (uint32_t k = 0; k < s->n_outputs; k++) tsm_view_free(views[k]);
     free(views);
-    if (st == TS_OK && s->plan_report && s->n_outputs > 1) {
+    if (st == TS_OK && s->n_outputs > 1) {
         char note[160];
         snprintf(note, sizeof note, "planned on output %u of %u (its trees have the most nodes); every output uses %s\n",
                  s->lead, s->n_outputs, s->parts[s->lead].engine->name);
-        size_t a = strlen(s->plan_report), b = strlen(note);
-        char *r = realloc(s->plan_report, a + b + 1);
-        if (r) {
-            memcpy(r + a, note, b + 1);
-            s->plan_report = r;
-        }
+        report_add(s, note);
+    }
+    if (st == TS_OK && s->gather) {
+        char note[160];
+        snprintf(note, sizeof note, "columns: the %u the splits read, of the model's %u, gathered from each row\n",
+                 s->n_read, s->n_features);
+        report_add(s, note);
     }
     return st;
 }
@@ -282,13 +350,14 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
     s->n_features = m->n_features;
     s->n_outputs = m->n_outputs ? m->n_outputs : 1;
-    s->expand = s->n_outputs > 1 || m->n_catsets > 0;
-    s->width = m->n_features + m->n_catsets;
     s->compares_double = m->compares_double;
     s->n_threads = opts->n_threads ? opts->n_threads : ts_cpu_count();
     if (s->n_threads > MAX_THREADS) s->n_threads = MAX_THREADS;
     s->parts = calloc(s->n_outputs, sizeof *s->parts);
-    ts_status st = s->parts ? copy_catsets(s, m, err) : ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    ts_status st = s->parts ? choose_columns(s, m, err) : ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    s->expand = s->n_outputs > 1 || m->n_catsets > 0 || s->gather != NULL;
+    s->width = s->n_read + m->n_catsets;
+    if (st == TS_OK) st = copy_catsets(s, m, err);
     if (st == TS_OK && s->expand) {
         st = prepare_views(s, m, opts, err);
     } else if (st == TS_OK) {
@@ -314,6 +383,7 @@ void ts_scorer_free(ts_scorer *s) {
     free_parts(s);
     ts_model_free(s->cats);
     free(s->cols);
+    free(s->gather);
     free(s->plan_report);
     free(s);
 }
@@ -386,7 +456,7 @@ static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 static ts_status score_expand_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
-    size_t per = s->block_rows, rows_bytes = s->cats ? align64(per * s->width * sizeof(float)) : 0;
+    size_t per = s->block_rows, rows_bytes = copies_rows(s) ? align64(per * s->width * sizeof(float)) : 0;
     char *mem = tsr_scratch(s->engine_scratch + rows_bytes + per * sizeof(double));
     if (!mem) return TS_ERR_NO_MEMORY;
     void *scratch = s->engine_scratch ? mem : NULL;
@@ -395,14 +465,11 @@ static ts_status score_expand_chunk(void *ctx, size_t begin, size_t end) {
     const float *x = j->x;
     for (size_t r0 = begin; r0 < end; r0 += per) {
         size_t n = end - r0 < per ? end - r0 : per;
-        if (!s->cats) {
+        if (!copies_rows(s)) {
             score_parts(s, x + r0 * j->stride, n, j->stride, part, scratch, j->out + r0 * s->n_outputs);
             continue;
         }
-        for (size_t i = 0; i < n; i++) {
-            memcpy(rows + i * s->width, x + (r0 + i) * j->stride, s->n_features * sizeof *rows);
-            derive_f32(s, rows + i * s->width);
-        }
+        for (size_t i = 0; i < n; i++) load_f32(s, rows + i * s->width, x + (r0 + i) * j->stride);
         score_parts(s, rows, n, s->width, part, scratch, j->out + r0 * s->n_outputs);
     }
     return TS_OK;
@@ -437,7 +504,7 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
     const ts_scorer *s = j->s;
     size_t per = s->block_rows, W = s->width;
     size_t fbytes = align64(per * W * sizeof(float));
-    size_t dbytes = s->compares_double && s->cats ? align64(per * W * sizeof(double)) : 0;
+    size_t dbytes = s->compares_double && copies_rows(s) ? align64(per * W * sizeof(double)) : 0;
     size_t pbytes = align64(per * sizeof(double));
     char *mem = tsr_scratch(s->engine_scratch + fbytes + dbytes + pbytes + per * sizeof(uint32_t));
     if (!mem) return TS_ERR_NO_MEMORY;
@@ -456,7 +523,7 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
             for (size_t i = 0; i < n; i++) {
                 const double *row = x + (r0 + i) * j->stride;
                 float *dst = fbuf + i * W;
-                for (uint32_t c = 0; c < s->n_features; c++) dst[c] = (float)row[c];
+                for (uint32_t c = 0; c < s->n_read; c++) dst[c] = (float)row[s->gather ? s->gather[c] : c];
                 derive_f32(s, dst);
             }
             score_parts(s, fbuf, n, W, part, scratch, out);
@@ -464,11 +531,8 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
         }
         const double *rows = x + r0 * j->stride;
         size_t rstride = j->stride;
-        if (s->cats) {
-            for (size_t i = 0; i < n; i++) {
-                memcpy(dbuf + i * W, x + (r0 + i) * j->stride, s->n_features * sizeof *dbuf);
-                derive_f64(s, dbuf + i * W);
-            }
+        if (copies_rows(s)) {
+            for (size_t i = 0; i < n; i++) load_f64(s, dbuf + i * W, x + (r0 + i) * j->stride);
             rows = dbuf;
             rstride = W;
         }
@@ -497,10 +561,11 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
 
 /* ---- double rows, one output, no categories --------------------------------------------- */
 
-/* Double rows are converted to float rows in sub-batches on the stack (F64_STACK_FLOATS
- * floats, at most F64_BATCH rows), scored by the engine, and scattered back; rows that
- * no float row can stand for are scored by the exact double traversal instead. */
-#define F64_STACK_FLOATS 16384
+/* Double rows are converted to float rows in sub-batches in the thread's scratch buffer
+ * (F64_BUF_FLOATS floats, or one row when a row is wider; at most F64_BATCH rows),
+ * scored by the engine, and scattered back; rows that no float row can stand for are
+ * scored by the exact double traversal instead. */
+#define F64_BUF_FLOATS 16384
 #define F64_BATCH 64
 
 /* Convert rows [r0, r0 + n) into buf; idx gets the rows the engine will score. */
@@ -523,25 +588,23 @@ static size_t convert_rows(const tsr_part *p, uint32_t n_features, const double 
     return k;
 }
 
-/* Rows [begin, end) of a double batch, in sub-batches through a stack buffer. */
+/* Rows [begin, end) of a double batch, in sub-batches through the thread's scratch:
+ * [engine scratch | float rows | scores | row indexes]. */
 static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
     const tsr_part *p = &s->parts[0];
-    float stack_buf[F64_STACK_FLOATS];
-    uint32_t idx[F64_BATCH];
-    double part[F64_BATCH];
     size_t width = s->n_features ? s->n_features : 1;
-    size_t per = F64_STACK_FLOATS / width, n_rows = end - begin;
-    float *buf = stack_buf;
-    void *scratch = p->layout.scratch_bytes ? tsr_scratch(p->layout.scratch_bytes) : NULL;
-    if (p->layout.scratch_bytes && !scratch) return TS_ERR_NO_MEMORY;
-    if (per == 0) { /* rows wider than the stack buffer: the one documented allocation */
-        buf = malloc(width * sizeof *buf);
-        if (!buf) return TS_ERR_NO_MEMORY;
-        per = 1;
-    }
+    size_t per = F64_BUF_FLOATS / width, n_rows = end - begin;
+    if (per == 0) per = 1;
     if (per > F64_BATCH) per = F64_BATCH;
+    size_t sbytes = align64(p->layout.scratch_bytes), fbytes = align64(per * width * sizeof(float));
+    char *mem = tsr_scratch(sbytes + fbytes + per * (sizeof(double) + sizeof(uint32_t)));
+    if (!mem) return TS_ERR_NO_MEMORY;
+    void *scratch = p->layout.scratch_bytes ? mem : NULL;
+    float *buf = (float *)(mem + sbytes);
+    double *part = (double *)(mem + sbytes + fbytes);
+    uint32_t *idx = (uint32_t *)(part + per);
     /* Columns no split reads are never written: zero them once, for tidiness. */
     if (p->f64) memset(buf, 0, (n_rows < per ? n_rows : per) * width * sizeof *buf);
     for (size_t r0 = begin; r0 < end; r0 += per) {
@@ -551,7 +614,6 @@ static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
         p->engine->score(p->state, buf, k, width, part, scratch);
         for (size_t q = 0; q < k; q++) j->out[r0 + idx[q]] = part[q];
     }
-    if (buf != stack_buf) free(buf);
     return TS_OK;
 }
 

@@ -190,15 +190,12 @@ def test_raw_header_claiming_huge_matrix(ts, limited, tmp_path):
 
 
 def test_wide_model_under_address_limit(limited, tmp_path, small_data):
-    """The wide model of issue 15 (max_feature_idx=16777215, one split) under 1 GiB of
-    address space: it scores or fails with a message, never crashes."""
+    """The wide model of issue 15 (max_feature_idx=16777215, one split) scores under 1 GiB
+    of address space: memory follows the columns it reads (more in test_wide_model.py)."""
     model = tmp_path / "wide.txt"
     model.write_text(LGB_BASE.replace("max_feature_idx=3", "max_feature_idx=16777215"))
     rc, out, err, _ = limited("score", "-m", model, "-d", small_data, timeout=120)
-    if rc == 0:
-        assert out.split() == ["1", "1"], out
-    else:
-        assert "treescore:" in err, err
+    assert rc == 0 and out.split() == ["1", "1"], err
 
 
 def test_real_model_under_address_limit(limited):
