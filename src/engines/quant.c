@@ -9,8 +9,13 @@
 typedef struct pair {
     uint32_t feature;
     uint32_t zero;   /* the node has TSM_ZERO_IS_MISSING */
+    uint32_t rule;   /* its slot rule (TSQ_MISSING_RIGHT | TSQ_ZERO_MISSING) */
     float t;
 } pair;
+
+static uint32_t rule_of(const tsm_node *nd) {
+    return (nd->flags & TSM_MISSING_LEFT ? 0 : TSQ_MISSING_RIGHT) | (nd->flags & TSM_ZERO_IS_MISSING ? TSQ_ZERO_MISSING : 0);
+}
 
 static int pair_cmp(const void *a, const void *b) {
     const pair *x = a, *y = b;
@@ -22,6 +27,9 @@ void tsq_free(tsq *q) {
     if (!q) return;
     free(q->f);
     free(q->thr);
+    free(q->slots);
+    free(q->slot_first);
+    free(q->slot_of);
     memset(q, 0, sizeof *q);
 }
 
@@ -41,7 +49,7 @@ static pair *sorted_pairs(const ts_model *m, size_t *n_out) {
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             const tsm_node *nd = &m->trees[t].nodes[i];
-            p[k++] = (pair){nd->feature, (nd->flags & TSM_ZERO_IS_MISSING) != 0, nd->threshold};
+            p[k++] = (pair){nd->feature, (nd->flags & TSM_ZERO_IS_MISSING) != 0, rule_of(nd), nd->threshold};
         }
     qsort(p, n, sizeof *p, pair_cmp);
     *n_out = n;
@@ -71,19 +79,31 @@ static ts_status count_tables(tsq *q, const pair *p, size_t n, size_t *entries, 
 }
 
 static void fill_tables(tsq *q, const pair *p, size_t n) {
-    uint32_t slot = 0, table = 0;
-    for (size_t i = 0; i < n;) {
-        tsq_feature *f = &q->f[slot++];
+    uint32_t j = 0, table = 0;
+    q->n_slots = 0;
+    for (size_t i = 0; i < n; j++) {
+        tsq_feature *f = &q->f[j];
         *f = (tsq_feature){p[i].feature, 0, 0, table, 0};
         float *t = q->thr + table;
+        uint32_t rules = 0;
         for (; i < n && p[i].feature == f->column; i++) {
             if (f->n_thr == 0 || p[i].t != t[f->n_thr - 1]) t[f->n_thr++] = p[i].t;
             f->has_zero |= p[i].zero;
+            rules |= 1u << p[i].rule;
+        }
+        q->slot_first[j] = q->n_slots;
+        for (uint32_t r = 0; r < 4; r++) {
+            q->slot_of[j][r] = UINT32_MAX;
+            if (rules >> r & 1) {
+                q->slot_of[j][r] = q->n_slots;
+                q->slots[q->n_slots++] = (tsq_slot){j, r};
+            }
         }
         f->steps = steps_for(f->n_thr);
         for (uint32_t k = f->n_thr; k < (1u << f->steps); k++) t[k] = INFINITY;
         table += 1u << f->steps;
     }
+    q->slot_first[q->n_used] = q->n_slots;
 }
 
 ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
@@ -95,7 +115,10 @@ ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
     if (st == TS_OK) {
         q->f = malloc(((size_t)q->n_used + 1) * sizeof *q->f);
         q->thr = malloc((entries + 1) * sizeof *q->thr);
-        if (q->f && q->thr) {
+        q->slots = malloc(((size_t)q->n_used * 4 + 1) * sizeof *q->slots);
+        q->slot_first = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_first);
+        q->slot_of = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_of);
+        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of) {
             fill_tables(q, p, n);
             q->code_bits = q->max_thr <= 255 ? 8 : 16;
         } else
@@ -106,7 +129,7 @@ ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
     return st;
 }
 
-uint32_t tsq_slot(const tsq *q, uint32_t column) {
+uint32_t tsq_feature_of(const tsq *q, uint32_t column) {
     uint32_t lo = 0, hi = q->n_used;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -118,7 +141,11 @@ uint32_t tsq_slot(const tsq *q, uint32_t column) {
     return lo < q->n_used && q->f[lo].column == column ? lo : UINT32_MAX;
 }
 
-uint32_t tsq_index(const tsq *q, uint32_t slot, float t) {
+uint32_t tsq_slot_of(const tsq *q, const tsm_node *node) {
+    return q->slot_of[tsq_feature_of(q, node->feature)][rule_of(node)];
+}
+
+uint32_t tsq_index(const tsq *q, uint32_t j, float t) {
     /* The code of t itself: the thresholds below it, which is its index. */
-    return tsq_code(q, slot, t);
+    return tsq_code(q, j, t);
 }

@@ -21,10 +21,16 @@
  * 255 thresholds on every feature they fit a byte (LightGBM's default 255 bins give at
  * most 254), else 16 bits (up to 65,535 thresholds; more and the model has no codes).
  *
- * NaN compares false with everything, so its code is 0: the code of a value that passes
- * every node. Missing values are not monotone (a node may send NaN right), so users of
- * codes apply the nodes that are false for NaN (and for LightGBM's zero range) on their
- * own, as QuickScorer does: the code only stands for the value's order.
+ * Missing values: code 0 passes every node (0 > k never holds) and code n fails every
+ * node (k <= n - 1). A missing value goes the same way at every node of a feature that
+ * shares the node's missing rule, so each node reads the codes of a "slot": its feature
+ * seen through its rule, one of up to four per feature:
+ *     NaN -> 0 (missing goes left) or n (missing goes right), and
+ *     values in LightGBM's zero range [-Z, Z] -> their natural code (the node does not
+ *     treat zero as missing: tsm_model_finish guarantees no threshold splits that range,
+ *     so they all share 0.0's code) or the NaN code (a zero-is-missing node).
+ * So every node is exactly "code[slot] > k" and needs nothing else. Codes still run
+ * from 0 to n, so a feature of at most 255 thresholds fits a byte.
  *
  * Search tables: feature j's thresholds are stored from thr[table] on, padded with +inf
  * to 2^steps entries, 2^steps > n (at least one +inf). The branch-free search
@@ -43,12 +49,25 @@ typedef struct tsq_feature {
     uint32_t has_zero;   /* a TSM_ZERO_IS_MISSING node reads it */
 } tsq_feature;
 
+/* How a slot sees missing values (quant.h "Missing values"). */
+#define TSQ_MISSING_RIGHT 1u   /* NaN -> n, else NaN -> 0 */
+#define TSQ_ZERO_MISSING 2u    /* zero-range values -> the NaN code, else their own */
+
+typedef struct tsq_slot {
+    uint32_t feature;    /* index in tsq.f */
+    uint32_t rule;       /* TSQ_MISSING_RIGHT | TSQ_ZERO_MISSING */
+} tsq_slot;
+
 typedef struct tsq {
     uint32_t n_used;     /* features splits read */
-    tsq_feature *f;      /* n_used, ascending columns: index = the feature's slot */
+    tsq_feature *f;      /* n_used, ascending columns */
     float *thr;          /* every feature's padded table */
     uint32_t code_bits;  /* 8 or 16: every code fits */
     uint32_t max_thr;    /* most thresholds of one feature */
+    uint32_t n_slots;    /* slots nodes read, by feature then rule */
+    tsq_slot *slots;
+    uint32_t *slot_first; /* n_used + 1: feature j's slots are [slot_first[j], slot_first[j+1]) */
+    uint32_t (*slot_of)[4]; /* n_used: feature j's slot of each rule, or UINT32_MAX */
 } tsq;
 
 /* The codes of m. TS_ERR_UNSUPPORTED when a feature has more than TSQ_MAX_THRESHOLDS
@@ -56,19 +75,32 @@ typedef struct tsq {
 ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err);
 void tsq_free(tsq *q);
 
-/* The slot of a column (its index in q->f), or UINT32_MAX when no split reads it. */
-uint32_t tsq_slot(const tsq *q, uint32_t column);
+/* The index in q->f of a column, or UINT32_MAX when no split reads it. */
+uint32_t tsq_feature_of(const tsq *q, uint32_t column);
 
-/* k with T[k] == t for a threshold t of the feature in `slot`. */
-uint32_t tsq_index(const tsq *q, uint32_t slot, float t);
+/* The slot a node reads (its feature seen through its missing rule). */
+uint32_t tsq_slot_of(const tsq *q, const tsm_node *node);
 
-/* code(x) for the feature in `slot` (0 for NaN). */
-static inline uint32_t tsq_code(const tsq *q, uint32_t slot, float x) {
-    const tsq_feature *f = &q->f[slot];
+/* k with T[k] == t for a threshold t of feature j (index in q->f). */
+uint32_t tsq_index(const tsq *q, uint32_t j, float t);
+
+/* The natural code of x for feature j (index in q->f): 0 for NaN. */
+static inline uint32_t tsq_code(const tsq *q, uint32_t j, float x) {
+    const tsq_feature *f = &q->f[j];
     const float *t = q->thr + f->table;
     uint32_t pos = 0;
     for (uint32_t s = (1u << f->steps) >> 1; s; s >>= 1) pos += (t[pos + s - 1] < x) ? s : 0;
     return pos;
+}
+
+/* The code of x in slot s: the natural code, or the slot's code for missing values. */
+static inline uint32_t tsq_slot_code(const tsq *q, uint32_t s, float x) {
+    const tsq_slot *sl = &q->slots[s];
+    const tsq_feature *f = &q->f[sl->feature];
+    uint32_t missing = sl->rule & TSQ_MISSING_RIGHT ? f->n_thr : 0;
+    if (x != x) return missing;
+    if ((sl->rule & TSQ_ZERO_MISSING) && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE) return missing;
+    return tsq_code(q, sl->feature, x);
 }
 
 #endif /* TS_ENGINES_QUANT_H */
