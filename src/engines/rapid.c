@@ -247,14 +247,14 @@ const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar8_kernel, rs_
 
 /* ---- the engine ------------------------------------------------------------------------- */
 
-/* Batches of at most SMALL_ROWS[i] rows use the kernel of level i below the best (a group
- * of 64 lanes holding one document does the work of a whole group for it). */
+/* One kernel for every batch size: a group of lanes holding one document costs about
+ * what a full group costs, so rapid is slow on tiny batches (the planner times it at the
+ * caller's batch size and picks another engine there), but the scalar kernel was slower
+ * still (msn-lgb-1000x64, AVX2: one row 250 us against vqs's 28). */
 typedef struct rapid_state {
     rsl L;
     uint32_t delta;
     rs_kernel kernel;
-    uint32_t lanes;
-    rs_kernel small;         /* the scalar kernel for batches of at most 8 rows, or NULL */
 } rapid_state;
 
 static void rapid_free(void *p) {
@@ -292,14 +292,11 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
         free(s);
         return st;
     }
-    s->lanes = k->lanes;
     s->delta = block_docs(cfg, k->lanes);
     s->kernel = s->L.q.code_bits == 8 ? k->k8 : k->k16;
-    if (k != &tse_rapid_scalar)
-        s->small = s->L.q.code_bits == 8 ? tse_rapid_scalar.k8 : tse_rapid_scalar.k16;
-    size_t scratch = rs_scratch_parts(&s->L, s->delta, k->lanes).total; /* >= the scalar kernel's */
+    size_t scratch = rs_scratch_parts(&s->L, s->delta, k->lanes).total;
     size_t chunk = (size_t)(1u << 22) / (s->L.n_nodes + 1) + 1;
-    if (chunk < 2 * k->lanes) chunk = 2 * k->lanes;
+    if (chunk < 4 * k->lanes) chunk = 4 * k->lanes; /* the kernel scores 4 groups at once */
     *layout = (tse_layout){k->isa, s->L.tau, s->delta, scratch, chunk, k->lanes};
     *out = s;
     return TS_OK;
@@ -307,10 +304,7 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
 
 static void rapid_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     const rapid_state *s = p;
-    if (s->small && n_rows <= 8)
-        s->small(&s->L, s->delta, x, n_rows, stride, out, scratch);
-    else
-        s->kernel(&s->L, s->delta, x, n_rows, stride, out, scratch);
+    s->kernel(&s->L, s->delta, x, n_rows, stride, out, scratch);
 }
 
 /* The planner times rapid on models where quantizing a document costs little beside

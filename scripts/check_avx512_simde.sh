@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# check_avx512_simde.sh: on a CPU without AVX-512, run test_engines with the AVX-512 kernels (vqs, rapid) compiled through SIMDe and the CPU check claiming AVX-512.
+#
+#   scripts/check_avx512_simde.sh [BUILD_DIR]     (default build; needs its object files)
+#
+# make test runs it when this CPU lacks AVX-512, so that every kernel is tested on every
+# machine (libdeflate's run_tests.sh masks CPU features one by one for the same reason;
+# masking cannot add a level the CPU lacks, emulation can). SIMDe (libsimde-dev) maps the
+# _mm512_* intrinsics to portable code; tests/simde/avx512_shims.h adds those it lacks.
+# Only x86/*_avx512.c and platform/cpu.c are rebuilt; every other object is the build's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${1:-build}
+objdir=$build/CMakeFiles/ts_objects.dir
+[ -d "$objdir" ] || { echo "check_avx512_simde: no $objdir (build first)"; exit 1; }
+[ -f /usr/include/simde/x86/avx512.h ] || { echo "check_avx512_simde: needs libsimde-dev (apt-get install libsimde-dev)"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cflags=(-std=gnu11 -O1 -w -I"$root/include" -I"$root/src" -DTS_TEST_KNOBS=1)
+for k in vqs rapid; do
+    gcc "${cflags[@]}" -include "$root/tests/simde/avx512_shims.h" -c "src/engines/x86/${k}_avx512.c" -o "$work/${k}_avx512.o"
+done
+# The CPU check claims AVX-512 (TREESCORE_ISA still caps it, so the tests' levels apply).
+pattern='v = (int)apply_env_cap(tsr_isa_of_features(tsr_cpu_features()));'
+grep -qF "$pattern" src/platform/cpu.c || { echo "check_avx512_simde: src/platform/cpu.c changed: update the pattern"; exit 1; }
+sed "s/$(printf '%s' "$pattern" | sed 's/[][\.*^$/()]/\\&/g')/v = (int)apply_env_cap(TS_ISA_AVX512);/" src/platform/cpu.c >"$work/cpu.c"
+gcc "${cflags[@]}" -Isrc/platform -c "$work/cpu.c" -o "$work/cpu.o"
+mapfile -t objs < <(find "$objdir" -name '*.o' ! -name 'rapid_avx512.c.o' ! -name 'vqs_avx512.c.o' ! -name 'cpu.c.o')
+gcc "${cflags[@]}" -Itests/unit tests/unit/test_engines.c "${objs[@]}" "$work"/*.o -o "$work/test_engines" -lm -lpthread -ldl
+echo "test_engines with the AVX-512 kernels through SIMDe:"
+(cd "$work" && ./test_engines)

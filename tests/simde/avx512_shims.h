@@ -1,0 +1,57 @@
+/* avx512_shims.h: AVX-512 intrinsics through SIMDe (and the few SIMDe 0.7 lacks, written from Intel's definitions), so that the AVX-512 kernels run on a CPU without AVX-512 (scripts/check_avx512_simde.sh; tests only). */
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+#define _IMMINTRIN_H_INCLUDED
+typedef simde__mmask64 __mmask64;
+typedef simde__mmask32 __mmask32;
+typedef simde__mmask16 __mmask16;
+typedef simde__mmask8 __mmask8;
+#include <string.h>
+#include <stdint.h>
+/* Intrinsics SIMDe 0.7.4 lacks, from Intel's definitions (lane loops). */
+static inline simde__mmask32 _mm512_cmpgt_epu16_mask(simde__m512i a, simde__m512i b) {
+    uint16_t x[32], y[32]; memcpy(x, &a, 64); memcpy(y, &b, 64);
+    simde__mmask32 m = 0; for (int i = 0; i < 32; i++) if (x[i] > y[i]) m |= (simde__mmask32)1 << i; return m;
+}
+static inline simde__m256i _mm512_cvtepi32_epi16(simde__m512i a) {
+    int32_t x[16]; int16_t r[16]; memcpy(x, &a, 64); for (int i = 0; i < 16; i++) r[i] = (int16_t)x[i];
+    simde__m256i o; memcpy(&o, r, 32); return o;
+}
+static inline simde__m128i _mm512_cvtepi32_epi8(simde__m512i a) {
+    int32_t x[16]; int8_t r[16]; memcpy(x, &a, 64); for (int i = 0; i < 16; i++) r[i] = (int8_t)x[i];
+    simde__m128i o; memcpy(&o, r, 16); return o;
+}
+static inline simde__m512i _mm512_cvtepu8_epi32(simde__m128i a) {
+    uint8_t x[16]; int32_t r[16]; memcpy(x, &a, 16); for (int i = 0; i < 16; i++) r[i] = x[i];
+    simde__m512i o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512d _mm512_i32gather_pd(simde__m256i idx, const void *base, int scale) {
+    int32_t i[8]; double r[8]; memcpy(i, &idx, 32);
+    for (int k = 0; k < 8; k++) memcpy(&r[k], (const char *)base + (int64_t)i[k] * scale, 8);
+    simde__m512d o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512 _mm512_mask_i32gather_ps(simde__m512 src, simde__mmask16 k, simde__m512i idx, const void *base, int scale) {
+    int32_t i[16]; float r[16]; memcpy(i, &idx, 64); memcpy(r, &src, 64);
+    for (int j = 0; j < 16; j++) if (k >> j & 1) memcpy(&r[j], (const char *)base + (int64_t)i[j] * scale, 4);
+    simde__m512 o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512 _mm512_i32gather_ps(simde__m512i idx, const void *base, int scale) {
+    return _mm512_mask_i32gather_ps(simde_mm512_setzero_ps(), 0xFFFF, idx, base, scale);
+}
+static inline uint32_t _mm512_reduce_max_epu32(simde__m512i a) {
+    uint32_t x[16], m = 0; memcpy(x, &a, 64); for (int i = 0; i < 16; i++) if (x[i] > m) m = x[i]; return m;
+}
+#define _mm512_mask_cmp_ps_mask(k, a, b, p) ((simde__mmask16)((k) & simde_mm512_cmp_ps_mask(a, b, p)))
+static inline simde__m512i _mm512_lzcnt_epi32(simde__m512i a) {
+    uint32_t x[16]; memcpy(x, &a, 64); for (int i = 0; i < 16; i++) x[i] = x[i] ? (uint32_t)__builtin_clz(x[i]) : 32;
+    simde__m512i o; memcpy(&o, x, 64); return o;
+}
+static inline simde__m512i _mm512_lzcnt_epi64(simde__m512i a) {
+    uint64_t x[8]; memcpy(x, &a, 64); for (int i = 0; i < 8; i++) x[i] = x[i] ? (uint64_t)__builtin_clzll(x[i]) : 64;
+    simde__m512i o; memcpy(&o, x, 64); return o;
+}
+static inline simde__m512d _mm512_i64gather_pd(simde__m512i idx, const void *base, int scale) {
+    int64_t i[8]; double r[8]; memcpy(i, &idx, 64);
+    for (int k = 0; k < 8; k++) memcpy(&r[k], (const char *)base + i[k] * scale, 8);
+    simde__m512d o; memcpy(&o, r, 64); return o;
+}
