@@ -77,10 +77,24 @@ static uint32_t max_leaves(const ts_model *m) {
  * visits the depth, so it wins on trees of up to 64 leaves (vqs 4-9x over naive) and
  * loses on wider ones (qs/naive 0.93x at 127 leaves, 0.43x at 255), where the
  * branch-free vpred walk is fastest. */
-ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, char *why, size_t why_size) {
+/* rapid: batches of at least RAPID_RULE_BATCH rows, on models rapid times itself on
+ * (plan_candidate: 1,000 nodes or more). Measured (docs/benchmarks.md, AVX2, one thread):
+ * on msn-lgb-1000x64 rapid took 12.0 us/doc at batch 10 (vqs 16.7), 2.9 at 100 (vqs 11.4),
+ * and lost only at batch 1 (250 against 28); 64-lane AVX-512 groups waste more on tiny
+ * batches, hence a margin. */
+#define RAPID_RULE_BATCH 32u
+
+ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size) {
     uint32_t w = max_leaves(m);
     ts_engine e;
-    if (w <= 64) {
+    tse_config cfg = {isa, 0, 0, 0, 1};
+    if (batch >= RAPID_RULE_BATCH && tse_engine_rapid.plan_candidate(m, &cfg)) {
+        e = TS_ENGINE_RAPID;
+        snprintf(why, why_size,
+                 "rule of thumb: batches of %u rows (>= %u) on a model of 1,000 nodes or more: exact feature codes "
+                 "and byte-transposed leaf vectors, rapid",
+                 batch, RAPID_RULE_BATCH);
+    } else if (w <= 64) {
         e = isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
         snprintf(why, why_size, "rule of thumb: trees of at most 64 leaves (largest %u)%s: QuickScorer, %s", w,
                  isa > TS_ISA_SCALAR ? " and SIMD" : ", no SIMD", ts_engine_name(e));
@@ -602,10 +616,18 @@ static ts_status finish(tsr_plan *out, const text *t, ts_error *err) {
     return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
 }
 
-static ts_status plan_by_rule(const ts_model *m, const tse_config *cfg, tsr_plan *out, text *t, ts_error *err) {
+static ts_status plan_by_rule(const ts_model *m, const tse_config *cfg, unsigned batch, tsr_plan *out, text *t,
+                              ts_error *err) {
     char why[256];
-    ts_engine e = tsr_plan_rule(m, cfg->isa, why, sizeof why);
+    ts_engine e = tsr_plan_rule(m, cfg->isa, batch, why, sizeof why);
     say(t, "%s\n", why);
+    ts_error ignored;
+    if (e == TS_ENGINE_RAPID && prepare_one(m, cfg, e, out, &ignored) != TS_OK) {
+        /* a feature with more than 65,535 thresholds has no codes: the rule without rapid */
+        e = tsr_plan_rule(m, cfg->isa, 0, why, sizeof why);
+        say(t, "rapid: %s; %s\n", ignored.message, why);
+    } else if (e == TS_ENGINE_RAPID)
+        return finish(out, t, err);
     TS_TRY(prepare_one(m, cfg, e, out, err));
     return finish(out, t, err);
 }
@@ -651,7 +673,8 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
     text t = {.len = 0};
     t.buf[0] = '\0';
     memset(out, 0, sizeof *out);
-    if (plan_mode(opts) == TS_PLAN_RULE) return plan_by_rule(m, cfg, out, &t, err);
+    if (plan_mode(opts) == TS_PLAN_RULE)
+        return plan_by_rule(m, cfg, opts->batch_hint ? opts->batch_hint : DEFAULT_BATCH, out, &t, err);
     if (opts->sample && (opts->sample_rows == 0 || opts->sample_stride < m->n_features))
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
                        "planner sample: %zu rows of stride %zu, but the model reads %u columns (need rows >= 1 and "

@@ -44,7 +44,8 @@ ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, cons
 int tsr_wisdom_line_valid(const char *line);
 size_t tsr_wisdom_compact_text(char *buf, char *out);
 
-/* The rule of thumb (TS_PLAN_RULE) and why, in `why` (at least 160 bytes). */
-ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, char *why, size_t why_size);
+/* The rule of thumb (TS_PLAN_RULE) for batches of `batch` rows, and why, in `why` (at
+ * least 160 bytes). */
+ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size);
 
 #endif /* TS_SCORER_PLANNER_H */
