@@ -42,9 +42,9 @@ static uint32_t row_mask(uint32_t j, uint32_t a, uint32_t b) {
     return 0x01010101u * m;
 }
 
-/* k in every byte or half of a 32-bit word, XOR the kernel's flip. */
+/* k + 1 in every byte or half of a 32-bit word, XOR the kernel's flip. */
 static uint32_t k_word(uint32_t k, uint32_t code_bits, uint32_t flip) {
-    k ^= flip;
+    k = (k + 1) ^ flip;
     return code_bits == 8 ? 0x01010101u * (k & 0xFF) : 0x00010001u * (k & 0xFFFF);
 }
 
@@ -69,7 +69,8 @@ static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, u
         uint32_t k = tsq_index(&L->q, L->q.slots[slot].feature, nd->threshold);
         left_leaves(nd, lo, hi, &a, &b);
         for (uint32_t j = a / 8; j <= (b - 1) / 8; j++)
-            L->entries[*at + count[j]++] = (rs_entry){slot, k_word(k, L->q.code_bits, L->flip), row_mask(j, a, b)};
+            L->entries[*at + count[j]++] =
+                (rs_entry){slot * L->lanes * (L->q.code_bits / 8), k_word(k, L->q.code_bits, L->flip), row_mask(j, a, b)};
     }
     *at += count[B - 1];
 }
@@ -113,7 +114,7 @@ static void count_tree(const tsm_tree *tr, uint32_t *lo, uint32_t *hi, uint64_t 
     }
 }
 
-static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, uint32_t flip, ts_error *err) {
+static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, const rs_kernels *k, ts_error *err) {
     memset(L, 0, sizeof *L);
     uint32_t max_leaves = 1, max_nodes = 0;
     uint64_t n_nodes = 0, n_leaves = 0, n_rows = 0, n_entries = 0;
@@ -139,7 +140,8 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, uin
         L->n_nodes = n_nodes;
         L->n_entries = n_entries;
         L->max_bytes = (max_leaves + 7) / 8;
-        L->flip = L->q.code_bits == 8 ? (flip ? 0x80u : 0) : (flip ? 0x8000u : 0);
+        L->flip = !k->flip ? 0 : L->q.code_bits == 8 ? 0x80u : 0x8000u;
+        L->lanes = k->lanes;
         L->tau = block_trees(L, cfg);
         L->n_blocks = (m->n_trees + L->tau - 1) / L->tau;
         L->blocks = calloc((size_t)L->n_blocks + 1, sizeof *L->blocks);
@@ -181,17 +183,17 @@ typedef uint64_t rs_v;
 
 static inline rs_v rs_ones(void) { return ~0ull; }
 
-typedef uint32_t rs_kv;   /* k, XOR the flip: k4's low 16 bits (8-bit codes: equal bytes) */
+typedef uint32_t rs_kv;   /* k + 1, XOR the flip: k4's low 16 bits (8-bit codes: equal bytes) */
 typedef uint64_t rs_mv;   /* the mask in every byte */
 static inline rs_kv rs_k(const rs_entry *e) { return e->k4 & 0xFFFF; }
 static inline rs_mv rs_m(const rs_entry *e) { return 0x0101010101010101ull * (e->m4 & 0xFF); }
 
 #define RS_SCALAR_UPDATE(NAME, CODE_T, MASK)                                                  \
     static inline rs_v NAME(const rsl *L, rs_v row, const CODE_T *codes, rs_kv kv, rs_mv m) { \
-        const uint32_t k = (kv & (MASK)) ^ L->flip;                                           \
+        const uint32_t k1 = (kv & (MASK)) ^ L->flip;                                          \
         uint64_t fail = 0;                                                                    \
         for (int l = 0; l < 8; l++)                                                           \
-            if ((uint32_t)(codes[l] ^ L->flip) > k) fail |= 0xFFull << (8 * l);               \
+            if ((uint32_t)(codes[l] ^ L->flip) >= k1) fail |= 0xFFull << (8 * l);             \
         return row & ~(fail & ~m);                                                            \
     }
 RS_SCALAR_UPDATE(rs_update8, uint8_t, 0xFFu)
@@ -287,7 +289,7 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
     const rs_kernels *k = kernels_for(cfg->isa);
     rapid_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory");
-    ts_status st = rsl_build(&s->L, m, cfg, (uint32_t)k->flip, err);
+    ts_status st = rsl_build(&s->L, m, cfg, k, err);
     if (st != TS_OK) {
         free(s);
         return st;

@@ -50,10 +50,11 @@
 #define RS_MAX_DELTA 4096u    /* documents per document block */
 
 typedef struct rs_entry {
-    uint32_t slot;    /* the codes read: slot * lanes codes into the group's codes */
-    uint32_t k4;      /* the node is false where code > k: k in every byte (8-bit codes;
-                         stored XOR 0x80 for AVX2's signed compare) or both halves
-                         (16-bit codes, XOR 0x8000); one 32-bit broadcast loads it */
+    uint32_t off;     /* the codes read: the slot's byte offset in a group's codes
+                         (slot * lanes * code bytes, for the kernel's lanes) */
+    uint32_t k4;      /* k + 1, in every byte (8-bit codes) or both halves (16-bit): a
+                         document passes the node where code < k + 1; XOR 0x80 / 0x8000
+                         for AVX2's signed compare (rsl.flip); one 32-bit broadcast loads it */
     uint32_t m4;      /* the row's AND mask in every byte */
 } rs_entry;
 
@@ -67,6 +68,7 @@ typedef struct rsl {
     uint32_t n_trees;
     uint32_t max_bytes;             /* B of the widest tree */
     uint32_t flip;                  /* codes and k are stored XOR this (0, 0x80, 0x8000) */
+    uint32_t lanes;                 /* the kernel's lanes (entries' offsets are for them) */
     uint32_t tau, n_blocks;
     rs_block *blocks;
     uint32_t *tree_row;             /* n_trees + 1 */

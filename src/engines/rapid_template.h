@@ -6,7 +6,8 @@
  *   RS(name)     this instance's name for a function
  *   RS_CODE_T    uint8_t or uint16_t
  *   RS_UPDATE    rs_v RS_UPDATE(const rsl *L, rs_v row, const RS_CODE_T *codes, rs_kv k, rs_mv m):
- *                row with the mask m ANDed in the lanes whose code is above k
+ *                row with the mask m ANDed in the lanes whose code is not below k (k: the
+ *                entry's k + 1)
  *   RS_QUANTIZE  void RS_QUANTIZE(const rsl *L, const float *x, size_t stride, size_t nd,
  *                                 RS_CODE_T *codes): one group (rows x[0..nd), nd <= RS_LANES)
  *                into the group's slot codes (rapid.h); lanes >= nd get code 0
@@ -31,7 +32,7 @@ static void RS(wide_tree)(const rsl *L, uint32_t t, const RS_CODE_T *codes, uint
     for (uint32_t j = 0; j < nr; j++) {
         rs_v row = rs_ones();
         for (uint32_t e = L->row_first[r0 + j]; e < L->row_first[r0 + j + 1]; e++)
-            row = RS_UPDATE(L, row, codes + (size_t)E[e].slot * RS_LANES, rs_k(&E[e]), rs_m(&E[e]));
+            row = RS_UPDATE(L, row, (const RS_CODE_T *)((const char *)codes + E[e].off), rs_k(&E[e]), rs_m(&E[e]));
         rs_store_row(rows + (size_t)j * RS_LANES, row);
     }
     const double *leaves = L->leaves + L->leaf_offset[t];
@@ -66,7 +67,7 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             for (uint32_t e = row_first[r0 + j], end = row_first[r0 + j + 1]; e < end; e++) {
                 const rs_kv k = rs_k(&E[e]);
                 const rs_mv m = rs_m(&E[e]);
-                const RS_CODE_T *c = codes + (size_t)E[e].slot * RS_LANES;
+                const RS_CODE_T *c = (const RS_CODE_T *)((const char *)codes + E[e].off);
                 for (int g = 0; g < G; g++) row[g] = RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
             }
             int done = 1;

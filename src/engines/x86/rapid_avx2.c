@@ -10,8 +10,9 @@
 /*
  * AVX2 has no unsigned byte compare: codes and k are stored XOR 0x80 (16-bit: XOR
  * 0x8000; rsl.flip), so that vpcmpgtb/vpcmpgtw order them as unsigned numbers. An
- * entry is a 32-bit broadcast of k, vpcmpgtb, a 32-bit broadcast of the mask and two
- * vpandn. Exit leaves: per row, the lanes meeting their first non-zero byte take the row
+ * entry is a 32-bit broadcast of k + 1 and of the mask, then per group of documents
+ * vpcmpgtb (k + 1 > code: the lanes that pass, with the codes from memory), vpor with
+ * the mask and vpand into the row. Exit leaves: per row, the lanes meeting their first non-zero byte take the row
  * number and the byte (blends); the lowest set bit comes from two vpshufb lookups on
  * nibbles; vgatherdpd fetches 4 leaf values at a time into 8 registers of scores.
  */
@@ -23,18 +24,19 @@ typedef __m256i rs_kv, rs_mv;
 static inline rs_kv rs_k(const rs_entry *e) { return _mm256_set1_epi32((int)e->k4); }
 static inline rs_mv rs_m(const rs_entry *e) { return _mm256_set1_epi32((int)e->m4); }
 
-static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k, rs_mv m) {
+/* k1 = k + 1: a lane passes where k1 > code, and keeps its row byte (row & (pass | m)). */
+static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k1, rs_mv m) {
     (void)L;
-    __m256i fail = _mm256_cmpgt_epi8(_mm256_load_si256((const __m256i *)codes), k);
-    return _mm256_andnot_si256(_mm256_andnot_si256(m, fail), row);
+    __m256i pass = _mm256_cmpgt_epi8(k1, _mm256_load_si256((const __m256i *)codes));
+    return _mm256_and_si256(row, _mm256_or_si256(pass, m));
 }
 
-static inline rs_v rs_update16(const rsl *L, rs_v row, const uint16_t *codes, rs_kv k, rs_mv m) {
+static inline rs_v rs_update16(const rsl *L, rs_v row, const uint16_t *codes, rs_kv k1, rs_mv m) {
     (void)L;
-    __m256i lo = _mm256_cmpgt_epi16(_mm256_load_si256((const __m256i *)codes), k);
-    __m256i hi = _mm256_cmpgt_epi16(_mm256_load_si256((const __m256i *)(codes + 16)), k);
-    __m256i fail = _mm256_permute4x64_epi64(_mm256_packs_epi16(lo, hi), 0xD8);
-    return _mm256_andnot_si256(_mm256_andnot_si256(m, fail), row);
+    __m256i lo = _mm256_cmpgt_epi16(k1, _mm256_load_si256((const __m256i *)codes));
+    __m256i hi = _mm256_cmpgt_epi16(k1, _mm256_load_si256((const __m256i *)(codes + 16)));
+    __m256i pass = _mm256_permute4x64_epi64(_mm256_packs_epi16(lo, hi), 0xD8);
+    return _mm256_and_si256(row, _mm256_or_si256(pass, m));
 }
 
 typedef struct rs_exit {

@@ -8,9 +8,9 @@
 #include <math.h>
 
 /*
- * An entry is a 32-bit broadcast of k, vpcmpub into a mask register, and a masked move
- * of (row AND the mask, broadcast from 32 bits): the lanes whose code is not above k keep
- * their row byte. Exit leaves: per row, vptestmb finds the non-zero bytes, and the lanes
+ * An entry is a 32-bit broadcast of k + 1 and of the mask, then per group of documents
+ * vpcmpub (k + 1 <= code: the lanes that fail) into a mask register and a masked move of
+ * (row AND the mask): the other lanes keep their row byte. Exit leaves: per row, vptestmb finds the non-zero bytes, and the lanes
  * meeting their first take the row number and the byte (masked moves); the lowest set
  * bit comes from two vpshufb lookups on nibbles; vgatherdpd fetches 8 leaf values at a
  * time into 8 registers of scores.
@@ -23,16 +23,17 @@ typedef __m512i rs_kv, rs_mv;
 static inline rs_kv rs_k(const rs_entry *e) { return _mm512_set1_epi32((int)e->k4); }
 static inline rs_mv rs_m(const rs_entry *e) { return _mm512_set1_epi32((int)e->m4); }
 
-static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k, rs_mv m) {
+/* k1 = k + 1: a lane fails where k1 <= code, and ANDs the mask into its row byte. */
+static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k1, rs_mv m) {
     (void)L;
-    __mmask64 fail = _mm512_cmpgt_epu8_mask(_mm512_load_si512(codes), k);
+    __mmask64 fail = _mm512_cmple_epu8_mask(k1, _mm512_load_si512(codes));
     return _mm512_mask_mov_epi8(row, fail, _mm512_and_si512(row, m));
 }
 
-static inline rs_v rs_update16(const rsl *L, rs_v row, const uint16_t *codes, rs_kv k, rs_mv m) {
+static inline rs_v rs_update16(const rsl *L, rs_v row, const uint16_t *codes, rs_kv k1, rs_mv m) {
     (void)L;
-    uint64_t lo = _mm512_cmpgt_epu16_mask(_mm512_load_si512(codes), k);
-    uint64_t hi = _mm512_cmpgt_epu16_mask(_mm512_load_si512(codes + 32), k);
+    uint64_t lo = _mm512_cmple_epu16_mask(k1, _mm512_load_si512(codes));
+    uint64_t hi = _mm512_cmple_epu16_mask(k1, _mm512_load_si512(codes + 32));
     return _mm512_mask_mov_epi8(row, (__mmask64)(lo | hi << 32), _mm512_and_si512(row, m));
 }
 
