@@ -219,12 +219,12 @@ typedef enum ts_engine {
     TS_ENGINE_BLOCK_NAIVE = 6, /* naive in 2D blocks of tau trees x delta documents (SDSD loop
                              order of Tang et al., SIGIR 2014) */
     TS_ENGINE_BLOCK_VPRED = 7, /* vpred in 2D blocks of tau trees x delta documents */
-    TS_ENGINE_RAPID = 8   /* RapidScorer (Ye et al., KDD 2018) on exact 8/16-bit feature codes:
-                             each document block is quantized once, equal (feature, threshold)
-                             nodes of a tree block are one compare of 64 (AVX-512BW), 32 (AVX2)
-                             or 8 (scalar) documents, leaf bitvectors are byte-transposed;
-                             TS_ERR_UNSUPPORTED when a feature has more than 65,535 distinct
-                             thresholds */
+    TS_ENGINE_RAPID = 8   /* RapidScorer's layout (Ye et al., KDD 2018) on exact 8-bit feature
+                             codes: each batch is quantized once (a value's code is how many
+                             of the feature's thresholds lie below it), every node is then one
+                             byte compare of 64 (AVX-512BW), 32 (AVX2) or 8 (scalar) documents,
+                             and leaf bitvectors are byte-transposed and built row by row;
+                             fastest on batches of tens of rows and more, slow on one row */
 } ts_engine;
 #define TS_ENGINE_COUNT 9
 

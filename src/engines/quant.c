@@ -57,7 +57,7 @@ static pair *sorted_pairs(const ts_model *m, size_t *n_out) {
 }
 
 /* Count the features and table entries of sorted pairs (and the largest feature). */
-static ts_status count_tables(tsq *q, const pair *p, size_t n, size_t *entries, ts_error *err) {
+static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_t *slots) {
     size_t i = 0;
     *entries = 0;
     q->n_used = q->max_thr = 0;
@@ -67,15 +67,12 @@ static ts_status count_tables(tsq *q, const pair *p, size_t n, size_t *entries, 
         for (; j < n && p[j].feature == f; j++)
             if (j == i || p[j].t != p[j - 1].t) distinct++;
         i = j;
-        if (distinct > TSQ_MAX_THRESHOLDS)
-            return ts_fail(err, TS_ERR_UNSUPPORTED,
-                           "feature %u has %u distinct thresholds; exact codes hold at most %u per feature", f,
-                           distinct, TSQ_MAX_THRESHOLDS);
+        (void)f;
         q->n_used++;
+        *slots += 4 * (size_t)((distinct + TSQ_SEGMENT - 1) / TSQ_SEGMENT);
         if (distinct > q->max_thr) q->max_thr = distinct;
         *entries += (size_t)1 << steps_for(distinct);
     }
-    return TS_OK;
 }
 
 static void fill_tables(tsq *q, const pair *p, size_t n) {
@@ -94,10 +91,9 @@ static void fill_tables(tsq *q, const pair *p, size_t n) {
         q->slot_first[j] = q->n_slots;
         for (uint32_t r = 0; r < 4; r++) {
             q->slot_of[j][r] = UINT32_MAX;
-            if (rules >> r & 1) {
-                q->slot_of[j][r] = q->n_slots;
-                q->slots[q->n_slots++] = (tsq_slot){j, r};
-            }
+            if (!(rules >> r & 1)) continue;
+            q->slot_of[j][r] = q->n_slots;
+            for (uint32_t base = 0; base < f->n_thr; base += TSQ_SEGMENT) q->slots[q->n_slots++] = (tsq_slot){j, r, base};
         }
         f->steps = steps_for(f->n_thr);
         for (uint32_t k = f->n_thr; k < (1u << f->steps); k++) t[k] = INFINITY;
@@ -108,19 +104,19 @@ static void fill_tables(tsq *q, const pair *p, size_t n) {
 
 ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
     memset(q, 0, sizeof *q);
-    size_t n = 0, entries = 0;
+    size_t n = 0, entries = 0, slots = 0;
     pair *p = sorted_pairs(m, &n);
     if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory sorting thresholds for feature codes");
-    ts_status st = count_tables(q, p, n, &entries, err);
-    if (st == TS_OK) {
+    count_tables(q, p, n, &entries, &slots);
+    ts_status st = TS_OK;
+    {
         q->f = malloc(((size_t)q->n_used + 1) * sizeof *q->f);
         q->thr = malloc((entries + 1) * sizeof *q->thr);
-        q->slots = malloc(((size_t)q->n_used * 4 + 1) * sizeof *q->slots);
+        q->slots = malloc((slots + 1) * sizeof *q->slots);
         q->slot_first = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_first);
         q->slot_of = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_of);
         if (q->f && q->thr && q->slots && q->slot_first && q->slot_of) {
             fill_tables(q, p, n);
-            q->code_bits = q->max_thr <= 255 ? 8 : 16;
         } else
             st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for feature code tables");
     }
@@ -141,8 +137,10 @@ uint32_t tsq_feature_of(const tsq *q, uint32_t column) {
     return lo < q->n_used && q->f[lo].column == column ? lo : UINT32_MAX;
 }
 
-uint32_t tsq_slot_of(const tsq *q, const tsm_node *node) {
-    return q->slot_of[tsq_feature_of(q, node->feature)][rule_of(node)];
+uint32_t tsq_node_slot(const tsq *q, const tsm_node *node, uint32_t *k) {
+    uint32_t j = tsq_feature_of(q, node->feature), index = tsq_index(q, j, node->threshold);
+    *k = index % TSQ_SEGMENT;
+    return q->slot_of[j][rule_of(node)] + index / TSQ_SEGMENT;
 }
 
 uint32_t tsq_index(const tsq *q, uint32_t j, float t) {

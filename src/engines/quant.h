@@ -17,9 +17,8 @@
  *
  * (x > T[k] puts T[0..k] below x, so code > k; x <= T[k] keeps every T[i] < x at i < k.)
  * So every node "x <= t" becomes the integer test "code <= k" with k the index of t, and
- * nodes of equal (feature, threshold) have equal k. Codes run from 0 to n: with at most
- * 255 thresholds on every feature they fit a byte (LightGBM's default 255 bins give at
- * most 254), else 16 bits (up to 65,535 thresholds; more and the model has no codes).
+ * nodes of equal (feature, threshold) have equal k. Codes run from 0 to n (LightGBM's
+ * default 255 bins give n <= 254; see "Bytes" below for more).
  *
  * Missing values: code 0 passes every node (0 > k never holds) and code n fails every
  * node (k <= n - 1). A missing value goes the same way at every node of a feature that
@@ -29,8 +28,14 @@
  *     values in LightGBM's zero range [-Z, Z] -> their natural code (the node does not
  *     treat zero as missing: tsm_model_finish guarantees no threshold splits that range,
  *     so they all share 0.0's code) or the NaN code (a zero-is-missing node).
- * So every node is exactly "code[slot] > k" and needs nothing else. Codes still run
- * from 0 to n, so a feature of at most 255 thresholds fits a byte.
+ * So every node is exactly "code[slot] > k" and needs nothing else.
+ *
+ * Bytes: codes are stored in 8 bits. A feature of n > 255 thresholds is cut into
+ * segments of TSQ_SEGMENT thresholds, each a slot of its own: segment s holds the code
+ * clamped to its range, min(max(code - 255 s, 0), 255), and a node whose k lies in
+ * segment s tests "code_s > k - 255 s", which is exact: a code above the segment is 255
+ * (above every k - 255 s <= 254), one below it is 0 (not above any). XGBoost's 256 bins
+ * give 256 thresholds on some features: two segments there, bytes everywhere.
  *
  * Search tables: feature j's thresholds are stored from thr[table] on, padded with +inf
  * to 2^steps entries, 2^steps > n (at least one +inf). The branch-free search
@@ -38,8 +43,8 @@
  * ends with pos = code(x): the +inf padding is never below any x.
  */
 
-/* Most thresholds one feature may have for the model to get codes. */
-#define TSQ_MAX_THRESHOLDS 65535u
+/* Thresholds per segment: a segment's codes run from 0 to 255. */
+#define TSQ_SEGMENT 255u
 
 typedef struct tsq_feature {
     uint32_t column;     /* the model column */
@@ -56,30 +61,30 @@ typedef struct tsq_feature {
 typedef struct tsq_slot {
     uint32_t feature;    /* index in tsq.f */
     uint32_t rule;       /* TSQ_MISSING_RIGHT | TSQ_ZERO_MISSING */
+    uint32_t base;       /* TSQ_SEGMENT * its segment: the first threshold it covers */
 } tsq_slot;
 
 typedef struct tsq {
     uint32_t n_used;     /* features splits read */
     tsq_feature *f;      /* n_used, ascending columns */
     float *thr;          /* every feature's padded table */
-    uint32_t code_bits;  /* 8 or 16: every code fits */
     uint32_t max_thr;    /* most thresholds of one feature */
-    uint32_t n_slots;    /* slots nodes read, by feature then rule */
+    uint32_t n_slots;    /* slots nodes read, by feature, then rule, then segment */
     tsq_slot *slots;
     uint32_t *slot_first; /* n_used + 1: feature j's slots are [slot_first[j], slot_first[j+1]) */
-    uint32_t (*slot_of)[4]; /* n_used: feature j's slot of each rule, or UINT32_MAX */
+    uint32_t (*slot_of)[4]; /* n_used: feature j's first slot (segment 0) of each rule, or UINT32_MAX */
 } tsq;
 
-/* The codes of m. TS_ERR_UNSUPPORTED when a feature has more than TSQ_MAX_THRESHOLDS
- * thresholds (the message says which and how many). */
+/* The codes of m. */
 ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err);
 void tsq_free(tsq *q);
 
 /* The index in q->f of a column, or UINT32_MAX when no split reads it. */
 uint32_t tsq_feature_of(const tsq *q, uint32_t column);
 
-/* The slot a node reads (its feature seen through its missing rule). */
-uint32_t tsq_slot_of(const tsq *q, const tsm_node *node);
+/* The slot a node reads (its feature seen through its missing rule, the segment of its
+ * threshold), and in *k its k within that segment (0 .. TSQ_SEGMENT - 1). */
+uint32_t tsq_node_slot(const tsq *q, const tsm_node *node, uint32_t *k);
 
 /* k with T[k] == t for a threshold t of feature j (index in q->f). */
 uint32_t tsq_index(const tsq *q, uint32_t j, float t);
@@ -93,14 +98,20 @@ static inline uint32_t tsq_code(const tsq *q, uint32_t j, float x) {
     return pos;
 }
 
-/* The code of x in slot s: the natural code, or the slot's code for missing values. */
+/* The code of x in slot s (0 .. 255): the natural code, or the slot's code for missing
+ * values, clamped to the slot's segment. */
 static inline uint32_t tsq_slot_code(const tsq *q, uint32_t s, float x) {
     const tsq_slot *sl = &q->slots[s];
     const tsq_feature *f = &q->f[sl->feature];
-    uint32_t missing = sl->rule & TSQ_MISSING_RIGHT ? f->n_thr : 0;
-    if (x != x) return missing;
-    if ((sl->rule & TSQ_ZERO_MISSING) && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE) return missing;
-    return tsq_code(q, sl->feature, x);
+    uint32_t missing = sl->rule & TSQ_MISSING_RIGHT ? f->n_thr : 0, c;
+    if (x != x)
+        c = missing;
+    else if ((sl->rule & TSQ_ZERO_MISSING) && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE)
+        c = missing;
+    else
+        c = tsq_code(q, sl->feature, x);
+    c = c > sl->base ? c - sl->base : 0;
+    return c > 255 ? 255 : c;
 }
 
 #endif /* TS_ENGINES_QUANT_H */

@@ -42,11 +42,8 @@ static uint32_t row_mask(uint32_t j, uint32_t a, uint32_t b) {
     return 0x01010101u * m;
 }
 
-/* k + 1 in every byte or half of a 32-bit word, XOR the kernel's flip. */
-static uint32_t k_word(uint32_t k, uint32_t code_bits, uint32_t flip) {
-    k = (k + 1) ^ flip;
-    return code_bits == 8 ? 0x01010101u * (k & 0xFF) : 0x00010001u * (k & 0xFFFF);
-}
+/* k + 1 in every byte, XOR the kernel's flip. */
+static uint32_t k_word(uint32_t k, uint32_t flip) { return 0x01010101u * (((k + 1) ^ flip) & 0xFF); }
 
 /* Tree t's rows and entries, from row `row` and entry `at` on (rsl.h "Entries"). */
 static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, uint32_t *lo, uint32_t *hi,
@@ -65,12 +62,11 @@ static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, u
     }
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         const tsm_node *nd = &tr->nodes[i];
-        uint32_t a, b, slot = tsq_slot_of(&L->q, nd);
-        uint32_t k = tsq_index(&L->q, L->q.slots[slot].feature, nd->threshold);
+        uint32_t a, b, k, slot = tsq_node_slot(&L->q, nd, &k);
         left_leaves(nd, lo, hi, &a, &b);
         for (uint32_t j = a / 8; j <= (b - 1) / 8; j++)
             L->entries[*at + count[j]++] =
-                (rs_entry){slot * L->lanes * (L->q.code_bits / 8), k_word(k, L->q.code_bits, L->flip), row_mask(j, a, b)};
+                (rs_entry){slot * L->lanes, k_word(k, L->flip), row_mask(j, a, b)};
     }
     *at += count[B - 1];
 }
@@ -140,7 +136,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         L->n_nodes = n_nodes;
         L->n_entries = n_entries;
         L->max_bytes = (max_leaves + 7) / 8;
-        L->flip = !k->flip ? 0 : L->q.code_bits == 8 ? 0x80u : 0x8000u;
+        L->flip = k->flip ? 0x80u : 0;
         L->lanes = k->lanes;
         L->tau = block_trees(L, cfg);
         L->n_blocks = (m->n_trees + L->tau - 1) / L->tau;
@@ -183,21 +179,18 @@ typedef uint64_t rs_v;
 
 static inline rs_v rs_ones(void) { return ~0ull; }
 
-typedef uint32_t rs_kv;   /* k + 1, XOR the flip: k4's low 16 bits (8-bit codes: equal bytes) */
+typedef uint32_t rs_kv;   /* k + 1, XOR the flip */
 typedef uint64_t rs_mv;   /* the mask in every byte */
-static inline rs_kv rs_k(const rs_entry *e) { return e->k4 & 0xFFFF; }
+static inline rs_kv rs_k(const rs_entry *e) { return e->k4 & 0xFF; }
 static inline rs_mv rs_m(const rs_entry *e) { return 0x0101010101010101ull * (e->m4 & 0xFF); }
 
-#define RS_SCALAR_UPDATE(NAME, CODE_T, MASK)                                                  \
-    static inline rs_v NAME(const rsl *L, rs_v row, const CODE_T *codes, rs_kv kv, rs_mv m) { \
-        const uint32_t k1 = (kv & (MASK)) ^ L->flip;                                          \
-        uint64_t fail = 0;                                                                    \
-        for (int l = 0; l < 8; l++)                                                           \
-            if ((uint32_t)(codes[l] ^ L->flip) >= k1) fail |= 0xFFull << (8 * l);             \
-        return row & ~(fail & ~m);                                                            \
-    }
-RS_SCALAR_UPDATE(rs_update8, uint8_t, 0xFFu)
-RS_SCALAR_UPDATE(rs_update16, uint16_t, 0xFFFFu)
+static inline rs_v rs_update(const rsl *L, rs_v row, const uint8_t *codes, rs_kv kv, rs_mv m) {
+    const uint32_t k1 = kv ^ L->flip;
+    uint64_t fail = 0;
+    for (int l = 0; l < 8; l++)
+        if ((uint32_t)(codes[l] ^ L->flip) >= k1) fail |= 0xFFull << (8 * l);
+    return row & ~(fail & ~m);
+}
 
 /* Exit leaves of 8 lanes: the first non-zero row of each, then its lowest bit. */
 typedef struct rs_exit {
@@ -225,27 +218,16 @@ static inline void rs_store_row(uint8_t *p, rs_v row) { memcpy(p, &row, 8); }
 
 #define RS_LANES 8
 #include "engines/rapid_scalar_quantize.h"
-#define RS_CODE_T uint8_t
-#define RS_UPDATE rs_update8
-#define RS_QUANTIZE rs_scalar_quantize8
-#define RS(name) rs_scalar8_##name
+#define RS_UPDATE rs_update
+#define RS_QUANTIZE rs_scalar_quantize
+#define RS(name) rs_scalar_##name
 #include "engines/rapid_template.h"
 #undef RS
-#undef RS_CODE_T
-#undef RS_UPDATE
-#undef RS_QUANTIZE
-#define RS_CODE_T uint16_t
-#define RS_UPDATE rs_update16
-#define RS_QUANTIZE rs_scalar_quantize16
-#define RS(name) rs_scalar16_##name
-#include "engines/rapid_template.h"
-#undef RS
-#undef RS_CODE_T
 #undef RS_UPDATE
 #undef RS_QUANTIZE
 #undef RS_LANES
 
-const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar8_kernel, rs_scalar16_kernel};
+const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel};
 
 /* ---- the engine ------------------------------------------------------------------------- */
 
@@ -295,7 +277,7 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
         return st;
     }
     s->delta = block_docs(cfg, k->lanes);
-    s->kernel = s->L.q.code_bits == 8 ? k->k8 : k->k16;
+    s->kernel = k->kernel;
     size_t scratch = rs_scratch_parts(&s->L, s->delta, k->lanes).total;
     size_t chunk = (size_t)(1u << 22) / (s->L.n_nodes + 1) + 1;
     if (chunk < 4 * k->lanes) chunk = 4 * k->lanes; /* the kernel scores 4 groups at once */

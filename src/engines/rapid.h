@@ -14,8 +14,8 @@
  * QuickScorer's idea (qs_layout.h): a tree's leaves are bits, all set for a new document;
  * every node the document fails (x > t) clears its left subtree's leaves; the exit leaf
  * is the lowest bit left. rapid keeps that, with RapidScorer's layout:
- *   - codes: a block of documents is quantized once into 8- (or 16-) bit codes per slot
- *     (quant.h: a feature seen through a node's missing-value rule), so that every node
+ *   - codes: a block of documents is quantized once into 8-bit codes per slot (quant.h:
+ *     a feature seen through a node's missing-value rule and threshold segment), so that every node
  *     is exactly the integer compare "code > k", for 64 (AVX-512BW), 32 (AVX2) or 8
  *     (scalar) documents at once, a byte each, with no separate missing-value pass;
  *   - byte-transposed leaf vectors: tree t's leaf bitvector for a group of documents is
@@ -51,10 +51,10 @@
 
 typedef struct rs_entry {
     uint32_t off;     /* the codes read: the slot's byte offset in a group's codes
-                         (slot * lanes * code bytes, for the kernel's lanes) */
-    uint32_t k4;      /* k + 1, in every byte (8-bit codes) or both halves (16-bit): a
-                         document passes the node where code < k + 1; XOR 0x80 / 0x8000
-                         for AVX2's signed compare (rsl.flip); one 32-bit broadcast loads it */
+                         (slot * lanes, for the kernel's lanes) */
+    uint32_t k4;      /* k + 1 (k within the slot's segment) in every byte: a document
+                         passes the node where code < k + 1; XOR 0x80 for AVX2's signed
+                         compare (rsl.flip); one 32-bit broadcast loads it */
     uint32_t m4;      /* the row's AND mask in every byte */
 } rs_entry;
 
@@ -67,7 +67,7 @@ typedef struct rsl {
     double base_score;
     uint32_t n_trees;
     uint32_t max_bytes;             /* B of the widest tree */
-    uint32_t flip;                  /* codes and k are stored XOR this (0, 0x80, 0x8000) */
+    uint32_t flip;                  /* codes and k are stored XOR this (0 or 0x80) */
     uint32_t lanes;                 /* the kernel's lanes (entries' offsets are for them) */
     uint32_t tau, n_blocks;
     rs_block *blocks;
@@ -82,7 +82,7 @@ typedef struct rsl {
 /*
  * A kernel scores n_rows rows, `delta` documents per document block (a multiple of its
  * lanes), with `scratch` of rs_scratch_parts(L, delta, lanes).total bytes:
- *   codes  delta * n_slots codes (code_bits): group g's codes of slot s at
+ *   codes  delta * n_slots codes of a byte: group g's codes of slot s at
  *          ((g * n_slots + s) * lanes + lane)
  *   acc    delta doubles
  *   rows   max_bytes * lanes bytes: the rows of a tree wider than 256 leaves
@@ -94,8 +94,8 @@ typedef void (*rs_kernel)(const rsl *L, uint32_t delta, const float *x, size_t n
 typedef struct rs_kernels {
     ts_isa isa;
     uint32_t lanes;
-    int flip;            /* codes and k stored XOR 0x80 / 0x8000 (signed compares) */
-    rs_kernel k8, k16;   /* 8-bit and 16-bit codes */
+    int flip;            /* codes and k stored XOR 0x80 (signed compares) */
+    rs_kernel kernel;
 } rs_kernels;
 
 extern const rs_kernels tse_rapid_scalar;
@@ -113,7 +113,7 @@ static inline rs_scratch rs_scratch_parts(const rsl *L, uint32_t delta, uint32_t
     rs_scratch s;
     size_t ns = L->q.n_slots ? L->q.n_slots : 1;
     s.codes = 0;
-    s.acc = s.codes + rs_round64((size_t)delta * ns * (L->q.code_bits / 8));
+    s.acc = s.codes + rs_round64((size_t)delta * ns);
     s.rows = s.acc + rs_round64((size_t)delta * sizeof(double));
     s.total = s.rows + rs_round64((size_t)L->max_bytes * lanes);
     return s;

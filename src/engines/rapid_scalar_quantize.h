@@ -4,7 +4,7 @@
  * stored XOR L->flip (rapid.h). Lanes >= nd get code 0.
  */
 #define RS_SCALAR_QUANTIZE(NAME, CODE_T)                                                      \
-    static void NAME(const rsl *L, const float *x, size_t stride, size_t nd, CODE_T *codes) { \
+    static void NAME(const rsl *L, const float *x, size_t stride, size_t nd, CODE_T *codes) {  \
         const tsq *q = &L->q;                                                                 \
         for (uint32_t s = 0; s < q->n_slots; s++) {                                           \
             const uint32_t col = q->f[q->slots[s].feature].column;                            \
@@ -14,6 +14,5 @@
             }                                                                                 \
         }                                                                                     \
     }
-RS_SCALAR_QUANTIZE(rs_scalar_quantize8, uint8_t)
-RS_SCALAR_QUANTIZE(rs_scalar_quantize16, uint16_t)
+RS_SCALAR_QUANTIZE(rs_scalar_quantize, uint8_t)
 #undef RS_SCALAR_QUANTIZE

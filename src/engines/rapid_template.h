@@ -1,15 +1,14 @@
-/* rapid_template.h: the rapid kernel, written once and instantiated per ISA (scalar in rapid.c, AVX2 and AVX-512 in x86/) and per code width. */
+/* rapid_template.h: the rapid kernel, written once and instantiated per ISA (scalar in rapid.c, AVX2 and AVX-512 in x86/). */
 #include <string.h>
 /*
- * No include guard: included once per (ISA, code width), after defining
+ * No include guard: included once per ISA, after defining
  *   RS_LANES     documents per group: one register of bytes (8, 32 or 64)
  *   RS(name)     this instance's name for a function
- *   RS_CODE_T    uint8_t or uint16_t
- *   RS_UPDATE    rs_v RS_UPDATE(const rsl *L, rs_v row, const RS_CODE_T *codes, rs_kv k, rs_mv m):
+ *   RS_UPDATE    rs_v RS_UPDATE(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k, rs_mv m):
  *                row with the mask m ANDed in the lanes whose code is not below k (k: the
  *                entry's k + 1)
  *   RS_QUANTIZE  void RS_QUANTIZE(const rsl *L, const float *x, size_t stride, size_t nd,
- *                                 RS_CODE_T *codes): one group (rows x[0..nd), nd <= RS_LANES)
+ *                                 uint8_t *codes): one group (rows x[0..nd), nd <= RS_LANES)
  *                into the group's slot codes (rapid.h); lanes >= nd get code 0
  * and, once per ISA file:
  *   rs_v                 a row: one byte per lane
@@ -26,13 +25,13 @@
  */
 
 /* A tree wider than 256 leaves: every row into `rows`, then the exit leaves lane by lane. */
-static void RS(wide_tree)(const rsl *L, uint32_t t, const RS_CODE_T *codes, uint8_t *rows, double *acc) {
+static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_t *rows, double *acc) {
     const rs_entry *E = L->entries;
     const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
     for (uint32_t j = 0; j < nr; j++) {
         rs_v row = rs_ones();
         for (uint32_t e = L->row_first[r0 + j]; e < L->row_first[r0 + j + 1]; e++)
-            row = RS_UPDATE(L, row, (const RS_CODE_T *)((const char *)codes + E[e].off), rs_k(&E[e]), rs_m(&E[e]));
+            row = RS_UPDATE(L, row, codes + E[e].off, rs_k(&E[e]), rs_m(&E[e]));
         rs_store_row(rows + (size_t)j * RS_LANES, row);
     }
     const double *leaves = L->leaves + L->leaf_offset[t];
@@ -48,7 +47,7 @@ static void RS(wide_tree)(const rsl *L, uint32_t t, const RS_CODE_T *codes, uint
  * has met its first non-zero row, then the exit leaves' values added to the groups'
  * scores. codes and acc point at the first group; the second follows. */
 static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, const rs_block *blk,
-                                                               const RS_CODE_T *codes, size_t codes_step,
+                                                               const uint8_t *codes, size_t codes_step,
                                                                double *acc, uint8_t *rows, const int G) {
     const rs_entry *E = L->entries;
     const uint32_t *row_first = L->row_first;
@@ -67,7 +66,7 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             for (uint32_t e = row_first[r0 + j], end = row_first[r0 + j + 1]; e < end; e++) {
                 const rs_kv k = rs_k(&E[e]);
                 const rs_mv m = rs_m(&E[e]);
-                const RS_CODE_T *c = (const RS_CODE_T *)((const char *)codes + E[e].off);
+                const uint8_t *c = codes + E[e].off;
                 for (int g = 0; g < G; g++) row[g] = RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
             }
             int done = 1;
@@ -79,17 +78,17 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
     }
 }
 
-static void RS(block1)(const rsl *L, const rs_block *blk, const RS_CODE_T *codes, size_t step, double *acc,
+static void RS(block1)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
                        uint8_t *rows) {
     RS(block_g)(L, blk, codes, step, acc, rows, 1);
 }
 
-static void RS(block2)(const rsl *L, const rs_block *blk, const RS_CODE_T *codes, size_t step, double *acc,
+static void RS(block2)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
                        uint8_t *rows) {
     RS(block_g)(L, blk, codes, step, acc, rows, 2);
 }
 
-static void RS(block4)(const rsl *L, const rs_block *blk, const RS_CODE_T *codes, size_t step, double *acc,
+static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
                        uint8_t *rows) {
     RS(block_g)(L, blk, codes, step, acc, rows, 4);
 }
@@ -100,7 +99,7 @@ static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_ro
                        void *scratch) {
     const rs_scratch sp = rs_scratch_parts(L, delta, RS_LANES);
     char *s = scratch;
-    RS_CODE_T *codes = (RS_CODE_T *)(s + sp.codes);
+    uint8_t *codes = (uint8_t *)(s + sp.codes);
     double *acc = (double *)(s + sp.acc);
     uint8_t *rows = (uint8_t *)(s + sp.rows);
     const size_t ns = L->q.n_slots ? L->q.n_slots : 1;

@@ -623,7 +623,7 @@ static ts_status plan_by_rule(const ts_model *m, const tse_config *cfg, unsigned
     say(t, "%s\n", why);
     ts_error ignored;
     if (e == TS_ENGINE_RAPID && prepare_one(m, cfg, e, out, &ignored) != TS_OK) {
-        /* a feature with more than 65,535 thresholds has no codes: the rule without rapid */
+        /* rapid could not prepare (out of memory, a tree past its leaf limit): the rule without it */
         e = tsr_plan_rule(m, cfg->isa, 0, why, sizeof why);
         say(t, "rapid: %s; %s\n", ignored.message, why);
     } else if (e == TS_ENGINE_RAPID)

@@ -55,3 +55,7 @@ static inline simde__m512d _mm512_i64gather_pd(simde__m512i idx, const void *bas
     for (int k = 0; k < 8; k++) memcpy(&r[k], (const char *)base + i[k] * scale, 8);
     simde__m512d o; memcpy(&o, r, 64); return o;
 }
+static inline simde__m128i _mm512_cvtusepi32_epi8(simde__m512i a) {
+    uint32_t x[16]; uint8_t r[16]; memcpy(x, &a, 64); for (int i = 0; i < 16; i++) r[i] = x[i] > 255 ? 255 : (uint8_t)x[i];
+    simde__m128i o; memcpy(&o, r, 16); return o;
+}

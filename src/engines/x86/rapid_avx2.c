@@ -8,8 +8,8 @@
 #include <math.h>
 
 /*
- * AVX2 has no unsigned byte compare: codes and k are stored XOR 0x80 (16-bit: XOR
- * 0x8000; rsl.flip), so that vpcmpgtb/vpcmpgtw order them as unsigned numbers. An
+ * AVX2 has no unsigned byte compare: codes and k are stored XOR 0x80 (rsl.flip), so
+ * that vpcmpgtb orders them as unsigned numbers. An
  * entry is a 32-bit broadcast of k + 1 and of the mask, then per group of documents
  * vpcmpgtb (k + 1 > code: the lanes that pass, with the codes from memory), vpor with
  * the mask and vpand into the row. Exit leaves: per row, the lanes meeting their first non-zero byte take the row
@@ -28,14 +28,6 @@ static inline rs_mv rs_m(const rs_entry *e) { return _mm256_set1_epi32((int)e->m
 static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k1, rs_mv m) {
     (void)L;
     __m256i pass = _mm256_cmpgt_epi8(k1, _mm256_load_si256((const __m256i *)codes));
-    return _mm256_and_si256(row, _mm256_or_si256(pass, m));
-}
-
-static inline rs_v rs_update16(const rsl *L, rs_v row, const uint16_t *codes, rs_kv k1, rs_mv m) {
-    (void)L;
-    __m256i lo = _mm256_cmpgt_epi16(k1, _mm256_load_si256((const __m256i *)codes));
-    __m256i hi = _mm256_cmpgt_epi16(k1, _mm256_load_si256((const __m256i *)(codes + 16)));
-    __m256i pass = _mm256_permute4x64_epi64(_mm256_packs_epi16(lo, hi), 0xD8);
     return _mm256_and_si256(row, _mm256_or_si256(pass, m));
 }
 
@@ -110,73 +102,55 @@ static inline __m256i codes8(const tsq_feature *f, const float *thr, const float
     return pos;
 }
 
-/* 32 lanes' codes (4 registers of 8 dwords) in lane order, XOR the flip. */
+/* 32 lanes' codes (4 registers of 8 signed dwords) in lane order, clamped to 0 .. 255
+ * (packus saturates), XOR the flip. */
 static inline void store8(uint8_t *p, const __m256i *c, uint32_t flip) {
     __m256i a = _mm256_packus_epi32(c[0], c[1]), b = _mm256_packus_epi32(c[2], c[3]);
     __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(a, b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_store_si256((__m256i *)p, _mm256_xor_si256(bytes, _mm256_set1_epi8((char)flip)));
 }
 
-static inline void store16(uint16_t *p, const __m256i *c, uint32_t flip) {
-    const __m256i f = _mm256_set1_epi16((short)flip);
-    __m256i a = _mm256_permute4x64_epi64(_mm256_packus_epi32(c[0], c[1]), 0xD8);
-    __m256i b = _mm256_permute4x64_epi64(_mm256_packus_epi32(c[2], c[3]), 0xD8);
-    _mm256_store_si256((__m256i *)p, _mm256_xor_si256(a, f));
-    _mm256_store_si256((__m256i *)(p + 16), _mm256_xor_si256(b, f));
-}
-
 #define RS_LANES 32
 #include "engines/rapid_scalar_quantize.h"
 
 /* One group of 32 documents (nd of them real): each feature's natural codes once, then
- * each of its slots' codes (the slot's missing code in its NaN or zero-range lanes). */
-#define RS_QUANTIZE_AVX2(NAME, CODE_T, STORE, SCALAR)                                             \
-    static void NAME(const rsl *L, const float *x, size_t stride, size_t nd, CODE_T *codes) {     \
-        if (stride > (size_t)INT_MAX / 32) {                                                      \
-            SCALAR(L, x, stride, nd, codes);                                                      \
-            return;                                                                               \
-        }                                                                                         \
-        const tsq *q = &L->q;                                                                     \
-        const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                           \
-        const __m256i vidx = _mm256_mullo_epi32(iota, _mm256_set1_epi32((int)stride));            \
-        for (uint32_t j = 0; j < q->n_used; j++) {                                                \
-            const tsq_feature *f = &q->f[j];                                                      \
-            __m256i nat[4], nan[4], zero[4], out[4];                                              \
-            for (size_t c = 0; c < 4; c++) {                                                      \
-                nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();                               \
-                if (8 * c >= nd) continue;                                                        \
-                __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(nd - 8 * c)), iota)); \
-                nat[c] = codes8(f, q->thr, x + 8 * c * stride + f->column, vidx, valid, &nan[c], &zero[c]); \
-            }                                                                                     \
-            for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {                  \
-                const uint32_t rule = q->slots[s].rule;                                           \
-                const __m256i miss = _mm256_set1_epi32(rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0); \
-                for (size_t c = 0; c < 4; c++) {                                                  \
-                    __m256i m = rule & TSQ_ZERO_MISSING ? _mm256_or_si256(nan[c], zero[c]) : nan[c]; \
-                    out[c] = _mm256_blendv_epi8(nat[c], miss, m);                                 \
-                }                                                                                 \
-                STORE(codes + (size_t)s * 32, out, L->flip);                                      \
-            }                                                                                     \
-        }                                                                                         \
+ * each of its slots' codes: the slot's missing code in its NaN (or zero-range) lanes,
+ * minus the segment's base, clamped to 0 .. 255 by the saturating packs. */
+static void rs_quantize(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes) {
+    if (stride > (size_t)INT_MAX / 32) {
+        rs_scalar_quantize(L, x, stride, nd, codes);
+        return;
     }
-RS_QUANTIZE_AVX2(rs_quantize8, uint8_t, store8, rs_scalar_quantize8)
-RS_QUANTIZE_AVX2(rs_quantize16, uint16_t, store16, rs_scalar_quantize16)
+    const tsq *q = &L->q;
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i vidx = _mm256_mullo_epi32(iota, _mm256_set1_epi32((int)stride));
+    for (uint32_t j = 0; j < q->n_used; j++) {
+        const tsq_feature *f = &q->f[j];
+        __m256i nat[4], nan[4], zero[4], out[4];
+        for (size_t c = 0; c < 4; c++) {
+            nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
+            if (8 * c >= nd) continue;
+            __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(nd - 8 * c)), iota));
+            nat[c] = codes8(f, q->thr, x + 8 * c * stride + f->column, vidx, valid, &nan[c], &zero[c]);
+        }
+        for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
+            const tsq_slot *sl = &q->slots[s];
+            const __m256i miss = _mm256_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
+            const __m256i base = _mm256_set1_epi32((int)sl->base);
+            for (size_t c = 0; c < 4; c++) {
+                __m256i m = sl->rule & TSQ_ZERO_MISSING ? _mm256_or_si256(nan[c], zero[c]) : nan[c];
+                out[c] = _mm256_sub_epi32(_mm256_blendv_epi8(nat[c], miss, m), base);
+            }
+            store8(codes + (size_t)s * 32, out, L->flip);
+        }
+    }
+}
 
-#define RS_CODE_T uint8_t
 #define RS_UPDATE rs_update8
-#define RS_QUANTIZE rs_quantize8
-#define RS(name) rs_avx2_8_##name
-#include "engines/rapid_template.h"
-#undef RS
-#undef RS_CODE_T
-#undef RS_UPDATE
-#undef RS_QUANTIZE
-#define RS_CODE_T uint16_t
-#define RS_UPDATE rs_update16
-#define RS_QUANTIZE rs_quantize16
-#define RS(name) rs_avx2_16_##name
+#define RS_QUANTIZE rs_quantize
+#define RS(name) rs_avx2_##name
 #include "engines/rapid_template.h"
 
-const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_8_kernel, rs_avx2_16_kernel};
+const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel};
 
 #endif

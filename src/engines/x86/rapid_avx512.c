@@ -30,13 +30,6 @@ static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_k
     return _mm512_mask_mov_epi8(row, fail, _mm512_and_si512(row, m));
 }
 
-static inline rs_v rs_update16(const rsl *L, rs_v row, const uint16_t *codes, rs_kv k1, rs_mv m) {
-    (void)L;
-    uint64_t lo = _mm512_cmple_epu16_mask(k1, _mm512_load_si512(codes));
-    uint64_t hi = _mm512_cmple_epu16_mask(k1, _mm512_load_si512(codes + 32));
-    return _mm512_mask_mov_epi8(row, (__mmask64)(lo | hi << 32), _mm512_and_si512(row, m));
-}
-
 typedef struct rs_exit {
     __m512i idx, byt;
     __mmask64 found;
@@ -103,65 +96,52 @@ static inline __m512i codes16(const tsq_feature *f, const float *thr, const floa
     return pos;
 }
 
-#define STORE8(p, v) _mm_store_si128((__m128i *)(p), _mm512_cvtepi32_epi8(v))
-#define STORE16(p, v) _mm256_store_si256((__m256i *)(p), _mm512_cvtepi32_epi16(v))
-
 #define RS_LANES 64
 #include "engines/rapid_scalar_quantize.h"
 
 /* One group of 64 documents (nd of them real): each feature's natural codes once, then
- * each of its slots' codes (the slot's missing code in its NaN or zero-range lanes).
- * Rows further apart than INT_MAX / 64 floats cannot be gathered with 32-bit indices:
- * those groups are quantized lane by lane. */
-#define RS_QUANTIZE_AVX512(NAME, CODE_T, STORE, SCALAR)                                           \
-    static void NAME(const rsl *L, const float *x, size_t stride, size_t nd, CODE_T *codes) {     \
-        if (stride > (size_t)INT_MAX / 64) {                                                      \
-            SCALAR(L, x, stride, nd, codes);                                                      \
-            return;                                                                               \
-        }                                                                                         \
-        const tsq *q = &L->q;                                                                     \
-        const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, \
-                                                                  14, 15), _mm512_set1_epi32((int)stride)); \
-        for (uint32_t j = 0; j < q->n_used; j++) {                                                \
-            const tsq_feature *f = &q->f[j];                                                      \
-            __m512i nat[4];                                                                       \
-            __mmask16 nan[4], zero[4];                                                            \
-            for (size_t c = 0; c < 4; c++) {                                                      \
-                nat[c] = _mm512_setzero_si512();                                                  \
-                nan[c] = zero[c] = 0;                                                             \
-                if (16 * c >= nd) continue;                                                       \
-                size_t left = nd - 16 * c;                                                        \
-                __mmask16 valid = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); \
-                nat[c] = codes16(f, q->thr, x + 16 * c * stride + f->column, vidx, valid, &nan[c], &zero[c]); \
-            }                                                                                     \
-            for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {                  \
-                const uint32_t rule = q->slots[s].rule;                                           \
-                const __m512i miss = _mm512_set1_epi32(rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0); \
-                for (size_t c = 0; c < 4; c++) {                                                  \
-                    __mmask16 m = rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c]; \
-                    STORE(codes + (size_t)s * 64 + 16 * c, _mm512_mask_mov_epi32(nat[c], m, miss)); \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
+ * each of its slots' codes: the slot's missing code in its NaN (or zero-range) lanes,
+ * minus the segment's base, clamped to 0 .. 255. Rows further apart than INT_MAX / 64
+ * floats cannot be gathered with 32-bit indices: those groups are quantized lane by lane. */
+static void rs_quantize(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes) {
+    if (stride > (size_t)INT_MAX / 64) {
+        rs_scalar_quantize(L, x, stride, nd, codes);
+        return;
     }
-RS_QUANTIZE_AVX512(rs_quantize8, uint8_t, STORE8, rs_scalar_quantize8)
-RS_QUANTIZE_AVX512(rs_quantize16, uint16_t, STORE16, rs_scalar_quantize16)
+    const tsq *q = &L->q;
+    const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)stride));
+    for (uint32_t j = 0; j < q->n_used; j++) {
+        const tsq_feature *f = &q->f[j];
+        __m512i nat[4];
+        __mmask16 nan[4], zero[4];
+        for (size_t c = 0; c < 4; c++) {
+            nat[c] = _mm512_setzero_si512();
+            nan[c] = zero[c] = 0;
+            if (16 * c >= nd) continue;
+            size_t left = nd - 16 * c;
+            __mmask16 valid = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            nat[c] = codes16(f, q->thr, x + 16 * c * stride + f->column, vidx, valid, &nan[c], &zero[c]);
+        }
+        for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
+            const tsq_slot *sl = &q->slots[s];
+            const __m512i miss = _mm512_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
+            const __m512i base = _mm512_set1_epi32((int)sl->base);
+            for (size_t c = 0; c < 4; c++) {
+                __mmask16 m = sl->rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c];
+                __m512i v = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
+                                             _mm512_setzero_si512());
+                _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(v));
+            }
+        }
+    }
+}
 
-#define RS_CODE_T uint8_t
 #define RS_UPDATE rs_update8
-#define RS_QUANTIZE rs_quantize8
-#define RS(name) rs_avx512_8_##name
-#include "engines/rapid_template.h"
-#undef RS
-#undef RS_CODE_T
-#undef RS_UPDATE
-#undef RS_QUANTIZE
-#define RS_CODE_T uint16_t
-#define RS_UPDATE rs_update16
-#define RS_QUANTIZE rs_quantize16
-#define RS(name) rs_avx512_16_##name
+#define RS_QUANTIZE rs_quantize
+#define RS(name) rs_avx512_##name
 #include "engines/rapid_template.h"
 
-const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_8_kernel, rs_avx512_16_kernel};
+const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel};
 
 #endif
