@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 bin=${1:-build/treescore}
 dir=${2:-bench/.cache/lgb_1000x64}
 docs=${3:-200}
-engines=${ENGINES:-naive,ifelse,vpred,block-naive,block-vpred,qs,vqs}
+engines=${ENGINES:-naive,ifelse,vpred,block-naive,block-vpred,qs,vqs,rapid}
 export TREESCORE_CACHE_DIR=${TREESCORE_CACHE_DIR:-$PWD/bench/.cache/ifelse}
 command -v valgrind >/dev/null || { echo "counters.sh: valgrind is not installed" >&2; exit 1; }
 trees=$("$bin" info -m "$dir/model.txt" | sed -n 's/^trees: *//p')

@@ -10,7 +10,7 @@ bin=${1:-build/treescore}
 py=${PYTHON:-.venv/bin/python}
 reps=${REPS:-5}
 export TREESCORE_CACHE_DIR=${TREESCORE_CACHE_DIR:-$PWD/bench/.cache/ifelse}
-engines=qs,naive,ifelse,vpred,block-naive,block-vpred,vqs
+engines=qs,naive,ifelse,vpred,block-naive,block-vpred,vqs,rapid
 # trees leaves documents-timed
 models="1000 32 5000
 1000 64 5000

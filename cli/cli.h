@@ -12,7 +12,7 @@
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 /* The names messages and help texts list. */
-#define CLI_ENGINE_NAMES "auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred"
+#define CLI_ENGINE_NAMES "auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred, rapid"
 #define CLI_ISA_NAMES "auto, scalar, sse4.2, avx2, avx512"
 /* The help lines of --threads, --isa, --tau and --delta (score, rank, bench). */
 #define CLI_SCORER_HELP                                                                     \
@@ -22,11 +22,12 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
     "                          has), scalar, sse4.2, avx2, avx512; a level the CPU lacks is\n" \
     "                          lowered to its best (so is any level above the environment\n" \
     "                          variable TREESCORE_ISA)\n"                                   \
-    "      --tau N|all         qs, vqs, block-naive, block-vpred: trees per block; 0\n"    \
+    "      --tau N|all         qs, vqs, block-naive, block-vpred, rapid: trees per block; 0\n" \
     "                          (default) = sized from the CPU's cache sizes; all = one\n"   \
     "                          block of every tree\n"                                       \
     "      --delta N           the same engines: documents per block; 0 (default) = sized\n" \
-    "                          from the cache sizes (vqs rounds up to whole SIMD registers)\n" \
+    "                          from the cache sizes (vqs rounds up to whole SIMD registers;\n" \
+    "                          rapid: 1,024, in groups of 64, 32 or 8 documents)\n"       \
     "      --lanes N           vpred, block-vpred: documents interleaved; 0 (default) = the\n" \
     "                          engine's choice for the model\n"                            \
     "      --planner MODE      how --engine auto picks: measure (default: time the engines\n" \

@@ -25,8 +25,10 @@ static const char usage[] =
     "  -e, --engine E          " CLI_ENGINE_NAMES ";\n"
     "                          auto (default) times the engines on the data's first rows\n"
     "                          and keeps the fastest (remembered in the wisdom file; ifelse\n"
-    "                          only once it is compiled); with --planner rule: vqs (qs\n"
-    "                          without SIMD) for trees of up to 64 leaves, vpred beyond\n"
+    "                          only once it is compiled); with --planner rule: rapid for\n"
+    "                          models of 1,000 nodes or more scored in batches of 32 rows or\n"
+    "                          more, else vqs (qs without SIMD) for trees of up to 64\n"
+    "                          leaves, vpred beyond\n"
     CLI_SCORER_HELP
     "  -q, --query-file FILE   SVMlight: query sizes, one per line (checked against the rows)\n"
     "      --one-based         SVMlight: feature id k is column k-1 (scikit-learn's\n"

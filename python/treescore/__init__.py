@@ -52,7 +52,7 @@ class Model:
 
     ``engine``: ``"auto"`` (the planner times the engines for this model and machine and
     keeps the fastest), or one of ``naive``, ``qs``, ``vqs``, ``ifelse``, ``vpred``,
-    ``block-naive``, ``block-vpred``; all give the same bits. ``isa`` caps the instruction
+    ``block-naive``, ``block-vpred``, ``rapid``; all give the same bits. ``isa`` caps the instruction
     set (``"scalar"``, ``"sse4.2"``, ``"avx2"``, ``"avx512"``; ``None``: the best the CPU
     has). ``threads``: threads per ``predict`` call, 0 (default) = all cores.
     ``batch_hint``: the rows per call ``auto`` plans for (0: 1,000); ``sample``: rows of

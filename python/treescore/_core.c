@@ -273,7 +273,8 @@ static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     ts_status st = ts_engine_from_name(engine_name, &opts.engine);
     if (st != TS_OK) {
         snprintf(err.message, sizeof err.message,
-                 "unknown engine '%s' (auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred)", engine_name);
+                 "unknown engine '%s' (auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred, rapid)",
+                 engine_name);
         return raise_ts(st, &err);
     }
     st = ts_isa_from_name(isa_name, &opts.max_isa);

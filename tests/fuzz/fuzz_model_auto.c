@@ -9,7 +9,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * LightGBM and XGBoost treat specially (NaN, +-0, +-1e-35, +-inf) and random floats,
  * and then scored by the naive engine, the QuickScorer engines (qs, and vqs at a random
  * ISA level, both with random block sizes), vpred, block-naive and block-vpred (random
- * lanes and blocks) and a reference sum computed here from tsm_tree_exit_leaf. All must
+ * lanes and blocks), rapid (random ISA level and blocks) and a reference sum computed
+ * here from tsm_tree_exit_leaf. All must
  * agree bit for bit (two NaNs of any payload count as equal); any difference aborts.
  * (ifelse is left out: a compile per input would starve the fuzzer; its own tests and
  * the conformance suite cover it.)
@@ -243,13 +244,16 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
     /* vqs at a random ISA level (lowered to this CPU's) and small random blocks. */
     ts_scorer *vqs = make_scorer(m, TS_ENGINE_VQS, (ts_isa)(1 + rng_next(&s) % (TS_ISA_COUNT - 1)),
                                  (uint32_t)(rng_next(&s) % 4), (uint32_t)(rng_next(&s) % 40));
-    /* The walks of the other papers, with random lanes and blocks. */
-    enum { N_WALKS = 3 };
-    static const ts_engine walk_ids[N_WALKS] = {TS_ENGINE_VPRED, TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED};
+    /* The walks of the other papers, with random lanes and blocks, and rapid at a random
+     * ISA level with random blocks. */
+    enum { N_WALKS = 4 };
+    static const ts_engine walk_ids[N_WALKS] = {TS_ENGINE_VPRED, TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED,
+                                                TS_ENGINE_RAPID};
     ts_scorer *walks[N_WALKS];
     int walks_ok = 1;
     for (int w = 0; w < N_WALKS; w++) {
-        walks[w] = make_scorer_l(m, walk_ids[w], TS_ISA_AUTO, (uint32_t)(rng_next(&s) % 4),
+        ts_isa isa = walk_ids[w] == TS_ENGINE_RAPID ? (ts_isa)(1 + rng_next(&s) % (TS_ISA_COUNT - 1)) : TS_ISA_AUTO;
+        walks[w] = make_scorer_l(m, walk_ids[w], isa, (uint32_t)(rng_next(&s) % 4),
                                  (uint32_t)(rng_next(&s) % 40), (uint32_t)(rng_next(&s) % 34));
         walks_ok &= walks[w] != NULL;
     }
