@@ -55,8 +55,12 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, double *acc) 
     __m512i bit = _mm512_or_si512(_mm512_shuffle_epi8(lut_lo, _mm512_and_si512(low, nib)),
                                   _mm512_shuffle_epi8(lut_hi, _mm512_and_si512(_mm512_srli_epi16(low, 4), nib)));
     __m512i leaf = _mm512_add_epi8(x->idx, bit);
+    /* the quarter index of vextracti32x4 is an immediate: four copies, not a loop (clang
+     * does not unroll one at -O1 and then rejects the variable) */
+    const __m128i part[4] = {_mm512_extracti32x4_epi32(leaf, 0), _mm512_extracti32x4_epi32(leaf, 1),
+                             _mm512_extracti32x4_epi32(leaf, 2), _mm512_extracti32x4_epi32(leaf, 3)};
     for (int q = 0; q < 4; q++) {
-        __m512i i32 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(leaf, q));
+        __m512i i32 = _mm512_cvtepu8_epi32(part[q]);
         double *a = acc + 16 * q;
         _mm512_store_pd(a, _mm512_add_pd(_mm512_load_pd(a), _mm512_i32gather_pd(_mm512_castsi512_si256(i32), lv, 8)));
         _mm512_store_pd(a + 8, _mm512_add_pd(_mm512_load_pd(a + 8),
