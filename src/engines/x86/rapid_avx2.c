@@ -108,54 +108,30 @@ static inline void store8(uint8_t *p, const __m256i *c, uint32_t flip) {
 
 #define RS_LANES 32
 
-/* Up to RS_TRANSPOSE features of the group at a time are first copied out of the rows
- * into columns of 32 floats (lanes >= nd read -inf: code 0, neither NaN nor zero range):
- * measured 12% faster on msn-lgb-500x64 than gathering each feature's 8 values (Zen 3). */
-#define RS_TRANSPOSE 64
-
-static void transpose(const tsq *q, uint32_t j0, uint32_t nj, const float *x, size_t stride, size_t nd, float *xt) {
-    for (size_t l = 0; l < 32; l++) {
-        const float *row = x + l * stride;
-        if (l < nd)
-            for (uint32_t j = 0; j < nj; j++) xt[j * 32 + l] = row[q->f[j0 + j].column];
-        else
-            for (uint32_t j = 0; j < nj; j++) xt[j * 32 + l] = -INFINITY;
-    }
-}
-
-/* One group of 32 documents (nd of them real): each feature's natural codes once, then
- * each of its slots' codes: the slot's missing code in its NaN (or zero-range) lanes,
- * minus the segment's base, clamped to 0 .. 255 by the saturating packs. */
-static void rs_quantize(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes) {
+/* Feature j's slots for one group of 32 documents: its natural codes once, then each
+ * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
+ * base, clamped to 0 .. 255 by the saturating packs. */
+static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
     const tsq *q = &L->q;
-    float xt[RS_TRANSPOSE * 32] __attribute__((aligned(32)));
-    for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
-        const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
-        transpose(q, j0, nj, x, stride, nd, xt);
-        for (uint32_t j = j0; j < j0 + nj; j++) {
-            const tsq_feature *f = &q->f[j];
-            __m256i nat[4], nan[4], zero[4], out[4];
-            for (size_t c = 0; c < 4; c++) {
-                nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
-                if (8 * c < nd)
-                    nat[c] = codes8(f, q->thr, _mm256_load_ps(xt + (j - j0) * 32 + 8 * c), &nan[c], &zero[c]);
-            }
-            for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
-                const tsq_slot *sl = &q->slots[s];
-                const __m256i miss = _mm256_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
-                const __m256i base = _mm256_set1_epi32((int)sl->base);
-                for (size_t c = 0; c < 4; c++) {
-                    __m256i m = sl->rule & TSQ_ZERO_MISSING ? _mm256_or_si256(nan[c], zero[c]) : nan[c];
-                    out[c] = _mm256_sub_epi32(_mm256_blendv_epi8(nat[c], miss, m), base);
-                }
-                store8(codes + (size_t)s * 32, out, L->flip);
-            }
+    const tsq_feature *f = &q->f[j];
+    __m256i nat[4], nan[4], zero[4], out[4];
+    for (size_t c = 0; c < 4; c++) {
+        nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
+        if (8 * c < nd) nat[c] = codes8(f, q->thr, _mm256_load_ps(col + 8 * c), &nan[c], &zero[c]);
+    }
+    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
+        const tsq_slot *sl = &q->slots[s];
+        const __m256i miss = _mm256_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
+        const __m256i base = _mm256_set1_epi32((int)sl->base);
+        for (size_t c = 0; c < 4; c++) {
+            __m256i m = sl->rule & TSQ_ZERO_MISSING ? _mm256_or_si256(nan[c], zero[c]) : nan[c];
+            out[c] = _mm256_sub_epi32(_mm256_blendv_epi8(nat[c], miss, m), base);
         }
+        store8(codes + (size_t)s * 32, out, L->flip);
     }
 }
 
 #define RS_UPDATE rs_update8
-#define RS_QUANTIZE rs_quantize
 #define RS(name) rs_avx2_##name
 #include "engines/rapid_template.h"
 

@@ -98,58 +98,33 @@ static inline __m512i codes16(const tsq_feature *f, const float *thr, __m512 v, 
 
 #define RS_LANES 64
 
-/* Up to RS_TRANSPOSE features of the group at a time are first copied out of the rows
- * into columns of 64 floats (lanes >= nd read -inf: code 0, neither NaN nor zero range),
- * as in the AVX2 kernel, where it measured 12% faster than gathering each feature's
- * values. */
-#define RS_TRANSPOSE 32
-
-static void transpose(const tsq *q, uint32_t j0, uint32_t nj, const float *x, size_t stride, size_t nd, float *xt) {
-    for (size_t l = 0; l < 64; l++) {
-        const float *row = x + l * stride;
-        if (l < nd)
-            for (uint32_t j = 0; j < nj; j++) xt[j * 64 + l] = row[q->f[j0 + j].column];
-        else
-            for (uint32_t j = 0; j < nj; j++) xt[j * 64 + l] = -INFINITY;
-    }
-}
-
-/* One group of 64 documents (nd of them real): each feature's natural codes once, then
- * each of its slots' codes: the slot's missing code in its NaN (or zero-range) lanes,
- * minus the segment's base, clamped to 0 .. 255. */
-static void rs_quantize(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes) {
+/* Feature j's slots for one group of 64 documents: its natural codes once, then each
+ * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
+ * base, clamped to 0 .. 255. */
+static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
     const tsq *q = &L->q;
-    float xt[RS_TRANSPOSE * 64] __attribute__((aligned(64)));
-    for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
-        const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
-        transpose(q, j0, nj, x, stride, nd, xt);
-        for (uint32_t j = j0; j < j0 + nj; j++) {
-            const tsq_feature *f = &q->f[j];
-            __m512i nat[4];
-            __mmask16 nan[4], zero[4];
-            for (size_t c = 0; c < 4; c++) {
-                nat[c] = _mm512_setzero_si512();
-                nan[c] = zero[c] = 0;
-                if (16 * c < nd)
-                    nat[c] = codes16(f, q->thr, _mm512_load_ps(xt + (j - j0) * 64 + 16 * c), &nan[c], &zero[c]);
-            }
-            for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
-                const tsq_slot *sl = &q->slots[s];
-                const __m512i miss = _mm512_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
-                const __m512i base = _mm512_set1_epi32((int)sl->base);
-                for (size_t c = 0; c < 4; c++) {
-                    __mmask16 m = sl->rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c];
-                    __m512i v = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
-                                                 _mm512_setzero_si512());
-                    _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(v));
-                }
-            }
+    const tsq_feature *f = &q->f[j];
+    __m512i nat[4];
+    __mmask16 nan[4], zero[4];
+    for (size_t c = 0; c < 4; c++) {
+        nat[c] = _mm512_setzero_si512();
+        nan[c] = zero[c] = 0;
+        if (16 * c < nd) nat[c] = codes16(f, q->thr, _mm512_load_ps(col + 16 * c), &nan[c], &zero[c]);
+    }
+    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
+        const tsq_slot *sl = &q->slots[s];
+        const __m512i miss = _mm512_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
+        const __m512i base = _mm512_set1_epi32((int)sl->base);
+        for (size_t c = 0; c < 4; c++) {
+            __mmask16 m = sl->rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c];
+            __m512i v = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
+                                         _mm512_setzero_si512());
+            _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(v));
         }
     }
 }
 
 #define RS_UPDATE rs_update8
-#define RS_QUANTIZE rs_quantize
 #define RS(name) rs_avx512_##name
 #include "engines/rapid_template.h"
 
