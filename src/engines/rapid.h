@@ -34,7 +34,7 @@
  * row of the group are never computed. The exit leaf is 8 * row + the lowest set bit of
  * that byte; the leaf values are gathered and added in double, tree by tree in order,
  * so scores equal naive's bit for bit. Measured on 64- and 256-leaf LightGBM models:
- * 1.5-2x faster than the in-memory RapidScorer (docs/benchmarks.md). RapidScorer's node
+ * 2-2.6x faster than the in-memory RapidScorer (docs/benchmarks.md). RapidScorer's node
  * merging (one compare per distinct (feature, k) of a tree block) does not fit rows built
  * one at a time; a compare costs one instruction there.
  *
