@@ -221,16 +221,6 @@ static void mark_features(qsl *L, const ts_model *m, uint8_t *zero_feature, uint
         }
 }
 
-static void fill_leaves(qsl *L, const ts_model *m) {
-    uint32_t off = 0;
-    for (uint32_t t = 0; t < m->n_trees; t++) {
-        const tsm_tree *tr = &m->trees[t];
-        L->leaf_offset[t] = off;
-        for (uint32_t l = 0; l < tr->n_leaves; l++) L->leaves[off + l] = tr->weight * tr->leaf_values[l];
-        off += tr->n_leaves;
-    }
-}
-
 static ts_status build_blocks(qsl *L, const ts_model *m, uint32_t max_nodes) {
     qs_build b = {m, L, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0};
     uint8_t *zero_feature = calloc((size_t)m->n_features + 1, 1);
@@ -251,7 +241,7 @@ static ts_status build_blocks(qsl *L, const ts_model *m, uint32_t max_nodes) {
             blk->n_trees = m->n_trees - blk->first_tree < L->tau ? m->n_trees - blk->first_tree : L->tau;
             build_block(&b, blk);
         }
-        fill_leaves(L, m);
+        tsm_model_weighted_leaves(m, L->leaves, L->leaf_offset);
     }
     free(zero_feature);
     free(slot_of);

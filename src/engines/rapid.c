@@ -62,16 +62,6 @@ static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, u
     *at += count[B - 1];
 }
 
-static void fill_leaves(rsl *L, const ts_model *m) {
-    uint32_t off = 0;
-    for (uint32_t t = 0; t < m->n_trees; t++) {
-        const tsm_tree *tr = &m->trees[t];
-        L->leaf_offset[t] = off;
-        for (uint32_t l = 0; l < tr->n_leaves; l++) L->leaves[off + l] = tr->weight * tr->leaf_values[l];
-        off += tr->n_leaves;
-    }
-}
-
 /* Trees per block: the entries of a block fill a quarter of L2 (every group of the
  * document block reads them); cfg->tau when given. */
 static uint32_t block_trees(const rsl *L, const tse_config *cfg) {
@@ -154,7 +144,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
             L->blocks[b].first_tree = b * L->tau;
             L->blocks[b].n_trees = m->n_trees - b * L->tau < L->tau ? m->n_trees - b * L->tau : L->tau;
         }
-        fill_leaves(L, m);
+        tsm_model_weighted_leaves(m, L->leaves, L->leaf_offset);
     }
     free(lo);
     free(hi);

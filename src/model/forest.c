@@ -548,3 +548,13 @@ void tsm_tree_leaf_ranges(const tsm_tree *t, uint32_t *lo, uint32_t *hi) {
         hi[i] = n->right < 0 ? (uint32_t)~n->right + 1 : hi[n->right];
     }
 }
+
+void tsm_model_weighted_leaves(const ts_model *m, double *leaves, uint32_t *offset) {
+    uint32_t off = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        offset[t] = off;
+        for (uint32_t l = 0; l < tr->n_leaves; l++) leaves[off + l] = tr->weight * tr->leaf_values[l];
+        off += tr->n_leaves;
+    }
+}

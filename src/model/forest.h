@@ -244,6 +244,11 @@ uint32_t tsm_tree_exit_leaf(const tsm_tree *tree, const float *row);
  * entries. */
 void tsm_tree_leaf_ranges(const tsm_tree *tree, uint32_t *lo, uint32_t *hi);
 
+/* Every tree's weight * leaf value (the double product the score adds), tree t's leaves
+ * from leaves[offset[t]] on, trees one after another (room for every leaf; offset has
+ * n_trees entries). */
+void tsm_model_weighted_leaves(const ts_model *m, double *leaves, uint32_t *offset);
+
 /* True when x is missing for a node with these flags. */
 static inline int tsm_is_missing(float x, uint32_t flags) {
     if (x != x) return 1;
