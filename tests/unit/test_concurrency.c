@@ -84,6 +84,7 @@ static void test_shared_scorer(void) {
         run_engine(m, TS_ENGINE_NAIVE, threads);
         run_engine(m, TS_ENGINE_QS, threads);
         run_engine(m, TS_ENGINE_VQS, threads);
+        run_engine(m, TS_ENGINE_RAPID, threads);
     }
     ts_model_free(m);
 }

@@ -93,8 +93,8 @@ static void *score_loop(void *p) {
 
 /* Creates a scorer (engine and thread count varying), scores a random slice, frees it. */
 static void *churn_loop(void *p) {
-    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS,          TS_ENGINE_VQS, TS_ENGINE_VPRED,
-                                        TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED, TS_ENGINE_AUTO};
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE,       TS_ENGINE_QS,          TS_ENGINE_VQS,   TS_ENGINE_VPRED,
+                                        TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED, TS_ENGINE_RAPID, TS_ENGINE_AUTO};
     worker *w = p;
     const shared *sh = w->sh;
     uint64_t seed = 0xD1B54A32D192ED03ull * (w->id + 1);
@@ -252,6 +252,10 @@ static void test_stress_xgboost(void) {
     stress(TS_TEST_DATA_DIR "/models/xgb_small_logistic.json", TS_ENGINE_BLOCK_VPRED, seconds_);
 }
 
+static void test_stress_rapid(void) {
+    stress(TS_TEST_DATA_DIR "/models/lgb_small_lambdarank.txt", TS_ENGINE_RAPID, seconds_);
+}
+
 int main(int argc, char **argv) {
     const char *env = getenv("TS_STRESS_SECONDS");
     const char *arg = argc > 1 ? argv[1] : env;
@@ -264,8 +268,9 @@ int main(int argc, char **argv) {
         }
         seconds_ = v;
     }
-    /* the long run stresses one model for the whole time; the short one both */
+    /* the long run stresses one model for the whole time; the short one both, and rapid */
     RUN_TEST(test_stress_lightgbm);
     if (seconds_ <= 10) RUN_TEST(test_stress_xgboost);
+    if (seconds_ <= 10) RUN_TEST(test_stress_rapid);
     return check_summary("test_stress");
 }
