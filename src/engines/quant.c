@@ -27,6 +27,7 @@ void tsq_free(tsq *q) {
     if (!q) return;
     free(q->f);
     free(q->thr);
+    free(q->blk);
     free(q->slots);
     free(q->slot_first);
     free(q->slot_of);
@@ -56,8 +57,10 @@ static pair *sorted_pairs(const ts_model *m, size_t *n_out) {
     return p;
 }
 
+static int blocked(uint32_t n_thr) { return n_thr > TSQ_BLOCK_MIN && n_thr <= TSQ_BLOCK_MAX; }
+
 /* Count the features and table entries of sorted pairs (and the largest feature). */
-static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_t *slots) {
+static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_t *slots, size_t *blk) {
     size_t i = 0;
     *entries = 0;
     q->n_used = q->max_thr = 0;
@@ -72,15 +75,24 @@ static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_
         *slots += 4 * (size_t)((distinct + TSQ_SEGMENT - 1) / TSQ_SEGMENT);
         if (distinct > q->max_thr) q->max_thr = distinct;
         *entries += (size_t)1 << steps_for(distinct);
+        if (blocked(distinct)) *blk += TSQ_BLOCK_FLOATS;
+    }
+}
+
+/* Feature f's block table (quant.h "Block tables") at b, from its sorted thresholds t. */
+static void fill_blocks(const tsq_feature *f, const float *t, float *b) {
+    for (uint32_t i = 0; i < 16; i++) {
+        b[i] = 16 * i + 15 < f->n_thr ? t[16 * i + 15] : INFINITY;
+        for (uint32_t k = 0; k < 15; k++) b[16 + 16 * k + i] = 16 * i + k < f->n_thr ? t[16 * i + k] : INFINITY;
     }
 }
 
 static void fill_tables(tsq *q, const pair *p, size_t n) {
-    uint32_t j = 0, table = 0;
+    uint32_t j = 0, table = 0, blk = 0;
     q->n_slots = 0;
     for (size_t i = 0; i < n; j++) {
         tsq_feature *f = &q->f[j];
-        *f = (tsq_feature){p[i].feature, 0, 0, table, 0};
+        *f = (tsq_feature){p[i].feature, 0, 0, table, 0, UINT32_MAX};
         float *t = q->thr + table;
         uint32_t rules = 0;
         for (; i < n && p[i].feature == f->column; i++) {
@@ -98,16 +110,21 @@ static void fill_tables(tsq *q, const pair *p, size_t n) {
         f->steps = steps_for(f->n_thr);
         for (uint32_t k = f->n_thr; k < (1u << f->steps); k++) t[k] = INFINITY;
         table += 1u << f->steps;
+        if (blocked(f->n_thr)) {
+            f->blocks = blk;
+            fill_blocks(f, t, q->blk + blk);
+            blk += TSQ_BLOCK_FLOATS;
+        }
     }
     q->slot_first[q->n_used] = q->n_slots;
 }
 
 ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
     memset(q, 0, sizeof *q);
-    size_t n = 0, entries = 0, slots = 0;
+    size_t n = 0, entries = 0, slots = 0, blk = 0;
     pair *p = sorted_pairs(m, &n);
     if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory sorting thresholds for feature codes");
-    count_tables(q, p, n, &entries, &slots);
+    count_tables(q, p, n, &entries, &slots, &blk);
     ts_status st = TS_OK;
     {
         q->f = malloc(((size_t)q->n_used + 1) * sizeof *q->f);
@@ -115,7 +132,8 @@ ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
         q->slots = malloc((slots + 1) * sizeof *q->slots);
         q->slot_first = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_first);
         q->slot_of = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_of);
-        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of) {
+        q->blk = aligned_alloc(64, (blk + 16) * sizeof *q->blk); /* 16: a multiple of 64 bytes */
+        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk) {
             fill_tables(q, p, n);
         } else
             st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for feature code tables");

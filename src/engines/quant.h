@@ -41,10 +41,28 @@
  * to 2^steps entries, 2^steps > n (at least one +inf). The branch-free search
  *     pos = 0; for s = 2^(steps-1) .. 1 (halving): if (thr[pos + s - 1] < x) pos += s;
  * ends with pos = code(x): the +inf padding is never below any x.
+ *
+ * Block tables: a feature of TSQ_BLOCK_MIN < n <= 256 thresholds also has a two-level
+ * table of TSQ_BLOCK_FLOATS floats at blk[blocks] (entries past n are +inf):
+ *     P[b] = T[16 b + 15]            b = 0 .. 15, the pivots, then
+ *     U_k[b] = T[16 b + k]            k = 0 .. 14, 16 floats each
+ * so that a SIMD kernel finds a lane's block with a binary search among the pivots in one
+ * register (b' = #{b < 15 : P[b] < x}) and counts the 15 thresholds of that block with a
+ * permute per k, whatever the lane's code:
+ *     code(x) = 16 b' + #{k : U_k[b'] < x} + [P[15] < x]
+ * (the last term only for n = 256, where x above T[255] has code 256). A linear scan of
+ * the thresholds costs as much as the largest code among the lanes; this costs about 60
+ * instructions per 16 lanes.
  */
 
 /* Thresholds per segment: a segment's codes run from 0 to 255. */
 #define TSQ_SEGMENT 255u
+
+/* Block tables (above): for features of more than TSQ_BLOCK_MIN and at most
+ * TSQ_BLOCK_MAX thresholds, TSQ_BLOCK_FLOATS floats each. */
+#define TSQ_BLOCK_MIN 32u
+#define TSQ_BLOCK_MAX 256u
+#define TSQ_BLOCK_FLOATS 256u
 
 typedef struct tsq_feature {
     uint32_t column;     /* the model column */
@@ -52,6 +70,7 @@ typedef struct tsq_feature {
     uint32_t steps;      /* log2 of its table size */
     uint32_t table;      /* its first entry in tsq.thr */
     uint32_t has_zero;   /* a TSM_ZERO_IS_MISSING node reads it */
+    uint32_t blocks;     /* its block table's first float in tsq.blk, or UINT32_MAX */
 } tsq_feature;
 
 /* How a slot sees missing values (quant.h "Missing values"). */
@@ -68,6 +87,7 @@ typedef struct tsq {
     uint32_t n_used;     /* features splits read */
     tsq_feature *f;      /* n_used, ascending columns */
     float *thr;          /* every feature's padded table */
+    float *blk;          /* the block tables (64-byte aligned) */
     uint32_t max_thr;    /* most thresholds of one feature */
     uint32_t n_slots;    /* slots nodes read, by feature, then rule, then segment */
     tsq_slot *slots;

@@ -179,6 +179,40 @@ static void test_many_thresholds(void) {
     ts_model_free(m);
 }
 
+/* Features of exactly 33 .. 257 distinct thresholds: around quant.h's block tables (more
+ * than 32 and at most 256 thresholds: a binary search among 16 pivots, then 15 counted;
+ * at 256 the last pivot is a real threshold). Feature f's nodes take its n_f grid values
+ * in turn, so all of them occur; rows hit them, one float step either side, or are NaN /
+ * zero-range / +-inf. */
+static void test_block_thresholds(void) {
+    static const uint32_t counts[N_FEATURES] = {0, 0, 0, 33, 47, 64, 100, 200, 255, 256, 257, 31};
+    ts_model *m = random_model(700, 32, 40, 0);
+    uint32_t next[N_FEATURES] = {0};
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            uint32_t f = nd->feature, n = f < N_FEATURES ? counts[f] : 0;
+            if (n) nd->threshold = wide_grid(next[f]++ % n * 2);
+        }
+    for (uint32_t f = N_ZERO_FEATURES; f < N_FEATURES; f++) CHECK(next[f] >= counts[f]);
+    const size_t n_rows = 900, cols = N_FEATURES + 3, stride = cols;
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
+    for (size_t i = 0; i < n_rows * stride; i++) {
+        float v = wide_grid(rnd_below(520));
+        uint32_t r = rnd_below(8);
+        x[i] = r == 0 ? nextafterf(v, INFINITY) : r == 1 ? nextafterf(v, -INFINITY) : r == 2 ? random_value() : v;
+    }
+    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
+        if (configs[c].engine == TS_ENGINE_RAPID || configs[c].engine == TS_ENGINE_NAIVE)
+            check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
+    free(x);
+    free(ref);
+    free(got);
+    ts_model_free(m);
+}
+
 static void test_scorer_api(void) {
     ts_model *m = random_model(5, 4, 4, 0);
     ts_error err;
@@ -309,5 +343,6 @@ int main(void) {
     RUN_TEST(test_wide_trees);
     RUN_TEST(test_many_blocks);
     RUN_TEST(test_many_thresholds);
+    RUN_TEST(test_block_thresholds);
     return check_summary("test_engines");
 }

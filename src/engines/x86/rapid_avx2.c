@@ -70,14 +70,39 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, double *acc) 
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm256_storeu_si256((__m256i *)p, row); }
 
+/* t[idx] for 8 lanes from a table of 16 floats (two registers). */
+static inline __m256 lookup16(const float *t, __m256i idx) {
+    __m256 lo = _mm256_permutevar8x32_ps(_mm256_load_ps(t), idx), hi = _mm256_permutevar8x32_ps(_mm256_load_ps(t + 8), idx);
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28))); /* bit 3 of idx */
+}
+
 /* Natural codes of 8 values v of feature f, with the lanes that are NaN and in the zero
  * range (as lane vectors). */
-static inline __m256i codes8(const tsq_feature *f, const float *thr, __m256 v, __m256i *nan, __m256i *zero) {
+static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m256i *nan, __m256i *zero) {
+    *nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    __m256 absv = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+    *zero = _mm256_castps_si256(_mm256_cmp_ps(absv, _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ));
+    if (f->blocks != UINT32_MAX) {
+        /* quant.h "Block tables", as in the AVX-512 kernel, the 16-entry tables looked up
+         * two registers at a time */
+        const float *blk = q->blk + f->blocks;
+        __m256i b = _mm256_setzero_si256();
+        for (int s = 8; s; s >>= 1) {
+            __m256 p = lookup16(blk, _mm256_add_epi32(b, _mm256_set1_epi32(s - 1)));
+            b = _mm256_add_epi32(b, _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(p, v, _CMP_LT_OQ)), _mm256_set1_epi32(s)));
+        }
+        __m256i code = _mm256_slli_epi32(b, 4);
+        for (int k = 0; k < 15; k++)
+            code = _mm256_sub_epi32(code, _mm256_castps_si256(_mm256_cmp_ps(lookup16(blk + 16 + 16 * k, b), v, _CMP_LT_OQ)));
+        return _mm256_sub_epi32(code, _mm256_castps_si256(_mm256_cmp_ps(_mm256_set1_ps(blk[15]), v, _CMP_LT_OQ)));
+    }
+    const float *thr = q->thr;
     __m256i pos = _mm256_setzero_si256();
     const float *t = thr + f->table;
     /* The thresholds in ascending order, four at a time, until no lane is above the last:
      * the cost follows the largest code of the 8 lanes, not the feature's threshold count
-     * (AVX2 gathers for a binary search measured slower on Zen 3 up to 128 thresholds). */
+     * (AVX2 gathers for a binary search measured slower on Zen 3 up to 128 thresholds);
+     * features of more than TSQ_BLOCK_MIN thresholds take the block table above. */
     uint32_t i = 0;
     for (; i + 4 <= f->n_thr; i += 4) {
         __m256 c0 = _mm256_cmp_ps(_mm256_set1_ps(t[i]), v, _CMP_LT_OQ);
@@ -92,9 +117,6 @@ static inline __m256i codes8(const tsq_feature *f, const float *thr, __m256 v, _
     if (i + 4 > f->n_thr)
         for (; i < f->n_thr; i++)
             pos = _mm256_sub_epi32(pos, _mm256_castps_si256(_mm256_cmp_ps(_mm256_set1_ps(t[i]), v, _CMP_LT_OQ)));
-    *nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    __m256 absv = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
-    *zero = _mm256_castps_si256(_mm256_cmp_ps(absv, _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ));
     return pos;
 }
 
@@ -117,7 +139,7 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
     __m256i nat[4], nan[4], zero[4], out[4];
     for (size_t c = 0; c < 4; c++) {
         nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
-        if (8 * c < nd) nat[c] = codes8(f, q->thr, _mm256_load_ps(col + 8 * c), &nan[c], &zero[c]);
+        if (8 * c < nd) nat[c] = codes8(q, f, _mm256_load_ps(col + 8 * c), &nan[c], &zero[c]);
     }
     for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
         const tsq_slot *sl = &q->slots[s];

@@ -72,13 +72,34 @@ static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, r
 
 /* Natural codes of 16 values v of feature f, with the lanes that are NaN and in the zero
  * range. */
-static inline __m512i codes16(const tsq_feature *f, const float *thr, __m512 v, __mmask16 *nan, __mmask16 *zero) {
+static inline __m512i codes16(const tsq *q, const tsq_feature *f, __m512 v, __mmask16 *nan, __mmask16 *zero) {
+    *nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    *zero = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ);
+    const __m512i one = _mm512_set1_epi32(1);
+    if (f->blocks != UINT32_MAX) {
+        /* quant.h "Block tables": the lane's block b' among the pivots (a binary search
+         * with permutes), then the 15 thresholds of its block, then T[255] (n = 256) */
+        const float *blk = q->blk + f->blocks;
+        const __m512 piv = _mm512_load_ps(blk);
+        __m512i b = _mm512_setzero_si512();
+        for (int s = 8; s; s >>= 1) {
+            __m512 p = _mm512_permutexvar_ps(_mm512_add_epi32(b, _mm512_set1_epi32(s - 1)), piv);
+            b = _mm512_mask_add_epi32(b, _mm512_cmp_ps_mask(p, v, _CMP_LT_OQ), b, _mm512_set1_epi32(s));
+        }
+        __m512i code = _mm512_slli_epi32(b, 4);
+        for (int k = 0; k < 15; k++) {
+            __m512 t = _mm512_permutexvar_ps(b, _mm512_load_ps(blk + 16 + 16 * k));
+            code = _mm512_mask_add_epi32(code, _mm512_cmp_ps_mask(t, v, _CMP_LT_OQ), code, one);
+        }
+        return _mm512_mask_add_epi32(code, _mm512_cmp_ps_mask(_mm512_set1_ps(blk[15]), v, _CMP_LT_OQ), code, one);
+    }
+    const float *thr = q->thr;
     __m512i pos = _mm512_setzero_si512();
     const float *t = thr + f->table;
     /* The thresholds in ascending order, four at a time, until no lane is above the last:
      * the cost follows the largest code of the 16 lanes, not the feature's threshold count
-     * (as in the AVX2 kernel, where a binary search with gathers measured slower). */
-    const __m512i one = _mm512_set1_epi32(1);
+     * (as in the AVX2 kernel, where a binary search with gathers measured slower);
+     * features of more than TSQ_BLOCK_MIN thresholds take the block table above. */
     uint32_t i = 0;
     for (; i + 4 <= f->n_thr; i += 4) {
         pos = _mm512_mask_add_epi32(pos, _mm512_cmp_ps_mask(_mm512_set1_ps(t[i]), v, _CMP_LT_OQ), pos, one);
@@ -91,8 +112,6 @@ static inline __m512i codes16(const tsq_feature *f, const float *thr, __m512 v, 
     if (i + 4 > f->n_thr)
         for (; i < f->n_thr; i++)
             pos = _mm512_mask_add_epi32(pos, _mm512_cmp_ps_mask(_mm512_set1_ps(t[i]), v, _CMP_LT_OQ), pos, one);
-    *nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    *zero = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ);
     return pos;
 }
 
@@ -109,7 +128,7 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
     for (size_t c = 0; c < 4; c++) {
         nat[c] = _mm512_setzero_si512();
         nan[c] = zero[c] = 0;
-        if (16 * c < nd) nat[c] = codes16(f, q->thr, _mm512_load_ps(col + 16 * c), &nan[c], &zero[c]);
+        if (16 * c < nd) nat[c] = codes16(q, f, _mm512_load_ps(col + 16 * c), &nan[c], &zero[c]);
     }
     for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
         const tsq_slot *sl = &q->slots[s];
