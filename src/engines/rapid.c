@@ -125,7 +125,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         L->tree_row = malloc(((size_t)m->n_trees + 1) * sizeof *L->tree_row);
         L->row_first = malloc(((size_t)n_rows + 1) * sizeof *L->row_first);
         L->entries = malloc(((size_t)n_entries + 1) * sizeof *L->entries);
-        L->leaves = malloc(((size_t)n_leaves + 1) * sizeof *L->leaves);
+        L->leaves = calloc((size_t)n_leaves + 64, sizeof *L->leaves); /* kernels may read 64 from any tree's */
         L->leaf_offset = malloc(((size_t)m->n_trees + 1) * sizeof *L->leaf_offset);
         if (!L->blocks || !L->tree_row || !L->row_first || !L->entries || !L->leaves || !L->leaf_offset)
             st = ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory preparing %u trees", m->n_trees);
@@ -192,7 +192,8 @@ static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
     return x->found == 0xFF;
 }
 
-static inline void rs_exit_add(const rs_exit *x, const double *leaves, double *acc) {
+static inline void rs_exit_add(const rs_exit *x, const double *leaves, uint32_t rows, double *acc) {
+    (void)rows;
     for (int l = 0; l < 8; l++) acc[l] += leaves[x->leaf[l]];
 }
 static inline void rs_store_row(uint8_t *p, rs_v row) { memcpy(p, &row, 8); }

@@ -20,8 +20,9 @@
  *   rs_exit              the exit leaves of a tree being found: rs_exit_init(&x);
  *                        int rs_exit_row(&x, row, j): record row j (rows in order) for the
  *                        lanes that had only zero rows so far; 1 when every lane has one;
- *                        rs_exit_add(&x, leaves, acc): acc[l] += leaves[8 * row + lowest
- *                        set bit] for every lane (trees of <= 256 leaves)
+ *                        rs_exit_add(&x, leaves, rows, acc): acc[l] += leaves[8 * row +
+ *                        lowest set bit] for every lane, for a tree of `rows` rows (<= 32:
+ *                        at most 256 leaves; leaves[0 .. 64) may always be read)
  *   void rs_store_row(uint8_t *p, rs_v row)
  * The loops below are rapid's hot loops: long on purpose.
  */
@@ -96,7 +97,7 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             if (done) break;
         }
         const double *leaves = L->leaves + L->leaf_offset[t];
-        for (int g = 0; g < G; g++) rs_exit_add(&x[g], leaves, acc + (size_t)g * RS_LANES);
+        for (int g = 0; g < G; g++) rs_exit_add(&x[g], leaves, nr, acc + (size_t)g * RS_LANES);
     }
 }
 

@@ -25,6 +25,10 @@ static inline simde__m512i _mm512_cvtepu8_epi32(simde__m128i a) {
     uint8_t x[16]; int32_t r[16]; memcpy(x, &a, 16); for (int i = 0; i < 16; i++) r[i] = x[i];
     simde__m512i o; memcpy(&o, r, 64); return o;
 }
+static inline simde__m512i _mm512_cvtepu8_epi64(simde__m128i a) {
+    uint8_t x[16]; int64_t r[8]; memcpy(x, &a, 16); for (int i = 0; i < 8; i++) r[i] = x[i];
+    simde__m512i o; memcpy(&o, r, 64); return o;
+}
 static inline simde__m512d _mm512_i32gather_pd(simde__m256i idx, const void *base, int scale) {
     int32_t i[8]; double r[8]; memcpy(i, &idx, 32);
     for (int k = 0; k < 8; k++) memcpy(&r[k], (const char *)base + (int64_t)i[k] * scale, 8);

@@ -47,7 +47,8 @@ static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
     return _mm256_testz_si256(x->left, x->left);
 }
 
-static inline void rs_exit_add(const rs_exit *x, const double *lv, double *acc) {
+static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows, double *acc) {
+    (void)rows; /* vgatherdpd of 4 lanes measured as fast as scalar loads on Zen 4 */
     const __m256i lut_lo = _mm256_setr_epi8(0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 3,
                                             0, 0, 0, 0, 0, 0, 0);
     const __m256i lut_hi = _mm256_setr_epi8(0, 4, 5, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 4, 5, 0, 6, 0, 0, 0, 7,
