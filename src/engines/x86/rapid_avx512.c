@@ -81,12 +81,18 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
         for (int q = 0; q < 4; q++)
             for (int h = 0; h < 2; h++) {
                 __m512i i = _mm512_cvtepu8_epi64(h ? _mm_srli_si128(part[q], 8) : part[q]);
-                __mmask8 b4 = _mm512_test_epi64_mask(i, _mm512_set1_epi64(16));
-                __mmask8 b5 = _mm512_test_epi64_mask(i, _mm512_set1_epi64(32));
-                __m512d v0 = _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(l0, i, l1), _mm512_permutex2var_pd(l2, i, l3));
-                __m512d v1 = _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(l4, i, l5), _mm512_permutex2var_pd(l6, i, l7));
+                __m512d v = _mm512_permutex2var_pd(l0, i, l1); /* leaves 0 .. 15 */
+                if (rows > 2) { /* and 16 .. 31 */
+                    __mmask8 b4 = _mm512_test_epi64_mask(i, _mm512_set1_epi64(16));
+                    v = _mm512_mask_blend_pd(b4, v, _mm512_permutex2var_pd(l2, i, l3));
+                    if (rows > 4) { /* and 32 .. 63 */
+                        __m512d w = _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(l4, i, l5),
+                                                         _mm512_permutex2var_pd(l6, i, l7));
+                        v = _mm512_mask_blend_pd(_mm512_test_epi64_mask(i, _mm512_set1_epi64(32)), v, w);
+                    }
+                }
                 double *a = acc + 16 * q + 8 * h;
-                _mm512_store_pd(a, _mm512_add_pd(_mm512_load_pd(a), _mm512_mask_blend_pd(b5, v0, v1)));
+                _mm512_store_pd(a, _mm512_add_pd(_mm512_load_pd(a), v));
             }
         return;
     }
