@@ -25,6 +25,15 @@ static inline simde__m512i _mm512_cvtepu8_epi32(simde__m128i a) {
     uint8_t x[16]; int32_t r[16]; memcpy(x, &a, 16); for (int i = 0; i < 16; i++) r[i] = x[i];
     simde__m512i o; memcpy(&o, r, 64); return o;
 }
+static inline simde__m512 _mm512_shuffle_f32x4(simde__m512 a, simde__m512 b, int imm) {
+    float x[16], y[16], r[16]; memcpy(x, &a, 64); memcpy(y, &b, 64);
+    for (int q = 0; q < 4; q++) memcpy(r + 4 * q, (q < 2 ? x : y) + 4 * (imm >> (2 * q) & 3), 16);
+    simde__m512 o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512 _mm512_maskz_loadu_ps(simde__mmask16 k, const void *p) {
+    float r[16]; for (int i = 0; i < 16; i++) if (k >> i & 1) memcpy(&r[i], (const char *)p + 4 * i, 4); else r[i] = 0;
+    simde__m512 o; memcpy(&o, r, 64); return o;
+}
 static inline simde__m512i _mm512_cvtepu8_epi64(simde__m128i a) {
     uint8_t x[16]; int64_t r[8]; memcpy(x, &a, 16); for (int i = 0; i < 8; i++) r[i] = x[i];
     simde__m512i o; memcpy(&o, r, 64); return o;

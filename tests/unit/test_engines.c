@@ -213,6 +213,19 @@ static void test_block_thresholds(void) {
     ts_model_free(m);
 }
 
+/* A model reading few of the columns it spans (0-3 and 11 of 12): rapid's quantizer copies
+ * those columns one by one, where dense models take 16 columns at a time (AVX-512). */
+static void test_sparse_columns(void) {
+    ts_model *m = random_model(300, 2, 70, 0);
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            if (nd->feature >= N_ZERO_FEATURES) nd->feature = nd->feature & 1 ? N_FEATURES - 1 : N_ZERO_FEATURES;
+        }
+    check_engines_on(m, 200);
+    ts_model_free(m);
+}
+
 static void test_scorer_api(void) {
     ts_model *m = random_model(5, 4, 4, 0);
     ts_error err;
@@ -344,5 +357,6 @@ int main(void) {
     RUN_TEST(test_many_blocks);
     RUN_TEST(test_many_thresholds);
     RUN_TEST(test_block_thresholds);
+    RUN_TEST(test_sparse_columns);
     return check_summary("test_engines");
 }
