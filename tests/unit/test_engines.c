@@ -149,23 +149,19 @@ static void test_many_blocks(void) {
     ts_model_free(m);
 }
 
-/* More than 255 distinct thresholds on a feature: rapid's 16-bit codes. Thresholds come
+/* More than 255 distinct thresholds on a feature: several code segments. Thresholds come
  * from a grid of 600 values (and the model's own), rows hit them exactly, one float step
  * either side, or are NaN / zero-range / +-inf. */
 static float wide_grid(uint32_t i) { return (float)((double)i - 300.0) / 7.0f + 0.5f; }
 
-static void test_many_thresholds(void) {
-    ts_model *m = random_model(400, 8, 40, 0);
-    for (uint32_t t = 0; t < m->n_trees; t++)
-        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
-            tsm_node *nd = &m->trees[t].nodes[i];
-            if (nd->feature >= N_ZERO_FEATURES && rnd_below(4)) nd->threshold = wide_grid(rnd_below(600));
-        }
-    const size_t n_rows = 700, cols = N_FEATURES + 3, stride = cols;
+/* rapid (and naive) on n_rows rows of values from wide_grid(0 .. grid_size): each a grid value,
+ * one float step either side, or a random value (NaN, zero-range, +-inf among them). */
+static void check_rapid_on_grid(const ts_model *m, size_t n_rows, uint32_t grid_size) {
+    const size_t cols = N_FEATURES + 3, stride = cols;
     float *x = malloc(n_rows * stride * sizeof *x);
     double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
     for (size_t i = 0; i < n_rows * stride; i++) {
-        float v = wide_grid(rnd_below(600));
+        float v = wide_grid(rnd_below(grid_size));
         uint32_t r = rnd_below(8);
         x[i] = r == 0 ? nextafterf(v, INFINITY) : r == 1 ? nextafterf(v, -INFINITY) : r == 2 ? random_value() : v;
     }
@@ -176,14 +172,23 @@ static void test_many_thresholds(void) {
     free(x);
     free(ref);
     free(got);
+}
+
+static void test_many_thresholds(void) {
+    ts_model *m = random_model(400, 8, 40, 0);
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            if (nd->feature >= N_ZERO_FEATURES && rnd_below(4)) nd->threshold = wide_grid(rnd_below(600));
+        }
+    check_rapid_on_grid(m, 700, 600);
     ts_model_free(m);
 }
 
 /* Features of exactly 33 .. 257 distinct thresholds: around quant.h's block tables (more
  * than 32 and at most 256 thresholds: a binary search among 16 pivots, then 15 counted;
  * at 256 the last pivot is a real threshold). Feature f's nodes take its n_f grid values
- * in turn, so all of them occur; rows hit them, one float step either side, or are NaN /
- * zero-range / +-inf. */
+ * (every other one) in turn, so all of them occur. */
 static void test_block_thresholds(void) {
     static const uint32_t counts[N_FEATURES] = {0, 0, 0, 33, 47, 64, 100, 200, 255, 256, 257, 31};
     ts_model *m = random_model(700, 32, 40, 0);
@@ -195,21 +200,7 @@ static void test_block_thresholds(void) {
             if (n) nd->threshold = wide_grid(next[f]++ % n * 2);
         }
     for (uint32_t f = N_ZERO_FEATURES; f < N_FEATURES; f++) CHECK(next[f] >= counts[f]);
-    const size_t n_rows = 900, cols = N_FEATURES + 3, stride = cols;
-    float *x = malloc(n_rows * stride * sizeof *x);
-    double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
-    for (size_t i = 0; i < n_rows * stride; i++) {
-        float v = wide_grid(rnd_below(520));
-        uint32_t r = rnd_below(8);
-        x[i] = r == 0 ? nextafterf(v, INFINITY) : r == 1 ? nextafterf(v, -INFINITY) : r == 2 ? random_value() : v;
-    }
-    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
-    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
-        if (configs[c].engine == TS_ENGINE_RAPID || configs[c].engine == TS_ENGINE_NAIVE)
-            check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
-    free(x);
-    free(ref);
-    free(got);
+    check_rapid_on_grid(m, 900, 520);
     ts_model_free(m);
 }
 
