@@ -105,29 +105,34 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, row); }
 
-/* Natural codes of 16 values v of feature f, with the lanes that are NaN and in the zero
- * range. */
-static inline __m512i codes16(const tsq *q, const tsq_feature *f, __m512 v, __mmask16 *nan, __mmask16 *zero) {
-    *nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    *zero = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ);
+/* quant.h "Block tables", for the 64 values of a group at once (four registers side by
+ * side: the binary search is a chain of dependent permutes, the counts chains of masked
+ * adds): the lane's block b' among the pivots, then the 15 thresholds of its block, then
+ * T[255] (n = 256). */
+static inline void codes_blocked64(const float *blk, const __m512 v[4], __m512i code[4]) {
+    const __m512 piv = _mm512_load_ps(blk);
     const __m512i one = _mm512_set1_epi32(1);
-    if (f->blocks != UINT32_MAX) {
-        /* quant.h "Block tables": the lane's block b' among the pivots (a binary search
-         * with permutes), then the 15 thresholds of its block, then T[255] (n = 256) */
-        const float *blk = q->blk + f->blocks;
-        const __m512 piv = _mm512_load_ps(blk);
-        __m512i b = _mm512_setzero_si512();
-        for (int s = 8; s; s >>= 1) {
-            __m512 p = _mm512_permutexvar_ps(_mm512_add_epi32(b, _mm512_set1_epi32(s - 1)), piv);
-            b = _mm512_mask_add_epi32(b, _mm512_cmp_ps_mask(p, v, _CMP_LT_OQ), b, _mm512_set1_epi32(s));
+    __m512i b[4];
+    for (int c = 0; c < 4; c++) b[c] = _mm512_setzero_si512();
+    for (int s = 8; s; s >>= 1)
+        for (int c = 0; c < 4; c++) {
+            __m512 p = _mm512_permutexvar_ps(_mm512_add_epi32(b[c], _mm512_set1_epi32(s - 1)), piv);
+            b[c] = _mm512_mask_add_epi32(b[c], _mm512_cmp_ps_mask(p, v[c], _CMP_LT_OQ), b[c], _mm512_set1_epi32(s));
         }
-        __m512i code = _mm512_slli_epi32(b, 4);
-        for (int k = 0; k < 15; k++) {
-            __m512 t = _mm512_permutexvar_ps(b, _mm512_load_ps(blk + 16 + 16 * k));
-            code = _mm512_mask_add_epi32(code, _mm512_cmp_ps_mask(t, v, _CMP_LT_OQ), code, one);
-        }
-        return _mm512_mask_add_epi32(code, _mm512_cmp_ps_mask(_mm512_set1_ps(blk[15]), v, _CMP_LT_OQ), code, one);
+    for (int c = 0; c < 4; c++) code[c] = _mm512_slli_epi32(b[c], 4);
+    for (int k = 0; k < 15; k++) {
+        const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
+        for (int c = 0; c < 4; c++)
+            code[c] = _mm512_mask_add_epi32(code[c], _mm512_cmp_ps_mask(_mm512_permutexvar_ps(b[c], u), v[c], _CMP_LT_OQ),
+                                            code[c], one);
     }
+    for (int c = 0; c < 4; c++)
+        code[c] = _mm512_mask_add_epi32(code[c], _mm512_cmp_ps_mask(_mm512_set1_ps(blk[15]), v[c], _CMP_LT_OQ), code[c], one);
+}
+
+/* Natural codes of 16 values v of feature f by a linear scan of its thresholds. */
+static inline __m512i codes16(const tsq *q, const tsq_feature *f, __m512 v) {
+    const __m512i one = _mm512_set1_epi32(1);
     const float *thr = q->thr;
     __m512i pos = _mm512_setzero_si512();
     const float *t = thr + f->table;
@@ -199,20 +204,25 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
     const tsq_feature *f = &q->f[j];
     __m512i nat[4];
     __mmask16 nan[4], zero[4];
+    __m512 v[4];
     for (size_t c = 0; c < 4; c++) {
-        nat[c] = _mm512_setzero_si512();
-        nan[c] = zero[c] = 0;
-        if (16 * c < nd) nat[c] = codes16(q, f, _mm512_load_ps(col + 16 * c), &nan[c], &zero[c]);
+        v[c] = _mm512_load_ps(col + 16 * c); /* lanes >= nd hold -inf: code 0 */
+        nan[c] = _mm512_cmp_ps_mask(v[c], v[c], _CMP_UNORD_Q);
+        zero[c] = _mm512_cmp_ps_mask(_mm512_abs_ps(v[c]), _mm512_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ);
     }
+    if (f->blocks != UINT32_MAX)
+        codes_blocked64(q->blk + f->blocks, v, nat);
+    else
+        for (size_t c = 0; c < 4; c++) nat[c] = 16 * c < nd ? codes16(q, f, v[c]) : _mm512_setzero_si512();
     for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
         const tsq_slot *sl = &q->slots[s];
         const __m512i miss = _mm512_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
         const __m512i base = _mm512_set1_epi32((int)sl->base);
         for (size_t c = 0; c < 4; c++) {
             __mmask16 m = sl->rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c];
-            __m512i v = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
-                                         _mm512_setzero_si512());
-            _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(v));
+            __m512i code = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
+                                            _mm512_setzero_si512());
+            _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(code));
         }
     }
 }
