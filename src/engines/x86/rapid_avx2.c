@@ -73,9 +73,13 @@ static inline void rs_store_row(uint8_t *p, rs_v row) { _mm256_storeu_si256((__m
 
 /* t[idx] for 8 lanes from a table of 16 floats (two registers). */
 static inline __m256 lookup16(const float *t, __m256i idx) {
-    __m256 lo = _mm256_permutevar8x32_ps(_mm256_load_ps(t), idx), hi = _mm256_permutevar8x32_ps(_mm256_load_ps(t + 8), idx);
+    __m256 lo = _mm256_permutevar8x32_ps(_mm256_load_ps(t), idx);
+    __m256 hi = _mm256_permutevar8x32_ps(_mm256_load_ps(t + 8), idx);
     return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28))); /* bit 3 of idx */
 }
+
+/* All ones in the lanes where t < v. */
+static inline __m256i below(__m256 t, __m256 v) { return _mm256_castps_si256(_mm256_cmp_ps(t, v, _CMP_LT_OQ)); }
 
 /* Natural codes of 8 values v of feature f, with the lanes that are NaN and in the zero
  * range (as lane vectors). */
@@ -90,12 +94,11 @@ static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m25
         __m256i b = _mm256_setzero_si256();
         for (int s = 8; s; s >>= 1) {
             __m256 p = lookup16(blk, _mm256_add_epi32(b, _mm256_set1_epi32(s - 1)));
-            b = _mm256_add_epi32(b, _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(p, v, _CMP_LT_OQ)), _mm256_set1_epi32(s)));
+            b = _mm256_add_epi32(b, _mm256_and_si256(below(p, v), _mm256_set1_epi32(s)));
         }
         __m256i code = _mm256_slli_epi32(b, 4);
-        for (int k = 0; k < 15; k++)
-            code = _mm256_sub_epi32(code, _mm256_castps_si256(_mm256_cmp_ps(lookup16(blk + 16 + 16 * k, b), v, _CMP_LT_OQ)));
-        return _mm256_sub_epi32(code, _mm256_castps_si256(_mm256_cmp_ps(_mm256_set1_ps(blk[15]), v, _CMP_LT_OQ)));
+        for (int k = 0; k < 15; k++) code = _mm256_sub_epi32(code, below(lookup16(blk + 16 + 16 * k, b), v));
+        return _mm256_sub_epi32(code, below(_mm256_set1_ps(blk[15]), v));
     }
     const float *thr = q->thr;
     __m256i pos = _mm256_setzero_si256();

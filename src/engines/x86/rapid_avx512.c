@@ -11,10 +11,10 @@
  * vpcmpub (k + 1 <= code: the lanes that fail) into a mask register and a masked move of
  * (row AND the mask): the other lanes keep their row byte. Exit leaves: per row, vptestmb
  * finds the non-zero bytes, and the lanes meeting their first take the row number and
- * the byte (masked moves); the lowest set
- * bit comes from two vpshufb lookups on nibbles; the leaf values come from a table in 8
- * registers (vpermt2pd) for trees of up to 64 leaves, from scalar loads for wider ones
- * (vgatherdpd measured slower than both on Zen 4).
+ * the byte (masked moves); the lowest set bit comes from two vpshufb lookups on nibbles;
+ * the leaf values come from a table in registers (vpermt2pd) for trees of up to 64
+ * leaves, from scalar loads for wider ones (vgatherdpd measured slower than both on
+ * Zen 4).
  */
 typedef __m512i rs_v;
 
@@ -73,8 +73,9 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
          * (clang does not unroll one at -O1 and then rejects the variable) */
         const __m128i part[4] = {_mm512_extracti32x4_epi32(leaf, 0), _mm512_extracti32x4_epi32(leaf, 1),
                                  _mm512_extracti32x4_epi32(leaf, 2), _mm512_extracti32x4_epi32(leaf, 3)};
-        /* up to 64 leaves: their values in 8 registers, looked up with vpermt2pd (16 at a
-         * time) and two blends; measured 1.6-2.8x faster than vgatherdpd on Zen 4 */
+        /* up to 64 leaves: their values in 8 registers, looked up with one vpermt2pd per 16
+         * leaves the tree has and blends on bits 4 and 5 of the index; measured 1.6-2.8x
+         * faster than vgatherdpd on Zen 4 */
         const __m512d l0 = _mm512_loadu_pd(lv), l1 = _mm512_loadu_pd(lv + 8), l2 = _mm512_loadu_pd(lv + 16),
                       l3 = _mm512_loadu_pd(lv + 24), l4 = _mm512_loadu_pd(lv + 32), l5 = _mm512_loadu_pd(lv + 40),
                       l6 = _mm512_loadu_pd(lv + 48), l7 = _mm512_loadu_pd(lv + 56);
@@ -105,13 +106,17 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, row); }
 
+/* code + 1 in the lanes where t < v. */
+static inline __m512i add_below(__m512i code, __m512 t, __m512 v) {
+    return _mm512_mask_add_epi32(code, _mm512_cmp_ps_mask(t, v, _CMP_LT_OQ), code, _mm512_set1_epi32(1));
+}
+
 /* quant.h "Block tables", for the 64 values of a group at once (four registers side by
  * side: the binary search is a chain of dependent permutes, the counts chains of masked
  * adds): the lane's block b' among the pivots, then the 15 thresholds of its block, then
  * T[255] (n = 256). */
 static inline void codes_blocked64(const float *blk, const __m512 v[4], __m512i code[4]) {
     const __m512 piv = _mm512_load_ps(blk);
-    const __m512i one = _mm512_set1_epi32(1);
     __m512i b[4];
     for (int c = 0; c < 4; c++) b[c] = _mm512_setzero_si512();
     for (int s = 8; s; s >>= 1)
@@ -122,12 +127,9 @@ static inline void codes_blocked64(const float *blk, const __m512 v[4], __m512i 
     for (int c = 0; c < 4; c++) code[c] = _mm512_slli_epi32(b[c], 4);
     for (int k = 0; k < 15; k++) {
         const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
-        for (int c = 0; c < 4; c++)
-            code[c] = _mm512_mask_add_epi32(code[c], _mm512_cmp_ps_mask(_mm512_permutexvar_ps(b[c], u), v[c], _CMP_LT_OQ),
-                                            code[c], one);
+        for (int c = 0; c < 4; c++) code[c] = add_below(code[c], _mm512_permutexvar_ps(b[c], u), v[c]);
     }
-    for (int c = 0; c < 4; c++)
-        code[c] = _mm512_mask_add_epi32(code[c], _mm512_cmp_ps_mask(_mm512_set1_ps(blk[15]), v[c], _CMP_LT_OQ), code[c], one);
+    for (int c = 0; c < 4; c++) code[c] = add_below(code[c], _mm512_set1_ps(blk[15]), v[c]);
 }
 
 /* Natural codes of 16 values v of feature f by a linear scan of its thresholds. */
