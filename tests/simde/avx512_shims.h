@@ -72,3 +72,4 @@ static inline simde__m128i _mm512_cvtusepi32_epi8(simde__m512i a) {
     uint32_t x[16]; uint8_t r[16]; memcpy(x, &a, 64); for (int i = 0; i < 16; i++) r[i] = x[i] > 255 ? 255 : (uint8_t)x[i];
     simde__m128i o; memcpy(&o, r, 16); return o;
 }
+static inline simde__mmask64 _kxor_mask64(simde__mmask64 a, simde__mmask64 b) { return a ^ b; }
