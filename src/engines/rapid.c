@@ -14,7 +14,6 @@ static void rsl_free(rsl *L) {
     free(L->blocks);
     free(L->tree_row);
     free(L->row_first);
-    free(L->row_split);
     free(L->entries);
     free(L->leaves);
     free(L->leaf_offset);
@@ -34,15 +33,6 @@ static uint32_t row_mask(uint32_t j, uint32_t a, uint32_t b) {
     return 0x01010101u * m;
 }
 
-/* The run of a row's entries a mask belongs to (rapid.h "Entries"): 0 keeps the low bits,
- * 1 the high bits, 2 a hole. */
-static uint32_t mask_run(uint32_t m4) {
-    const uint32_t m = m4 & 0xFF;
-    if ((m & (m + 1)) == 0) return 0;               /* (1 << a) - 1 */
-    if (((~m & 0xFF) & ((~m & 0xFF) + 1)) == 0) return 1; /* 0xFF << b: ~m is (1 << b) - 1 */
-    return 2;
-}
-
 /* k + 1 in every byte, XOR the kernel's flip. */
 static uint32_t k_word(uint32_t k, uint32_t flip) { return 0x01010101u * (((k + 1) ^ flip) & 0xFF); }
 
@@ -51,30 +41,25 @@ static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, u
                        uint32_t *count) {
     const uint32_t B = (tr->n_leaves + 7) / 8;
     tsm_tree_leaf_ranges(tr, lo, hi);
-    /* count[3 * j + run + 1]: entries of row j's run; then the runs' starts, row by row */
-    memset(count, 0, (3 * (size_t)B + 1) * sizeof *count);
+    memset(count, 0, (B + 1) * sizeof *count);
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         uint32_t a, b;
         left_leaves(&tr->nodes[i], lo, hi, &a, &b);
-        for (uint32_t j = a / 8; j <= (b - 1) / 8; j++) count[3 * j + mask_run(row_mask(j, a, b)) + 1]++;
+        for (uint32_t j = a / 8; j <= (b - 1) / 8; j++) count[j + 1]++;
     }
-    for (uint32_t i = 0; i < 3 * B; i++) count[i + 1] += count[i];
     for (uint32_t j = 0; j < B; j++) {
-        L->row_first[row + j] = (uint32_t)(*at + count[3 * j]);
-        L->row_split[2 * (size_t)(row + j)] = (uint32_t)(*at + count[3 * j + 1]);
-        L->row_split[2 * (size_t)(row + j) + 1] = (uint32_t)(*at + count[3 * j + 2]);
+        L->row_first[row + j] = (uint32_t)(*at + count[j]);
+        count[j + 1] += count[j];
     }
-    const uint64_t n = count[3 * B];
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         const tsm_node *nd = &tr->nodes[i];
         uint32_t a, b, k, slot = tsq_node_slot(&L->q, nd, &k);
         left_leaves(nd, lo, hi, &a, &b);
-        for (uint32_t j = a / 8; j <= (b - 1) / 8; j++) {
-            const uint32_t m = row_mask(j, a, b);
-            L->entries[*at + count[3 * j + mask_run(m)]++] = (rs_entry){slot * L->lanes, k_word(k, L->flip), m};
-        }
+        for (uint32_t j = a / 8; j <= (b - 1) / 8; j++)
+            L->entries[*at + count[j]++] =
+                (rs_entry){slot * L->lanes, k_word(k, L->flip), row_mask(j, a, b)};
     }
-    *at += n;
+    *at += count[B - 1];
 }
 
 /* Trees per block: the entries of a block fill a quarter of L2 (every group of the
@@ -120,7 +105,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         return ts_fail(err, TS_ERR_UNSUPPORTED, "rapid: a tree has %u leaves, more than the %u rapid supports",
                        max_leaves, RS_MAX_BYTES * 8);
     uint32_t *lo = malloc(((size_t)max_nodes + 1) * sizeof *lo), *hi = malloc(((size_t)max_nodes + 1) * sizeof *hi);
-    uint32_t *count = malloc((3 * ((size_t)(max_leaves + 7) / 8) + 2) * sizeof *count);
+    uint32_t *count = malloc(((size_t)(max_leaves + 7) / 8 + 2) * sizeof *count);
     ts_status st = lo && hi && count ? TS_OK : ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory");
     for (uint32_t t = 0; st == TS_OK && t < m->n_trees; t++) count_tree(&m->trees[t], lo, hi, &n_rows, &n_entries);
     if (st == TS_OK && (n_entries >= UINT32_MAX || n_rows >= UINT32_MAX || n_leaves >= UINT32_MAX))
@@ -139,11 +124,10 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         L->blocks = calloc((size_t)L->n_blocks + 1, sizeof *L->blocks);
         L->tree_row = malloc(((size_t)m->n_trees + 1) * sizeof *L->tree_row);
         L->row_first = malloc(((size_t)n_rows + 1) * sizeof *L->row_first);
-        L->row_split = malloc(((size_t)n_rows + 1) * 2 * sizeof *L->row_split);
         L->entries = malloc(((size_t)n_entries + 1) * sizeof *L->entries);
         L->leaves = calloc((size_t)n_leaves + 64, sizeof *L->leaves); /* kernels may read 64 from any tree's */
         L->leaf_offset = malloc(((size_t)m->n_trees + 1) * sizeof *L->leaf_offset);
-        if (!L->blocks || !L->tree_row || !L->row_first || !L->row_split || !L->entries || !L->leaves || !L->leaf_offset)
+        if (!L->blocks || !L->tree_row || !L->row_first || !L->entries || !L->leaves || !L->leaf_offset)
             st = ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory preparing %u trees", m->n_trees);
     }
     if (st == TS_OK) {

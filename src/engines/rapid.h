@@ -40,18 +40,7 @@
  *
  * Entries: the model's rows are numbered tree by tree (tree t's rows are
  * [tree_row[t], tree_row[t + 1])), and row r's entries are
- * [row_first[r], row_first[r + 1]) in rsl.entries, in three runs, each in node order:
- *   [row_first[r], row_split[2r])      masks that keep the byte's low bits, (1 << a) - 1
- *                                      (the node's left leaves run past the byte; a = 0:
- *                                      the whole byte cleared)
- *   [row_split[2r], row_split[2r + 1]) masks that keep its high bits, 0xFF << b (they
- *                                      start before the byte and end in it)
- *   [row_split[2r + 1], row_first[r + 1]) the others, a hole inside the byte.
- * Within either of the first two runs the AND of masks is their minimum as unsigned
- * bytes, so a kernel with a merge-masked byte minimum (AVX-512BW: vpminub under the mask
- * of failing lanes, one instruction where the AND takes two) builds each run in a
- * register of its own and ANDs the two and the holes' row together; the other kernels
- * AND every entry, in any order.
+ * [row_first[r], row_first[r + 1]) in rsl.entries, in node order.
  *
  * Tree blocks: trees in blocks of tau, all groups of a document block scored one tree
  * block at a time, so the block's entries stay in L2 while every group reads them.
@@ -84,7 +73,6 @@ typedef struct rsl {
     rs_block *blocks;
     uint32_t *tree_row;             /* n_trees + 1 */
     uint32_t *row_first;            /* rows + 1 */
-    uint32_t *row_split;            /* 2 * rows: "Entries" above */
     rs_entry *entries;
     double *leaves;                 /* weight * leaf value, tree t's at leaf_offset[t] */
     uint32_t *leaf_offset;

@@ -8,9 +8,6 @@
  *   RS_UPDATE    rs_v RS_UPDATE(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k, rs_mv m):
  *                row with the mask m ANDed in the lanes whose code is not below k (k: the
  *                entry's k + 1)
- *   RS_UPDATE_MIN (optional) the same with the minimum of row and m in those lanes: used
- *                for the runs of a row's entries whose AND is their minimum (rapid.h
- *                "Entries") where it costs fewer instructions than RS_UPDATE
  * and, once per ISA file:
  *   void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes)
  *                        the codes of every slot of feature j (quant.h) for one group, from
@@ -70,52 +67,15 @@ static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd,
 }
 #undef RS_TRANSPOSE
 
-/* Entries [e, end) into the rows of G groups (rs_update_min: RS_UPDATE_MIN, which
- * the run of masks must allow). */
-static inline __attribute__((always_inline)) void RS(entries)(const rsl *L, uint32_t e, uint32_t end,
-                                                               const uint8_t *codes, size_t codes_step, rs_v *row,
-                                                               const int G, const int rs_update_min) {
-    const rs_entry *E = L->entries;
-    for (; e < end; e++) {
-        const rs_kv k = rs_k(&E[e]);
-        const rs_mv m = rs_m(&E[e]);
-        const uint8_t *c = codes + E[e].off;
-#ifdef RS_UPDATE_MIN
-        if (rs_update_min) {
-            for (int g = 0; g < G; g++) row[g] = RS_UPDATE_MIN(L, row[g], c + (size_t)g * codes_step, k, m);
-            continue;
-        }
-#endif
-        (void)rs_update_min;
-        for (int g = 0; g < G; g++) row[g] = RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
-    }
-}
-
-/* Row r of G groups, from its entries (rapid.h "Entries"): with RS_UPDATE_MIN the low-bit
- * and high-bit runs in registers of their own, then ANDed with the holes' row. */
-static inline __attribute__((always_inline)) void RS(row)(const rsl *L, uint32_t r, const uint8_t *codes,
-                                                           size_t codes_step, rs_v *row, const int G) {
-    for (int g = 0; g < G; g++) row[g] = rs_ones();
-#ifdef RS_UPDATE_MIN
-    const uint32_t *split = L->row_split + 2 * (size_t)r;
-    rs_v high[4];
-    for (int g = 0; g < G; g++) high[g] = rs_ones();
-    RS(entries)(L, L->row_first[r], split[0], codes, codes_step, row, G, 1);
-    RS(entries)(L, split[0], split[1], codes, codes_step, high, G, 1);
-    for (int g = 0; g < G; g++) row[g] = rs_and(row[g], high[g]);
-    RS(entries)(L, split[1], L->row_first[r + 1], codes, codes_step, row, G, 0);
-#else
-    RS(entries)(L, L->row_first[r], L->row_first[r + 1], codes, codes_step, row, G, 0);
-#endif
-}
-
 /* A tree wider than 256 leaves: every row into `rows`, then the exit leaves lane by lane. */
 static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_t *rows, double *acc) {
+    const rs_entry *E = L->entries;
     const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
     for (uint32_t j = 0; j < nr; j++) {
-        rs_v row[1];
-        RS(row)(L, r0 + j, codes, 0, row, 1);
-        rs_store_row(rows + (size_t)j * RS_LANES, row[0]);
+        rs_v row = rs_ones();
+        for (uint32_t e = L->row_first[r0 + j]; e < L->row_first[r0 + j + 1]; e++)
+            row = RS_UPDATE(L, row, codes + E[e].off, rs_k(&E[e]), rs_m(&E[e]));
+        rs_store_row(rows + (size_t)j * RS_LANES, row);
     }
     const double *leaves = L->leaves + L->leaf_offset[t];
     for (size_t l = 0; l < RS_LANES; l++) {
@@ -132,6 +92,8 @@ static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_
 static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, const rs_block *blk,
                                                                const uint8_t *codes, size_t codes_step,
                                                                double *acc, uint8_t *rows, const int G) {
+    const rs_entry *E = L->entries;
+    const uint32_t *row_first = L->row_first;
     for (uint32_t t = blk->first_tree; t < blk->first_tree + blk->n_trees; t++) {
         const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
         if (nr > 32) {
@@ -143,7 +105,13 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
         for (int g = 0; g < G; g++) rs_exit_init(&x[g]);
         for (uint32_t j = 0; j < nr; j++) {
             rs_v row[4];
-            RS(row)(L, r0 + j, codes, codes_step, row, G);
+            for (int g = 0; g < G; g++) row[g] = rs_ones();
+            for (uint32_t e = row_first[r0 + j], end = row_first[r0 + j + 1]; e < end; e++) {
+                const rs_kv k = rs_k(&E[e]);
+                const rs_mv m = rs_m(&E[e]);
+                const uint8_t *c = codes + E[e].off;
+                for (int g = 0; g < G; g++) row[g] = RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
+            }
             int done = 1;
             for (int g = 0; g < G; g++) done &= rs_exit_row(&x[g], row[g], j);
             if (done) break;

@@ -18,16 +18,14 @@
  */
 typedef __m512i rs_v;
 
-/* dst{k} = src and dst{k} = min(dst, m) for bytes, in place. GCC 12 writes a merge-masked
- * intrinsic to a new register and copies it back, one more instruction per use in the
- * entry and exit-row loops (measured 8-10% of rapid's time); the asm keeps them in place.
- * Without AVX-512 in the compiler (the SIMDe test build) the intrinsics stand in. */
+/* dst{k} = src for bytes, in place. GCC 12 writes a merge-masked move to a new register
+ * and copies it back, one more instruction per use in the entry and exit-row loops
+ * (msn-lgb-1000x256: 4.00 -> 3.60 us/doc without the copies, Zen 4); the asm keeps it in
+ * place. Without AVX-512 in the compiler (the SIMDe test build) the intrinsic stands in. */
 #ifdef __AVX512BW__
 #define RS_MASK_MOV8(dst, k, src) __asm__("vmovdqu8 %2, %0%{%1%}" : "+v"(dst) : "Yk"(k), "v"(src))
-#define RS_MASK_MIN8(dst, k, m) __asm__("vpminub %2, %0, %0%{%1%}" : "+v"(dst) : "Yk"(k), "v"(m))
 #else
 #define RS_MASK_MOV8(dst, k, src) ((dst) = _mm512_mask_mov_epi8((dst), (k), (src)))
-#define RS_MASK_MIN8(dst, k, m) ((dst) = _mm512_mask_min_epu8((dst), (k), (dst), (m)))
 #endif
 
 static inline rs_v rs_ones(void) { return _mm512_set1_epi8(-1); }
@@ -43,18 +41,6 @@ static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_k
     RS_MASK_MOV8(row, fail, _mm512_and_si512(row, m));
     return row;
 }
-
-/* The same where the AND of the row's masks is their minimum (rapid.h "Entries"): one
- * merge-masked vpminub after the compare, where the AND takes a vpandd and a masked move;
- * measured 1.4 against 1.7 cycles per entry and group of 64 documents on Zen 4. */
-static inline rs_v rs_update_min8(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k1, rs_mv m) {
-    (void)L;
-    const __mmask64 fail = _mm512_cmple_epu8_mask(k1, _mm512_load_si512(codes));
-    RS_MASK_MIN8(row, fail, m);
-    return row;
-}
-
-static inline rs_v rs_and(rs_v a, rs_v b) { return _mm512_and_si512(a, b); }
 
 typedef struct rs_exit {
     __m512i idx, byt;
@@ -258,7 +244,6 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
 }
 
 #define RS_UPDATE rs_update8
-#define RS_UPDATE_MIN rs_update_min8
 #define RS(name) rs_avx512_##name
 #include "engines/rapid_template.h"
 
