@@ -15,6 +15,8 @@ static void rsl_free(rsl *L) {
     free(L->tree_row);
     free(L->row_first);
     free(L->entries);
+    free(L->skip_first);
+    free(L->skips);
     free(L->leaves);
     free(L->leaf_offset);
     memset(L, 0, sizeof *L);
@@ -36,30 +38,50 @@ static uint32_t row_mask(uint32_t j, uint32_t a, uint32_t b) {
 /* k + 1 in every byte, XOR the kernel's flip. */
 static uint32_t k_word(uint32_t k, uint32_t flip) { return 0x01010101u * (((k + 1) ^ flip) & 0xFF); }
 
-/* Tree t's rows and entries, from row `row` and entry `at` on (rsl.h "Entries"). */
-static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, uint32_t *lo, uint32_t *hi,
-                       uint32_t *count) {
+/* The rows *ra .. *rb of a node whose left leaves are [a, b) in a tree of B rows, and its
+ * skip entry's z (rapid.h "Skips"), or 0 when it has plain entries in those rows. */
+static uint32_t node_rows(uint32_t a, uint32_t b, uint32_t B, uint32_t *ra, uint32_t *rb) {
+    *ra = a / 8, *rb = (b - 1) / 8;
+    return B <= RS_SKIP_ROWS && *rb > *ra ? b : 0;
+}
+
+/* Tree t's rows, entries and skip entries, from row `row`, entry `*at` and skip entry
+ * `*at_skip` on (rapid.h "Entries", "Skips"); count and count_skip hold B + 1 each. */
+static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, uint64_t *at_skip, uint32_t *lo,
+                       uint32_t *hi, uint32_t *count, uint32_t *count_skip) {
     const uint32_t B = (tr->n_leaves + 7) / 8;
     tsm_tree_leaf_ranges(tr, lo, hi);
     memset(count, 0, (B + 1) * sizeof *count);
+    memset(count_skip, 0, (B + 1) * sizeof *count_skip);
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
-        uint32_t a, b;
+        uint32_t a, b, ra, rb;
         left_leaves(&tr->nodes[i], lo, hi, &a, &b);
-        for (uint32_t j = a / 8; j <= (b - 1) / 8; j++) count[j + 1]++;
+        const uint32_t z = node_rows(a, b, B, &ra, &rb);
+        if (z)
+            count_skip[ra + 1]++;
+        else
+            for (uint32_t j = ra; j <= rb; j++) count[j + 1]++;
     }
     for (uint32_t j = 0; j < B; j++) {
         L->row_first[row + j] = (uint32_t)(*at + count[j]);
+        L->skip_first[row + j] = (uint32_t)(*at_skip + count_skip[j]);
         count[j + 1] += count[j];
+        count_skip[j + 1] += count_skip[j];
     }
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         const tsm_node *nd = &tr->nodes[i];
-        uint32_t a, b, k, slot = tsq_node_slot(&L->q, nd, &k);
+        uint32_t a, b, ra, rb, k, slot = tsq_node_slot(&L->q, nd, &k);
         left_leaves(nd, lo, hi, &a, &b);
-        for (uint32_t j = a / 8; j <= (b - 1) / 8; j++)
-            L->entries[*at + count[j]++] =
-                (rs_entry){slot * L->lanes, k_word(k, L->flip), row_mask(j, a, b)};
+        const uint32_t z = node_rows(a, b, B, &ra, &rb);
+        if (z)
+            L->skips[*at_skip + count_skip[ra]++] =
+                (rs_skip){{slot * L->lanes, k_word(k, L->flip), row_mask(ra, a, b)}, 0x01010101u * z};
+        else
+            for (uint32_t j = ra; j <= rb; j++)
+                L->entries[*at + count[j]++] = (rs_entry){slot * L->lanes, k_word(k, L->flip), row_mask(j, a, b)};
     }
     *at += count[B - 1];
+    *at_skip += count_skip[B - 1];
 }
 
 /* Trees per block: the entries of a block fill a quarter of L2 (every group of the
@@ -71,7 +93,8 @@ static uint32_t block_trees(const rsl *L, const tse_config *cfg) {
     else if (cfg->tau)
         tau = cfg->tau;
     else {
-        double per_tree = ((double)L->n_entries * sizeof(rs_entry) + (double)L->n_nodes * 8.0) / n + 1.0;
+        double per_tree = ((double)L->n_entries * sizeof(rs_entry) + (double)L->n_skips * sizeof(rs_skip) +
+                           (double)L->n_nodes * 8.0) / n + 1.0;
         double t = (double)tsr_cache_sizes()->l2 / 4 / per_tree;
         tau = t < 1 ? 1 : t > n ? n : (uint32_t)t;
         uint32_t n_blocks = (n + tau - 1) / tau; /* blocks of equal size */
@@ -80,21 +103,25 @@ static uint32_t block_trees(const rsl *L, const tse_config *cfg) {
     return tau > n ? n : tau;
 }
 
-/* Rows and entries a tree needs. */
-static void count_tree(const tsm_tree *tr, uint32_t *lo, uint32_t *hi, uint64_t *rows, uint64_t *entries) {
+/* Rows, entries and skip entries a tree needs. */
+static void count_tree(const tsm_tree *tr, uint32_t *lo, uint32_t *hi, uint64_t *rows, uint64_t *entries,
+                       uint64_t *skips) {
+    const uint32_t B = (tr->n_leaves + 7) / 8;
     tsm_tree_leaf_ranges(tr, lo, hi);
-    *rows += (tr->n_leaves + 7) / 8;
+    *rows += B;
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
-        uint32_t a, b;
+        uint32_t a, b, ra, rb;
         left_leaves(&tr->nodes[i], lo, hi, &a, &b);
-        *entries += (b - 1) / 8 - a / 8 + 1;
+        const uint32_t z = node_rows(a, b, B, &ra, &rb);
+        *skips += z != 0;
+        *entries += z ? 0 : rb + 1 - ra;
     }
 }
 
 static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, const rs_kernels *k, ts_error *err) {
     memset(L, 0, sizeof *L);
     uint32_t max_leaves = 1, max_nodes = 0;
-    uint64_t n_nodes = 0, n_leaves = 0, n_rows = 0, n_entries = 0;
+    uint64_t n_nodes = 0, n_leaves = 0, n_rows = 0, n_entries = 0, n_skips = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) {
         if (m->trees[t].n_leaves > max_leaves) max_leaves = m->trees[t].n_leaves;
         if (m->trees[t].n_nodes > max_nodes) max_nodes = m->trees[t].n_nodes;
@@ -105,10 +132,11 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         return ts_fail(err, TS_ERR_UNSUPPORTED, "rapid: a tree has %u leaves, more than the %u rapid supports",
                        max_leaves, RS_MAX_BYTES * 8);
     uint32_t *lo = malloc(((size_t)max_nodes + 1) * sizeof *lo), *hi = malloc(((size_t)max_nodes + 1) * sizeof *hi);
-    uint32_t *count = malloc(((size_t)(max_leaves + 7) / 8 + 2) * sizeof *count);
+    const size_t max_rows = (size_t)(max_leaves + 7) / 8;
+    uint32_t *count = malloc(2 * (max_rows + 1) * sizeof *count);
     ts_status st = lo && hi && count ? TS_OK : ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory");
-    for (uint32_t t = 0; st == TS_OK && t < m->n_trees; t++) count_tree(&m->trees[t], lo, hi, &n_rows, &n_entries);
-    if (st == TS_OK && (n_entries >= UINT32_MAX || n_rows >= UINT32_MAX || n_leaves >= UINT32_MAX))
+    for (uint32_t t = 0; st == TS_OK && t < m->n_trees; t++) count_tree(&m->trees[t], lo, hi, &n_rows, &n_entries, &n_skips);
+    if (st == TS_OK && (n_entries >= UINT32_MAX || n_skips >= UINT32_MAX || n_rows >= UINT32_MAX || n_leaves >= UINT32_MAX))
         st = ts_fail(err, TS_ERR_LIMIT, "rapid: the model has more than 2^32 rows, entries or leaves");
     if (st == TS_OK) st = tsq_build(&L->q, m, err);
     if (st == TS_OK) {
@@ -116,6 +144,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         L->n_trees = m->n_trees;
         L->n_nodes = n_nodes;
         L->n_entries = n_entries;
+        L->n_skips = n_skips;
         L->max_bytes = (max_leaves + 7) / 8;
         L->flip = k->flip ? 0x80u : 0;
         L->lanes = k->lanes;
@@ -125,21 +154,24 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         L->tree_row = malloc(((size_t)m->n_trees + 1) * sizeof *L->tree_row);
         L->row_first = malloc(((size_t)n_rows + 1) * sizeof *L->row_first);
         L->entries = malloc(((size_t)n_entries + 1) * sizeof *L->entries);
+        L->skip_first = malloc(((size_t)n_rows + 1) * sizeof *L->skip_first);
+        L->skips = malloc(((size_t)n_skips + 1) * sizeof *L->skips);
         L->leaves = calloc((size_t)n_leaves + 64, sizeof *L->leaves); /* kernels may read 64 from any tree's */
         L->leaf_offset = malloc(((size_t)m->n_trees + 1) * sizeof *L->leaf_offset);
-        if (!L->blocks || !L->tree_row || !L->row_first || !L->entries || !L->leaves || !L->leaf_offset)
+        if (!L->blocks || !L->tree_row || !L->row_first || !L->entries || !L->skip_first || !L->skips || !L->leaves || !L->leaf_offset)
             st = ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory preparing %u trees", m->n_trees);
     }
     if (st == TS_OK) {
         uint32_t row = 0;
-        uint64_t at = 0;
+        uint64_t at = 0, at_skip = 0;
         for (uint32_t t = 0; t < m->n_trees; t++) {
             L->tree_row[t] = row;
-            build_tree(L, &m->trees[t], row, &at, lo, hi, count);
+            build_tree(L, &m->trees[t], row, &at, &at_skip, lo, hi, count, count + max_rows + 1);
             row += (m->trees[t].n_leaves + 7) / 8;
         }
         L->tree_row[m->n_trees] = row;
         L->row_first[row] = (uint32_t)at;
+        L->skip_first[row] = (uint32_t)at_skip;
         for (uint32_t b = 0; b < L->n_blocks; b++) {
             L->blocks[b].first_tree = b * L->tau;
             L->blocks[b].n_trees = m->n_trees - b * L->tau < L->tau ? m->n_trees - b * L->tau : L->tau;
@@ -171,6 +203,28 @@ static inline rs_v rs_update(const rsl *L, rs_v row, const uint8_t *codes, rs_kv
     for (int l = 0; l < 8; l++)
         if ((uint32_t)(codes[l] ^ L->flip) >= k1) fail |= 0xFFull << (8 * l);
     return row & ~(fail & ~m);
+}
+
+static inline rs_v rs_zeros(void) { return 0; }
+static inline rs_kv rs_z(const rs_skip *s) { return s->z4 & 0xFF; }
+
+static inline rs_v rs_row_start(rs_v skip, uint32_t j) {
+    rs_v row = 0;
+    for (int l = 0; l < 8; l++) {
+        const uint32_t z = (uint32_t)(skip >> (8 * l) & 0xFF), below = z > 8 * j ? z - 8 * j : 0;
+        row |= (uint64_t)(below >= 8 ? 0 : 0xFFu << below & 0xFF) << (8 * l);
+    }
+    return row;
+}
+
+static inline void rs_update_skip(const rsl *L, rs_v *row, rs_v *skip, const uint8_t *codes, rs_kv kv, rs_mv m,
+                                  rs_kv z) {
+    const uint32_t k1 = kv ^ L->flip;
+    for (int l = 0; l < 8; l++)
+        if ((uint32_t)(codes[l] ^ L->flip) >= k1) {
+            *row &= ~(0xFFull << (8 * l)) | (m & 0xFFull << (8 * l));
+            if ((uint32_t)(*skip >> (8 * l) & 0xFF) < z) *skip = (*skip & ~(0xFFull << (8 * l))) | (uint64_t)z << (8 * l);
+        }
 }
 
 /* Exit leaves of 8 lanes: the first non-zero row of each, then its lowest bit. */

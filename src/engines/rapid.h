@@ -42,6 +42,20 @@
  * [tree_row[t], tree_row[t + 1])), and row r's entries are
  * [row_first[r], row_first[r + 1]) in rsl.entries, in node order.
  *
+ * Skips: in trees of at most 32 rows (256 leaves), a node whose left leaves [a, b) run
+ * over more than one row has a single entry, a skip entry in its first row ra (row r's
+ * are [skip_first[r], skip_first[r + 1]) in rsl.skips): it ANDs its mask into row ra as
+ * any entry, and where a lane fails it raises the lane's skip (a byte per lane, 0 at the
+ * start of each tree) to z = b. A row j then starts with 0 in the bits of leaves below
+ * the lane's skip and 0xFF in the others, instead of 0xFF: exactly what the node's
+ * entries in rows ra + 1 .. would have cleared (leaves 8 (ra + 1) .. b - 1), since every
+ * leaf of those rows below b is a leaf of the node's left subtree. The skip is the
+ * largest z of the nodes that failed, so a lane's leaves below it are the union of
+ * their cleared leaves in the rows after theirs; a node first met in row j raises it only
+ * after row j has started, so it clears nothing of row j but through its mask. b <= 255
+ * (the last leaf is in no left subtree), so z fits a byte. Every node is then one
+ * entry: on msn-lgb-1000x256, 255 entries per tree instead of 346.
+ *
  * Tree blocks: trees in blocks of tau, all groups of a document block scored one tree
  * block at a time, so the block's entries stay in L2 while every group reads them.
  */
@@ -57,6 +71,15 @@ typedef struct rs_entry {
                          compare (rsl.flip); one 32-bit broadcast loads it */
     uint32_t m4;      /* the row's AND mask in every byte */
 } rs_entry;
+
+typedef struct rs_skip {
+    rs_entry e;       /* as any entry of its row */
+    uint32_t z4;      /* z (the node's left leaves end, "Skips" above) in every byte */
+} rs_skip;
+
+/* Most rows of a tree with skip entries (z fits a byte; the kernels' trees of at most
+ * 256 leaves, whose rows are built in registers). */
+#define RS_SKIP_ROWS 32u
 
 typedef struct rs_block {
     uint32_t first_tree, n_trees;
@@ -74,9 +97,11 @@ typedef struct rsl {
     uint32_t *tree_row;             /* n_trees + 1 */
     uint32_t *row_first;            /* rows + 1 */
     rs_entry *entries;
+    uint32_t *skip_first;           /* rows + 1 */
+    rs_skip *skips;
     double *leaves;                 /* weight * leaf value, tree t's at leaf_offset[t] */
     uint32_t *leaf_offset;
-    uint64_t n_nodes, n_entries;
+    uint64_t n_nodes, n_entries, n_skips;
 } rsl;
 
 /*

@@ -14,9 +14,15 @@
  *                        its RS_LANES values col (aligned to 64 bytes; lanes >= nd hold
  *                        -inf, which must get code 0), into the group's codes (rapid.h)
  *   rs_v                 a row: one byte per lane
- *   rs_v rs_ones(void)
+ *   rs_v rs_ones(void), rs_v rs_zeros(void)
  *   rs_kv rs_k(const rs_entry *e), rs_mv rs_m(const rs_entry *e): an entry's k and mask,
  *                        as RS_UPDATE takes them (broadcast once for every group)
+ *   rs_v rs_row_start(rs_v skip, uint32_t j): 0xFF in the lanes whose skip is at most j,
+ *                        0 in the others (rapid.h "Skips")
+ *   rs_kv rs_z(const rs_skip *s): a skip entry's z, broadcast
+ *   void rs_update_skip(const rsl *L, rs_v *row, rs_v *skip, const uint8_t *codes, rs_kv k,
+ *                        rs_mv m, rs_kv z): RS_UPDATE into *row, and *skip raised to z, in
+ *                        the lanes that fail the entry
  *   rs_exit              the exit leaves of a tree being found: rs_exit_init(&x);
  *                        int rs_exit_row(&x, row, j): record row j (rows in order) for the
  *                        lanes that had only zero rows so far; 1 when every lane has one;
@@ -67,7 +73,8 @@ static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd,
 }
 #undef RS_TRANSPOSE
 
-/* A tree wider than 256 leaves: every row into `rows`, then the exit leaves lane by lane. */
+/* A tree wider than 256 leaves (no skip entries): every row into `rows`, then the exit
+ * leaves lane by lane. */
 static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_t *rows, double *acc) {
     const rs_entry *E = L->entries;
     const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
@@ -93,7 +100,8 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
                                                                const uint8_t *codes, size_t codes_step,
                                                                double *acc, uint8_t *rows, const int G) {
     const rs_entry *E = L->entries;
-    const uint32_t *row_first = L->row_first;
+    const uint32_t *row_first = L->row_first, *skip_first = L->skip_first;
+    const rs_skip *S = L->skips;
     for (uint32_t t = blk->first_tree; t < blk->first_tree + blk->n_trees; t++) {
         const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
         if (nr > 32) {
@@ -102,15 +110,22 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             continue;
         }
         rs_exit x[4];
-        for (int g = 0; g < G; g++) rs_exit_init(&x[g]);
+        rs_v skip[4];
+        for (int g = 0; g < G; g++) rs_exit_init(&x[g]), skip[g] = rs_zeros();
         for (uint32_t j = 0; j < nr; j++) {
             rs_v row[4];
-            for (int g = 0; g < G; g++) row[g] = rs_ones();
+            for (int g = 0; g < G; g++) row[g] = rs_row_start(skip[g], j);
             for (uint32_t e = row_first[r0 + j], end = row_first[r0 + j + 1]; e < end; e++) {
                 const rs_kv k = rs_k(&E[e]);
                 const rs_mv m = rs_m(&E[e]);
                 const uint8_t *c = codes + E[e].off;
                 for (int g = 0; g < G; g++) row[g] = RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
+            }
+            for (uint32_t e = skip_first[r0 + j], end = skip_first[r0 + j + 1]; e < end; e++) {
+                const rs_kv k = rs_k(&S[e].e), z = rs_z(&S[e]);
+                const rs_mv m = rs_m(&S[e].e);
+                const uint8_t *c = codes + S[e].e.off;
+                for (int g = 0; g < G; g++) rs_update_skip(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
             }
             int done = 1;
             for (int g = 0; g < G; g++) done &= rs_exit_row(&x[g], row[g], j);

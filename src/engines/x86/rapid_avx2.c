@@ -30,6 +30,27 @@ static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_k
     return _mm256_and_si256(row, _mm256_or_si256(pass, m));
 }
 
+static inline rs_v rs_zeros(void) { return _mm256_setzero_si256(); }
+static inline rs_kv rs_z(const rs_skip *s) { return _mm256_set1_epi32((int)s->z4); }
+
+/* The lane's leaves of row j below its skip, t = skip - 8 j (saturated), cleared: 0xFF << t
+ * from a table, t + 0x70 (saturated) as its index so that t >= 16 sets bit 7 (vpshufb
+ * gives 0) and t = 8 .. 15 read zeros. */
+static inline rs_v rs_row_start(rs_v skip, uint32_t j) {
+    const __m256i below = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(-1, -2, -4, -8, -16, -32, -64, -128, 0, 0, 0, 0, 0, 0, 0, 0));
+    __m256i t = _mm256_subs_epu8(skip, _mm256_set1_epi8((char)(8 * j)));
+    return _mm256_shuffle_epi8(below, _mm256_adds_epu8(t, _mm256_set1_epi8(0x70)));
+}
+
+static inline void rs_update_skip(const rsl *L, rs_v *row, rs_v *skip, const uint8_t *codes, rs_kv k1, rs_mv m,
+                                  rs_kv z) {
+    (void)L;
+    __m256i pass = _mm256_cmpgt_epi8(k1, _mm256_load_si256((const __m256i *)codes));
+    *row = _mm256_and_si256(*row, _mm256_or_si256(pass, m));
+    *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, z));
+}
+
 typedef struct rs_exit {
     __m256i idx, byt, left;
 } rs_exit;

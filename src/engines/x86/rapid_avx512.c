@@ -24,8 +24,10 @@ typedef __m512i rs_v;
  * place. Without AVX-512 in the compiler (the SIMDe test build) the intrinsic stands in. */
 #ifdef __AVX512BW__
 #define RS_MASK_MOV8(dst, k, src) __asm__("vmovdqu8 %2, %0%{%1%}" : "+v"(dst) : "Yk"(k), "v"(src))
+#define RS_MASK_MAX8(dst, k, src) __asm__("vpmaxub %2, %0, %0%{%1%}" : "+v"(dst) : "Yk"(k), "v"(src))
 #else
 #define RS_MASK_MOV8(dst, k, src) ((dst) = _mm512_mask_mov_epi8((dst), (k), (src)))
+#define RS_MASK_MAX8(dst, k, src) ((dst) = _mm512_mask_max_epu8((dst), (k), (dst), (src)))
 #endif
 
 static inline rs_v rs_ones(void) { return _mm512_set1_epi8(-1); }
@@ -40,6 +42,26 @@ static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_k
     const __mmask64 fail = _mm512_cmple_epu8_mask(k1, _mm512_load_si512(codes));
     RS_MASK_MOV8(row, fail, _mm512_and_si512(row, m));
     return row;
+}
+
+static inline rs_v rs_zeros(void) { return _mm512_setzero_si512(); }
+static inline rs_kv rs_z(const rs_skip *s) { return _mm512_set1_epi32((int)s->z4); }
+
+/* As in the AVX2 kernel: 0xFF << (skip - 8 j) from a table. */
+static inline rs_v rs_row_start(rs_v skip, uint32_t j) {
+    const __m512i below = _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -2, -4, -8, -16, -32, -64, -128, 0, 0, 0, 0, 0, 0, 0, 0));
+    __m512i t = _mm512_subs_epu8(skip, _mm512_set1_epi8((char)(8 * j)));
+    return _mm512_shuffle_epi8(below, _mm512_adds_epu8(t, _mm512_set1_epi8(0x70)));
+}
+
+static inline void rs_update_skip(const rsl *L, rs_v *row, rs_v *skip, const uint8_t *codes, rs_kv k1, rs_mv m,
+                                  rs_kv z) {
+    (void)L;
+    const __mmask64 fail = _mm512_cmple_epu8_mask(k1, _mm512_load_si512(codes));
+    rs_v r = *row, s = *skip;
+    RS_MASK_MOV8(r, fail, _mm512_and_si512(r, m));
+    RS_MASK_MAX8(s, fail, z);
+    *row = r, *skip = s;
 }
 
 typedef struct rs_exit {
