@@ -85,14 +85,15 @@ static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
     return x->left == 0;
 }
 
-/* acc[l] += lv[ix[l]] for n lanes (n a multiple of 4), in scalar loads. The empty asm
- * keeps the compiler from turning the loop back into gathers. */
+/* acc[l] += lv[ix[l]] for n lanes (n a multiple of 4), four at a time: the values loaded
+ * in pairs into the halves of two registers (vmovsd, vmovhpd), joined, one vaddpd. The
+ * compiler is kept from turning the loads into gathers by their being 128-bit loads. */
 static inline void rs_add_leaves(const uint8_t *ix, size_t n, const double *lv, double *acc) {
     for (size_t l = 0; l < n; l += 4) {
-        double a0 = acc[l] + lv[ix[l]], a1 = acc[l + 1] + lv[ix[l + 1]];
-        double a2 = acc[l + 2] + lv[ix[l + 2]], a3 = acc[l + 3] + lv[ix[l + 3]];
-        __asm__("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3));
-        acc[l] = a0, acc[l + 1] = a1, acc[l + 2] = a2, acc[l + 3] = a3;
+        __m128d lo = _mm_loadh_pd(_mm_load_sd(lv + ix[l]), lv + ix[l + 1]);
+        __m128d hi = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 2]), lv + ix[l + 3]);
+        __m256d v = _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
+        _mm256_storeu_pd(acc + l, _mm256_add_pd(_mm256_loadu_pd(acc + l), v));
     }
 }
 
