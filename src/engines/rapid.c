@@ -246,9 +246,9 @@ static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
     return x->found == 0xFF;
 }
 
-static inline void rs_exit_add(const rs_exit *x, const double *leaves, uint32_t rows, double *acc) {
+static inline void rs_exit_add(const rs_exit *x, const double *leaves, uint32_t rows, double *acc, uint32_t lanes) {
     (void)rows;
-    for (int l = 0; l < 8; l++) acc[l] += leaves[x->leaf[l]];
+    for (uint32_t l = 0; l < lanes; l++) acc[l] += leaves[x->leaf[l]];
 }
 static inline void rs_store_row(uint8_t *p, rs_v row) { memcpy(p, &row, 8); }
 

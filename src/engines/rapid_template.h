@@ -26,8 +26,9 @@
  *   rs_exit              the exit leaves of a tree being found: rs_exit_init(&x);
  *                        int rs_exit_row(&x, row, j): record row j (rows in order) for the
  *                        lanes that had only zero rows so far; 1 when every lane has one;
- *                        rs_exit_add(&x, leaves, rows, acc): acc[l] += leaves[8 * row +
- *                        lowest set bit] for every lane, for a tree of `rows` rows (<= 32:
+ *                        rs_exit_add(&x, leaves, rows, acc, lanes): acc[l] += leaves[8 * row +
+ *                        lowest set bit] for the lanes l < lanes (at least those: a lane past
+ *                        them adds to its own acc[l] unread), for a tree of `rows` rows (<= 32:
  *                        at most 256 leaves; leaves[0 .. 64) may always be read)
  *   void rs_store_row(uint8_t *p, rs_v row)
  * The loops below are rapid's hot loops: long on purpose.
@@ -98,7 +99,8 @@ static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_
  * scores. codes and acc point at the first group; the second follows. */
 static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, const rs_block *blk,
                                                                const uint8_t *codes, size_t codes_step,
-                                                               double *acc, uint8_t *rows, const int G) {
+                                                               double *acc, uint8_t *rows, uint32_t lanes_last,
+                                                               const int G) {
     const rs_entry *E = L->entries;
     const uint32_t *row_first = L->row_first, *skip_first = L->skip_first;
     const rs_skip *S = L->skips;
@@ -132,23 +134,24 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             if (done) break;
         }
         const double *leaves = L->leaves + L->leaf_offset[t];
-        for (int g = 0; g < G; g++) rs_exit_add(&x[g], leaves, nr, acc + (size_t)g * RS_LANES);
+        for (int g = 0; g < G; g++)
+            rs_exit_add(&x[g], leaves, nr, acc + (size_t)g * RS_LANES, g == G - 1 ? lanes_last : RS_LANES);
     }
 }
 
 static void RS(block1)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
-                       uint8_t *rows) {
-    RS(block_g)(L, blk, codes, step, acc, rows, 1);
+                       uint8_t *rows, uint32_t lanes_last) {
+    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 1);
 }
 
 static void RS(block2)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
-                       uint8_t *rows) {
-    RS(block_g)(L, blk, codes, step, acc, rows, 2);
+                       uint8_t *rows, uint32_t lanes_last) {
+    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 2);
 }
 
 static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
-                       uint8_t *rows) {
-    RS(block_g)(L, blk, codes, step, acc, rows, 4);
+                       uint8_t *rows, uint32_t lanes_last) {
+    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 4);
 }
 
 /* The kernel: per document block, quantize its groups once, then every tree block for
@@ -170,11 +173,14 @@ static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_ro
         }
         for (size_t d = 0; d < ng * RS_LANES; d++) acc[d] = L->base_score;
         const size_t step = ns * RS_LANES; /* codes of one group */
+        const uint32_t last = (uint32_t)(nd - (ng - 1) * RS_LANES); /* documents in the last group */
         for (uint32_t b = 0; b < L->n_blocks; b++) {
             size_t g = 0;
-            for (; g + 4 <= ng; g += 4) RS(block4)(L, &L->blocks[b], codes + g * step, step, acc + g * RS_LANES, rows);
-            for (; g + 2 <= ng; g += 2) RS(block2)(L, &L->blocks[b], codes + g * step, step, acc + g * RS_LANES, rows);
-            if (g < ng) RS(block1)(L, &L->blocks[b], codes + g * step, step, acc + g * RS_LANES, rows);
+            for (; g + 4 <= ng; g += 4)
+                RS(block4)(L, &L->blocks[b], codes + g * step, step, acc + g * RS_LANES, rows, g + 4 == ng ? last : RS_LANES);
+            for (; g + 2 <= ng; g += 2)
+                RS(block2)(L, &L->blocks[b], codes + g * step, step, acc + g * RS_LANES, rows, g + 2 == ng ? last : RS_LANES);
+            if (g < ng) RS(block1)(L, &L->blocks[b], codes + g * step, step, acc + g * RS_LANES, rows, last);
         }
         memcpy(out + d0, acc, nd * sizeof *out);
     }

@@ -68,7 +68,7 @@ static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
     return _mm256_testz_si256(x->left, x->left);
 }
 
-static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows, double *acc) {
+static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows, double *acc, uint32_t lanes) {
     (void)rows; /* the values in pairs of scalar loads (vmovsd, vmovhpd): 2-4% faster than
                  * 4-lane vgatherdpd on Zen 4 (msn 64 and 256 leaves) */
     const __m256i lut_lo = _mm256_setr_epi8(0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 3,
@@ -82,7 +82,7 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
     __m256i leaf = _mm256_add_epi8(x->idx, bit);
     uint8_t ix[32] __attribute__((aligned(32)));
     _mm256_store_si256((__m256i *)ix, leaf);
-    for (size_t l = 0; l < 32; l += 4) {
+    for (size_t l = 0; l < lanes; l += 4) {
         __m128d lo = _mm_loadh_pd(_mm_load_sd(lv + ix[l]), lv + ix[l + 1]);
         __m128d hi = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 2]), lv + ix[l + 3]);
         __m256d v = _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);

@@ -97,7 +97,7 @@ static inline void rs_add_leaves(const uint8_t *ix, size_t n, const double *lv, 
     }
 }
 
-static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows, double *acc) {
+static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows, double *acc, uint32_t lanes) {
     const __m512i lut_lo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0));
     const __m512i lut_hi = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 5, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0));
     const __m512i nib = _mm512_set1_epi8(0x0F);
@@ -118,6 +118,7 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
                       l6 = _mm512_loadu_pd(lv + 48), l7 = _mm512_loadu_pd(lv + 56);
         for (int q = 0; q < 4; q++)
             for (int h = 0; h < 2; h++) {
+                if ((uint32_t)(16 * q + 8 * h) >= lanes) return;
                 __m512i i = _mm512_cvtepu8_epi64(h ? _mm_srli_si128(part[q], 8) : part[q]);
                 __m512d v = _mm512_permutex2var_pd(l0, i, l1); /* leaves 0 .. 15 */
                 if (rows > 2) { /* and 16 .. 31 */
@@ -138,7 +139,7 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
      * vgatherdpd on Zen 4's 256-leaf models) */
     uint8_t ix[64] __attribute__((aligned(64)));
     _mm512_store_si512(ix, leaf);
-    rs_add_leaves(ix, 64, lv, acc);
+    rs_add_leaves(ix, (lanes + 3) & ~3u, lv, acc);
 }
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, row); }
