@@ -34,16 +34,6 @@ void tsif_hex_double(double v, char *out) {
     sprintf(p, "p%+d", exp_bits ? exp_bits - 1023 : -1022);
 }
 
-/* A float constant: a hex literal with suffix f, or the bits of an infinity. */
-static void float_literal(float t, char *out) {
-    if (isinf(t)) {
-        sprintf(out, "((const union tsif_fu){0x%08xu}).f", t > 0 ? 0x7f800000u : 0xff800000u);
-        return;
-    }
-    tsif_hex_double((double)t, out);
-    strcat(out, "f");
-}
-
 /* A double constant: a hex literal, or the exact bits of an infinity or NaN. */
 static void double_literal(double v, char *out) {
     if (isfinite(v)) {
@@ -55,30 +45,12 @@ static void double_literal(double v, char *out) {
     sprintf(out, "((const union tsif_du){0x%016llxull}).d", (unsigned long long)b);
 }
 
-/*
- * The test "x goes left" of tsm_node_goes_left, as a C expression on the float x and
- * the float threshold T (Z = TSM_ZERO_RANGE). Comparisons with NaN are false, which the
- * forms below use:
- *   plain:                    x <= T                 NaN: false, right
- *   missing left:             !(x > T)               NaN: true, left; else x <= T
- *   zero missing, right:      x <= T && (x < -Z || x > Z)   (just x <= T when T < -Z:
- *                             the zero range and NaN already fail it)
- *   zero missing, left:       !(x > T) || (x >= -Z && x <= Z)   (just !(x > T) when
- *                             T >= Z: the zero range already passes it)
- */
-static void left_test(const tsm_node *n, char *out, size_t size) {
-    char t[64], z[32];
-    float_literal(n->threshold, t);
-    tsif_hex_double((double)TSM_ZERO_RANGE, z);
-    unsigned f = n->feature;
-    int left = (n->flags & TSM_MISSING_LEFT) != 0;
-    if (!(n->flags & TSM_ZERO_IS_MISSING) || (!left && n->threshold < -TSM_ZERO_RANGE) ||
-        (left && n->threshold >= TSM_ZERO_RANGE))
-        snprintf(out, size, left ? "!(x[%u] > %s)" : "x[%u] <= %s", f, t);
-    else if (left)
-        snprintf(out, size, "!(x[%u] > %s) || (x[%u] >= -%sf && x[%u] <= %sf)", f, t, f, z, f, z);
-    else
-        snprintf(out, size, "x[%u] <= %s && (x[%u] < -%sf || x[%u] > %sf)", f, t, f, z, f, z);
+/* The test "x goes left" of a node on the row's codes c (quant.h): exactly
+ * tsm_node_goes_left, NaN and LightGBM's zero range included, as one unsigned byte
+ * compare with an immediate. */
+static void left_test(const tsq *q, const tsm_node *n, char *out, size_t size) {
+    uint32_t k, slot = tsq_node_slot(q, n, &k);
+    snprintf(out, size, "c[%u] <= %u", slot, k);
 }
 
 /* ---- Plan: parts, subtree functions, files ---------------------------------------------- */
@@ -223,9 +195,11 @@ static void emit_exit(FILE *f, const tsm_tree *tr, uint32_t t, int32_t ref, int 
         double_literal(tr->weight * tr->leaf_values[~ref], v);
         fprintf(f, ret ? "return %s;\n" : "a += %s;\n", v);
     } else if (ret) {
-        fprintf(f, "{ TSIF_HIDDEN double tsif_s%u_%d(const float *); return tsif_s%u_%d(x); }\n", t, ref, t, ref);
+        fprintf(f, "{ TSIF_HIDDEN double tsif_s%u_%d(const unsigned char *); return tsif_s%u_%d(c); }\n", t, ref, t,
+                ref);
     } else {
-        fprintf(f, "{ TSIF_HIDDEN double tsif_s%u_%d(const float *); a += tsif_s%u_%d(x); }\n", t, ref, t, ref);
+        fprintf(f, "{ TSIF_HIDDEN double tsif_s%u_%d(const unsigned char *); a += tsif_s%u_%d(c); }\n", t, ref, t,
+                ref);
     }
 }
 
@@ -238,8 +212,8 @@ typedef struct item {
 /* The subtree at root (a child reference) as nested blocks `if (test) { left } else
  * { right }`, down to leaves and cut subtrees; an explicit stack of at most 3 entries a
  * level (the nesting is at most TSIF_NEST_MAX). */
-static ts_status emit_subtree(FILE *f, const tsm_tree *tr, uint32_t t, int32_t root, const uint8_t *cuts, int ret,
-                              ts_error *err) {
+static ts_status emit_subtree(FILE *f, const tsq *q, const tsm_tree *tr, uint32_t t, int32_t root,
+                              const uint8_t *cuts, int ret, ts_error *err) {
     uint32_t depth = tr->depth < TSIF_NEST_MAX ? tr->depth : TSIF_NEST_MAX;
     item *stack = malloc(3 * ((size_t)depth + 2) * sizeof *stack);
     if (!stack) return ts_fail(err, TS_ERR_NO_MEMORY, "ifelse: out of memory generating code");
@@ -255,7 +229,7 @@ static ts_status emit_subtree(FILE *f, const tsm_tree *tr, uint32_t t, int32_t r
             emit_exit(f, tr, t, it.ref, ret, it.depth);
         } else {
             const tsm_node *n = &tr->nodes[it.ref];
-            left_test(n, test, sizeof test);
+            left_test(q, n, test, sizeof test);
             indent(f, it.depth);
             fprintf(f, "if (%s) {\n", test);
             stack[top++] = (item){ITEM_CLOSE, 0, it.depth};
@@ -269,25 +243,26 @@ static ts_status emit_subtree(FILE *f, const tsm_tree *tr, uint32_t t, int32_t r
 }
 
 static ts_status emit_part(FILE *f, const ts_model *m, const tsif_plan *p, const tsif_unit *u, ts_error *err) {
-    fprintf(f, "TSIF_HIDDEN void tsif_part_%u(const float *xs, size_t n, size_t stride, double *acc);\n", u->part);
-    fprintf(f, "void tsif_part_%u(const float *xs, size_t n, size_t stride, double *acc) {\n", u->part);
+    fprintf(f, "TSIF_HIDDEN void tsif_part_%u(const unsigned char *cs, size_t n, size_t stride, double *acc);\n",
+            u->part);
+    fprintf(f, "void tsif_part_%u(const unsigned char *cs, size_t n, size_t stride, double *acc) {\n", u->part);
     fputs("    for (size_t r = 0; r < n; r++) {\n"
-          "      const float *x = xs + r * stride;\n"
+          "      const unsigned char *c = cs + r * stride;\n"
           "      double a = acc[r];\n",
           f);
     ts_status st = TS_OK;
     for (uint32_t t = u->tree; t < u->end && st == TS_OK; t++) {
         fprintf(f, "      /* tree %u */\n", t);
-        st = emit_subtree(f, &m->trees[t], t, m->trees[t].n_nodes ? 0 : -1, p->cuts[t], 0, err);
+        st = emit_subtree(f, p->q, &m->trees[t], t, m->trees[t].n_nodes ? 0 : -1, p->cuts[t], 0, err);
     }
     fputs("      acc[r] = a;\n    }\n}\n", f);
     return st;
 }
 
 static ts_status emit_cut(FILE *f, const ts_model *m, const tsif_plan *p, const tsif_unit *u, ts_error *err) {
-    fprintf(f, "TSIF_HIDDEN double tsif_s%u_%d(const float *x);\n", u->tree, u->node);
-    fprintf(f, "double tsif_s%u_%d(const float *x) {\n", u->tree, u->node);
-    ts_status st = emit_subtree(f, &m->trees[u->tree], u->tree, u->node, p->cuts[u->tree], 1, err);
+    fprintf(f, "TSIF_HIDDEN double tsif_s%u_%d(const unsigned char *c);\n", u->tree, u->node);
+    fprintf(f, "double tsif_s%u_%d(const unsigned char *c) {\n", u->tree, u->node);
+    ts_status st = emit_subtree(f, p->q, &m->trees[u->tree], u->tree, u->node, p->cuts[u->tree], 1, err);
     fputs("}\n", f);
     return st;
 }
@@ -304,7 +279,6 @@ static const char PRELUDE[] =
     "#else\n"
     "#define TSIF_HIDDEN\n"
     "#endif\n"
-    "union tsif_fu { unsigned int u; float f; };\n"
     "union tsif_du { unsigned long long u; double d; };\n";
 
 static FILE *open_out(const char *path, ts_error *err) {
@@ -348,10 +322,10 @@ ts_status tsif_write_main(const char *path, const tsif_plan *p, uint32_t n_trees
     if (!f) return TS_ERR_IO;
     fprintf(f, "/* treescore ifelse v%u, generated: the table of %u parts */\n", TSIF_CODEGEN_VERSION, p->n_parts);
     fputs("#include <stddef.h>\n#include <stdint.h>\n"
-          "typedef void (*tsif_part_fn)(const float *, size_t, size_t, double *);\n",
+          "typedef void (*tsif_part_fn)(const unsigned char *, size_t, size_t, double *);\n",
           f);
     for (uint32_t i = 0; i < p->n_parts; i++)
-        fprintf(f, "void tsif_part_%u(const float *, size_t, size_t, double *);\n", i);
+        fprintf(f, "void tsif_part_%u(const unsigned char *, size_t, size_t, double *);\n", i);
     fputs("static const tsif_part_fn parts[] = {\n", f);
     for (uint32_t i = 0; i < p->n_parts; i++) fprintf(f, "    tsif_part_%u,\n", i);
     if (p->n_parts == 0) fputs("    0\n", f);

@@ -5,12 +5,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engines/quant.h"
 #include "model/forest.h"
 #include "treescore.h"
 
 /* Bumped whenever the generated code or its interface changes: part of the cache key and
  * checked in the loaded object. */
-#define TSIF_CODEGEN_VERSION 1u
+#define TSIF_CODEGEN_VERSION 2u
 /* "TSIFELSE" as a little-endian word: the first field of tsif_info. */
 #define TSIF_MAGIC 0x45534c4546495354ull
 
@@ -20,9 +21,9 @@
  * The trees are cut into parts of consecutive trees of about TSIF_PART_NODES nodes
  * (internal nodes + leaves). Each part is one function
  *
- *     void tsif_part_K(const float *x, size_t n, size_t stride, double *acc);
+ *     void tsif_part_K(const unsigned char *c, size_t n, size_t stride, double *acc);
  *
- * that, for every row r < n (row r at x + r*stride), adds the weighted leaf value of each
+ * that, for every row r < n (its codes at c + r*stride, quant.h), adds the weighted leaf value of each
  * of its trees in tree order to acc[r], in double. Calling the parts in order after
  * acc[r] = base_score therefore adds every tree in tree order: the exact score. A part's
  * code (some 15 bytes a node) stays in the L1 instruction cache while its loop runs over
@@ -30,8 +31,9 @@
  * 13.5 us/doc, 4 trees 14.2, 64 trees 16.8, one function for 143 trees 19.4.
  *
  * A tree bigger than TSIF_PART_NODES, or deeper than TSIF_NEST_MAX, is cut: subtrees
- * become functions `double tsif_s<tree>_<node>(const float *x)` that return the leaf
- * value, called where the subtree was (`a += tsif_s3_17(x);`, the same double addition).
+ * become functions `double tsif_s<tree>_<node>(const unsigned char *c)` that return the
+ * leaf value, called where the subtree was (`a += tsif_s3_17(c);`, the same double
+ * addition).
  * So no function is bigger than TSIF_PART_NODES nodes or nests deeper than TSIF_NEST_MAX,
  * and compile time and memory stay linear in the model.
  *
@@ -40,12 +42,14 @@
  * one exported symbol, `tsif_info` (struct tsif_info below), checked after dlopen: a
  * stale or foreign object (other magic, version or key) is rejected.
  *
- * Each split becomes the exact test of tsm_node_goes_left written in C on the float
- * value and the float threshold (a hex literal, so exact), with only the missing-value
- * handling the node needs; leaf values are hex double literals of weight * leaf, the
- * product naive uses.
+ * Each split reads the row's exact codes (quant.h, made by rapid's quantizer for the
+ * CPU: rapid.h rs_code_rows) and becomes `c[slot] <= k`, one byte compare with an
+ * immediate, exactly tsm_node_goes_left with NaN and the zero range folded into the
+ * codes; leaf values are hex double literals of weight * leaf, the product naive uses.
+ * Measured against the float tests of version 1 (`x <= T`, with a NaN test for most
+ * nodes): the traversal 0.60-0.71x on msn's 1,000-tree models (docs/benchmarks.md).
  */
-typedef void (*tsif_part_fn)(const float *x, size_t n, size_t stride, double *acc);
+typedef void (*tsif_part_fn)(const unsigned char *c, size_t n, size_t stride, double *acc);
 
 typedef struct tsif_info {
     uint64_t magic;          /* TSIF_MAGIC */
@@ -77,6 +81,7 @@ typedef struct tsif_plan {
     uint8_t **cuts;          /* per tree: NULL (no cut) or n_nodes flags, 1 = subtree function */
     uint64_t n_nodes;        /* all units' nodes */
     uint32_t n_trees_;       /* entries of cuts */
+    const tsq *q;            /* the codes the splits read: set by the caller before writing */
 } tsif_plan;
 
 /* Plan the functions and the files (about file_nodes nodes each; at least one unit)

@@ -268,7 +268,40 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
 #undef RS_UPDATE
 #undef RS_LANES
 
-const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel};
+const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel, rs_scalar_quantize};
+
+/* ---- codes for other engines ----------------------------------------------------------- */
+
+ts_status rs_coder_init(rs_coder *c, const ts_model *m, ts_isa isa, ts_error *err) {
+    memset(c, 0, sizeof *c);
+    c->k = rs_kernels_for(isa);
+    c->L.flip = c->k->flip ? 0x80u : 0;
+    c->L.lanes = c->k->lanes;
+    return tsq_build(&c->L.q, m, err);
+}
+
+void rs_coder_free(rs_coder *c) {
+    if (c) tsq_free(&c->L.q);
+}
+
+size_t rs_coder_scratch(const rs_coder *c) {
+    return rs_round64((size_t)(c->L.q.n_slots ? c->L.q.n_slots : 1) * c->k->lanes);
+}
+
+/* A group at a time: the kernel's quantizer, then its interleaved codes into rows. */
+void rs_code_rows(const rs_coder *c, const float *x, size_t n_rows, size_t stride, uint8_t *out, size_t out_stride,
+                  uint8_t *scratch) {
+    const uint32_t lanes = c->k->lanes, ns = c->L.q.n_slots;
+    const uint8_t flip = (uint8_t)c->L.flip;
+    for (size_t g0 = 0; g0 < n_rows; g0 += lanes) {
+        const size_t nd = n_rows - g0 < lanes ? n_rows - g0 : lanes;
+        c->k->quantize(&c->L, x + g0 * stride, stride, nd, scratch);
+        for (size_t l = 0; l < nd; l++) {
+            uint8_t *row = out + (g0 + l) * out_stride;
+            for (uint32_t s = 0; s < ns; s++) row[s] = scratch[(size_t)s * lanes + l] ^ flip;
+        }
+    }
+}
 
 /* ---- the engine ------------------------------------------------------------------------- */
 
@@ -289,7 +322,7 @@ static void rapid_free(void *p) {
     free(s);
 }
 
-static const rs_kernels *kernels_for(ts_isa isa) {
+const rs_kernels *rs_kernels_for(ts_isa isa) {
 #ifdef TS_HAVE_RAPID_X86
     if (isa >= TS_ISA_AVX512) return &tse_rapid_avx512;
     if (isa >= TS_ISA_AVX2) return &tse_rapid_avx2;
@@ -309,7 +342,7 @@ static uint32_t block_docs(const tse_config *cfg, uint32_t lanes) {
 
 static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                                ts_error *err) {
-    const rs_kernels *k = kernels_for(cfg->isa);
+    const rs_kernels *k = rs_kernels_for(cfg->isa);
     rapid_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory");
     ts_status st = rsl_build(&s->L, m, cfg, k, err);

@@ -116,11 +116,16 @@ typedef struct rsl {
 typedef void (*rs_kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
                           void *scratch);
 
+/* The codes of one group: rows x[0 .. nd) (nd <= lanes) into codes[slot * lanes + lane]
+ * (XOR the kernel's flip), from L->q and L->flip only. */
+typedef void (*rs_quantizer)(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes);
+
 typedef struct rs_kernels {
     ts_isa isa;
     uint32_t lanes;
     int flip;            /* codes and k stored XOR 0x80 (signed compares) */
     rs_kernel kernel;
+    rs_quantizer quantize;
 } rs_kernels;
 
 extern const rs_kernels tse_rapid_scalar;
@@ -128,6 +133,25 @@ extern const rs_kernels tse_rapid_scalar;
 #define TS_HAVE_RAPID_X86 1
 extern const rs_kernels tse_rapid_avx2, tse_rapid_avx512;
 #endif
+
+/* The kernels of the best level up to isa. */
+const rs_kernels *rs_kernels_for(ts_isa isa);
+
+/*
+ * Codes for other engines (ifelse): row-major, one byte per slot (quant.h), from the
+ * quantizer of the ISA kernels: a row's codes at out + r * out_stride, its slot s's at
+ * [s], unflipped. rs_coder_scratch bytes of scratch (one group's interleaved codes).
+ */
+typedef struct rs_coder {
+    rsl L;               /* only L.q and L.flip are set */
+    const rs_kernels *k;
+} rs_coder;
+
+ts_status rs_coder_init(rs_coder *c, const ts_model *m, ts_isa isa, ts_error *err);
+void rs_coder_free(rs_coder *c);
+size_t rs_coder_scratch(const rs_coder *c);
+void rs_code_rows(const rs_coder *c, const float *x, size_t n_rows, size_t stride, uint8_t *out, size_t out_stride,
+                  uint8_t *scratch);
 
 typedef struct rs_scratch {
     size_t codes, acc, rows, total;

@@ -182,6 +182,6 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
 #define RS(name) rs_avx2_##name
 #include "engines/rapid_template.h"
 
-const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel};
+const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize};
 
 #endif

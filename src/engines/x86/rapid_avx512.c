@@ -271,6 +271,6 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
 #define RS(name) rs_avx512_##name
 #include "engines/rapid_template.h"
 
-const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel};
+const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize};
 
 #endif
