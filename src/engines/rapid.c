@@ -288,13 +288,25 @@ size_t rs_coder_scratch(const rs_coder *c) {
     return rs_round64((size_t)(c->L.q.n_slots ? c->L.q.n_slots : 1) * c->k->lanes);
 }
 
-/* A group at a time: the kernel's quantizer, then its interleaved codes into rows. */
+/* A group at a time: the kernel's quantizer, then its interleaved codes into rows; a
+ * group of less than a quarter of the lanes (a single row, say) row by row with the
+ * scalar search instead, whose cost follows the rows, not the lanes. */
 void rs_code_rows(const rs_coder *c, const float *x, size_t n_rows, size_t stride, uint8_t *out, size_t out_stride,
                   uint8_t *scratch) {
     const uint32_t lanes = c->k->lanes, ns = c->L.q.n_slots;
     const uint8_t flip = (uint8_t)c->L.flip;
     for (size_t g0 = 0; g0 < n_rows; g0 += lanes) {
         const size_t nd = n_rows - g0 < lanes ? n_rows - g0 : lanes;
+        if (4 * nd < lanes) {
+            const tsq *q = &c->L.q;
+            for (size_t l = 0; l < nd; l++)
+                for (uint32_t j = 0; j < q->n_used; j++) {
+                    const float v = x[(g0 + l) * stride + q->f[j].column];
+                    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++)
+                        out[(g0 + l) * out_stride + s] = (uint8_t)tsq_slot_code(q, s, v);
+                }
+            continue;
+        }
         c->k->quantize(&c->L, x + g0 * stride, stride, nd, scratch);
         for (size_t l = 0; l < nd; l++) {
             uint8_t *row = out + (g0 + l) * out_stride;
