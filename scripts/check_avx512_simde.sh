@@ -24,7 +24,12 @@ done
 # The CPU check claims AVX-512 (TREESCORE_ISA still caps it, so the tests' levels apply).
 pattern='v = (int)apply_env_cap(tsr_isa_of_features(tsr_cpu_features()));'
 grep -qF "$pattern" src/platform/cpu.c || { echo "check_avx512_simde: src/platform/cpu.c changed: update the pattern"; exit 1; }
-sed "s/$(printf '%s' "$pattern" | sed 's/[][\.*^$/()]/\\&/g')/v = (int)apply_env_cap(TS_ISA_AVX512);/" src/platform/cpu.c >"$work/cpu.c"
+# It claims GFNI too, so that test_engines runs both of rapid's AVX-512 kernels (the GFNI
+# update through SIMDe's gfni.h).
+features='return v & ~DETECTED;'
+grep -qF "$features" src/platform/cpu.c || { echo "check_avx512_simde: src/platform/cpu.c changed: update the pattern"; exit 1; }
+sed -e "s/$(printf '%s' "$pattern" | sed 's/[][\.*^$/()]/\\&/g')/v = (int)apply_env_cap(TS_ISA_AVX512);/" \
+    -e "s/$features/return (v \& ~DETECTED) | TSR_CPU_GFNI;/" src/platform/cpu.c >"$work/cpu.c"
 gcc "${cflags[@]}" -Isrc/platform -c "$work/cpu.c" -o "$work/cpu.o"
 mapfile -t objs < <(find "$objdir" -name '*.o' ! -name 'rapid_avx512.c.o' ! -name 'vqs_avx512.c.o' ! -name 'cpu.c.o')
 gcc "${cflags[@]}" -Itests/unit tests/unit/test_engines.c "${objs[@]}" "$work"/*.o -o "$work/test_engines" -lm -lpthread -ldl

@@ -4,6 +4,8 @@
 
 #include "common/error.h"
 #include "engines/rapid.h"
+#include "platform/config.h"
+#include "platform/cpu.h"
 #include "platform/cpu_caches.h"
 
 /* ---- layout ----------------------------------------------------------------------------- */
@@ -334,9 +336,22 @@ static void rapid_free(void *p) {
     free(s);
 }
 
+#ifdef TS_HAVE_RAPID_X86
+/* The GFNI kernel where the CPU has GFNI and TREESCORE_RAPID_UPDATE says gfni, or says
+ * nothing (nor "and") and the CPU is Intel's: rapid_avx512.c says why. */
+static int rs_use_gfni(void) {
+    const uint32_t f = tsr_cpu_features();
+    const char *u = tsr_config_get()->rapid_update;
+    if (!(f & TSR_CPU_GFNI)) return 0;
+    if (u && strcmp(u, "gfni") == 0) return 1;
+    if (u && strcmp(u, "and") == 0) return 0;
+    return (f & TSR_CPU_INTEL) != 0;
+}
+#endif
+
 const rs_kernels *rs_kernels_for(ts_isa isa) {
 #ifdef TS_HAVE_RAPID_X86
-    if (isa >= TS_ISA_AVX512) return &tse_rapid_avx512;
+    if (isa >= TS_ISA_AVX512) return rs_use_gfni() ? &tse_rapid_avx512gf : &tse_rapid_avx512;
     if (isa >= TS_ISA_AVX2) return &tse_rapid_avx2;
 #else
     (void)isa;

@@ -131,10 +131,11 @@ typedef struct rs_kernels {
 extern const rs_kernels tse_rapid_scalar;
 #if defined(__x86_64__) || defined(__i386__)
 #define TS_HAVE_RAPID_X86 1
-extern const rs_kernels tse_rapid_avx2, tse_rapid_avx512;
+extern const rs_kernels tse_rapid_avx2, tse_rapid_avx512, tse_rapid_avx512gf;
 #endif
 
-/* The kernels of the best level up to isa. */
+/* The kernels of the best level up to isa (at AVX-512, the GFNI kernel where rapid.c
+ * picks it: rs_use_gfni). */
 const rs_kernels *rs_kernels_for(ts_isa isa);
 
 /*

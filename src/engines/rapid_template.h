@@ -8,6 +8,12 @@
  *   RS_UPDATE    rs_v RS_UPDATE(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k, rs_mv m):
  *                row with the mask m ANDed in the lanes whose code is not below k (k: the
  *                entry's k + 1)
+ * and optionally (an ISA file that instantiates the template twice, with two ways of
+ * ANDing the mask):
+ *   RS_MASK      rs_mv RS_MASK(const rs_entry *e): the entry's mask as RS_UPDATE takes it
+ *                (default rs_m)
+ *   RS_UPDATE_SKIP  as rs_update_skip below (default rs_update_skip)
+ *   RS_QUANTIZE  an earlier instance's quantizer, instead of one of its own
  * and, once per ISA file:
  *   void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes)
  *                        the codes of every slot of feature j (quant.h) for one group, from
@@ -41,6 +47,15 @@
  * With RS_COLUMNS16 (an ISA's rs_columns16: 16 consecutive columns of every row turned
  * into 16 columns of RS_LANES floats in registers) and the used features at least half
  * of the columns they span, the columns come 16 at a time instead. */
+#ifndef RS_MASK
+#define RS_MASK rs_m
+#endif
+#ifndef RS_UPDATE_SKIP
+#define RS_UPDATE_SKIP rs_update_skip
+#endif
+
+#ifndef RS_QUANTIZE
+#define RS_QUANTIZE RS(quantize)
 #define RS_TRANSPOSE (2048 / RS_LANES)
 
 static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes) {
@@ -73,6 +88,7 @@ static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd,
     }
 }
 #undef RS_TRANSPOSE
+#endif /* RS_QUANTIZE */
 
 /* A tree wider than 256 leaves (no skip entries): every row into `rows`, then the exit
  * leaves lane by lane. */
@@ -82,7 +98,7 @@ static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_
     for (uint32_t j = 0; j < nr; j++) {
         rs_v row = rs_ones();
         for (uint32_t e = L->row_first[r0 + j]; e < L->row_first[r0 + j + 1]; e++)
-            row = RS_UPDATE(L, row, codes + E[e].off, rs_k(&E[e]), rs_m(&E[e]));
+            row = RS_UPDATE(L, row, codes + E[e].off, rs_k(&E[e]), RS_MASK(&E[e]));
         rs_store_row(rows + (size_t)j * RS_LANES, row);
     }
     const double *leaves = L->leaves + L->leaf_offset[t];
@@ -119,15 +135,15 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             for (int g = 0; g < G; g++) row[g] = rs_row_start(skip[g], j);
             for (uint32_t e = row_first[r0 + j], end = row_first[r0 + j + 1]; e < end; e++) {
                 const rs_kv k = rs_k(&E[e]);
-                const rs_mv m = rs_m(&E[e]);
+                const rs_mv m = RS_MASK(&E[e]);
                 const uint8_t *c = codes + E[e].off;
                 for (int g = 0; g < G; g++) row[g] = RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
             }
             for (uint32_t e = skip_first[r0 + j], end = skip_first[r0 + j + 1]; e < end; e++) {
                 const rs_kv k = rs_k(&S[e].e), z = rs_z(&S[e]);
-                const rs_mv m = rs_m(&S[e].e);
+                const rs_mv m = RS_MASK(&S[e].e);
                 const uint8_t *c = codes + S[e].e.off;
-                for (int g = 0; g < G; g++) rs_update_skip(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
+                for (int g = 0; g < G; g++) RS_UPDATE_SKIP(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
             }
             int done = 1;
             for (int g = 0; g < G; g++) done &= rs_exit_row(&x[g], row[g], j);
@@ -169,7 +185,7 @@ static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_ro
         size_t ng = (nd + RS_LANES - 1) / RS_LANES;
         for (size_t g = 0; g < ng; g++) {
             size_t first = g * RS_LANES, n = nd - first < RS_LANES ? nd - first : RS_LANES;
-            RS(quantize)(L, x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
+            RS_QUANTIZE(L, x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
         }
         for (size_t d = 0; d < ng * RS_LANES; d++) acc[d] = L->base_score;
         const size_t step = ns * RS_LANES; /* codes of one group */
@@ -185,3 +201,7 @@ static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_ro
         memcpy(out + d0, acc, nd * sizeof *out);
     }
 }
+
+#undef RS_MASK
+#undef RS_UPDATE_SKIP
+#undef RS_QUANTIZE

@@ -47,6 +47,7 @@ static void load(void) {
     const char *ms = getenv("TREESCORE_PLAN_MS");
     c.plan_ms = ms && atof(ms) > 0 ? atof(ms) : 0;
     c.ifelse_opt = text("TREESCORE_IFELSE_OPT");
+    c.rapid_update = text("TREESCORE_RAPID_UPDATE");
 #ifdef TS_TEST_KNOBS
     c.chunk_rows = (size_t)positive("TREESCORE_CHUNK_ROWS");
     c.ifelse_file_nodes = (uint64_t)positive("TREESCORE_IFELSE_FILE_NODES");
@@ -62,7 +63,8 @@ const tsr_config *tsr_config_get(void) {
 #ifdef TS_TEST_KNOBS
 static void release(tsr_config *c) {
     const char *owned[] = {c->isa,  c->l1d,     c->l2,   c->l3,     c->cache_dir, c->xdg_cache_home,
-                           c->home, c->tmp_dir, c->cc,   c->path,   c->wisdom,    c->ifelse_opt};
+                           c->home, c->tmp_dir, c->cc,   c->path,   c->wisdom,    c->ifelse_opt,
+                           c->rapid_update};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) free((void *)owned[i]);
 }
 

@@ -42,6 +42,11 @@ typedef struct tsr_config {
     const char *ifelse_opt;     /* TREESCORE_IFELSE_OPT: the compiler's -O level (0, 1, 2, 3,
                                    s or g; anything else: the default) */
 
+    /* The rapid engine (engines/rapid.c). */
+    const char *rapid_update;   /* TREESCORE_RAPID_UPDATE: how the AVX-512 kernel ANDs an
+                                   entry's mask: gfni or and; unset, empty or anything
+                                   else: by the CPU (gfni on Intel CPUs with GFNI) */
+
     /* Test knobs: read only in builds with TS_TEST_KNOBS (CMake: on with TS_TESTS), else
      * always 0 whatever the environment says. */
     size_t chunk_rows;          /* TREESCORE_CHUNK_ROWS: rows per chunk of a batch when > 0

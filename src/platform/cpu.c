@@ -51,7 +51,9 @@ static int bit(uint32_t reg, unsigned n) {
 static uint32_t detect_x86(void) {
     unsigned a, b, c, d;
     uint32_t f = 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu)
+        f |= TSR_CPU_INTEL; /* "Genu" "ineI" "ntel" */
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     if (bit(c, 20)) f |= TSR_CPU_SSE42;
     if (bit(c, 23)) f |= TSR_CPU_POPCNT;
     int ymm = 0, zmm = 0;
@@ -68,6 +70,7 @@ static uint32_t detect_x86(void) {
     if (__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7)) {
         if (bit(b7, 3)) f |= TSR_CPU_BMI1;
         if (bit(b7, 8)) f |= TSR_CPU_BMI2;
+        if (bit(c7, 8)) f |= TSR_CPU_GFNI;
         if (ymm && bit(b7, 5)) f |= TSR_CPU_AVX2;
         if (zmm) {
             if (bit(b7, 16)) f |= TSR_CPU_AVX512F;

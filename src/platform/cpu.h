@@ -24,6 +24,11 @@
 #define TSR_CPU_VPOPCNTDQ  (1u << 12)
 #define TSR_CPU_AVX512VBMI2 (1u << 13)
 #define TSR_CPU_LZCNT      (1u << 14)
+#define TSR_CPU_GFNI       (1u << 15) /* GF2P8AFFINEQB and friends (EVEX forms with AVX-512) */
+/* Not a feature: the vendor is Intel ("GenuineIntel"). Kernels read it to pick between
+ * equivalent instruction sequences whose speed differs between Intel and AMD cores
+ * (rapid's GFNI update, src/engines/rapid.c). */
+#define TSR_CPU_INTEL      (1u << 16)
 
 /* What the CPU and OS support (OS: XCR0 enables the YMM / ZMM state), detected on the
  * first call and cached; thread-safe. 0 on other architectures. */

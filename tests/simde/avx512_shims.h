@@ -1,6 +1,7 @@
 /* avx512_shims.h: AVX-512 intrinsics through SIMDe (and the few SIMDe 0.7 lacks, written from Intel's definitions), so that the AVX-512 kernels run on a CPU without AVX-512 (scripts/check_avx512_simde.sh; tests only). */
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
+#include <simde/x86/gfni.h>
 #define _IMMINTRIN_H_INCLUDED
 typedef simde__mmask64 __mmask64;
 typedef simde__mmask32 __mmask32;

@@ -6,8 +6,10 @@
 
 #include "check.h"
 #include "random_forest.h"
+#include "engines/rapid.h"
 #include "model/forest.h"
 #include "platform/config.h"
+#include "platform/cpu.h"
 #include "treescore.h"
 
 /* Rows are N_FEATURES wide: random_forest.h's default feature count. */
@@ -85,6 +87,9 @@ static void check_config(const ts_model *m, const config *c, const float *x, siz
     ts_scorer_free(s);
 }
 
+/* Set for the second pass of main: only the rapid configurations. */
+static int only_rapid;
+
 static void check_engines_on(const ts_model *m, size_t n_rows) {
     const size_t cols = N_FEATURES + 3, stride = cols + 2;
     float *x = malloc(n_rows * stride * sizeof *x);
@@ -92,7 +97,8 @@ static void check_engines_on(const ts_model *m, size_t n_rows) {
     for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
     for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
-        check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
+        if (!only_rapid || configs[c].engine == TS_ENGINE_RAPID)
+            check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
     free(x);
     free(ref);
     free(got);
@@ -349,5 +355,26 @@ int main(void) {
     RUN_TEST(test_many_thresholds);
     RUN_TEST(test_block_thresholds);
     RUN_TEST(test_sparse_columns);
+    /* rapid has two AVX-512 kernels (rapid_avx512.c: the GFNI update, picked on Intel, and
+     * vpandd + vmovdqu8): where the CPU can run both, rapid's tests again with the other. */
+    if (ts_cpu_isa() >= TS_ISA_AVX512 && (tsr_cpu_features() & TSR_CPU_GFNI)) {
+        const rs_kernels *first = rs_kernels_for(TS_ISA_AVX512);
+        setenv("TREESCORE_RAPID_UPDATE", first == &tse_rapid_avx512gf ? "and" : "gfni", 1);
+        tsr_config_reload();
+        CHECK(rs_kernels_for(TS_ISA_AVX512) != first);
+        printf("rapid's other AVX-512 kernel (TREESCORE_RAPID_UPDATE=%s):\n", getenv("TREESCORE_RAPID_UPDATE"));
+        only_rapid = 1;
+        RUN_TEST(test_small_forests);
+        RUN_TEST(test_one_leaf_trees);
+        RUN_TEST(test_row_counts_and_words);
+        RUN_TEST(test_64_and_65_leaves);
+        RUN_TEST(test_wide_trees);
+        RUN_TEST(test_many_blocks);
+        RUN_TEST(test_many_thresholds);
+        RUN_TEST(test_block_thresholds);
+        RUN_TEST(test_sparse_columns);
+        unsetenv("TREESCORE_RAPID_UPDATE");
+        tsr_config_reload();
+    }
     return check_summary("test_engines");
 }

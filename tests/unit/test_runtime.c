@@ -119,6 +119,7 @@ static void test_cpu_features(void) {
         {"fma", TSR_CPU_FMA},          {"avx512f", TSR_CPU_AVX512F},     {"avx512bw", TSR_CPU_AVX512BW},
         {"avx512dq", TSR_CPU_AVX512DQ}, {"avx512vl", TSR_CPU_AVX512VL},  {"avx512cd", TSR_CPU_AVX512CD},
         {"avx512_vpopcntdq", TSR_CPU_VPOPCNTDQ}, {"avx512_vbmi2", TSR_CPU_AVX512VBMI2}, {"abm", TSR_CPU_LZCNT},
+        {"gfni", TSR_CPU_GFNI},
     };
     if (cpuinfo_has("sse2") < 0) { /* no /proc: at least every x86-64 of the last decade */
         if (!getenv("TREESCORE_ISA")) CHECK(isa >= TS_ISA_SSE42);

@@ -270,7 +270,66 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
 #define RS_UPDATE rs_update8
 #define RS(name) rs_avx512_##name
 #include "engines/rapid_template.h"
+#undef RS_UPDATE
+#undef RS
 
 const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize};
+
+/*
+ * The GFNI kernel: the same, but an entry ANDs its mask with one masked GF2P8AFFINEQB
+ * (x -> A x over GF(2) per byte, A the diagonal matrix of the mask's bits: x AND mask),
+ * which masks bytes, where the kernel above needs a vpandd and a masked vmovdqu8: two
+ * vector uops per entry and group instead of three (a compare and the update). Measured
+ * on Intel Emerald Rapids: msn-lgb-1000x256 4.2 -> 3.8 us/doc, msn-lgb-1000x64 1.40 ->
+ * 1.30; on AMD Zen 4 the instruction measured slower than vpandd + vmovdqu8 in a
+ * microbenchmark (1.97 against 1.75 cycles per entry and group), so rapid.c picks this
+ * kernel on Intel CPUs with GFNI only (TREESCORE_RAPID_UPDATE overrides).
+ */
+
+/* rs_gf_and[m]: the matrix of x AND m: row i of A (byte 7 - i of the qword) is bit i. */
+#define RS_GF_AND(m)                                                                                             \
+    ((((uint64_t)(m)&1u) << 56) | (((uint64_t)(m)&2u) << 48) | (((uint64_t)(m)&4u) << 40) |                    \
+     (((uint64_t)(m)&8u) << 32) | (((uint64_t)(m)&16u) << 24) | (((uint64_t)(m)&32u) << 16) |                  \
+     (((uint64_t)(m)&64u) << 8) | ((uint64_t)(m)&128u))
+#define RS_GF4(m) RS_GF_AND(m), RS_GF_AND((m) + 1), RS_GF_AND((m) + 2), RS_GF_AND((m) + 3)
+#define RS_GF16(m) RS_GF4(m), RS_GF4((m) + 4), RS_GF4((m) + 8), RS_GF4((m) + 12)
+#define RS_GF64(m) RS_GF16(m), RS_GF16((m) + 16), RS_GF16((m) + 32), RS_GF16((m) + 48)
+static const uint64_t rs_gf_and[256] = {RS_GF64(0), RS_GF64(64), RS_GF64(128), RS_GF64(192)};
+_Static_assert(RS_GF_AND(0xFF) == 0x0102040810204080ull, "the identity matrix of GF2P8AFFINEQB");
+
+/* dst{k} = A dst per byte, in place (as RS_MASK_MOV8). */
+#ifdef __AVX512BW__
+#define RS_MASK_GF8(dst, k, a) __asm__("vgf2p8affineqb $0, %2, %0, %0%{%1%}" : "+v"(dst) : "Yk"(k), "v"(a))
+#else
+#define RS_MASK_GF8(dst, k, a) ((dst) = _mm512_mask_gf2p8affine_epi64_epi8((dst), (k), (dst), (a), 0))
+#endif
+
+static inline rs_mv rs_gf_m(const rs_entry *e) { return _mm512_set1_epi64((long long)rs_gf_and[e->m4 & 0xFFu]); }
+
+static inline rs_v rs_gf_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_kv k1, rs_mv a) {
+    (void)L;
+    const __mmask64 fail = _mm512_cmple_epu8_mask(k1, _mm512_load_si512(codes));
+    RS_MASK_GF8(row, fail, a);
+    return row;
+}
+
+static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const uint8_t *codes, rs_kv k1,
+                                     rs_mv a, rs_kv z) {
+    (void)L;
+    const __mmask64 fail = _mm512_cmple_epu8_mask(k1, _mm512_load_si512(codes));
+    rs_v r = *row, s = *skip;
+    RS_MASK_GF8(r, fail, a);
+    RS_MASK_MAX8(s, fail, z);
+    *row = r, *skip = s;
+}
+
+#define RS_UPDATE rs_gf_update8
+#define RS_MASK rs_gf_m
+#define RS_UPDATE_SKIP rs_gf_update_skip
+#define RS_QUANTIZE rs_avx512_quantize
+#define RS(name) rs_avx512gf_##name
+#include "engines/rapid_template.h"
+
+const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize};
 
 #endif
