@@ -85,15 +85,19 @@ static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
     return x->left == 0;
 }
 
-/* acc[l] += lv[ix[l]] for n lanes (n a multiple of 4), four at a time: the values loaded
- * in pairs into the halves of two registers (vmovsd, vmovhpd), joined, one vaddpd. The
+/* acc[l] += lv[ix[l]] for n lanes (n a multiple of 8), eight at a time: the values loaded
+ * in pairs into the halves of four registers (vmovsd, vmovhpd), joined, one vaddpd. The
  * compiler is kept from turning the loads into gathers by their being 128-bit loads. */
 static inline void rs_add_leaves(const uint8_t *ix, size_t n, const double *lv, double *acc) {
-    for (size_t l = 0; l < n; l += 4) {
-        __m128d lo = _mm_loadh_pd(_mm_load_sd(lv + ix[l]), lv + ix[l + 1]);
-        __m128d hi = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 2]), lv + ix[l + 3]);
-        __m256d v = _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
-        _mm256_storeu_pd(acc + l, _mm256_add_pd(_mm256_loadu_pd(acc + l), v));
+    for (size_t l = 0; l < n; l += 8) {
+        __m128d a = _mm_loadh_pd(_mm_load_sd(lv + ix[l]), lv + ix[l + 1]);
+        __m128d b = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 2]), lv + ix[l + 3]);
+        __m128d c = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 4]), lv + ix[l + 5]);
+        __m128d d = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 6]), lv + ix[l + 7]);
+        __m256d lo = _mm256_insertf128_pd(_mm256_castpd128_pd256(a), b, 1);
+        __m256d hi = _mm256_insertf128_pd(_mm256_castpd128_pd256(c), d, 1);
+        __m512d v = _mm512_insertf64x4(_mm512_castpd256_pd512(lo), hi, 1);
+        _mm512_storeu_pd(acc + l, _mm512_add_pd(_mm512_loadu_pd(acc + l), v));
     }
 }
 
@@ -139,7 +143,7 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
      * vgatherdpd on Zen 4's 256-leaf models) */
     uint8_t ix[64] __attribute__((aligned(64)));
     _mm512_store_si512(ix, leaf);
-    rs_add_leaves(ix, (lanes + 3) & ~3u, lv, acc);
+    rs_add_leaves(ix, (lanes + 7) & ~7u, lv, acc);
 }
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, row); }
