@@ -272,6 +272,7 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
 }
 
 #define RS_UPDATE rs_update8
+#define RS_GROUPS 8
 #define RS(name) rs_avx512_##name
 #include "engines/rapid_template.h"
 #undef RS_UPDATE
@@ -331,6 +332,7 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS_MASK rs_gf_m
 #define RS_UPDATE_SKIP rs_gf_update_skip
 #define RS_QUANTIZE rs_avx512_quantize
+#define RS_GROUPS 8
 #define RS(name) rs_avx512gf_##name
 #include "engines/rapid_template.h"
 
