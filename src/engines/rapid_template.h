@@ -16,6 +16,9 @@
  *   RS_QUANTIZE  an earlier instance's quantizer, instead of one of its own
  *   RS_GROUPS    the most groups of documents that share an entry's loads (4 or 8; default
  *                4): each holds a row, a skip and an exit in registers
+ *   RS_FEW       with fewer groups than this, RS_MASK_FEW, RS_UPDATE_FEW and
+ *                RS_UPDATE_SKIP_FEW instead (an update whose latency bounds one or two
+ *                chains of rows; default 0: never)
  * and, once per ISA file:
  *   void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes)
  *                        the codes of every slot of feature j (quant.h) for one group, from
@@ -58,6 +61,12 @@
 
 #ifndef RS_GROUPS
 #define RS_GROUPS 4
+#endif
+#ifndef RS_FEW
+#define RS_FEW 0
+#define RS_MASK_FEW RS_MASK
+#define RS_UPDATE_FEW RS_UPDATE
+#define RS_UPDATE_SKIP_FEW RS_UPDATE_SKIP
 #endif
 
 #ifndef RS_QUANTIZE
@@ -144,15 +153,21 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             for (int g = 0; g < G; g++) row[g] = rs_row_start(skip[g], j);
             for (uint32_t e = row_first[r0 + j], end = row_first[r0 + j + 1]; e < end; e++) {
                 const rs_kv k = rs_k(&E[e]);
-                const rs_mv m = RS_MASK(&E[e]);
+                const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&E[e]) : RS_MASK(&E[e]);
                 const uint8_t *c = codes + E[e].off;
-                for (int g = 0; g < G; g++) row[g] = RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
+                for (int g = 0; g < G; g++)
+                    row[g] = G < RS_FEW ? RS_UPDATE_FEW(L, row[g], c + (size_t)g * codes_step, k, m)
+                                        : RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
             }
             for (uint32_t e = skip_first[r0 + j], end = skip_first[r0 + j + 1]; e < end; e++) {
                 const rs_kv k = rs_k(&S[e].e), z = rs_z(&S[e]);
-                const rs_mv m = RS_MASK(&S[e].e);
+                const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&S[e].e) : RS_MASK(&S[e].e);
                 const uint8_t *c = codes + S[e].e.off;
-                for (int g = 0; g < G; g++) RS_UPDATE_SKIP(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
+                for (int g = 0; g < G; g++)
+                    if (G < RS_FEW)
+                        RS_UPDATE_SKIP_FEW(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
+                    else
+                        RS_UPDATE_SKIP(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
             }
             int done = 1;
             for (int g = 0; g < G; g++) done &= rs_exit_row(&x[g], row[g], j);
@@ -226,3 +241,7 @@ static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_ro
 #undef RS_UPDATE_SKIP
 #undef RS_QUANTIZE
 #undef RS_GROUPS
+#undef RS_FEW
+#undef RS_MASK_FEW
+#undef RS_UPDATE_FEW
+#undef RS_UPDATE_SKIP_FEW

@@ -333,6 +333,14 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS_UPDATE_SKIP rs_gf_update_skip
 #define RS_QUANTIZE rs_avx512_quantize
 #define RS_GROUPS 8
+/* With one or two groups (a batch of up to 128 documents) the chain of vgf2p8affineqb
+ * through a row (5 cycles a link on Emerald Rapids) is the bound: those take vpandd +
+ * vmovdqu8 (at batch 100, alternated binaries: msn-lgb-1000x256 6.62-6.91 us/doc -> 6.49-
+ * 6.59, msn-xgb-1000x64 1.86-1.91 -> 1.75-1.97). */
+#define RS_FEW 4
+#define RS_MASK_FEW rs_m
+#define RS_UPDATE_FEW rs_update8
+#define RS_UPDATE_SKIP_FEW rs_update_skip
 #define RS(name) rs_avx512gf_##name
 #include "engines/rapid_template.h"
 
