@@ -334,6 +334,19 @@ static void test_thresholds(void) {
     CHECK(tsm_threshold_lightgbm(0.5) == 0.5f);
 }
 
+/* The tests that score forests with every configuration (only rapid's with only_rapid). */
+static void run_forest_tests(void) {
+    RUN_TEST(test_one_leaf_trees);
+    RUN_TEST(test_row_counts_and_words);
+    RUN_TEST(test_small_forests);
+    RUN_TEST(test_64_and_65_leaves);
+    RUN_TEST(test_wide_trees);
+    RUN_TEST(test_many_blocks);
+    RUN_TEST(test_many_thresholds);
+    RUN_TEST(test_block_thresholds);
+    RUN_TEST(test_sparse_columns);
+}
+
 int main(void) {
     /* ifelse compiles every model: into the build tree unless told otherwise */
     setenv("TREESCORE_CACHE_DIR", "cache", 0);
@@ -348,15 +361,7 @@ int main(void) {
     RUN_TEST(test_thresholds);
     RUN_TEST(test_invalid_trees);
     RUN_TEST(test_scorer_api);
-    RUN_TEST(test_one_leaf_trees);
-    RUN_TEST(test_row_counts_and_words);
-    RUN_TEST(test_small_forests);
-    RUN_TEST(test_64_and_65_leaves);
-    RUN_TEST(test_wide_trees);
-    RUN_TEST(test_many_blocks);
-    RUN_TEST(test_many_thresholds);
-    RUN_TEST(test_block_thresholds);
-    RUN_TEST(test_sparse_columns);
+    run_forest_tests();
     /* rapid has two AVX-512 kernels (rapid_avx512.c: the GFNI update, picked on Intel, and
      * vpandd + vmovdqu8): where the CPU can run both, rapid's tests again with the other. */
     if (ts_cpu_isa() >= TS_ISA_AVX512 && (tsr_cpu_features() & TSR_CPU_GFNI)) {
@@ -366,15 +371,7 @@ int main(void) {
         CHECK(rs_kernels_for(TS_ISA_AVX512) != first);
         printf("rapid's other AVX-512 kernel (TREESCORE_RAPID_UPDATE=%s):\n", getenv("TREESCORE_RAPID_UPDATE"));
         only_rapid = 1;
-        RUN_TEST(test_small_forests);
-        RUN_TEST(test_one_leaf_trees);
-        RUN_TEST(test_row_counts_and_words);
-        RUN_TEST(test_64_and_65_leaves);
-        RUN_TEST(test_wide_trees);
-        RUN_TEST(test_many_blocks);
-        RUN_TEST(test_many_thresholds);
-        RUN_TEST(test_block_thresholds);
-        RUN_TEST(test_sparse_columns);
+        run_forest_tests();
         unsetenv("TREESCORE_RAPID_UPDATE");
         tsr_config_reload();
     }
