@@ -47,9 +47,10 @@ static int bit(uint32_t reg, unsigned n) {
     return (reg >> n) & 1u;
 }
 
-/* Leaf 1 and leaf 7 bits; the AVX family only when the OS saves YMM (and ZMM) state. */
+/* Leaf 0's vendor, leaf 1 and leaf 7 bits; the AVX family only when the OS saves YMM (and
+ * ZMM) state. */
 static uint32_t detect_x86(void) {
-    unsigned a, b, c, d;
+    unsigned a = 0, b = 0, c = 0, d = 0; /* gcc -O1 with sanitizers cannot see __get_cpuid fill them */
     uint32_t f = 0;
     if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu)
         f |= TSR_CPU_INTEL; /* "Genu" "ineI" "ntel" */
