@@ -1,6 +1,7 @@
 /* options.c: command-line option parsing shared by the treescore subcommands. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,12 @@ void cli_error(const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+void cli_warn_no_rows(const cli_opts *o) {
+    const char *d = strcmp(o->data_path, "-") == 0 ? "<stdin>" : o->data_path;
+    fprintf(stderr, "treescore: warning: %s: no rows to score (an empty file, or a header line only)%s\n", d,
+            o->output_path ? "; the output file is empty" : "");
 }
 
 /* A decimal whole number from 0 to max; -1 (nothing printed) otherwise. */
@@ -178,8 +185,18 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
         return -1;
     case O_MODEL_FORMAT:
         if (ts_model_format_from_name(v, &o->model_format) == TS_OK) return 0;
-        cli_error("unknown model format '%s' (auto, lightgbm, xgboost, quickrank, xgboost-dump, lightgbm-json, "
-                  "ranklib, xgboost-ubjson)", v);
+        {
+            /* every format, by the names of ts_model_format_name: none can be left out */
+            char names[512];
+            size_t len = 0;
+            for (int f = 0; f < TS_FORMAT_COUNT && len < sizeof names; f++) {
+                int k = snprintf(names + len, sizeof names - len, "%s%s", f ? ", " : "",
+                                 ts_model_format_name((ts_model_format)f));
+                if (k < 0) break;
+                len += (size_t)k;
+            }
+            cli_error("unknown model format '%s' (%s; ubjson = xgboost-ubjson)", v, names);
+        }
         return -1;
     case O_FORMAT: return set_format(o, accepted, v);
     case O_DATA_FORMAT:

@@ -42,6 +42,39 @@ ts_model_format tsio_detect_model_format(const char *data, size_t size) {
     return TS_FORMAT_AUTO;
 }
 
+/* What each format looks like to tsio_detect_model_format above, for the message of a
+ * file it does not recognize. No default: a format added to ts_model_format without a
+ * line here is a -Wswitch warning (an error under -Werror), so the list cannot drift. */
+static const char *format_clue(ts_model_format f) {
+    switch (f) {
+    case TS_FORMAT_AUTO: return NULL;
+    case TS_FORMAT_LIGHTGBM: return "LightGBM text, starting with 'tree' or 'version='";
+    case TS_FORMAT_LIGHTGBM_JSON: return "LightGBM dump_model() JSON, '{' with \"tree_info\"";
+    case TS_FORMAT_XGBOOST_JSON: return "XGBoost JSON, '{'";
+    case TS_FORMAT_XGBOOST_UBJSON: return "XGBoost UBJSON, binary '{' then a length marker";
+    case TS_FORMAT_XGBOOST_DUMP: return "XGBoost get_dump JSON, '[' or '{\"splits\"'";
+    case TS_FORMAT_QUICKRANK_XML: return "QuickRank XML, '<' or '##' lines";
+    case TS_FORMAT_RANKLIB: return "RankLib, a '## LambdaMART', '## MART' or '## Random Forests' header";
+    }
+    return NULL;
+}
+
+/* "unknown model format: expected NAME (CLUE), ...": every format of ts_model_format, by
+ * the names ts_model_format_from_name accepts. */
+static ts_status fail_unknown_format(ts_error *err, const char *name, const char *text, size_t size, size_t at) {
+    char list[1024];
+    size_t n = 0;
+    for (int f = 1; f < TS_FORMAT_COUNT && n < sizeof list; f++) {
+        const char *clue = format_clue((ts_model_format)f);
+        int k = snprintf(list + n, sizeof list - n, "%s%s (%s)", f > 1 ? ", " : "",
+                         ts_model_format_name((ts_model_format)f), clue ? clue : "?");
+        if (k < 0) break;
+        n += (size_t)k;
+    }
+    return tsio_fail(err, TS_ERR_PARSE, name, tsio_line_at(text, size, at), at,
+                     "unknown model format: expected one of %s; or name the format (CLI --model-format, Python model_format=)", list);
+}
+
 /* Number parsing must not depend on the caller's LC_NUMERIC (a "de_DE" locale would
  * make strtod stop at the '.'), so loaders run under the "C" numeric locale in this
  * thread only (uselocale is per thread). */
@@ -97,10 +130,7 @@ ts_status ts_model_load_buffer(const void *data, size_t size, ts_model_format fo
     if (format == TS_FORMAT_AUTO) {
         format = tsio_detect_model_format(text, size);
         if (format == TS_FORMAT_AUTO) {
-            size_t i = content_start(text, size);
-            return tsio_fail(err, TS_ERR_PARSE, name, tsio_line_at(text, size, i), i,
-                             "unknown model format: expected a LightGBM text model (starting with 'tree' or "
-                             "'version='), an XGBoost JSON model ('{') or a QuickRank XML model ('<' or '##')");
+            return fail_unknown_format(err, name, text, size, content_start(text, size));
         }
     }
     return dispatch(text, size, format, name, out, err);
