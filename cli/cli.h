@@ -102,6 +102,9 @@ int cli_start(int argc, char **argv, unsigned accepted, const char *usage, int n
 
 /* "treescore: " + message on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "treescore: warning: DATA: no rows to score ..." on stderr (score and rank on an empty
+ * file or a header-only CSV: the exit status stays 0). */
+void cli_warn_no_rows(const cli_opts *o);
 
 /* Load the model named in opts (message and NULL on failure), then cli_prepare_model. */
 ts_model *cli_load_model(const cli_opts *o);

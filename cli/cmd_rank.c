@@ -215,6 +215,7 @@ int cmd_rank(int argc, char **argv) {
         rc = rank_stream(&st, m, &s, r);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;
         if (rc != CLI_OK) cli_output_abort(&out);
+        if (rc == CLI_OK && st.n_docs == 0) cli_warn_no_rows(&o);
         if (rc == CLI_OK) summary(&st, s, cli_now() - t0);
     }
     tsio_reader_close(r);

@@ -45,7 +45,8 @@ static const char usage[] =
     "missing (NaN) for XGBoost models, as each library reads sparse data. In CSV/TSV, an\n"
     "empty field, nan, NaN or NA is missing.\n";
 
-static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer **s, tsio_reader *r, cli_output *out) {
+static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer **s, tsio_reader *r, cli_output *out,
+                        uint64_t *rows) {
     uint64_t total = 0;
     cli_progress prog;
     cli_chunks it;
@@ -67,6 +68,7 @@ static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer **s, tsi
     }
     cli_progress_done(&prog);
     cli_chunks_free(&it);
+    *rows = total;
     return got == 0 ? CLI_OK : CLI_FAILED;
 }
 
@@ -89,8 +91,10 @@ int cmd_score(int argc, char **argv) {
     cli_output out;
     rc = CLI_FAILED;
     if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {
-        rc = score_stream(&o, m, &s, r, &out);
+        uint64_t rows = 0;
+        rc = score_stream(&o, m, &s, r, &out, &rows);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;
+        if (rc == CLI_OK && rows == 0) cli_warn_no_rows(&o);
         if (rc != CLI_OK) cli_output_abort(&out);
     }
     tsio_reader_close(r);
