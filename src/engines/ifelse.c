@@ -28,8 +28,11 @@
  *      the scores of the generated code; ckey = hash(compiler path and identity, flags).
  *   2. The cache directory is opened and checked (artifacts.h: owned by this user, not
  *      writable by group or others). <cache dir>/ifelse-<key>-<ckey>.so is opened
- *      without following links, checked the same way, loaded through its descriptor,
- *      and its tsif_info must match (a cache hit runs no compiler). Without a compiler,
+ *      without following links, checked the same way, its size and hash checked
+ *      against the integrity record at its end (artifacts.h: a truncated or damaged
+ *      object is never loaded; a warning says so and it is compiled again), loaded
+ *      through its descriptor, and its tsif_info must match (a cache hit runs no
+ *      compiler). Without a compiler,
  *      any ifelse-<key>-*.so that passes will do: every compiler's object scores the
  *      same bits.
  *   3. Else (unless the caller set no_build: then TS_ERR_ENGINE_UNAVAILABLE) plan the
@@ -37,8 +40,9 @@
  *      cache dir when it is trusted, else in $TMPDIR), compile the files in parallel
  *      (one job per CPU, each file written just before its compile starts), link them
  *      with the table into a shared object (the objects listed in a response file when
- *      there are many), load it from there, check it, and rename it into the cache
- *      (atomic: readers see the whole file or none). The private directory is removed
+ *      there are many), seal it (integrity record appended, file synced), load it from
+ *      there, check it, and rename it into the cache (atomic: readers see the whole
+ *      file or none). Each compiler process has a time limit (cc.h). The private directory is removed
  *      on every path. An untrusted cache directory is never read or written: the
  *      object is compiled privately on every prepare, and a warning says so once.
  *
@@ -154,15 +158,24 @@ static const char *check_info(void *h, const keys *k, const ts_model *m) {
     return NULL;
 }
 
+/* Why a cached object was not loaded (nothing of it ran in either case). */
+enum { OBJ_OK = 0, OBJ_UNTRUSTED = 1, OBJ_DAMAGED = 2 };
+
 /* Load `name` in dirfd (AT_FDCWD for a path): opened without following links, checked
- * (artifacts.h), loaded through that descriptor, its tsif_info checked. 0 and the state
- * filled; -1 with the reason in why (*untrusted set when the file failed the trust
- * check, so that nothing of it ran). */
+ * (artifacts.h: trust, then size and hash against its integrity record), loaded through
+ * that descriptor, its tsif_info checked. 0 and the state filled; -1 with the reason in
+ * why (*rejected set to OBJ_UNTRUSTED or OBJ_DAMAGED when a check failed before any of
+ * it was loaded). */
 static int load_object(int dirfd, const char *name, const char *fallback, const keys *k, const ts_model *m,
-                       ifelse_state *s, char *why, size_t size, int *untrusted) {
+                       ifelse_state *s, char *why, size_t size, int *rejected) {
     int fd = tsr_open_trusted(dirfd, name, why, size);
-    *untrusted = fd == -2;
+    *rejected = fd == -2 ? OBJ_UNTRUSTED : OBJ_OK;
     if (fd < 0) return -1;
+    if (tsr_check_seal(fd, 1, why, size) != 0) {
+        close(fd);
+        *rejected = OBJ_DAMAGED;
+        return -1;
+    }
     void *h = tsr_load_fd(fd, fallback, why, size);
     if (!h) return -1;
     const char *bad = check_info(h, k, m);
@@ -189,13 +202,13 @@ static int load_any_cached(const tsr_cache *c, const keys *k, const ts_model *m,
         return -1;
     }
     char prefix[80], why[TSR_WHY_SIZE];
-    int found = -1, untrusted;
+    int found = -1, rejected;
     snprintf(prefix, sizeof prefix, "ifelse-%s-", k->model_hex);
     for (struct dirent *e; found != 0 && (e = readdir(d));) {
         size_t len = strlen(e->d_name);
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || len < 3 || strcmp(e->d_name + len - 3, ".so") != 0)
             continue;
-        found = load_object(c->fd, e->d_name, NULL, k, m, s, why, sizeof why, &untrusted);
+        found = load_object(c->fd, e->d_name, NULL, k, m, s, why, sizeof why, &rejected);
         /* The name is for reports only: a truncated one is cut to the directory. */
         if (found == 0 && (size_t)snprintf(name_out, size, "%s/%s", c->path, e->d_name) >= size)
             snprintf(name_out, size, "%s", c->path);
@@ -373,15 +386,20 @@ typedef struct compile_report {
     int cached;             /* the object was moved into the cache */
 } compile_report;
 
-/* The linked object: opened without following links, made 0700, checked, synced,
- * loaded through its descriptor. 0 or -1 with why. */
+/* The linked object: opened without following links, made 0700, checked, sealed (its
+ * integrity record appended and the file synced: artifacts.h), loaded through its
+ * descriptor. Only then is it renamed into the cache, so the cache never holds a
+ * partly written object under its final name. 0 or -1 with why. */
 static int load_built(const char *so, const keys *k, const ts_model *m, ifelse_state *s, uint64_t *bytes,
                       char *why, size_t size) {
     int fd = tsr_open_own(AT_FDCWD, so, 0700, why, size);
     if (fd < 0) return -1;
     struct stat sb;
     *bytes = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-    fsync(fd);
+    if (tsr_seal_fd(fd, why, size) != 0) {
+        close(fd);
+        return -1;
+    }
     void *h = tsr_load_fd(fd, so, why, size);
     if (!h) return -1;
     const char *bad = check_info(h, k, m);
@@ -532,9 +550,9 @@ static ts_status prepare(const ts_model *m, int no_build, ts_isa isa, void **out
     object_name(&k, name);
     snprintf(final_path, sizeof final_path, "%s/%s", c.path, name);
     ts_status st = TS_OK;
-    int untrusted = 0, tried = have_cc && c.trusted;
+    int rejected = OBJ_OK, tried = have_cc && c.trusted;
     why[0] = '\0';
-    if (tried && load_object(c.fd, name, NULL, &k, m, s, why, sizeof why, &untrusted) == 0) {
+    if (tried && load_object(c.fd, name, NULL, &k, m, s, why, sizeof why, &rejected) == 0) {
         tsr_note(TSR_NOTE_INFO, "ifelse: cache hit %s", final_path);
     } else if (!have_cc) {
         if (!c.trusted || load_any_cached(&c, &k, m, s, final_path, sizeof final_path) != 0) {
@@ -545,10 +563,13 @@ static ts_status prepare(const ts_model *m, int no_build, ts_isa isa, void **out
             tsr_note(TSR_NOTE_INFO, "ifelse: cache hit (no compiler; made by another) %s", final_path);
         }
     } else {
-        if (untrusted)
+        if (rejected == OBJ_UNTRUSTED)
             tsr_note(TSR_NOTE_WARN, "treescore: not loading %s: %s (it must be owned by this user and not "
                      "writable by group or others); compiling it again", final_path, why);
-        int existed = tried && !untrusted && why[0] && strncmp(why, "cannot open", 11) != 0;
+        if (rejected == OBJ_DAMAGED)
+            tsr_note(TSR_NOTE_WARN, "treescore: not loading %s: %s; %s", final_path, why,
+                     no_build ? "ifelse is not a candidate" : "compiling it again");
+        int existed = tried && rejected == OBJ_OK && why[0] && strncmp(why, "cannot open", 11) != 0;
         st = prepare_miss(m, no_build, &k, &cc, opt, &c, name, final_path, existed ? why : NULL, s, err);
     }
     tsr_cache_close(&c);
@@ -597,7 +618,7 @@ static int object_cached(const ts_model *m) {
         make_keys(m, &cc, opt, &k);
         object_name(&k, name);
         int fd = tsr_open_trusted(c.fd, name, why, sizeof why);
-        found = fd >= 0;
+        found = fd >= 0 && tsr_check_seal(fd, 0, why, sizeof why) == 0; /* the hash is checked when loaded */
         if (fd >= 0) close(fd);
     }
     tsr_cache_close(&c);

@@ -61,7 +61,7 @@ int tsr_open_trusted(int dirfd, const char *name, char *why, size_t size) {
 }
 
 int tsr_open_own(int dirfd, const char *name, unsigned mode, char *why, size_t size) {
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         snprintf(why, size, "cannot open it: %s", strerror(errno));
         return -1;
@@ -75,8 +75,23 @@ int tsr_open_own(int dirfd, const char *name, unsigned mode, char *why, size_t s
     return fd;
 }
 
-int tsr_open_append(int dirfd, const char *name, char *why, size_t size) {
-    int fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+/* 1 when fd's file is empty or starts with magic. */
+static int starts_with(int fd, const char *magic) {
+    struct stat st;
+    size_t n = strlen(magic);
+    char head[64];
+    if (fstat(fd, &st) != 0) return 0;
+    if (st.st_size == 0) return 1;
+    return n <= sizeof head && pread(fd, head, n, 0) == (ssize_t)n && memcmp(head, magic, n) == 0;
+}
+
+int tsr_open_append(int dirfd, const char *name, const char *magic, char *why, size_t size) {
+    const int flags = O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+    int fd = openat(dirfd, name, flags);
+    if (fd < 0 && errno == ENOENT) { /* a new file; never one that appeared meanwhile */
+        fd = openat(dirfd, name, flags | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 && errno == EEXIST) fd = openat(dirfd, name, flags);
+    }
     if (fd < 0) {
         snprintf(why, size, errno == ELOOP ? "it is a symbolic link" : "cannot open it: %s", strerror(errno));
         return -1;
@@ -84,6 +99,11 @@ int tsr_open_append(int dirfd, const char *name, char *why, size_t size) {
     if (tsr_fd_trusted(fd, 0, why, size) != 0) {
         close(fd);
         return -1;
+    }
+    if (!starts_with(fd, magic)) {
+        snprintf(why, size, "it is not empty and does not start with '%s'", magic);
+        close(fd);
+        return -2;
     }
     return fd;
 }
@@ -268,6 +288,168 @@ void tsr_cache_warn_untrusted(const tsr_cache *c, const char *instead) {
                   "treescore: not using the cache directory %s: %s (it must be owned by this user and not "
                   "writable by group or others); %s",
                   c->path, c->why, instead);
+}
+
+/* ---- integrity of cached objects ------------------------------------------------------------ */
+
+/* XXH64 (Yann Collet's xxHash, 64-bit, seed 0), streamed over whole 32-byte stripes and
+ * a tail: a fast hash that catches truncation and overwritten bytes (the trust checks,
+ * not the hash, keep out other users). */
+#define XP1 0x9E3779B185EBCA87ull
+#define XP2 0xC2B2AE3D27D4EB4Full
+#define XP3 0x165667B19E3779F9ull
+#define XP4 0x85EBCA77C2B2AE63ull
+#define XP5 0x27D4EB2F165667C5ull
+
+typedef struct hash64 {
+    uint64_t v[4];  /* the four lanes */
+    uint64_t len;   /* bytes of whole stripes so far */
+} hash64;
+
+static uint64_t rotl64(uint64_t x, int r) { return x << r | x >> (64 - r); }
+static uint64_t read64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static uint64_t xround(uint64_t acc, uint64_t in) { return rotl64(acc + in * XP2, 31) * XP1; }
+static uint64_t xmerge(uint64_t acc, uint64_t v) { return (acc ^ xround(0, v)) * XP1 + XP4; }
+
+static void hash64_init(hash64 *h) {
+    h->v[0] = XP1 + XP2;
+    h->v[1] = XP2;
+    h->v[2] = 0;
+    h->v[3] = 0 - XP1;
+    h->len = 0;
+}
+
+/* n a multiple of 32 */
+static void hash64_stripes(hash64 *h, const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i += 32)
+        for (int l = 0; l < 4; l++) h->v[l] = xround(h->v[l], read64(p + i + 8 * (size_t)l));
+    h->len += n;
+}
+
+/* the last n < 32 bytes */
+static uint64_t hash64_final(const hash64 *h, const unsigned char *p, size_t n) {
+    uint64_t acc = XP5;
+    if (h->len >= 32) {
+        acc = rotl64(h->v[0], 1) + rotl64(h->v[1], 7) + rotl64(h->v[2], 12) + rotl64(h->v[3], 18);
+        for (int l = 0; l < 4; l++) acc = xmerge(acc, h->v[l]);
+    }
+    acc += h->len + n;
+    for (; n >= 8; p += 8, n -= 8) acc = rotl64(acc ^ xround(0, read64(p)), 27) * XP1 + XP4;
+    if (n >= 4) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        acc = rotl64(acc ^ (uint64_t)w * XP1, 23) * XP2 + XP3;
+        p += 4;
+        n -= 4;
+    }
+    for (; n > 0; p++, n--) acc = rotl64(acc ^ *p * XP5, 11) * XP1;
+    acc = (acc ^ acc >> 33) * XP2;
+    acc = (acc ^ acc >> 29) * XP3;
+    return acc ^ acc >> 32;
+}
+
+uint64_t tsr_hash64(const void *data, size_t len) {
+    hash64 h;
+    hash64_init(&h);
+    hash64_stripes(&h, data, len / 32 * 32);
+    return hash64_final(&h, (const unsigned char *)data + len / 32 * 32, len % 32);
+}
+
+/* The record: SEAL_MAGIC, the size of what it seals, its hash (native byte order: an
+ * object is only ever loaded on the kind of machine that built it). */
+static const char SEAL_MAGIC[8] = {'t', 's', 's', 'e', 'a', 'l', '0', '1'};
+
+/* The hash of the first n bytes of fd, read with pread. 0 or -1 (a read error, or the
+ * file is shorter than n). */
+static int hash_fd(int fd, uint64_t n, uint64_t *out) {
+    enum { CHUNK = 1 << 18 }; /* a multiple of 32 */
+    unsigned char *buf = malloc(CHUNK);
+    if (!buf) return -1;
+    hash64 h;
+    hash64_init(&h);
+    uint64_t off = 0;
+    int rc = 0;
+    while (rc == 0) {
+        size_t want = n - off < CHUNK ? (size_t)(n - off) : CHUNK, got = 0;
+        while (got < want) {
+            ssize_t r = pread(fd, buf + got, want - got, (off_t)(off + got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        if (got < want) rc = -1;
+        else if (want == CHUNK && off + want < n) hash64_stripes(&h, buf, want);
+        else {
+            hash64_stripes(&h, buf, want / 32 * 32);
+            *out = hash64_final(&h, buf + want / 32 * 32, want % 32);
+            break;
+        }
+        off += want;
+    }
+    free(buf);
+    return rc;
+}
+
+static int write_all_at(int fd, const void *data, size_t len, off_t at) {
+    const char *p = data;
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(fd, p + done, len - done, at + (off_t)done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+int tsr_seal_fd(int fd, char *why, size_t size) {
+    struct stat st;
+    uint64_t n, hash;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, size, "cannot stat the object to seal it");
+        return -1;
+    }
+    n = (uint64_t)st.st_size;
+    unsigned char rec[TSR_SEAL_BYTES];
+    if (hash_fd(fd, n, &hash) != 0) {
+        snprintf(why, size, "cannot read the object to seal it: %s", strerror(errno));
+        return -1;
+    }
+    memcpy(rec, SEAL_MAGIC, 8);
+    memcpy(rec + 8, &n, 8);
+    memcpy(rec + 16, &hash, 8);
+    if (write_all_at(fd, rec, sizeof rec, st.st_size) != 0 || fsync(fd) != 0) {
+        snprintf(why, size, "cannot write its integrity record: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int tsr_check_seal(int fd, int full, char *why, size_t size) {
+    struct stat st;
+    unsigned char rec[TSR_SEAL_BYTES];
+    uint64_t n, want, hash;
+    if (fstat(fd, &st) != 0 || st.st_size < TSR_SEAL_BYTES ||
+        pread(fd, rec, sizeof rec, st.st_size - TSR_SEAL_BYTES) != TSR_SEAL_BYTES ||
+        memcmp(rec, SEAL_MAGIC, 8) != 0) {
+        snprintf(why, size, "it is damaged: no integrity record at its end (truncated, or not written by treescore)");
+        return -1;
+    }
+    memcpy(&n, rec + 8, 8);
+    memcpy(&want, rec + 16, 8);
+    if (n != (uint64_t)st.st_size - TSR_SEAL_BYTES) {
+        snprintf(why, size, "it is damaged: %llu bytes where its record says %llu", (unsigned long long)st.st_size,
+                 (unsigned long long)n + TSR_SEAL_BYTES);
+        return -1;
+    }
+    if (full && (hash_fd(fd, n, &hash) != 0 || hash != want)) {
+        snprintf(why, size, "it is damaged: its content does not match its integrity record's hash");
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- loading shared objects ------------------------------------------------------------------ */

@@ -3,6 +3,7 @@
 #define TS_PLATFORM_ARTIFACTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Trust model
@@ -59,13 +60,17 @@ int tsr_fd_trusted(int fd, int want_dir, char *why, size_t size);
 int tsr_open_trusted(int dirfd, const char *name, char *why, size_t size);
 
 /* A file this process just made (a linked object in its private directory): open it
- * without following links, set its mode (when owned by this user), check it. The
- * descriptor, or -1 with why. */
+ * read-write (to seal it) without following links, set its mode (when owned by this
+ * user), check it. The descriptor, or -1 with why. */
 int tsr_open_own(int dirfd, const char *name, unsigned mode, char *why, size_t size);
 
-/* Open `name` for appending (created 0600 when missing; a symbolic link is refused) and
- * check it. The descriptor, or -1 with why. */
-int tsr_open_append(int dirfd, const char *name, char *why, size_t size);
+/* Open `name` for appending, only where it is a file of the caller's kind: one that
+ * starts with `magic` (at most 64 bytes), or is empty. A missing file is created 0600
+ * with O_EXCL (never one that appeared meanwhile); a symbolic link is refused; the file
+ * is checked (tsr_fd_trusted). The descriptor (open read-write, O_APPEND); -1 with why
+ * when it cannot be opened or fails the check; -2 with why when it holds other data
+ * (then it is left exactly as it was: a misconfigured path never destroys a file). */
+int tsr_open_append(int dirfd, const char *name, const char *magic, char *why, size_t size);
 
 /* Replace `name` in dirfd with `len` bytes of data, atomically (a new file 0600 with a
  * unique name, renamed over it). 0 or -1. */
@@ -86,6 +91,29 @@ int tsr_path_safe(const char *path, char *why, size_t size);
 /* Read a whole trusted file (tsr_open_trusted) of at most max_bytes into a malloc'd,
  * NUL-terminated buffer. NULL when missing, untrusted (why says), unreadable or larger. */
 char *tsr_read_trusted(int dirfd, const char *name, size_t max_bytes, size_t *len, char *why, size_t size);
+
+/* Integrity of cached objects
+ * ---------------------------
+ * A crash or a full disk while an object is written could leave a truncated or partly
+ * written file, and dlopen of such a file dies of SIGBUS. So every object kept in the
+ * cache ends in a record of TSR_SEAL_BYTES: the magic "tsseal01", the size of the bytes
+ * before it and their 64-bit hash (XXH64). The record is appended (and the file synced)
+ * before the object is renamed into the cache; before a cached object is loaded, its
+ * record is checked on the descriptor that is then loaded (size and hash), and an object
+ * that fails is never loaded (ifelse warns and compiles it again). The dynamic loader
+ * ignores bytes past what the ELF headers describe. */
+#define TSR_SEAL_BYTES 24
+
+/* Append the record to fd (a regular file of ours, open for writing, complete) and fsync
+ * it. 0, or -1 with why. */
+int tsr_seal_fd(int fd, char *why, size_t size);
+
+/* 0 when fd's file ends in a record matching its size and (when full) the hash of its
+ * content; -1 with why ("it is damaged: ..."). Reads through pread: fd's offset stays. */
+int tsr_check_seal(int fd, int full, char *why, size_t size);
+
+/* XXH64 with seed 0 of data[0, len). */
+uint64_t tsr_hash64(const void *data, size_t len);
 
 /* Load a shared object through its checked descriptor fd (closed by this call), under a
  * name of its own (/proc/self/fd/.../N: the dynamic loader would return an object loaded

@@ -205,6 +205,10 @@ static int wisdom_open(wisdom_file *w, int create) {
  * lines whose ENGINE is not in their CANDS set, are ignored (a line naming ifelse when
  * ifelse was no candidate would start a compile inside ts_scorer_create). */
 #define WISDOM_FMT "treescore-wisdom-3 %32s %32s %u %u %15s %u %u %u %15s %x %31s %lf"
+/* A wisdom file is one whose first line starts with WISDOM_MAGIC (any format's), or an
+ * empty one. Any other file (TREESCORE_WISDOM set to a path of other data) is neither
+ * read nor written, never truncated or compacted: a warning says so once. */
+#define WISDOM_MAGIC "treescore-wisdom-"
 /* Larger files are not read; past WISDOM_COMPACT_BYTES an append compacts the file
  * (one line per key, the newest). */
 #define WISDOM_MAX_BYTES (16u << 20)
@@ -264,10 +268,34 @@ static void lookup_line(const char *line, size_t len, void *p) {
     }
 }
 
-static int wisdom_lookup(const wisdom_key *k, const wisdom_file *f, ts_engine *engine, double *us) {
+/* 1 when buf (len bytes) is the text of a wisdom file (see WISDOM_MAGIC). */
+static int is_wisdom_text(const char *buf, size_t len) {
+    return len == 0 || (len >= sizeof WISDOM_MAGIC - 1 && memcmp(buf, WISDOM_MAGIC, sizeof WISDOM_MAGIC - 1) == 0);
+}
+
+static void warn_not_wisdom(const wisdom_file *f, const char *why) {
+    static atomic_int warned;
+    tsr_note_once(&warned,
+                  "treescore: not using %s/%s as the planner's wisdom file: %s (a wisdom file starts with '"
+                  WISDOM_MAGIC "'; check TREESCORE_WISDOM); it is left as it is",
+                  f->dir.path, f->name, why);
+}
+
+/* The file's text when it is a wisdom file (malloc'd, NUL-terminated); else NULL. */
+static char *wisdom_read(const wisdom_file *f, size_t *len) {
     char why[TSR_WHY_SIZE];
+    char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, len, why, sizeof why);
+    if (buf && !is_wisdom_text(buf, *len)) {
+        warn_not_wisdom(f, "it holds other data");
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+static int wisdom_lookup(const wisdom_key *k, const wisdom_file *f, ts_engine *engine, double *us) {
     size_t len;
-    char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, &len, why, sizeof why);
+    char *buf = wisdom_read(f, &len);
     if (!buf) return 0;
     lookup_ctx c = {k, TS_ENGINE_AUTO, 0, 0};
     each_line(buf, lookup_line, &c);
@@ -361,9 +389,8 @@ int tsr_wisdom_line_valid(const char *line) {
  * tsr_replace_file). Planning processes appending meanwhile may lose their line: the
  * file is an optimization. Not thread-safe (sort_lines): called under compact_lock. */
 static void wisdom_compact_locked(const wisdom_file *f) {
-    char why[TSR_WHY_SIZE];
     size_t len;
-    char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, &len, why, sizeof why);
+    char *buf = wisdom_read(f, &len); /* only a wisdom file is ever replaced */
     if (!buf) return;
     char *out = malloc(len + 1);
     size_t used = out ? tsr_wisdom_compact_text(buf, out) : (size_t)-1;
@@ -390,7 +417,8 @@ static int wisdom_store(const wisdom_key *k, const wisdom_file *f, ts_engine e, 
                      k->cpu, k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows, k->cands,
                      ts_engine_name(e), us);
     if (n <= 0 || (size_t)n >= sizeof line) return -1;
-    int fd = tsr_open_append(f->dir.fd, f->name, why, sizeof why);
+    int fd = tsr_open_append(f->dir.fd, f->name, WISDOM_MAGIC, why, sizeof why);
+    if (fd == -2) warn_not_wisdom(f, why);
     if (fd < 0) return -1;
     ssize_t w = write(fd, line, (size_t)n);
     struct stat st;
