@@ -86,9 +86,12 @@ ts_status tsr_cc_find(tsr_cc *cc, ts_error *err) {
 
 /* ---- Running compiles ------------------------------------------------------------------ */
 
+/* A compiler process: the leader of its own process group (pgid == pid), so that on a
+ * timeout or a failure the processes it started (cc1, as, ld) are killed with it. */
 typedef struct running {
     pid_t pid;
     size_t job;
+    double started;         /* tsr_now() at spawn */
 } running;
 
 static ts_status spawn_job(const tsr_cc_job *job, pid_t *pid, ts_error *err) {
@@ -112,7 +115,8 @@ static ts_status spawn_job(const tsr_cc_job *job, pid_t *pid, ts_error *err) {
     if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, 1, 2);
     if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
     if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &defaults);
-    if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (!rc) rc = posix_spawnattr_setpgroup(&attr, 0); /* a group of its own: see running */
+    if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     if (!rc) rc = posix_spawn(pid, job->argv[0], &fa, &attr, job->argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
@@ -149,10 +153,14 @@ static void command_text(char *const *argv, char *out, size_t size) {
     }
 }
 
-static ts_status job_failed(const tsr_cc_job *job, int status, ts_error *err) {
+static ts_status job_failed(const tsr_cc_job *job, int status, int timed_out, ts_error *err) {
     char cmd[256], tail[560];
     command_text(job->argv, cmd, sizeof cmd);
     log_tail(job->log, tail, sizeof tail);
+    if (timed_out)
+        return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE,
+                       "the C compiler did not finish within %g s (TREESCORE_CC_TIMEOUT) and was killed: `%s`%s%s",
+                       tsr_config_get()->cc_timeout_s, cmd, tail[0] ? ":\n" : "", tail);
     if (WIFSIGNALED(status))
         return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "the C compiler died of signal %d: `%s`:\n%s", WTERMSIG(status), cmd,
                        tail);
@@ -183,16 +191,28 @@ static int reap(pid_t pid, int block, int *status, uint64_t *rss) {
     return 1;
 }
 
-/* Reap one of the running jobs (blocking on the only one, else polling every 2 ms).
- * Returns its index in run[]. */
-static size_t reap_one(const running *run, size_t n_run, int *status, uint64_t *rss) {
-    if (n_run == 1) {
-        reap(run[0].pid, 1, status, rss);
-        return 0;
-    }
+/* Kill job r's whole process group (the compiler and what it started). */
+static void kill_group(const running *r, int sig) {
+    if (kill(-r->pid, sig) != 0) kill(r->pid, sig); /* not a group leader (yet): the process */
+}
+
+/* Reap one of the running jobs, polling every 2 ms. A job running for longer than the
+ * timeout (TREESCORE_CC_TIMEOUT; 0: none) has its process group killed (SIGKILL) and is
+ * reaped, with *timed_out set. Returns its index in run[]. */
+static size_t reap_one(const running *run, size_t n_run, int *status, uint64_t *rss, int *timed_out) {
+    const double limit = tsr_config_get()->cc_timeout_s;
+    *timed_out = 0;
     for (;;) {
-        for (size_t i = 0; i < n_run; i++)
+        double now = tsr_now();
+        for (size_t i = 0; i < n_run; i++) {
             if (reap(run[i].pid, 0, status, rss)) return i;
+            if (limit > 0 && now - run[i].started > limit) {
+                kill_group(&run[i], SIGKILL);
+                reap(run[i].pid, 1, status, rss);
+                *timed_out = 1;
+                return i;
+            }
+        }
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
     }
@@ -213,18 +233,20 @@ ts_status tsr_cc_run(const tsr_cc_job *jobs, size_t n, unsigned max_parallel, ts
             if (before) result = before(ctx, next, err);
             if (result == TS_OK) result = spawn_job(&jobs[next], &run[n_run].pid, err);
             if (result != TS_OK) break;
+            run[n_run].started = tsr_now();
             run[n_run++].job = next++;
             if (n_run > st.jobs) st.jobs = (unsigned)n_run;
         }
         if (n_run == 0) break;
-        int status = 0;
+        int status = 0, timed_out = 0;
         uint64_t rss = 0;
-        size_t i = reap_one(run, n_run, &status, &rss);
+        size_t i = reap_one(run, n_run, &status, &rss, &timed_out);
         if (rss > st.peak_rss) st.peak_rss = rss;
-        if (result == TS_OK && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-            result = job_failed(&jobs[run[i].job], status, err);
+        if (timed_out) kill_group(&run[i], SIGKILL); /* what its killed leader left running */
+        if (result == TS_OK && (timed_out || !(WIFEXITED(status) && WEXITSTATUS(status) == 0))) {
+            result = job_failed(&jobs[run[i].job], status, timed_out, err);
             for (size_t k = 0; k < n_run; k++)
-                if (k != i) kill(run[k].pid, SIGTERM);
+                if (k != i) kill_group(&run[k], SIGTERM);
         }
         run[i] = run[--n_run];
         if (result != TS_OK) next = n; /* start nothing more; reap the rest */

@@ -43,11 +43,17 @@ typedef struct tsr_cc_job {
  * overlapping code generation with earlier compiles). Returns TS_OK or fails. */
 typedef ts_status (*tsr_cc_before_fn)(void *ctx, size_t i, ts_error *err);
 
-/* Run jobs 0..n-1 in order, at most max_parallel (>= 1) at a time. Children are waited
- * for by pid only, so the caller's other children are never reaped. On the first
- * failure (a job exits non-zero or dies of a signal, a spawn fails, `before` fails) the
- * jobs still running are sent SIGTERM and reaped, and the error message quotes the tail
- * of the failing job's log. stats may be NULL. */
+/* Run jobs 0..n-1 in order, at most max_parallel (>= 1) at a time, each in a process
+ * group of its own. Children are waited for by pid only, so the caller's other children
+ * are never reaped. A job running longer than TREESCORE_CC_TIMEOUT seconds (tsr_config:
+ * default 120, 0 none) fails: its process group is killed with SIGKILL and it is
+ * reaped. On the first failure (a job exits non-zero, dies of a signal or times out, a
+ * spawn fails, `before` fails) the process groups of the jobs still running are sent
+ * SIGTERM and reaped, and the error message quotes the tail of the failing job's log
+ * (and names TREESCORE_CC_TIMEOUT on a timeout). stats may be NULL.
+ * A process group of its own also means that a terminal's Ctrl-C reaches only the
+ * calling process: compilers already started run to their end (each compiles one
+ * bounded file), but none is started after the caller dies. */
 ts_status tsr_cc_run(const tsr_cc_job *jobs, size_t n, unsigned max_parallel, tsr_cc_before_fn before, void *ctx,
                      tsr_cc_stats *stats, ts_error *err);
 

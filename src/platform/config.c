@@ -28,6 +28,14 @@ static long long positive(const char *name) {
 }
 #endif
 
+/* Seconds: a number >= 0 (0: no limit), else (unset, empty, not a number, negative) dflt. */
+static double seconds(const char *name, double dflt) {
+    const char *v = getenv(name);
+    char *end = NULL;
+    double d = v && *v ? strtod(v, &end) : -1;
+    return d >= 0 && d < 1e9 && v && *end == '\0' ? d : dflt;
+}
+
 static void load(void) {
     tsr_config c;
     memset(&c, 0, sizeof c);
@@ -41,6 +49,8 @@ static void load(void) {
     c.tmp_dir = text("TMPDIR");
     c.cc = text("TREESCORE_CC");
     c.path = text("PATH");
+    c.cc_timeout_s = seconds("TREESCORE_CC_TIMEOUT", TSR_CC_TIMEOUT_DEFAULT);
+    c.fifo_timeout_s = seconds("TREESCORE_FIFO_TIMEOUT", TSR_FIFO_TIMEOUT_DEFAULT);
     const char *plan = getenv("TREESCORE_PLAN");
     c.plan_rule = plan && strcmp(plan, "rule") == 0;
     c.wisdom = text("TREESCORE_WISDOM");

@@ -12,6 +12,9 @@
  * module that uses it gives the text its meaning and its warnings; numbers are parsed
  * here. README.md lists the TREESCORE_* variables for users.
  */
+#define TSR_CC_TIMEOUT_DEFAULT 120.0
+#define TSR_FIFO_TIMEOUT_DEFAULT 60.0
+
 typedef struct tsr_config {
     /* The CPU (platform/cpu.c, platform/cpu_caches.c). */
     const char *isa;            /* TREESCORE_ISA: caps the instruction set (scalar, sse4.2,
@@ -29,6 +32,14 @@ typedef struct tsr_config {
     const char *cc;             /* TREESCORE_CC: the C compiler of ifelse, a path or a name
                                    looked up in PATH; empty or unset: cc */
     const char *path;           /* PATH: where compiler names are looked up */
+    double cc_timeout_s;        /* TREESCORE_CC_TIMEOUT: seconds one compiler process may run
+                                   before it (its whole process group) is killed; 0: no
+                                   limit; unset or not a number >= 0: TSR_CC_TIMEOUT_DEFAULT */
+
+    /* Input (io/source.c). */
+    double fifo_timeout_s;      /* TREESCORE_FIFO_TIMEOUT: seconds a data file that is a FIFO
+                                   may wait for a writer to open it; 0: no limit; unset or
+                                   not a number >= 0: TSR_FIFO_TIMEOUT_DEFAULT */
 
     /* The planner (scorer/planner.c). */
     int plan_rule;              /* TREESCORE_PLAN=rule: TS_PLAN_DEFAULT means TS_PLAN_RULE
