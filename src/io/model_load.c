@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "io/limits.h"
 #include "io/loaders.h"
+#include "io/source.h"
 #include "io/text.h"
 #include "io/ubjson.h"
 
@@ -136,62 +137,14 @@ ts_status ts_model_load_buffer(const void *data, size_t size, ts_model_format fo
     return dispatch(text, size, format, name, out, err);
 }
 
-/* Read a whole stream into a heap buffer (works for pipes too). */
-static ts_status read_all(FILE *f, const char *path, char **out, size_t *out_size, ts_error *err) {
-    size_t cap = 1 << 16, size = 0;
-    char *buf = malloc(cap);
-    if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", path);
-    for (;;) {
-        if (size == cap) {
-            if (cap > ((size_t)-1) / 2) {
-                free(buf);
-                return ts_fail(err, TS_ERR_NO_MEMORY, "%s: file too large", path);
-            }
-            char *p = realloc(buf, cap * 2);
-            if (!p) {
-                free(buf);
-                return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory reading %zu bytes", path, cap * 2);
-            }
-            buf = p;
-            cap *= 2;
-        }
-        size_t got = fread(buf + size, 1, cap - size, f);
-        size += got;
-        if (got == 0) break;
-        if (size > TSIO_MAX_MODEL_BYTES) { /* a pipe, or a file that grew: stop reading */
-            free(buf);
-            return ts_fail(err, TS_ERR_LIMIT, "%s: model file larger than the limit %zu bytes", path,
-                           TSIO_MAX_MODEL_BYTES);
-        }
-    }
-    if (ferror(f)) {
-        int e = errno;
-        free(buf);
-        return ts_fail(err, TS_ERR_IO, "%s: cannot read: %s", path, strerror(e ? e : EIO));
-    }
-    *out = buf;
-    *out_size = size;
-    return TS_OK;
-}
-
 ts_status ts_model_load_file(const char *path, ts_model_format format, ts_model **out, ts_error *err) {
     if (!out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_load_file: out is NULL");
     *out = NULL;
     if (!path) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_load_file: path is NULL");
-    errno = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ts_fail(err, TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (unsigned long long)sb.st_size > TSIO_MAX_MODEL_BYTES) {
-        fclose(f);
-        return ts_fail(err, TS_ERR_LIMIT, "%s: a model file of %llu bytes is above the limit %zu", path,
-                       (unsigned long long)sb.st_size, TSIO_MAX_MODEL_BYTES);
-    }
     char *data = NULL;
     size_t size = 0;
-    errno = 0;
-    ts_status st = read_all(f, path, &data, &size, err);
-    fclose(f);
+    /* a regular file only (a FIFO or /dev/zero would block or never end), read within the limit */
+    ts_status st = tsio_read_regular_file(path, TSIO_MAX_MODEL_BYTES, "model file", &data, &size, err);
     if (st != TS_OK) return st;
     st = ts_model_load_buffer(data, size, format, path, out, err);
     free(data);

@@ -1,4 +1,4 @@
-/* source.c: reader core: the buffered byte and line source (one growing buffer, lines found with memchr). */
+/* source.c: reader core: the buffered byte and line source (one growing buffer, lines found with memchr), input files opened without blocking on a FIFO, whole regular files read within a limit. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -7,18 +7,64 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "platform/clock.h"
+#include "platform/config.h"
 
 /* Reads go through a buffer of this size (larger only to hold one long line). */
 #define TSIO_READ_BLOCK ((size_t)1 << 20)
 
-ts_status tsio_src_open(tsio_src *s, const char *path, const char *name, size_t max_line, ts_error *err) {
+/* A FIFO opened without blocking (O_NONBLOCK: a plain open would wait for a writer
+ * forever): wait until a writer has opened it, at most TREESCORE_FIFO_TIMEOUT seconds.
+ * A writer is there when poll says data or hang-up (one came and left: the input is
+ * empty), or when read() says EAGAIN (one is there and has written nothing yet: from
+ * then on reads block as usual, however long the writer takes). read() returning 0
+ * without a hang-up means no writer yet. Bytes read meanwhile stay in the buffer. */
+static ts_status wait_for_writer(tsio_src *s, const char *path, ts_error *err) {
+    const double limit = tsr_config_get()->fifo_timeout_s, t0 = tsr_now();
+    for (;;) {
+        struct pollfd p = {s->fd, POLLIN, 0};
+        int r = poll(&p, 1, 100);
+        if (r > 0) return TS_OK;
+        if (r < 0 && errno != EINTR) return ts_fail(err, TS_ERR_IO, "%s: cannot wait for input: %s", path, strerror(errno));
+        ssize_t k = read(s->fd, s->buf + s->end, s->cap - s->end);
+        if (k > 0) s->end += (size_t)k;
+        if (k > 0 || (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return TS_OK;
+        if (k < 0 && errno != EINTR) return ts_fail(err, TS_ERR_IO, "%s: read error: %s", path, strerror(errno));
+        if (limit > 0 && tsr_now() - t0 > limit)
+            return ts_fail(err, TS_ERR_IO,
+                           "%s: a FIFO that no program opened for writing within %g s (TREESCORE_FIFO_TIMEOUT); "
+                           "start its writer first, or set TREESCORE_FIFO_TIMEOUT=0 to wait without a limit",
+                           path, limit);
+    }
+}
+
+/* Open a data file: without blocking (a FIFO waits for its writer, bounded), then with
+ * blocking reads. A directory is refused. */
+static ts_status open_input(tsio_src *s, const char *path, ts_error *err) {
     struct stat st;
+    do {
+        s->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    } while (s->fd < 0 && errno == EINTR);
+    if (s->fd < 0) return ts_fail(err, TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    s->own_fd = 1;
+    if (fstat(s->fd, &st) != 0) return ts_fail(err, TS_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return ts_fail(err, TS_ERR_IO, "%s: cannot read: %s", path, strerror(EISDIR));
+    if (S_ISFIFO(st.st_mode)) TS_TRY(wait_for_writer(s, path, err));
+    int flags = fcntl(s->fd, F_GETFL);
+    if (flags < 0 || fcntl(s->fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        return ts_fail(err, TS_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    return TS_OK;
+}
+
+ts_status tsio_src_open(tsio_src *s, const char *path, const char *name, size_t max_line, ts_error *err) {
     size_t need;
     memset(s, 0, sizeof *s);
     s->fd = -1;
@@ -28,24 +74,74 @@ ts_status tsio_src_open(tsio_src *s, const char *path, const char *name, size_t 
     need = max_line + 3; /* the line, CR, LF */
     s->max_cap = need > TSIO_READ_BLOCK ? need : TSIO_READ_BLOCK;
     s->cap = s->max_cap <= 2 * TSIO_READ_BLOCK ? s->max_cap : TSIO_READ_BLOCK;
+    s->buf = malloc(s->cap + 1);
+    if (!s->buf) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory for the read buffer", name);
     if (strcmp(path, "-") == 0) {
         s->fd = STDIN_FILENO;
-    } else {
-        do {
-            s->fd = open(path, O_RDONLY);
-        } while (s->fd < 0 && errno == EINTR);
-        if (s->fd < 0) return ts_fail(err, TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        s->own_fd = 1;
-        if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-            tsio_src_close(s);
-            return ts_fail(err, TS_ERR_IO, "%s: cannot read: %s", path, strerror(EISDIR));
+        return TS_OK;
+    }
+    ts_status st = open_input(s, path, err);
+    if (st != TS_OK) tsio_src_close(s);
+    return st;
+}
+
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+ts_status tsio_read_regular_file(const char *path, size_t max_bytes, const char *what, char **out, size_t *size,
+                                 ts_error *err) {
+    struct stat st;
+    int fd;
+    *out = NULL;
+    *size = 0;
+    do {
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block the open */
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return ts_fail(err, TS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return ts_fail(err, TS_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return ts_fail(err, TS_ERR_IO, "%s: is %s; a %s must be a regular file", path, file_kind(st.st_mode), what);
+    }
+    if ((unsigned long long)st.st_size > max_bytes) {
+        close(fd);
+        return ts_fail(err, TS_ERR_LIMIT, "%s: a %s of %llu bytes is above the limit %zu", path, what,
+                       (unsigned long long)st.st_size, max_bytes);
+    }
+    /* What fstat said and no more: a file growing meanwhile is read as it was. */
+    size_t want = (size_t)st.st_size, got = 0;
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory reading %zu bytes", path, want);
+    }
+    while (got < want) {
+        ssize_t k = read(fd, buf + got, want - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return ts_fail(err, TS_ERR_IO, "%s: cannot read: %s", path, strerror(e));
         }
+        if (k == 0) break; /* it shrank meanwhile */
+        got += (size_t)k;
     }
-    s->buf = malloc(s->cap + 1);
-    if (!s->buf) {
-        tsio_src_close(s);
-        return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory for the read buffer", name);
-    }
+    close(fd);
+    buf[got] = '\0';
+    *out = buf;
+    *size = got;
     return TS_OK;
 }
 

@@ -41,7 +41,12 @@ typedef struct tsio_line {
     uint64_t byte;        /* stream offset of p[0] */
 } tsio_line;
 
-/* Open `path` ("-" = standard input). `name` is kept by pointer for messages. */
+/* Open `path` ("-" = standard input). `name` is kept by pointer for messages. Pipes and
+ * FIFOs are welcome (`-d <(zcat x.gz)`, /dev/stdin), but a FIFO is opened without
+ * blocking: when no program opens it for writing within TREESCORE_FIFO_TIMEOUT seconds
+ * (platform/config.h; 0: no limit) the open fails with TS_ERR_IO naming the file and the
+ * variable, instead of waiting forever. Once a writer is there, reads block as usual. A
+ * directory is refused. */
 ts_status tsio_src_open(tsio_src *s, const char *path, const char *name, size_t max_line, ts_error *err);
 void tsio_src_close(tsio_src *s);
 /* Buffer at least `want` unconsumed bytes, fewer only at end of input (want <= cap). */
@@ -55,5 +60,15 @@ void tsio_src_unread_line(tsio_src *s);
 void tsio_src_skip(tsio_src *s, size_t n);
 /* Read up to n bytes (buffered ones first); *got < n only at end of input. */
 ts_status tsio_src_read(tsio_src *s, void *dst, size_t n, size_t *got, ts_error *err);
+
+/* ---- Whole files ---------------------------------------------------------------------- */
+
+/* Read the regular file `path` into a malloc'd, NUL-terminated buffer (*out, *size bytes
+ * without the NUL). Anything but a regular file (a FIFO, a device such as /dev/zero, a
+ * directory, a socket) is refused with TS_ERR_IO ("PATH: is a FIFO (named pipe); a
+ * WHAT must be a regular file"), and the open never blocks; a file above max_bytes is
+ * TS_ERR_LIMIT before anything is read; no more than the size fstat gave is read. */
+ts_status tsio_read_regular_file(const char *path, size_t max_bytes, const char *what, char **out, size_t *size,
+                                 ts_error *err);
 
 #endif /* TS_IO_SOURCE_H */
