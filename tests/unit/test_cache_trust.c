@@ -1,4 +1,4 @@
-/* test_cache_trust.c: a shared object planted in the cache directory never runs (world-writable directory, object writable by others, owned by another user, symbolic links), and the wisdom file is validated. */
+/* test_cache_trust.c: a shared object planted in the cache directory never runs (world-writable directory, object writable by others, owned by another user, symbolic links), a damaged cached object is never loaded, a hanging compiler times out, and the wisdom file is validated (never written over another file). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "model/hash.h"
+#include "platform/artifacts.h"
 #include "platform/cc.h"
 #include "platform/config.h"
 #include "platform/notes.h"
@@ -61,6 +64,22 @@ static void copy_file(const char *from, const char *to, mode_t mode) {
     if (in) fclose(in);
     if (out) fclose(out);
     chmod(to, mode);
+}
+
+/* A planted object: a copy of `from` with a valid integrity record (artifacts.h), so that
+ * only the trust checks can keep it from running. */
+static void plant(const char *from, const char *to, mode_t mode) {
+    copy_file(from, to, 0600);
+    char why[TSR_WHY_SIZE];
+    int fd = open(to, O_RDWR);
+    CHECK_MSG(fd >= 0 && tsr_seal_fd(fd, why, sizeof why) == 0, "cannot seal %s", to);
+    if (fd >= 0) close(fd);
+    chmod(to, mode);
+}
+
+static long long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
 /* A new directory under root with the given mode (chmod: the umask does not apply). */
@@ -165,7 +184,7 @@ static void test_planted_object_would_run(void) {
     char dir[TSR_PATH_MAX + 32], so[2 * TSR_PATH_MAX];
     make_dir("sanity", 0700, dir, sizeof dir);
     snprintf(so, sizeof so, "%s/%s", dir, so_name);
-    copy_file(planted, so, 0700);
+    plant(planted, so, 0700);
     free(prepare_ifelse(dir, TS_ENGINE_IFELSE, NULL));
     CHECK_MSG(exists(marker), "the planted object did not run where it is trusted: the test proves nothing");
     unlink(marker);
@@ -176,7 +195,7 @@ static void test_world_writable_dir(void) {
     char dir[TSR_PATH_MAX + 32], so[2 * TSR_PATH_MAX];
     make_dir("world", 0777, dir, sizeof dir);
     snprintf(so, sizeof so, "%s/%s", dir, so_name);
-    copy_file(planted, so, 0700);
+    plant(planted, so, 0700);
     char *notes = prepare_ifelse(dir, TS_ENGINE_IFELSE, NULL);
     check_not_run("world-writable directory");
     CHECK_MSG(notes && strstr(notes, "not trusted"), "notes: %s", notes ? notes : "(none)");
@@ -200,7 +219,7 @@ static void test_object_writable(void) {
         snprintf(name, sizeof name, "writable%zu", i);
         make_dir(name, 0700, dir, sizeof dir);
         snprintf(so, sizeof so, "%s/%s", dir, so_name);
-        copy_file(planted, so, modes[i]);
+        plant(planted, so, modes[i]);
         char *notes = prepare_ifelse(dir, TS_ENGINE_IFELSE, NULL);
         check_not_run("object writable by group or others");
         CHECK_MSG(notes && strstr(notes, "not loading"), "notes: %s", notes ? notes : "(none)");
@@ -221,7 +240,7 @@ static void test_object_other_owner(void) {
     char dir[TSR_PATH_MAX + 32], so[2 * TSR_PATH_MAX];
     make_dir("owner", 0700, dir, sizeof dir);
     snprintf(so, sizeof so, "%s/%s", dir, so_name);
-    copy_file(planted, so, 0755);
+    plant(planted, so, 0755);
     CHECK(chown(so, 65534, 65534) == 0); /* nobody */
     char *notes = prepare_ifelse(dir, TS_ENGINE_IFELSE, NULL);
     check_not_run("object owned by another user");
@@ -231,7 +250,7 @@ static void test_object_other_owner(void) {
     char dir2[TSR_PATH_MAX + 32], so2[2 * TSR_PATH_MAX];
     make_dir("owner-dir", 0755, dir2, sizeof dir2);
     snprintf(so2, sizeof so2, "%s/%s", dir2, so_name);
-    copy_file(planted, so2, 0755);
+    plant(planted, so2, 0755);
     CHECK(chown(dir2, 65534, 65534) == 0);
     free(prepare_ifelse(dir2, TS_ENGINE_IFELSE, NULL));
     check_not_run("directory owned by another user");
@@ -243,7 +262,7 @@ static void test_object_symlink(void) {
     char dir[TSR_PATH_MAX + 32], so[2 * TSR_PATH_MAX], target[TSR_PATH_MAX + 32];
     make_dir("symlink", 0700, dir, sizeof dir);
     snprintf(target, sizeof target, "%s/target.so", root);
-    copy_file(planted, target, 0700);
+    plant(planted, target, 0700);
     snprintf(so, sizeof so, "%s/%s", dir, so_name);
     CHECK(symlink(target, so) == 0);
     char *notes = prepare_ifelse(dir, TS_ENGINE_IFELSE, NULL);
@@ -278,6 +297,128 @@ static void test_unsafe_parent(void) {
     for (struct dirent *e; d && (e = readdir(d));) entries += e->d_name[0] != '.';
     if (d) closedir(d);
     CHECK(entries == 1);
+}
+
+/* ---- damaged objects, a hanging compiler ---------------------------------------------------- */
+
+/* Damage an object of `whole` bytes: 0 cut to half (a crash or a full disk while it was
+ * written), 1 4 KiB in its middle overwritten, 2 its integrity record cut off (an object
+ * written by an older treescore). */
+static void damage(const char *so, int kind, long long whole) {
+    if (kind != 1) {
+        CHECK(truncate(so, kind == 0 ? whole / 2 : whole - TSR_SEAL_BYTES) == 0);
+        return;
+    }
+    char junk[4096];
+    memset(junk, 0x5a, sizeof junk);
+    int fd = open(so, O_WRONLY);
+    CHECK(fd >= 0 && pwrite(fd, junk, sizeof junk, (off_t)(whole / 3)) == (ssize_t)sizeof junk);
+    if (fd >= 0) close(fd);
+}
+
+static int object_whole(const char *so) {
+    char why[TSR_WHY_SIZE];
+    int fd = open(so, O_RDONLY);
+    int ok = fd >= 0 && tsr_check_seal(fd, 1, why, sizeof why) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+/* A damaged object in a trusted cache is never loaded (dlopen of a truncated object dies
+ * of SIGBUS): ifelse warns and compiles it again (the new object is whole and the next
+ * prepare a cache hit); auto never loads it either. */
+static void test_damaged_object(void) {
+    static const char *const kinds[] = {"truncated", "overwritten", "no integrity record"};
+    char good[2 * TSR_PATH_MAX];
+    snprintf(good, sizeof good, "%s/first/%s", root, so_name);
+    long long whole = file_size(good);
+    CHECK(whole > 8192 && object_whole(good));
+    for (int kind = 0; kind < 3; kind++)
+        for (int autoplan = 0; autoplan < 2; autoplan++) {
+            char name[32], dir[TSR_PATH_MAX + 32], so[2 * TSR_PATH_MAX];
+            snprintf(name, sizeof name, "damaged-%d-%d", kind, autoplan);
+            make_dir(name, 0700, dir, sizeof dir);
+            snprintf(so, sizeof so, "%s/%s", dir, so_name);
+            copy_file(good, so, 0700);
+            damage(so, kind, whole);
+            char *notes = prepare_ifelse(dir, autoplan ? TS_ENGINE_AUTO : TS_ENGINE_IFELSE, NULL);
+            if (!autoplan) {
+                CHECK_MSG(notes && strstr(notes, "damaged") && strstr(notes, "cache miss"), "%s: notes: %s",
+                          kinds[kind], notes ? notes : "(none)");
+                CHECK_MSG(object_whole(so), "%s: the object was not rebuilt whole", kinds[kind]);
+                free(notes);
+                notes = prepare_ifelse(dir, TS_ENGINE_IFELSE, NULL);
+                CHECK_MSG(notes && strstr(notes, "cache hit"), "%s: notes: %s", kinds[kind], notes ? notes : "(none)");
+            }
+            free(notes);
+        }
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 1 while process pid runs (a zombie waiting for its reaper counts as gone). */
+static int running_pid(long pid) {
+    char path[64], text[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *paren = strrchr(text, ')');
+    return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+/* A compiler that never finishes (TREESCORE_CC, with a child of its own): ifelse fails
+ * after TREESCORE_CC_TIMEOUT with an error naming it, the compiler and its child are
+ * killed, the build directory is removed; auto skips ifelse and scores. */
+static void test_compile_timeout(void) {
+    char dir[TSR_PATH_MAX + 32], cc[TSR_PATH_MAX + 32], pids[TSR_PATH_MAX + 32], script[3 * TSR_PATH_MAX];
+    make_dir("timeout", 0700, dir, sizeof dir);
+    snprintf(cc, sizeof cc, "%s/hanging-cc", root);
+    snprintf(pids, sizeof pids, "%s/hanging-cc.pids", root);
+    snprintf(script, sizeof script, "#!/bin/sh\nsleep 60 &\necho $! >> '%s'\necho $$ >> '%s'\nexec sleep 60\n", pids,
+             pids);
+    write_text(cc, script, 0700);
+    setenv("TREESCORE_CC", cc, 1);
+    setenv("TREESCORE_CC_TIMEOUT", "1", 1);
+    setenv("TREESCORE_CACHE_DIR", dir, 1);
+    tsr_config_reload();
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = TS_ENGINE_IFELSE;
+    o.n_threads = 1;
+    ts_scorer *s = NULL;
+    ts_error err;
+    double t0 = now_s();
+    CHECK_STATUS(ts_scorer_create(model, &o, &s, &err), TS_ERR_ENGINE_UNAVAILABLE);
+    CHECK_MSG(strstr(err.message, "TREESCORE_CC_TIMEOUT") && strstr(err.message, "killed"), "%s", err.message);
+    CHECK_MSG(now_s() - t0 < 20, "took %.1f s", now_s() - t0);
+    ts_scorer_free(s);
+    s = NULL;
+    FILE *f = fopen(pids, "r");
+    CHECK(f != NULL);
+    int n = 0;
+    for (long pid; f && fscanf(f, "%ld", &pid) == 1; n++) {
+        for (int i = 0; i < 200 && running_pid(pid); i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
+        CHECK_MSG(!running_pid(pid), "process %ld of the compiler still runs", pid);
+    }
+    if (f) fclose(f);
+    CHECK(n >= 2);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        CHECK_MSG(strncmp(e->d_name, ".tmp-ifelse-", 12) != 0, "build directory %s left", e->d_name);
+    if (d) closedir(d);
+    o.engine = TS_ENGINE_AUTO;
+    CHECK_STATUS(ts_scorer_create(model, &o, &s, &err), TS_OK);
+    ts_scorer_free(s);
+    unsetenv("TREESCORE_CC");
+    unsetenv("TREESCORE_CC_TIMEOUT");
+    tsr_config_reload();
 }
 
 /* ---- the wisdom file ----------------------------------------------------------------------- */
@@ -387,6 +528,94 @@ static void test_wisdom(void) {
     free(report);
 }
 
+/* TREESCORE_WISDOM naming a file of other data (a 160,004-byte CSV whose second line is a
+ * valid wisdom line): the planner neither reads it nor writes it (no append, no
+ * compaction: the file stays byte for byte), and warns. A missing file is created (0600,
+ * starting with the magic); an empty one is used. */
+static void test_wisdom_not_ours(void) {
+    char dir[TSR_PATH_MAX + 32], csv[TSR_PATH_MAX + 32], line[1024], edited[1024], *report = NULL;
+    make_dir("wisdom-foreign", 0700, dir, sizeof dir);
+    unsetenv("TREESCORE_WISDOM");
+    first_wisdom_line(dir, line, sizeof line);
+    with_engine(line, "block-naive", edited, sizeof edited);
+    size_t cap = 170000, len = 0;
+    char *text = malloc(cap);
+    CHECK(text != NULL);
+    if (!text) return;
+    len += (size_t)snprintf(text, cap, "x,y,label\n%s", edited);
+    for (int i = 0; len < 160004 - 20; i++) len += (size_t)snprintf(text + len, cap - len, "%d,%d,%d\n", i, i * 7, i % 5);
+    while (len < 160004) text[len++] = '\n';
+    text[len] = '\0';
+    snprintf(csv, sizeof csv, "%s/data.csv", root);
+    write_text(csv, text, 0600);
+    setenv("TREESCORE_WISDOM", csv, 1);
+    char *notes = prepare_ifelse(dir, TS_ENGINE_AUTO, &report);
+    CHECK_MSG(report && !strstr(report, "wisdom:"), "a non-wisdom file was read: %s", report ? report : "");
+    CHECK_MSG(notes && strstr(notes, "not using") && strstr(notes, "data.csv"), "notes: %s", notes ? notes : "(none)");
+    free(notes);
+    free(report);
+    ts_scorer_options o; /* another key: an append, and (past 64 KiB) a compaction */
+    ts_scorer_options_init(&o);
+    o.n_threads = 1;
+    o.batch_hint = 17;
+    ts_scorer *s = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_scorer_create(model, &o, &s, &err), TS_OK);
+    ts_scorer_free(s);
+    struct stat st;
+    const char *after = read_text(csv);
+    CHECK_MSG(stat(csv, &st) == 0 && (size_t)st.st_size == len && after && strcmp(after, text) == 0,
+              "the CSV named by TREESCORE_WISDOM was changed: %lld bytes", file_size(csv));
+    free(text);
+
+    static const char *const names[] = {"new-wisdom", "empty-wisdom"};
+    for (int i = 0; i < 2; i++) {
+        char path[TSR_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/%s", root, names[i]);
+        if (i == 1) write_text(path, "", 0600);
+        setenv("TREESCORE_WISDOM", path, 1);
+        free(prepare_ifelse(dir, TS_ENGINE_AUTO, NULL));
+        const char *w = read_text(path);
+        CHECK_MSG(w && strncmp(w, "treescore-wisdom-3 ", 19) == 0, "%s: %s", names[i], w ? w : "(none)");
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+    }
+    unsetenv("TREESCORE_WISDOM");
+    tsr_config_reload();
+}
+
+/* ---- integrity records: XXH64 test vectors, sealing -------------------------------------------- */
+
+static void test_seal(void) {
+    CHECK(tsr_hash64("", 0) == 0xEF46DB3751D8E999ull);
+    CHECK(tsr_hash64("abc", 3) == 0x44BC2CF5AD770999ull);
+    char path[TSR_PATH_MAX + 32], why[TSR_WHY_SIZE];
+    static char data[(1 << 18) * 2 + 77];
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (char)(i * 131 % 251);
+    snprintf(path, sizeof path, "%s/sealed", root);
+    static const size_t sizes[] = {0, 5, 31, 32, 100, 1 << 18, sizeof data};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        FILE *f = fopen(path, "wb");
+        CHECK(f && fwrite(data, 1, sizes[k], f) == sizes[k]);
+        if (f) fclose(f);
+        int fd = open(path, O_RDWR);
+        CHECK(fd >= 0 && tsr_check_seal(fd, 0, why, sizeof why) != 0); /* not sealed yet */
+        CHECK(fd >= 0 && tsr_seal_fd(fd, why, sizeof why) == 0);
+        CHECK_MSG(fd >= 0 && tsr_check_seal(fd, 1, why, sizeof why) == 0, "%zu bytes: %s", sizes[k], why);
+        unsigned char rec[TSR_SEAL_BYTES];
+        uint64_t h = 0;
+        CHECK(fd >= 0 && pread(fd, rec, sizeof rec, (off_t)sizes[k]) == (ssize_t)sizeof rec);
+        memcpy(&h, rec + 16, 8);
+        CHECK_MSG(h == tsr_hash64(data, sizes[k]), "%zu bytes: the streamed hash differs", sizes[k]);
+        if (sizes[k] > 0) { /* one flipped byte */
+            char c = (char)(data[sizes[k] / 2] ^ 1);
+            CHECK(pwrite(fd, &c, 1, (off_t)(sizes[k] / 2)) == 1);
+            CHECK(tsr_check_seal(fd, 0, why, sizeof why) == 0 && tsr_check_seal(fd, 1, why, sizeof why) != 0);
+        }
+        if (fd >= 0) close(fd);
+    }
+    unlink(path);
+}
+
 /* ---- loading through descriptors ---------------------------------------------------------- */
 
 /* Objects are loaded through /proc/self/fd/N, and the dynamic loader returns an object
@@ -471,8 +700,10 @@ int main(void) {
     char dir[TSR_PATH_MAX + 32];
     make_dir("first", 0700, dir, sizeof dir);
     RUN_TEST(test_sha256);
+    RUN_TEST(test_seal);
     if (model) {
         RUN_TEST(test_wisdom);
+        RUN_TEST(test_wisdom_not_ours);
         free(prepare_ifelse(dir, TS_ENGINE_IFELSE, NULL)); /* learn the object's name */
         find_object(dir, so_name, sizeof so_name);
     }
@@ -486,6 +717,8 @@ int main(void) {
         RUN_TEST(test_object_writable);
         RUN_TEST(test_object_other_owner);
         RUN_TEST(test_object_symlink);
+        RUN_TEST(test_damaged_object);
+        RUN_TEST(test_compile_timeout);
         CHECK(!exists(marker));
     }
     ts_model_free(model);
