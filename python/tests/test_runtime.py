@@ -119,7 +119,10 @@ def test_n_jobs_scorers_cached(model, rows):
     ref = model.predict(rows)
     for n in (1, 2, 0, -1, 2):
         assert np.array_equal(model.predict(rows, n_jobs=n), ref)
-    assert set(model._scorers) >= {0, 1, 2}
+    # the model's own count (threads=2) uses its scorer; the others are kept
+    assert model._scorer_for(2) is model._scorer
+    assert set(model._scorers) >= {0, 1}
+    assert model._scorer_for(1) is model._scorer_for(1)
 
 
 def test_dask_local_cluster(lgb_binary):

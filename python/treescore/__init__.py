@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
 from . import _core
+from . import _inputs
 from . import _objectives
+from ._inputs import error as _error
 
 __all__ = ["Model", "Error", "__version__"]
 
@@ -29,17 +32,15 @@ __all__ = ["Model", "Error", "__version__"]
 __version__: str = _core.version
 
 #: Raised for bad models, bad data and failed library calls (a ``ValueError``); its
-#: ``status`` attribute names the C status (``"TS_ERR_PARSE"``, ``"TS_ERR_SHAPE"``, ...).
+#: ``status`` attribute names the C status (``"TS_ERR_PARSE"``, ``"TS_ERR_SHAPE"``, ...),
+#: also when the Python layer raises it.
 Error = _core.Error
 
 _core._set_numpy(np.empty)
 
-# Dense rows per chunk when a sparse matrix is expanded (about 32 MiB of float64 at a time).
-_SPARSE_CHUNK_VALUES = 1 << 22
-
-
-def _is_default_name(name: str, i: int) -> bool:
-    return name == f"Column_{i}" or name == f"f{i}"
+#: Scorers kept for ``predict(n_jobs=...)`` counts other than the model's own (least
+#: recently used first out): each holds the engine's prepared tables.
+_SCORERS_KEPT = 4
 
 
 class Model:
@@ -71,9 +72,8 @@ class Model:
             raise TypeError("Model() needs exactly one of model_file= and model_str=")
         if model_file is not None:
             name = os.fspath(model_file)
-            with open(name, "rb") as f:
-                data = f.read()
-            name = str(name)
+            data = _inputs.read_model_file(name)
+            name = os.fsdecode(name)
         else:
             if isinstance(model_str, str):
                 data = model_str.encode("utf-8")
@@ -91,35 +91,33 @@ class Model:
             raise TypeError("engine must be a string")
         if isa is not None and not isinstance(isa, str):
             raise TypeError("isa must be a string or None")
-        threads = int(threads)
-        if threads < 0:
-            threads = 0
+        threads = _inputs.count(threads, "threads", negative_means_all=True)
+        batch_hint = _inputs.count(batch_hint, "batch_hint", negative_means_all=False)
         self._data = data
         self._name = name
         self._format_arg = model_format
         self._engine_arg = engine
         self._isa_arg = isa
         self._threads = threads
-        self._batch_hint = max(0, int(batch_hint))
+        self._batch_hint = batch_hint
         self._core = _core.load(data, model_format, name)
         self._info = self._core.info()
         self._names = self._core.feature_names()
-        names = self._names
-        self._match_names = (None if names is None or all(_is_default_name(n, i) for i, n in enumerate(names))
-                             else names)
+        self._lightgbm = self._info["format"].startswith("lightgbm")
         self._lock = threading.Lock()
-        self._scorers = {}
+        self._scorers = OrderedDict()
         self._sample = None
+        self._cats = False  # not read yet (_pandas_categories)
         if sample is not None:
-            if _is_sparse(sample):
-                rows = self._sparse_dense(sample.tocsr()[:4096])
-            elif _is_dataframe(sample):
+            if _inputs.is_sparse(sample):
+                sp = _inputs.SparseRows(sample, self.num_features, self._core.absent_value())
+                rows = sp.dense(0, min(sp.n, 4096))
+            elif _inputs.is_dataframe(sample):
                 rows = self._as_matrix(sample.iloc[:4096])
             else:
                 rows = self._as_matrix(sample[:4096] if isinstance(sample, np.ndarray) else sample)
             self._sample = np.ascontiguousarray(rows[:4096], dtype=np.float32)
         self._scorer = self._make_scorer(threads)
-        self._scorers[threads] = self._scorer
         fmt = self._info["format"]
         line = _objectives.lightgbm_objective_line(data) if fmt.startswith("lightgbm") else ""
         try:
@@ -136,16 +134,21 @@ class Model:
                                  self._sample)
 
     def _scorer_for(self, n_jobs):
-        n = int(n_jobs)
-        if n < 0:
-            n = 0
-        s = self._scorers.get(n)
-        if s is None:
-            with self._lock:
-                s = self._scorers.get(n)
-                if s is None:
-                    s = self._make_scorer(n)
-                    self._scorers[n] = s
+        """The scorer for ``n_jobs`` threads: the model's own, or one of the last
+        _SCORERS_KEPT other counts asked for (made on first use; a scorer still scoring
+        in another thread when it leaves the cache lives until that call returns)."""
+        n = _inputs.count(n_jobs, "n_jobs", negative_means_all=True)
+        if n == self._threads:
+            return self._scorer
+        with self._lock:
+            s = self._scorers.get(n)
+            if s is None:
+                s = self._make_scorer(n)
+                self._scorers[n] = s
+                while len(self._scorers) > _SCORERS_KEPT:
+                    self._scorers.popitem(last=False)
+            else:
+                self._scorers.move_to_end(n)
         return s
 
     # ---- loading from a live booster --------------------------------------------------
@@ -172,18 +175,38 @@ class Model:
         """Scores of the rows of ``X``: float64 of shape (n,), or (n, K) for a model with K
         outputs (multiclass).
 
-        ``X``: a 2-D numpy array (float32 and float64 in C order are scored in place, without
-        a copy; Fortran order and other numeric dtypes are converted once), a pandas
-        DataFrame (columns matched to the model's feature names when both have names;
-        NA is missing; categorical columns as their codes, LightGBM's training categories
-        first set as ``Booster.predict`` does), a scipy.sparse matrix (absent entries mean what they mean to the
-        training library: 0.0 for LightGBM and QuickRank, missing for XGBoost), or a list
-        of lists. NaN is a missing value. Columns past the model's features are ignored.
+        ``X``: a 2-D numpy array or any 2-D buffer (float32 and float64 in C order are scored
+        in place, without a copy; Fortran order, negative strides and other numeric dtypes
+        are converted once), a pandas DataFrame, a scipy.sparse matrix or array of any
+        format (absent entries mean what they mean to the training library: 0.0 for
+        LightGBM and QuickRank, missing for XGBoost; only the model's columns are expanded),
+        or a list of lists. NaN is a missing value.
+
+        Columns, by position or by name:
+
+        - arrays, lists, sparse input and DataFrames with pandas' default labels 0..n-1 are
+          taken by position, as every training library takes them; columns past the
+          model's features are ignored;
+        - a DataFrame with other labels, scored by a model that stores feature names
+          (``Column_i`` and ``f{i}`` included), is matched by name: each model feature is
+          the column of that name (``str(label)``; for LightGBM, spaces read as underscores,
+          as LightGBM stores them); a missing name, or a name two columns share, raises
+          Error; columns the model does not name are ignored wherever they sit. XGBoost
+          itself refuses a DataFrame whose names differ from the model's in any way (order,
+          extra columns); LightGBM 4.7 takes a DataFrame by position whatever its names
+          (unless ``validate_features=True``). treescore never falls back to position for
+          a named DataFrame: ``X.to_numpy()`` scores by position explicitly;
+        - a model without feature names (XGBoost trained on arrays, QuickRank, RankLib)
+          takes every input by position, as XGBoost does.
+
+        NA of nullable dtypes is missing; categorical columns are read as their codes,
+        LightGBM's training categories first set as ``Booster.predict`` does.
 
         ``raw_score=True`` returns the raw score (margin) without the objective's
-        transform. ``n_jobs`` overrides the model's thread count for this call (0 or -1 =
-        all cores); the first call with a new count prepares a scorer for it (with
-        ``engine="auto"``, the planner's timing, once), kept for the next calls."""
+        transform. ``n_jobs`` overrides the model's thread count for this call (0 or
+        negative = all cores, at most 2^32 - 1); the first call with a new count prepares a
+        scorer for it (with ``engine="auto"``, the planner's timing), and the last few
+        counts used are kept for the next calls."""
         s = self._scorer if n_jobs is None else self._scorer_for(n_jobs)
         tr = (0, 1.0, 0.0) if raw_score else self._transform
         y = s.score(X, tr[0], tr[1], tr[2])
@@ -192,62 +215,24 @@ class Model:
         return y
 
     def _predict_converted(self, s, X, tr):
-        if _is_sparse(X):
+        if _inputs.is_sparse(X):
             return self._predict_sparse(s, X, tr)
         y = s.score(self._as_matrix(X), tr[0], tr[1], tr[2])
         if y is NotImplemented:  # cannot happen: _as_matrix gives C-ordered float64/float32
-            raise Error("internal error: converted input was refused")
+            raise _error("TS_ERR_GENERIC", "internal error: converted input was refused")
         return y
 
     def _as_matrix(self, X):
-        if _is_dataframe(X):
-            return self._from_pandas(X)
-        if not isinstance(X, np.ndarray):
-            try:
-                X = np.asarray(X)
-            except (ValueError, TypeError) as e:
-                raise TypeError(f"X must be a 2-D array of numbers: {e}") from None
-        if X.ndim != 2:
-            raise Error(f"X must be 2-D (rows x columns), got an array of shape {X.shape}")
-        kind = X.dtype.kind
-        if kind == "f" and X.dtype.itemsize in (4, 8):
-            return np.ascontiguousarray(X.astype(X.dtype.newbyteorder("="), copy=False))
-        if kind in "fiub":
-            return np.ascontiguousarray(X, dtype=np.float64)
-        if kind == "O":
-            try:
-                return np.ascontiguousarray(X, dtype=np.float64)
-            except (ValueError, TypeError) as e:
-                raise TypeError(f"X must hold numbers: {e}") from None
-        raise TypeError(f"X must hold numbers, not {X.dtype}")
+        if _inputs.is_dataframe(X):
+            return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
+                                        self._pandas_categories)
+        return _inputs.dense_matrix(X)
 
-    def _from_pandas(self, df):
-        cols = list(df.columns)
-        names = self._match_names
-        if names is not None and cols and all(isinstance(c, str) for c in cols) and cols[:len(names)] != names:
-            present = set(cols)
-            missing = [n for n in names if n not in present]
-            if missing:
-                shown = ", ".join(repr(n) for n in missing[:10]) + (", ..." if len(missing) > 10 else "")
-                raise Error(f"the DataFrame lacks {len(missing)} of the model's {len(names)} features: {shown}")
-            df = df[names]
-        cat_cols = [c for c, dt in zip(df.columns, df.dtypes) if str(dt) == "category"]
-        if cat_cols:
-            df = self._categorical_codes(df, cat_cols)
-        for c, dt in zip(df.columns, df.dtypes):
-            kind = getattr(dt, "kind", "O")
-            if kind not in "fiubO":
-                raise TypeError(f"column {c!r} has dtype {dt}: give treescore numbers")
-        try:
-            arr = df.to_numpy(dtype=np.float64, na_value=np.nan)
-        except (ValueError, TypeError) as e:
-            raise TypeError(f"the DataFrame must hold numbers: {e}") from None
-        return np.ascontiguousarray(arr)
-
-    def _categorical_codes(self, df, cat_cols):
-        """pandas categorical columns as their category codes (NaN for missing), as the
-        training library reads them: for LightGBM models, the categories are first set to
-        those of training (the model's ``pandas_categorical``), as ``Booster.predict`` does."""
+    def _pandas_categories(self):
+        """LightGBM's training categories (``pandas_categorical`` of the model: one list per
+        categorical column), or None; read from the model once, when first needed."""
+        if self._cats is not False:
+            return self._cats
         import json
         cats = None
         if self.model_format == "lightgbm":
@@ -263,36 +248,14 @@ class Model:
                 cats = json.loads(self._data).get("pandas_categorical")
             except (ValueError, AttributeError):
                 cats = None
-        if cats is not None and len(cats) != len(cat_cols):
-            raise Error(f"the DataFrame has {len(cat_cols)} categorical columns but the model was trained "
-                        f"with {len(cats)}")
-        df = df.copy(deep=False)
-        for k, c in enumerate(cat_cols):
-            col = df[c]
-            if cats is not None and list(col.cat.categories) != list(cats[k]):
-                col = col.cat.set_categories(cats[k])
-            df[c] = np.where(col.cat.codes.to_numpy() < 0, np.nan, col.cat.codes.to_numpy().astype(np.float64))
-        return df
-
-    def _sparse_dense(self, X):
-        """Rows of a CSR matrix as float64 rows of at least the model's columns, absent
-        entries set to what they mean for the model's training library."""
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
-        n, ncols = X.shape
-        dense = np.full((n, max(ncols, self.num_features)), self._core.absent_value(), dtype=np.float64)
-        rows = np.repeat(np.arange(n), np.diff(X.indptr))
-        dense[rows, X.indices] = np.asarray(X.data, dtype=np.float64)
-        return dense
+        self._cats = cats if isinstance(cats, list) and all(isinstance(c, list) for c in cats) else None
+        return self._cats
 
     def _predict_sparse(self, s, X, tr):
-        X = X.tocsr()
-        n, ncols = X.shape
-        step = max(1, _SPARSE_CHUNK_VALUES // max(1, ncols, self.num_features))
-        parts = [s.score(self._sparse_dense(X[r0:r0 + step]), tr[0], tr[1], tr[2]) for r0 in range(0, n, step)]
+        sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value())
+        parts = [s.score(sp.dense(r0, r1), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
         if not parts:
-            return s.score(np.empty((0, max(ncols, self.num_features))), tr[0], tr[1], tr[2])
+            return s.score(np.empty((0, self.num_features)), tr[0], tr[1], tr[2])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     # ---- what the model is ------------------------------------------------------------
@@ -368,10 +331,3 @@ class Model:
         self._setup(state["model"], state["name"], state["model_format"], state["engine"], state["isa"],
                     state["threads"], state.get("batch_hint", 0))
 
-
-def _is_dataframe(X) -> bool:
-    return type(X).__module__.startswith("pandas") and hasattr(X, "columns") and hasattr(X, "to_numpy")
-
-
-def _is_sparse(X) -> bool:
-    return type(X).__module__.startswith("scipy.sparse") and hasattr(X, "tocsr")

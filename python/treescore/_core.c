@@ -2,10 +2,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <treescore.h>
+
+#include "io/limits.h" /* TSIO_MAX_MODEL_BYTES, exported as max_model_bytes */
 
 /*
  * What lives here
@@ -142,15 +146,18 @@ static void apply_transform(double *out, size_t n, uint32_t k, int tr, double pa
 
 /* ---- _core.Model ----------------------------------------------------------------- */
 
-/* 'f' or 'd' (with an optional native/little-endian prefix) -> 4 or 8; 0 otherwise. */
+/* The item size of a buffer format that is one native float32 ('f') or float64 ('d'):
+ * 4 or 8; 0 for anything else. A byte-order prefix counts only when it names this
+ * machine's order ('@', '=', and '<' or '>' as the host is little or big endian). */
 static int float_kind(const char *format) {
-    if (!format) return 0;
-    if (format[0] == '@' || format[0] == '=' || format[0] == '<') format++;
+    if (!format) return 0; /* NULL means "B" (unsigned bytes): not a float */
+    const uint16_t one = 1;
+    char host = *(const char *)&one ? '<' : '>';
+    if (format[0] == '@' || format[0] == '=' || format[0] == host) format++;
     if (format[0] == 'f' && format[1] == '\0') return 4;
     if (format[0] == 'd' && format[1] == '\0') return 8;
     return 0;
 }
-
 
 static void model_dealloc(CoreModel *self) {
     ts_model_free(self->model);
@@ -194,14 +201,20 @@ static PyObject *model_info(CoreModel *self, PyObject *unused) {
     ts_error err;
     ts_status st = ts_model_get_info(self->model, &in, &err);
     if (st != TS_OK) return raise_ts(st, &err);
-    return Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:K,s:K,s:I,s:d,s:I,s:d,s:d,s:I,s:I,s:s,s:I,s:I}", "format",
+    PyObject *objective = PyUnicode_DecodeUTF8(in.objective, (Py_ssize_t)strlen(in.objective), "strict");
+    if (!objective) {
+        PyErr_Clear();
+        snprintf(err.message, sizeof err.message, "the model's objective is not UTF-8 text");
+        return raise_ts(TS_ERR_PARSE, &err);
+    }
+    return Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:K,s:K,s:I,s:d,s:I,s:d,s:d,s:I,s:I,s:N,s:I,s:I}", "format",
                          ts_model_format_name(in.format), "n_trees", in.n_trees, "n_features", in.n_features,
                          "n_features_declared", in.n_features_declared, "n_features_used", in.n_features_used,
                          "n_internal_nodes", (unsigned long long)in.n_internal_nodes, "n_leaves",
                          (unsigned long long)in.n_leaves, "leaves_max", in.leaves_max, "leaves_mean",
                          in.leaves_mean, "depth_max", in.depth_max, "depth_mean", in.depth_mean, "base_score",
                          in.base_score, "average_output", in.average_output, "has_missing_splits",
-                         in.has_missing_splits, "objective", in.objective, "n_outputs", in.n_outputs,
+                         in.has_missing_splits, "objective", objective, "n_outputs", in.n_outputs,
                          "n_categorical_splits", in.n_categorical_splits);
 }
 
@@ -262,12 +275,17 @@ static int set_sample(PyObject *sample, Py_buffer *buf, ts_scorer_options *opts,
  * "auto"; `sample`: rows for the planner to time the engines on (see set_sample). */
 static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     const char *engine_name, *isa_name;
-    unsigned threads, batch_hint;
+    Py_ssize_t threads, batch_hint;
     PyObject *sample = Py_None;
-    if (!PyArg_ParseTuple(args, "ssII|O:scorer", &engine_name, &isa_name, &threads, &batch_hint, &sample))
+    if (!PyArg_ParseTuple(args, "ssnn|O:scorer", &engine_name, &isa_name, &threads, &batch_hint, &sample))
         return NULL;
     ts_error err;
     memset(&err, 0, sizeof err);
+    if (threads < 0 || (size_t)threads > UINT_MAX || batch_hint < 0 || (size_t)batch_hint > UINT32_MAX) {
+        snprintf(err.message, sizeof err.message, "threads %zd or batch_hint %zd is outside 0 to %u", threads,
+                 batch_hint, UINT_MAX);
+        return raise_ts(TS_ERR_INVALID_ARGUMENT, &err);
+    }
     ts_scorer_options opts;
     ts_scorer_options_init(&opts);
     ts_status st = ts_engine_from_name(engine_name, &opts.engine);
@@ -282,8 +300,8 @@ static PyObject *model_scorer(CoreModel *self, PyObject *args) {
         snprintf(err.message, sizeof err.message, "unknown isa '%s' (auto, scalar, sse4.2, avx2, avx512)", isa_name);
         return raise_ts(st, &err);
     }
-    opts.n_threads = threads;
-    opts.batch_hint = batch_hint;
+    opts.n_threads = (unsigned)threads;
+    opts.batch_hint = (uint32_t)batch_hint;
     ts_model_info in;
     Py_buffer sbuf;
     st = ts_model_get_info(self->model, &in, &err);
@@ -345,15 +363,41 @@ static PyObject *new_output(Py_ssize_t n, uint32_t k) {
     return out;
 }
 
+/* 1 when score() can read buffer x in place, with *stride its row stride in items: 2-D,
+ * one native float32/float64 per item, len equal to rows x cols x itemsize, no
+ * suboffsets (arrays of pointers), each row's columns adjacent and rows a positive
+ * whole number of items apart, at least a row's width. strides NULL means C order
+ * (PEP 3118: ctypes arrays export no strides). An empty matrix (0 rows or 0 columns)
+ * has any strides (numpy gives (0, 0)) and its stride is its width. */
+static int dense_layout(const Py_buffer *x, size_t *stride) {
+    int size = float_kind(x->format);
+    if (x->ndim != 2 || !x->shape || size == 0 || x->itemsize != size || x->suboffsets) return 0;
+    Py_ssize_t rows = x->shape[0], cols = x->shape[1];
+    if (rows < 0 || cols < 0) return 0;
+    if (cols > 0 && rows > PY_SSIZE_T_MAX / size / cols) return 0;
+    if (x->len != rows * cols * size) return 0;
+    *stride = (size_t)cols;
+    if (rows == 0 || cols == 0) return 1;
+    if (!x->buf) return 0;
+    if (!x->strides) return 1;
+    if (cols > 1 && x->strides[1] != size) return 0;
+    if (rows == 1) return 1;
+    Py_ssize_t s0 = x->strides[0];
+    if (s0 <= 0 || s0 % size != 0 || s0 / size < cols) return 0;
+    *stride = (size_t)(s0 / size);
+    return 1;
+}
+
 /* score(X, transform=0, param=1.0, divisor=0.0) -> ndarray, or NotImplemented when X is
- * not a 2-D float32/float64 buffer whose columns are adjacent (the caller converts it and
- * calls again). No copy of X is made; the GIL is released while scoring. */
+ * not a buffer dense_layout accepts (the caller converts it and calls again). No copy
+ * of X is made; the GIL is released while scoring. A row narrower than the model is
+ * refused (TS_ERR_SHAPE) before the output is allocated. */
 static PyObject *scorer_score(CoreScorer *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 1 || nargs > 4) {
         PyErr_SetString(PyExc_TypeError, "score(X, transform=0, param=1.0, divisor=0.0)");
         return NULL;
     }
-    int tr = 0;
+    long tr = 0;
     double param = 1.0, divisor = 0.0;
     if (nargs > 1 && (tr = PyLong_AsLong(args[1]), PyErr_Occurred())) return NULL;
     if (nargs > 2 && (param = PyFloat_AsDouble(args[2]), PyErr_Occurred())) return NULL;
@@ -367,15 +411,20 @@ static PyObject *scorer_score(CoreScorer *self, PyObject *const *args, Py_ssize_
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
-    int size = float_kind(x.format);
-    Py_ssize_t rows = x.ndim == 2 ? x.shape[0] : 0, cols = x.ndim == 2 ? x.shape[1] : 0;
-    int ok = x.ndim == 2 && size != 0 && x.itemsize == size && (cols <= 1 || x.strides[1] == size) &&
-             (rows <= 1 || (x.strides[0] > 0 && x.strides[0] % size == 0 && x.strides[0] >= cols * size));
-    if (!ok) {
+    size_t stride = 0;
+    if (!dense_layout(&x, &stride)) {
         PyBuffer_Release(&x);
         Py_RETURN_NOTIMPLEMENTED;
     }
-    size_t stride = rows <= 1 ? (size_t)cols : (size_t)(x.strides[0] / size);
+    int size = (int)x.itemsize;
+    Py_ssize_t rows = x.shape[0], cols = x.shape[1];
+    uint32_t need = ts_scorer_n_features(self->scorer);
+    if ((size_t)cols < need) {
+        ts_error err;
+        snprintf(err.message, sizeof err.message, "the data has %zd columns but the model reads %u", cols, need);
+        PyBuffer_Release(&x);
+        return raise_ts(TS_ERR_SHAPE, &err);
+    }
     uint32_t k = self->n_outputs;
     uint32_t k_out = tr == TR_XGB_ARGMAX ? 1 : k;
     PyObject *out = new_output(rows, k_out);
@@ -392,7 +441,7 @@ static PyObject *scorer_score(CoreScorer *self, PyObject *const *args, Py_ssize_
     /* ARGMAX needs room for the K scores of every row before it packs them. */
     double *dst = (double *)o.buf, *tmp = NULL;
     if (k_out != k && rows > 0) {
-        tmp = PyMem_RawMalloc((size_t)rows * k * sizeof(double));
+        tmp = (size_t)rows > SIZE_MAX / sizeof(double) / k ? NULL : PyMem_RawMalloc((size_t)rows * k * sizeof(double));
         if (!tmp) {
             PyBuffer_Release(&o);
             PyBuffer_Release(&x);
@@ -403,9 +452,11 @@ static PyObject *scorer_score(CoreScorer *self, PyObject *const *args, Py_ssize_
     }
     ts_error err;
     err.message[0] = '\0';
-    ts_status st;
+    ts_status st = TS_OK;
     Py_BEGIN_ALLOW_THREADS
-    if (size == 4)
+    if (rows == 0)
+        ; /* nothing to read (an empty buffer may have no address) */
+    else if (size == 4)
         st = ts_scorer_score(self->scorer, (const float *)x.buf, (size_t)rows, (size_t)cols, stride, dst, &err);
     else
         st = ts_scorer_score_f64(self->scorer, (const double *)x.buf, (size_t)rows, (size_t)cols, stride, dst, &err);
@@ -542,10 +593,14 @@ PyMODINIT_FUNC PyInit__core(void) {
     if (PyType_Ready(&CoreModelType) < 0 || PyType_Ready(&CoreScorerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
+    /* Every Error has a status: the class gives TS_ERR_GENERIC to one raised without it. */
+    PyObject *attrs = Py_BuildValue("{s:s}", "status", ts_status_name(TS_ERR_GENERIC));
+    if (!attrs) goto fail;
     core_error = PyErr_NewExceptionWithDoc("treescore.Error",
                                            "A bad model, bad data or a failed libtreescore call; "
                                            "`status` names the ts_status (\"TS_ERR_PARSE\", ...).",
-                                           PyExc_ValueError, NULL);
+                                           PyExc_ValueError, attrs);
+    Py_DECREF(attrs);
     if (!core_error) goto fail;
     Py_INCREF(core_error);
     if (PyModule_AddObject(m, "Error", core_error) < 0) goto fail;
@@ -554,6 +609,12 @@ PyMODINIT_FUNC PyInit__core(void) {
     Py_INCREF(&CoreScorerType);
     if (PyModule_AddObject(m, "Scorer", (PyObject *)&CoreScorerType) < 0) goto fail;
     if (PyModule_AddStringConstant(m, "version", ts_version_string()) < 0) goto fail;
+    /* the loader's limit (src/io/limits.h): Model(model_file=) reads no more than this */
+    PyObject *limit = PyLong_FromSize_t(TSIO_MAX_MODEL_BYTES);
+    if (!limit || PyModule_AddObject(m, "max_model_bytes", limit) < 0) {
+        Py_XDECREF(limit);
+        goto fail;
+    }
     return m;
 fail:
     Py_DECREF(m);

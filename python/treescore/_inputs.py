@@ -1,0 +1,483 @@
+# _inputs.py: what predict accepts, validated and converted: model files, counts, dense arrays, DataFrames, scipy.sparse.
+"""The Python input layer of treescore: every input is checked before anything reads it.
+
+Invariants (docs/testing.md, "What the Python layer validates"):
+
+- What reaches ``_core.Scorer.score`` after conversion is a 2-D, C-ordered, native
+  float32/float64 array; the C side re-checks every buffer it reads in place (dense_layout).
+- A DataFrame's columns are matched to the model's feature names by name when both have
+  names (never silently by position): see ``frame_matrix``.
+- A sparse matrix's structure (index pointers, indices, shapes, lengths) is checked
+  before any index is used, for every scipy format, and only the model's columns are
+  ever expanded to dense rows: see ``SparseRows``.
+- Every refusal is a ``treescore.Error`` carrying a C status name (``error``), or a
+  ``TypeError`` for data that is not numbers.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import stat
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _core
+
+Error = _core.Error
+
+#: The largest count the C API takes (threads, batch_hint are C unsigned ints).
+UINT_MAX = (1 << 32) - 1
+#: Dense float64 values per chunk when sparse rows are expanded (32 MiB).
+SPARSE_CHUNK_VALUES = 1 << 22
+#: Bytes asked of the kernel per read of a model file.
+_READ_CHUNK = 1 << 24
+
+
+def error(status: str, message: str) -> Error:
+    """A ``treescore.Error`` with its ``status`` (a ts_status name of include/treescore.h:
+    ``"TS_ERR_SHAPE"``, ``"TS_ERR_INVALID_ARGUMENT"``, ``"TS_ERR_IO"``, ``"TS_ERR_LIMIT"``...)."""
+    e = Error(message)
+    e.status = status
+    return e
+
+
+# ---- options and model files -----------------------------------------------------------
+
+def count(value: Any, what: str, negative_means_all: bool) -> int:
+    """An integer option in 0..UINT_MAX. With ``negative_means_all`` (threads, n_jobs), a
+    negative value means 0 (all cores); otherwise a negative value is refused. Booleans and
+    non-integers (2.5, "4") raise TypeError; values past UINT_MAX raise Error (they would
+    wrap in the C API's unsigned int)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an integer, not bool")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
+    if v < 0 and negative_means_all:
+        return 0
+    if v < 0 or v > UINT_MAX:
+        raise error("TS_ERR_INVALID_ARGUMENT", f"{what}={v} is out of range (0 to {UINT_MAX})")
+    return v
+
+
+def read_model_file(path: str) -> bytes:
+    """The bytes of a model file: a regular file of at most ``_core.max_model_bytes``
+    (the C loader's limit, src/io/limits.h). The file is opened without blocking (a FIFO
+    with no writer does not hang), its type checked with fstat (FIFOs, devices such as
+    /dev/zero, sockets and directories are refused) and never more than the limit plus
+    one byte is read, even from a file that grows while it is read."""
+    limit = _core.max_model_bytes
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise error("TS_ERR_IO", f"{path}: not a regular file (a FIFO, device, socket or directory): "
+                                     f"read it yourself and pass model_str=")
+        if st.st_size > limit:
+            raise error("TS_ERR_LIMIT", f"{path}: {st.st_size} bytes, over the model size limit of {limit}")
+        chunks: List[bytes] = []
+        total = 0
+        want = st.st_size + 1  # one more: a file that grew since fstat is seen growing
+        while total <= limit:
+            chunk = os.read(fd, min(max(want, 1), limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            want = _READ_CHUNK
+        if total > limit:
+            raise error("TS_ERR_LIMIT", f"{path}: more than the model size limit of {limit} bytes")
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# ---- dense arrays -------------------------------------------------------------------------
+
+def _refuse_text(arr: np.ndarray, what: str) -> None:
+    """TypeError when an object array holds text (numpy would parse "1.5" as a number)."""
+    for v in arr.ravel():
+        if isinstance(v, (str, bytes)):
+            raise TypeError(f"{what} must hold numbers, not text such as {v!r}")
+
+
+def dense_matrix(X: Any) -> np.ndarray:
+    """A 2-D array of numbers as a C-ordered native float32 or float64 array (float32
+    and float64 keep their type, other numeric dtypes become float64). Error (TS_ERR_SHAPE)
+    when it is not 2-D, TypeError when it does not hold numbers."""
+    if not isinstance(X, np.ndarray):
+        try:
+            X = np.asarray(X)
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"X must be a 2-D array of numbers: {e}") from None
+    if X.ndim != 2:
+        raise error("TS_ERR_SHAPE", f"X must be 2-D (rows x columns), got an array of shape {X.shape}")
+    kind = X.dtype.kind
+    if kind == "f" and X.dtype.itemsize in (4, 8):
+        return np.ascontiguousarray(X.astype(X.dtype.newbyteorder("="), copy=False))
+    if kind in "fiub":
+        return np.ascontiguousarray(X, dtype=np.float64)
+    if kind == "O":
+        _refuse_text(X, "X")
+        try:
+            return np.ascontiguousarray(X, dtype=np.float64)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise TypeError(f"X must hold numbers: {e}") from None
+    raise TypeError(f"X must hold numbers, not {X.dtype}")
+
+
+# ---- pandas DataFrames --------------------------------------------------------------------
+
+def is_dataframe(X: Any) -> bool:
+    return type(X).__module__.startswith("pandas") and hasattr(X, "columns") and hasattr(X, "to_numpy")
+
+
+def _is_default_labels(labels: Sequence[Any]) -> bool:
+    """True for the labels pandas gives a frame built without names: the integers 0..n-1
+    in order (``pd.DataFrame(array)``)."""
+    for i, c in enumerate(labels):
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c != i:
+            return False
+    return True
+
+
+def frame_name(label: Any, lightgbm: bool) -> str:
+    """The feature name a training library stores for a DataFrame column label: ``str`` of
+    the label (LightGBM and XGBoost both store ``str(label)``: column 3 is "3"), with
+    spaces replaced by underscores for LightGBM (its Dataset does so and warns)."""
+    name = label if isinstance(label, str) else str(label)
+    return name.replace(" ", "_") if lightgbm else name
+
+
+def frame_columns(labels: Sequence[Any], names: Optional[List[str]], n_features: int,
+                  lightgbm: bool) -> Optional[List[int]]:
+    """Which column of the frame feeds each model feature, or None to take the columns by
+    position. The rule:
+
+    - The model names no features (XGBoost trained on arrays, QuickRank, RankLib): by
+      position, as XGBoost does.
+    - The frame has pandas' default labels 0..n-1 (``pd.DataFrame(array)``): by position,
+      as for a numpy array.
+    - Otherwise the frame names its columns (``frame_name`` of each label, strings or not)
+      and each model feature is the column of that name: a missing name, a name given to
+      two columns, or a model naming a feature twice is an Error (TS_ERR_SHAPE). Columns
+      whose names the model does not use are ignored wherever they sit.
+    """
+    if names is None or _is_default_labels(labels):
+        return None
+    if len(names) != n_features:
+        raise error("TS_ERR_SHAPE", f"the model names {len(names)} of its {n_features} features: a DataFrame "
+                                    "cannot be matched to it by name; pass X.to_numpy() to score by position")
+    where: Dict[str, List[int]] = {}
+    for j, c in enumerate(labels):
+        where.setdefault(frame_name(c, lightgbm), []).append(j)
+    if len(set(names)) != len(names):
+        seen: set = set()
+        dup = next(n for n in names if n in seen or seen.add(n))
+        raise error("TS_ERR_SHAPE", f"the model names feature {dup!r} twice: a DataFrame cannot be matched to it "
+                                    "by name; pass X.to_numpy() to score by position")
+    missing = [n for n in names if n not in where]
+    if missing:
+        shown = ", ".join(repr(n) for n in missing[:10]) + (", ..." if len(missing) > 10 else "")
+        hint = "" if len(missing) < len(names) else " (pass X.to_numpy() to score by position)"
+        raise error("TS_ERR_SHAPE", f"the DataFrame lacks {len(missing)} of the model's {len(names)} features: "
+                                    f"{shown}{hint}")
+    cols = []
+    for n in names:
+        js = where[n]
+        if len(js) > 1:
+            raise error("TS_ERR_SHAPE", f"the DataFrame has {len(js)} columns named {n!r} (positions "
+                                        f"{', '.join(map(str, js[:5]))}): the model's feature is ambiguous")
+        cols.append(js[0])
+    return cols
+
+
+def _column_values(col: Any, label: Any) -> np.ndarray:
+    """One DataFrame column (not categorical) as float64, NA as NaN; TypeError for text."""
+    dt = col.dtype
+    kind = getattr(dt, "kind", "O")
+    if kind not in "fiubO" or str(dt).startswith("string"):
+        raise TypeError(f"column {label!r} has dtype {dt}: give treescore numbers")
+    if kind == "O":
+        _refuse_text(np.asarray(col, dtype=object), f"column {label!r}")
+    try:
+        return col.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise TypeError(f"column {label!r} must hold numbers: {e}") from None
+
+
+def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm: bool,
+                 training_categories: Callable[[], Optional[list]]) -> np.ndarray:
+    """A DataFrame as C-ordered float64 rows in the model's column order (``frame_columns``).
+    Categorical columns become their codes (NaN for missing), after setting the training
+    categories ``training_categories()`` (LightGBM's ``pandas_categorical``, one list per
+    categorical column in order; None when the model has none) as ``Booster.predict`` does."""
+    labels = list(df.columns)
+    order = frame_columns(labels, names, n_features, lightgbm)
+    if order is None:
+        order = list(range(len(labels)))
+    n = len(df)
+    dtypes = list(df.dtypes)
+    cat = {j for j in order if str(dtypes[j]) == "category"}
+    categories = training_categories() if cat else None
+    if categories is not None and cat and len(categories) != len(cat):
+        raise error("TS_ERR_SHAPE", f"the DataFrame has {len(cat)} categorical columns but the model was trained "
+                                    f"with {len(categories)}")
+    if not cat and all(getattr(dtypes[j], "kind", "O") in "fiub" for j in order):
+        sub = df if order == list(range(len(labels))) else df.iloc[:, order]
+        try:
+            return np.ascontiguousarray(sub.to_numpy(dtype=np.float64, na_value=np.nan))
+        except (ValueError, TypeError, OverflowError) as e:
+            raise TypeError(f"the DataFrame must hold numbers: {e}") from None
+    out = np.empty((n, len(order)), dtype=np.float64)
+    k = 0
+    for i, j in enumerate(order):
+        col = df.iloc[:, j]
+        if j in cat:
+            if categories is not None and list(col.cat.categories) != list(categories[k]):
+                col = col.cat.set_categories(categories[k])
+            k += 1
+            codes = col.cat.codes.to_numpy()
+            out[:, i] = np.where(codes < 0, np.nan, codes.astype(np.float64))
+        else:
+            out[:, i] = _column_values(col, labels[j])
+    return out
+
+
+# ---- scipy.sparse -------------------------------------------------------------------------
+
+def is_sparse(X: Any) -> bool:
+    return type(X).__module__.startswith("scipy.sparse") and hasattr(X, "format") and hasattr(X, "shape")
+
+
+def _bad(what: str) -> Error:
+    return error("TS_ERR_INVALID_ARGUMENT", f"malformed sparse matrix: {what}")
+
+
+def _index_array(a: Any, what: str) -> np.ndarray:
+    """A 1-D array of integers as int64 (uint64 values past int64 refused)."""
+    try:
+        arr = np.asarray(a)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise _bad(f"{what} is not an array of integers ({e})") from None
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise _bad(f"{what} must be a 1-D integer array, not {arr.dtype} of shape {arr.shape}")
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise _bad(f"{what} holds values past 2^63")
+    return arr.astype(np.int64, copy=False)
+
+
+def _values(a: Any, ndim: int) -> np.ndarray:
+    """The stored values as float64 (TypeError when they are not numbers)."""
+    try:
+        arr = np.asarray(a)
+    except (ValueError, TypeError) as e:
+        raise _bad(f"data is not an array ({e})") from None
+    if arr.ndim != ndim:
+        raise _bad(f"data must be {ndim}-D, not of shape {arr.shape}")
+    if arr.dtype.kind == "O":
+        _refuse_text(arr, "the sparse matrix")
+    elif arr.dtype.kind not in "fiub":
+        raise TypeError(f"the sparse matrix must hold numbers, not {arr.dtype}")
+    try:
+        return arr.astype(np.float64, copy=False)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise TypeError(f"the sparse matrix must hold numbers: {e}") from None
+
+
+def _shape(X: Any) -> Tuple[int, int]:
+    shape = tuple(getattr(X, "shape", ()))
+    if len(shape) != 2:
+        raise error("TS_ERR_SHAPE", f"X must be 2-D (rows x columns), got a sparse array of shape {shape}")
+    try:
+        n, m = operator.index(shape[0]), operator.index(shape[1])
+    except TypeError:
+        raise _bad(f"shape {shape} is not two integers") from None
+    if n < 0 or m < 0:
+        raise _bad(f"negative shape {shape}")
+    return n, m
+
+
+def _in_range(idx: np.ndarray, hi: int, what: str) -> None:
+    if idx.size and (idx.min() < 0 or idx.max() >= hi):
+        bad = idx[(idx < 0) | (idx >= hi)][0]
+        raise _bad(f"{what} index {bad} outside 0..{hi - 1}" if hi else f"{what} index {bad} in an empty dimension")
+
+
+def _compressed(X: Any, n_major: int, n_minor: int, what: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, indices, data) of a CSR/CSC/BSR matrix, checked: indptr has n_major + 1
+    entries, starts at 0, never decreases, and its last entry nnz is at most the lengths of
+    indices and data (which must agree; entries past nnz are unused, as in scipy); every
+    index lies in 0..n_minor-1."""
+    indptr = _index_array(X.indptr, "indptr")
+    indices = _index_array(X.indices, "indices")
+    if indptr.size != n_major + 1:
+        raise _bad(f"indptr has {indptr.size} entries for {n_major} {what} (needs {n_major + 1})")
+    if indptr[0] != 0:
+        raise _bad(f"indptr starts at {indptr[0]}, not 0")
+    if n_major and np.any(indptr[1:] < indptr[:-1]):
+        raise _bad("indptr decreases")
+    nnz = int(indptr[-1])
+    data = np.asarray(X.data)
+    if len(indices) != len(data) or nnz > len(indices):
+        raise _bad(f"indptr ends at {nnz} but indices has {len(indices)} entries and data {len(data)}")
+    indices = indices[:nnz]
+    return indptr, indices, data[:nnz]
+
+
+class SparseRows:
+    """A scipy.sparse matrix or array (csr, csc, coo, bsr, dia, lil, dok), validated and
+    reduced to the entries of the model's first ``width`` columns, grouped by row (CSR
+    form: ``indptr``, ``cols``, ``vals``); ``dense(r0, r1)`` expands rows r0..r1-1 to float64
+    rows of exactly ``width`` columns, absent entries set to ``absent`` (0.0, or NaN for
+    XGBoost) and duplicate entries summed (scipy's meaning). An entry is present when
+    scipy's own conversion keeps it (dia drops stored zeros, the other formats keep them).
+    Columns past ``width`` are never expanded: memory follows the model, not the matrix."""
+
+    def __init__(self, X: Any, width: int, absent: float):
+        self.n, self.ncols = _shape(X)
+        self.width = width
+        self.absent = absent
+        fmt = getattr(X, "format", None)
+        if fmt == "csr":
+            indptr, cols, vals = _compressed(X, self.n, self.ncols, "rows")
+            _in_range(cols, self.ncols, "column")
+            vals = _values(vals, 1)
+            self._set_csr(indptr, cols, vals)
+            return
+        convert = {"csc": self._from_csc, "coo": self._from_coo, "bsr": self._from_bsr, "dia": self._from_dia,
+                   "lil": self._from_lil, "dok": self._from_dok}.get(fmt)
+        if convert is None:
+            raise TypeError(f"unsupported sparse format {fmt!r}")
+        rows, cols, vals = convert(X)
+        self._set_triplets(rows, cols, vals)
+
+    # each format's entries as (rows, cols, vals), checked
+
+    def _from_csc(self, X):
+        indptr, rows, vals = _compressed(X, self.ncols, self.n, "columns")
+        _in_range(rows, self.n, "row")
+        vals = _values(vals, 1)
+        cols = np.repeat(np.arange(self.ncols, dtype=np.int64), np.diff(indptr))
+        return rows, cols, vals
+
+    def _from_coo(self, X):
+        coords = getattr(X, "coords", None)
+        if coords is None:
+            coords = (X.row, X.col)
+        if len(coords) != 2:
+            raise _bad(f"{len(coords)} coordinate arrays for a 2-D matrix")
+        rows, cols = _index_array(coords[0], "row"), _index_array(coords[1], "col")
+        vals = _values(X.data, 1)
+        if not len(rows) == len(cols) == len(vals):
+            raise _bad(f"row, col and data have {len(rows)}, {len(cols)} and {len(vals)} entries")
+        _in_range(rows, self.n, "row")
+        _in_range(cols, self.ncols, "column")
+        return rows, cols, vals
+
+    def _from_bsr(self, X):
+        data = np.asarray(X.data)
+        if data.ndim != 3:
+            raise _bad(f"bsr data must be 3-D (blocks x R x C), not of shape {data.shape}")
+        R, C = data.shape[1], data.shape[2]
+        if R <= 0 or C <= 0 or self.n % R or self.ncols % C:
+            raise _bad(f"blocksize ({R}, {C}) does not divide shape ({self.n}, {self.ncols})")
+        indptr, bcols, blocks = _compressed(X, self.n // R, self.ncols // C, "block rows")
+        _in_range(bcols, self.ncols // C, "block column")
+        blocks = _values(blocks, 3)
+        brows = np.repeat(np.arange(self.n // R, dtype=np.int64), np.diff(indptr))
+        rows = (brows[:, None, None] * R + np.arange(R)[None, :, None] + np.zeros((1, 1, C), np.int64)).ravel()
+        cols = (bcols[:, None, None] * C + np.zeros((1, R, 1), np.int64) + np.arange(C)[None, None, :]).ravel()
+        return rows, cols, blocks.ravel()
+
+    def _from_dia(self, X):
+        offsets = _index_array(X.offsets, "offsets")
+        data = _values(X.data, 2)
+        if data.shape[0] != offsets.size:
+            raise _bad(f"{offsets.size} offsets for {data.shape[0]} diagonals")
+        if np.unique(offsets).size != offsets.size:
+            raise _bad("offsets repeat")
+        L = min(data.shape[1], self.ncols, self.width)  # stored column j is matrix column j
+        j = np.arange(L, dtype=np.int64)
+        rows = j[None, :] - offsets[:, None]
+        vals = data[:, :L]
+        keep = (rows >= 0) & (rows < self.n) & (vals != 0)
+        return rows[keep], np.broadcast_to(j, rows.shape)[keep], vals[keep]
+
+    def _from_lil(self, X):
+        rows_obj, data_obj = np.asarray(X.rows, dtype=object), np.asarray(X.data, dtype=object)
+        if rows_obj.shape != (self.n,) or data_obj.shape != (self.n,):
+            raise _bad(f"lil rows/data of shapes {rows_obj.shape}/{data_obj.shape} for {self.n} rows")
+        lengths = np.array([len(r) for r in rows_obj], dtype=np.int64)
+        if not np.array_equal(lengths, [len(d) for d in data_obj]):
+            raise _bad("lil rows and data differ in length")
+        flat = [c for r in rows_obj for c in r]
+        cols = _index_array(_int_list(flat), "lil column")
+        vals = _values(np.array([v for d in data_obj for v in d], dtype=object)
+                       if lengths.sum() else np.empty(0), 1)
+        _in_range(cols, self.ncols, "column")
+        return np.repeat(np.arange(self.n, dtype=np.int64), lengths), cols, vals
+
+    def _from_dok(self, X):
+        items = list(X.items())
+        keys = [k for k, _ in items]
+        if any(not isinstance(k, tuple) or len(k) != 2 for k in keys):
+            raise _bad("a dok key is not a (row, column) pair")
+        rows = _index_array(_int_list([k[0] for k in keys]), "dok row")
+        cols = _index_array(_int_list([k[1] for k in keys]), "dok column")
+        vals = _values(np.array([v for _, v in items], dtype=object) if items else np.empty(0), 1)
+        _in_range(rows, self.n, "row")
+        _in_range(cols, self.ncols, "column")
+        return rows, cols, vals
+
+    # grouping by row, keeping the model's columns
+
+    def _set_triplets(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        keep = cols < self.width
+        if not keep.all():
+            rows, cols, vals = rows[keep], cols[keep], vals[keep]
+        order = np.argsort(rows, kind="stable")
+        counts = np.bincount(rows, minlength=self.n) if rows.size else np.zeros(self.n, np.int64)
+        self.indptr = np.concatenate(([0], np.cumsum(counts)))
+        self.cols, self.vals = cols[order], vals[order]
+
+    def _set_csr(self, indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        keep = cols < self.width
+        if not keep.all():
+            indptr = np.concatenate(([0], np.cumsum(keep)))[indptr]
+            cols, vals = cols[keep], vals[keep]
+        self.indptr, self.cols, self.vals = indptr, cols, vals
+
+    def dense(self, r0: int, r1: int) -> np.ndarray:
+        """Rows r0..r1-1 as a C-ordered (r1 - r0, width) float64 array."""
+        w, s, e = self.width, int(self.indptr[r0]), int(self.indptr[r1])
+        out = np.full((r1 - r0) * w, self.absent, dtype=np.float64)
+        if e > s:
+            rows = np.repeat(np.arange(r1 - r0, dtype=np.int64), np.diff(self.indptr[r0:r1 + 1]))
+            pos = rows * w + self.cols[s:e]
+            vals = self.vals[s:e]
+            if pos.size > 1 and not np.all(pos[1:] > pos[:-1]) and np.unique(pos).size != pos.size:
+                out[pos] = 0.0  # duplicates add up, from 0 even where absent means NaN
+                np.add.at(out, pos, vals)
+            else:
+                out[pos] = vals
+        return out.reshape(r1 - r0, w)
+
+    def chunks(self):
+        """(r0, r1) row ranges of about SPARSE_CHUNK_VALUES dense values each."""
+        step = max(1, SPARSE_CHUNK_VALUES // max(1, self.width))
+        return [(r0, min(self.n, r0 + step)) for r0 in range(0, self.n, step)]
+
+
+def _int_list(values: list) -> np.ndarray:
+    """Python integers (or numpy integers) as an int64 array; anything else refused."""
+    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in values):
+        raise _bad("an index is not an integer")
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        raise _bad("an index does not fit in 64 bits") from None
