@@ -233,6 +233,7 @@ class Treescore:
         lib.ts_scorer_create.argtypes = [vp, ctypes.POINTER(TsOptions), ctypes.POINTER(vp), ctypes.POINTER(TsError)]
         lib.ts_scorer_free.argtypes = [vp]
         lib.ts_scorer_score.argtypes = [vp, vp, sz, sz, sz, vp, vp]
+        lib.ts_scorer_score_f64.argtypes = [vp, vp, sz, sz, sz, vp, vp]
         lib.ts_scorer_engine.argtypes = [vp]
         lib.ts_engine_name.restype = ctypes.c_char_p
         lib.ts_engine_from_name.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
@@ -268,9 +269,10 @@ class Treescore:
     def engine_of(self, s) -> str:
         return self.lib.ts_engine_name(self.lib.ts_scorer_engine(s)).decode()
 
-    def scorer_fn(self, s):
-        """A function X (C-contiguous float32 [rows, cols]) -> float64 scores."""
-        score, err = self.lib.ts_scorer_score, TsError()
+    def scorer_fn(self, s, f64: bool = False):
+        """A function X (C-contiguous float32 [rows, cols], or float64 with f64: scored by
+        ts_scorer_score_f64) -> float64 scores."""
+        score, err = (self.lib.ts_scorer_score_f64 if f64 else self.lib.ts_scorer_score), TsError()
         errp = ctypes.byref(err)
 
         def run(X):
