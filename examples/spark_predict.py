@@ -3,10 +3,12 @@
 model bytes and options; each worker prepares the engine again) and scores each Arrow
 batch of rows as a pandas DataFrame.
 
-    python examples/spark_predict.py [MODEL_FILE]
+    pip install ".[spark]"                                    # from the repository: treescore, pyspark, pandas, pyarrow
+    python examples/spark_predict.py data/example/model.txt
 
-Needs pyspark and Java 17+ (Debian: openjdk-17-jre-headless). With no argument it trains
-a small LightGBM model first. The result is checked against the in-process
+Needs Java 17+ besides (Debian: openjdk-17-jre-headless); `make test-spark` installs
+pyspark into .venv and runs it. With no argument it trains a small LightGBM model first
+(needs `pip install lightgbm`). The result is checked against the in-process
 ``m.predict`` of the whole frame; exit status 0 when they are equal.
 """
 

@@ -78,6 +78,11 @@ else
     cat "$results/pip-package.log"; fail_stage "python package (pip install .)"
 fi
 
+# --- the examples as the README runs them: the Dask example on the bundled model (two local
+# worker processes, the package installed above; about 10 s)
+stage "examples (examples/dask_predict.py data/example/model.txt)"
+timeout 300 "$py" examples/dask_predict.py data/example/model.txt || fail_stage "examples (Dask)"
+
 # --- the benchmark suite's smoke test: tiny zoo models, every peer loads and agrees, the report renders
 stage "benchmark smoke test (bench/zoo.py --smoke, bench/peers.py --check-only, bench/report)"
 TREESCORE_LIB=$root/build/libtreescore.so "$py" -m pytest -q -p no:cacheprovider tests/bench \
