@@ -174,6 +174,8 @@ typedef struct cli_output {
 } cli_output;
 /* `input`: the data path, which the output must not overwrite (may be NULL). */
 int cli_output_open(cli_output *out, const char *path, const char *input);
+/* 1 when path names a regular file (stat follows links): one that may be opened twice. */
+int cli_is_regular_file(const char *path);
 int cli_output_commit(cli_output *out);
 void cli_output_abort(cli_output *out);
 

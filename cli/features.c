@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "io/source.h"
 
 /* What cli_prepare_model did to the features, for `info` (one command per process). */
 static char mapping_note[512];
@@ -25,29 +26,11 @@ static void names_free(name_list *l) {
 
 static int read_names(const char *path, name_list *l) {
     memset(l, 0, sizeof *l);
-    errno = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        cli_error("--feature-names %s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
-        return -1;
-    }
-    size_t cap = 4096, n = 0;
-    l->text = malloc(cap + 1);
-    for (size_t got = 1; l->text && got > 0;) {
-        if (n == cap) {
-            char *p = cap < ((size_t)1 << 30) ? realloc(l->text, 2 * cap + 1) : NULL;
-            if (!p) break;
-            l->text = p;
-            cap *= 2;
-        }
-        got = fread(l->text + n, 1, cap - n, f);
-        n += got;
-    }
-    int bad = !l->text || n == cap || ferror(f);
-    fclose(f);
-    if (bad) {
-        cli_error("--feature-names %s: cannot read it (or it is over 1 GiB)", path);
-        names_free(l);
+    size_t n = 0;
+    ts_error err;
+    /* A regular file, 1 GiB at most: a FIFO or a device is refused at once, never waited on. */
+    if (tsio_read_regular_file(path, (size_t)1 << 30, "feature-name list", &l->text, &n, &err) != TS_OK) {
+        cli_error("--feature-names %s", err.message);
         return -1;
     }
     l->text[n] = '\0';
@@ -107,6 +90,7 @@ static int map_from_header(const cli_opts *o, ts_model *m) {
     d.csv_header = o->header;
     d.csv_label_column = o->label_column;
     d.n_cols = 0; /* CSV/TSV: the file's width; SVMlight (which needs one) has no header anyway */
+    if (!cli_is_regular_file(o->data_path)) return 0; /* a pipe's rows belong to the scorer */
     if (tsio_reader_open(o->data_path, &d, &r, &err) != TS_OK) return 0; /* else reported when opened for real */
     uint32_t n = tsio_reader_n_cols(r);
     int rc = 0;

@@ -82,7 +82,7 @@ int cli_ensure_scorer(const cli_opts *o, const ts_model *m, ts_scorer **s, const
     return *s ? 0 : -1;
 }
 
-static int is_regular_file(const char *path) {
+int cli_is_regular_file(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -98,7 +98,7 @@ static tsio_data_format resolve_format(const char *path, tsio_data_format f) {
     if (dot && strcasecmp(dot, ".tsv") == 0) return TSIO_DATA_TSV;
     if (dot && (strcasecmp(dot, ".f32") == 0 || strcasecmp(dot, ".raw") == 0)) return TSIO_DATA_RAW;
     char magic[8] = {0};
-    FILE *fp = is_regular_file(path) ? fopen(path, "rb") : NULL;
+    FILE *fp = cli_is_regular_file(path) ? fopen(path, "rb") : NULL;
     if (fp) {
         size_t got = fread(magic, 1, sizeof magic, fp);
         fclose(fp);
@@ -172,9 +172,9 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     d.chunk_rows = TS_CLI_CHUNK_ROWS;
     /* LightGBM's convention: DATA.query beside DATA gives the query sizes, unless the
      * rows carry qid: themselves (then the rows win). */
-    if (!d.query_file && want_queries && is_regular_file(o->data_path) &&
+    if (!d.query_file && want_queries && cli_is_regular_file(o->data_path) &&
         (size_t)snprintf(query_path, sizeof query_path, "%s.query", o->data_path) < sizeof query_path &&
-        is_regular_file(query_path) && !first_line_has_qid(o->data_path))
+        cli_is_regular_file(query_path) && !first_line_has_qid(o->data_path))
         d.query_file = query_path;
     /* SVMlight needs the width up front: the model's columns. Past the model's declared
      * features an id is an error (as LightGBM and XGBoost refuse such data); models that
@@ -204,7 +204,7 @@ int cli_narrow_model(cli_opts *o, ts_model *m) {
     tsio_data_format f = resolve_format(o->data_path, o->data_format);
     uint32_t *ids = NULL, n = 0;
     ts_error err;
-    if (!(f == TSIO_DATA_SVMLIGHT || (f == TSIO_DATA_AUTO && is_regular_file(o->data_path)))) return 0;
+    if (!(f == TSIO_DATA_SVMLIGHT || (f == TSIO_DATA_AUTO && cli_is_regular_file(o->data_path)))) return 0;
     if (m->n_features <= 1024) return 0; /* never sparse: spare the walk */
     if (tsm_used_features(m, &ids, &n, &err) != TS_OK) {
         cli_error("%s", err.message);

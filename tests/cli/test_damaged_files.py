@@ -55,6 +55,15 @@ def test_data_pipes_still_work(ts, tmp_path):
         assert [float(x) for x in p.stdout.split()] == ref
 
 
+def test_feature_names_fifo_refused(ts, tmp_path):
+    """--feature-names on a FIFO without a writer blocked in fopen: refused at once, named."""
+    fifo = tmp_path / "names.txt"
+    os.mkfifo(fifo)
+    r = ts.run("score", "-m", MODEL, "-d", DATA, "--feature-names", fifo, timeout=20)
+    assert r.returncode == 1, r
+    assert str(fifo) in r.stderr and "regular file" in r.stderr, r
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
 def test_model_not_regular_file(ts, tmp_path, kind):
     if kind == "fifo":
