@@ -31,7 +31,8 @@ are cached in bench/.cache/peers/ (the first run compiles them: minutes).
 Writes:
   bench/results/summary-DATE-TIME.json    everything peers.py records (machine, software,
                                           checks, preparation, timings with their "dtype")
-  docs/benchmarks-summary.md (--out-md)   the summary table, pasted atop docs/benchmarks.md
+  bench/results/summary-DATE-TIME.md      the summary (machine, table, notes) to paste atop
+                                          docs/benchmarks.md (--out-md to choose; also on stdout)
   docs/img/summary-MODEL.png (--img)      us/doc against batch size, float32 and float64
                                           panels, one colour and marker per system
 
@@ -326,7 +327,7 @@ def main() -> int:
     ap.add_argument("--lleaves-max-leaves", type=int, default=64)
     ap.add_argument("--compile-timeout", type=float, default=900.0, help="seconds per compiled peer and model")
     ap.add_argument("--lib", type=Path, default=None, help="libtreescore.so (default $TREESCORE_LIB or build/)")
-    ap.add_argument("--out-md", type=Path, default=None, help="default docs/benchmarks-summary.md")
+    ap.add_argument("--out-md", type=Path, default=None, help="default: the JSON file's name with .md")
     ap.add_argument("--img", type=Path, default=None, help="default docs/img")
     ap.add_argument("--json", type=Path, default=None, help="default bench/results/summary-DATE-TIME.json")
     a = ap.parse_args()
@@ -338,9 +339,9 @@ def main() -> int:
     a.repeat = a.repeat or (1 if a.quick else 5)
     a.pass_seconds = a.pass_seconds or (0.02 if a.quick else 0.2)
     a.python = int(a.python)
-    out_md = a.out_md or (quick_dir / "benchmarks-summary.md" if a.quick else REPO / "docs" / "benchmarks-summary.md")
     img = a.img or (quick_dir / "img" if a.quick else REPO / "docs" / "img")
     jpath = a.json or ((quick_dir if a.quick else HERE / "results") / f"summary-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    out_md = a.out_md or jpath.with_suffix(".md")
     R = run(a)
     jpath.parent.mkdir(parents=True, exist_ok=True)
     jpath.write_text(json.dumps(R, indent=1, default=str) + "\n")
