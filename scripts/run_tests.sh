@@ -69,11 +69,15 @@ TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider tests/confor
 
 # --- the Python package: pip install . into .venv (scikit-build-core from tests/requirements.txt,
 # no build isolation, the CMake tree kept in build/python so a rebuild is incremental), then its tests
-stage "python package (pip install ., pytest python/tests)"
+stage "python package (pip install ., pytest python/tests, tests/fuzz/py_input_fuzz.py ${TS_PY_FUZZ_SECONDS:-15} s)"
 if "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
     --config-settings=build-dir=build/python . >"$results/pip-package.log" 2>&1; then
     TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider python/tests \
         --junitxml="$results/pytest-python.xml" || fail_stage "python package tests"
+    # the input layer's fuzz target (atheris), bounded; a finding is written to $results
+    "$py" tests/fuzz/py_input_fuzz.py -max_total_time="${TS_PY_FUZZ_SECONDS:-15}" -rss_limit_mb=4096 \
+        -artifact_prefix="$results/py_input_fuzz-" >"$results/py_input_fuzz.log" 2>&1 ||
+        { tail -40 "$results/py_input_fuzz.log"; fail_stage "python input fuzzing (tests/fuzz/py_input_fuzz.py)"; }
 else
     cat "$results/pip-package.log"; fail_stage "python package (pip install .)"
 fi

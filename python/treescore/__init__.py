@@ -55,8 +55,12 @@ class Model:
     keeps the fastest), or one of ``naive``, ``qs``, ``vqs``, ``ifelse``, ``vpred``,
     ``block-naive``, ``block-vpred``, ``rapid``; all give the same bits. ``isa`` caps the instruction
     set (``"scalar"``, ``"sse4.2"``, ``"avx2"``, ``"avx512"``; ``None``: the best the CPU
-    has). ``threads``: threads per ``predict`` call, 0 (default) = all cores.
-    ``batch_hint``: the rows per call ``auto`` plans for (0: 1,000); ``sample``: rows of
+    has). ``threads``: threads per ``predict`` call, 0 (default) or negative = all cores.
+    ``batch_hint``: the rows per call ``auto`` plans for (0: 1,000). Both are integers up to
+    2^32 - 1 (larger values, floats and a negative batch_hint are refused, never wrapped).
+    ``model_file`` must be a regular file of at most ``_core.max_model_bytes`` (4 GiB, the C
+    loader's limit); FIFOs and devices are refused (read them yourself and pass
+    ``model_str``). ``sample``: rows of
     the data to be scored (any input ``predict`` takes; the first 4,096 rows are kept
     until the engines are planned), for ``auto`` to time the engines on real rows rather
     than synthetic ones (branchy engines run faster on real data).

@@ -2,6 +2,7 @@
 from typing import Any, Dict, List, Optional, Sequence
 
 version: str
+max_model_bytes: int  # TSIO_MAX_MODEL_BYTES of src/io/limits.h
 
 class Error(ValueError):
     status: str
