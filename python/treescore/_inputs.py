@@ -227,12 +227,13 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
     if categories is not None and cat and len(categories) != len(cat):
         raise error("TS_ERR_SHAPE", f"the DataFrame has {len(cat)} categorical columns but the model was trained "
                                     f"with {len(categories)}")
-    if not cat and all(getattr(dtypes[j], "kind", "O") in "fiub" for j in order):
-        sub = df if order == list(range(len(labels))) else df.iloc[:, order]
+    if not cat and all(getattr(dt, "kind", "O") in "fiub" for dt in dtypes):
+        # every column numeric: one conversion of the frame, then the model's columns
         try:
-            return np.ascontiguousarray(sub.to_numpy(dtype=np.float64, na_value=np.nan))
+            full = df.to_numpy(dtype=np.float64, na_value=np.nan)
         except (ValueError, TypeError, OverflowError) as e:
             raise TypeError(f"the DataFrame must hold numbers: {e}") from None
+        return np.ascontiguousarray(full if order == list(range(len(labels))) else full[:, order])
     out = np.empty((n, len(order)), dtype=np.float64)
     k = 0
     for i, j in enumerate(order):
