@@ -11,10 +11,15 @@ No example database is written (the tests run from the repository root)."""
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 
 import numpy as np
 import pytest
+
+# hypothesis's caches (unicode tables) go to a temporary directory, not .hypothesis/ in
+# the directory pytest runs from (the repository root in make test)
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="treescore-hypothesis-"))
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
