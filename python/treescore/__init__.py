@@ -60,8 +60,8 @@ class Model:
     2^32 - 1 (larger values, floats and a negative batch_hint are refused, never wrapped).
     ``model_file`` must be a regular file of at most ``_core.max_model_bytes`` (4 GiB, the C
     loader's limit); FIFOs and devices are refused (read them yourself and pass
-    ``model_str``). ``sample``: rows of
-    the data to be scored (any input ``predict`` takes; the first 4,096 rows are kept
+    ``model_str``). ``sample``: rows of the data to be scored (any input ``predict``
+    takes; the first 4,096 rows, of sparse input at most 32 MiB of dense rows, are kept
     until the engines are planned), for ``auto`` to time the engines on real rows rather
     than synthetic ones (branchy engines run faster on real data).
 
@@ -115,7 +115,7 @@ class Model:
         if sample is not None:
             if _inputs.is_sparse(sample):
                 sp = _inputs.SparseRows(sample, self.num_features, self._core.absent_value())
-                rows = sp.dense(0, min(sp.n, 4096))
+                rows = sp.dense(0, min(sp.n, 4096, max(1, _inputs.SPARSE_CHUNK_VALUES // max(1, sp.width))))
             elif _inputs.is_dataframe(sample):
                 rows = self._as_matrix(sample.iloc[:4096])
             else:
