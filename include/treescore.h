@@ -219,16 +219,20 @@ typedef enum ts_engine {
     TS_ENGINE_BLOCK_NAIVE = 6, /* naive in 2D blocks of tau trees x delta documents (SDSD loop
                              order of Tang et al., SIGIR 2014) */
     TS_ENGINE_BLOCK_VPRED = 7, /* vpred in 2D blocks of tau trees x delta documents */
-    TS_ENGINE_RAPID = 8   /* RapidScorer's layout (Ye et al., KDD 2018) on exact 8-bit feature
+    TS_ENGINE_RAPID = 8,  /* RapidScorer's layout (Ye et al., KDD 2018) on exact 8-bit feature
                              codes: each batch is quantized once (a value's code is how many
                              of the feature's thresholds lie below it), every node is then one
                              byte compare of 64 (AVX-512BW), 32 (AVX2) or 8 (scalar) documents,
                              and leaf bitvectors are byte-transposed and built row by row;
                              fastest on batches of tens of rows and more, slow on one row */
+    TS_ENGINE_TREES_SIMD = 9 /* one document at a time, trees in SIMD lanes: 16 (AVX-512) or 8
+                             (AVX2) trees step down together, each lane gathering its node and
+                             the document's value; for one row and small batches */
 } ts_engine;
-#define TS_ENGINE_COUNT 9
+#define TS_ENGINE_COUNT 10
 
-/* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid". */
+/* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid",
+ * "trees-simd". */
 TS_API const char *ts_engine_name(ts_engine engine);
 TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
 

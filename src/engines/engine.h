@@ -65,6 +65,7 @@ extern const tse_engine tse_engine_vpred;
 extern const tse_engine tse_engine_block_naive;
 extern const tse_engine tse_engine_block_vpred;
 extern const tse_engine tse_engine_rapid;
+extern const tse_engine tse_engine_trees_simd;
 
 /* The engine with this id, or NULL (TS_ENGINE_AUTO is resolved by the scorer). */
 const tse_engine *tse_engine_get(ts_engine id);

@@ -15,6 +15,7 @@ static const tse_engine *const engines[] = {
     &tse_engine_naive,
     &tse_engine_block_naive,
     &tse_engine_ifelse,
+    &tse_engine_trees_simd,
 };
 
 size_t tse_engine_count(void) { return sizeof engines / sizeof engines[0]; }

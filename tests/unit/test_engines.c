@@ -55,6 +55,11 @@ static const config configs[] = {
     {TS_ENGINE_RAPID, TS_ISA_AVX512, 0, 0, 1},
     {TS_ENGINE_RAPID, TS_ISA_AVX512, 1, 70, 2},
     {TS_ENGINE_RAPID, TS_ISA_AUTO, TS_BLOCK_ALL, 4096, 1},
+    {TS_ENGINE_TREES_SIMD, TS_ISA_SCALAR, 0, 0, 1},
+    {TS_ENGINE_TREES_SIMD, TS_ISA_SSE42, 0, 0, 2},
+    {TS_ENGINE_TREES_SIMD, TS_ISA_AVX2, 0, 0, 1},
+    {TS_ENGINE_TREES_SIMD, TS_ISA_AVX512, 0, 0, 1},
+    {TS_ENGINE_TREES_SIMD, TS_ISA_AUTO, 0, 0, 3},
     {TS_ENGINE_AUTO, TS_ISA_AUTO, 0, 0, 0},
 };
 
@@ -175,7 +180,8 @@ static void check_rapid_on_grid(const ts_model *m, size_t n_rows, uint32_t grid_
     }
     for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
-        if (configs[c].engine == TS_ENGINE_RAPID || configs[c].engine == TS_ENGINE_NAIVE)
+        if (configs[c].engine == TS_ENGINE_RAPID || configs[c].engine == TS_ENGINE_NAIVE ||
+            configs[c].engine == TS_ENGINE_TREES_SIMD)
             check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
     free(x);
     free(ref);
@@ -223,6 +229,47 @@ static void test_sparse_columns(void) {
         }
     check_engines_on(m, 200);
     ts_model_free(m);
+}
+
+/* trees-simd (lanes hold trees): every batch size 1 .. 300 through one scorer per ISA level,
+ * tree counts around its blocks (8, 16 lanes; 4 blocks stepped together), one-leaf trees
+ * among them, and deep unbalanced trees (many supernodes per tree). */
+static void test_trees_simd_batches(void) {
+    static const uint32_t trees[] = {1, 7, 8, 9, 16, 17, 63, 64, 65, 131};
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    const size_t n_rows = 300, cols = N_FEATURES, stride = cols + 1;
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
+    for (size_t t = 0; t < sizeof trees / sizeof trees[0]; t++) {
+        ts_model *m = random_model(trees[t], 1, 2 + rnd_below(70), t % 3 ? 3 : 0);
+        for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
+        for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+        for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+            ts_scorer_options o;
+            ts_scorer_options_init(&o);
+            o.engine = TS_ENGINE_TREES_SIMD;
+            o.max_isa = isas[k];
+            o.n_threads = 1;
+            ts_scorer *s = NULL;
+            ts_error err;
+            CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+            if (!s) continue;
+            size_t bad = 0;
+            for (size_t n = 1; n <= n_rows; n++) {
+                size_t first = (n * 7) % (n_rows - n + 1);
+                CHECK_STATUS(ts_scorer_score(s, x + first * stride, n, cols, stride, got, &err), TS_OK);
+                for (size_t r = 0; r < n; r++)
+                    if (memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0) bad++;
+            }
+            CHECK_MSG(bad == 0, "trees-simd isa %s, %u trees: %zu rows differ", ts_isa_name(ts_scorer_isa(s)),
+                      m->n_trees, bad);
+            ts_scorer_free(s);
+        }
+        ts_model_free(m);
+    }
+    free(x);
+    free(ref);
+    free(got);
 }
 
 static void test_scorer_api(void) {
@@ -345,6 +392,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_many_thresholds);
     RUN_TEST(test_block_thresholds);
     RUN_TEST(test_sparse_columns);
+    if (!only_rapid) RUN_TEST(test_trees_simd_batches);
 }
 
 int main(void) {

@@ -1,0 +1,256 @@
+/* tsimd.c: the trees-simd engine (one document, trees in SIMD lanes): the generic part, which lays out supernodes and picks the ISA kernel, and the scalar kernel. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "engines/tsimd.h"
+
+/* Supernode levels K (tsimd.h): measured on a 500 x 64-leaf LightGBM model (depths up
+ * to 13), see docs/benchmarks.md. */
+#define TSS_LEVELS 4u
+
+typedef struct tss_state {
+    tss L;
+    tss_kernel kernel;
+} tss_state;
+
+static void tss_free_layout(tss *L) {
+    free(L->slot_col);
+    free(L->slot_miss);
+    free(L->slot_zero);
+    free(L->root);
+    free(L->slot);
+    free(L->thr);
+    free(L->exit);
+    free(L->leaves);
+}
+
+static void tsimd_free(void *p) {
+    tss_state *s = p;
+    if (!s) return;
+    tss_free_layout(&s->L);
+    free(s);
+}
+
+static const tss_kernels *kernels_for(ts_isa isa) {
+#ifdef TS_HAVE_TSIMD_X86
+    if (isa >= TS_ISA_AVX512) return &tse_tsimd_avx512;
+    if (isa >= TS_ISA_AVX2) return &tse_tsimd_avx2;
+#else
+    (void)isa;
+#endif
+    return NULL;
+}
+
+/* A node's slot key: its feature and missing rule. */
+static uint64_t slot_key(const tsm_node *n) { return (uint64_t)n->feature << 2 | (n->flags & 3u); }
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The slot of a key among the sorted keys (slot = index + 1: slot 0 is -inf). */
+static uint32_t slot_of(const uint64_t *keys, uint32_t n, uint64_t key) {
+    uint32_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] <= key) lo = mid; else hi = mid;
+    }
+    return lo + 1;
+}
+
+/* Supernodes under construction: a work list of (tree node, supernode) still to fill. */
+typedef struct builder {
+    tss *L;
+    const tsm_tree *tree;
+    uint32_t leaf0;              /* the tree's first leaf in L->leaves */
+    const uint64_t *keys;
+    uint32_t n_keys;
+    uint64_t cap;                /* supernodes allocated */
+    uint32_t *pend_node, *pend_super;
+    uint64_t n_pend, pend_cap;
+} builder;
+
+static int grow(builder *b) {
+    tss *L = b->L;
+    if (L->n_super < b->cap) return 1;
+    uint64_t cap = b->cap ? b->cap * 2 : 64;
+    size_t e = (size_t)cap << L->levels;
+    uint32_t *sl = realloc(L->slot, e * sizeof *sl);
+    if (sl) L->slot = sl;
+    float *th = realloc(L->thr, e * sizeof *th);
+    if (th) L->thr = th;
+    int32_t *ex = realloc(L->exit, e * sizeof *ex);
+    if (ex) L->exit = ex;
+    if (!sl || !th || !ex) return 0;
+    b->cap = cap;
+    return 1;
+}
+
+/* A new supernode for internal node c, filled later; its first entry, or -1. */
+static int64_t new_super(builder *b, uint32_t c) {
+    if (!grow(b)) return -1;
+    if (b->n_pend == b->pend_cap) {
+        uint64_t cap = b->pend_cap ? b->pend_cap * 2 : 64;
+        uint32_t *pn = realloc(b->pend_node, cap * sizeof *pn);
+        if (pn) b->pend_node = pn;
+        uint32_t *ps = realloc(b->pend_super, cap * sizeof *ps);
+        if (ps) b->pend_super = ps;
+        if (!pn || !ps) return -1;
+        b->pend_cap = cap;
+    }
+    uint64_t s = b->L->n_super++;
+    b->pend_node[b->n_pend] = c;
+    b->pend_super[b->n_pend++] = (uint32_t)s;
+    return (int64_t)(s << b->L->levels);
+}
+
+/* Fill position j (depth d) of supernode entries `e` with tree child reference c. */
+static int place(builder *b, size_t e, int32_t c, uint32_t j, uint32_t d) {
+    tss *L = b->L;
+    const uint32_t K = L->levels, inner = (1u << K) - 1;
+    if (d == K) {
+        int32_t x;
+        if (c < 0)
+            x = ~(int32_t)(b->leaf0 + (uint32_t)~c);
+        else {
+            int64_t s = new_super(b, (uint32_t)c);
+            if (s < 0) return 0;
+            x = (int32_t)s;
+        }
+        L->exit[e + j - inner] = x;
+        return 1;
+    }
+    if (c < 0) { /* a leaf above the last level: padding nodes, always left */
+        L->slot[e + j] = 0;
+        L->thr[e + j] = 0.0f;
+    } else {
+        const tsm_node *n = &b->tree->nodes[c];
+        L->slot[e + j] = slot_of(b->keys, b->n_keys, slot_key(n));
+        L->thr[e + j] = n->threshold;
+    }
+    int32_t l = c < 0 ? c : b->tree->nodes[c].left, r = c < 0 ? c : b->tree->nodes[c].right;
+    return place(b, e, l, 2 * j + 1, d + 1) && place(b, e, r, 2 * j + 2, d + 1);
+}
+
+static ts_status build(tss *L, const ts_model *m, ts_error *err) {
+    uint64_t n_nodes = 0, n_leaves = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) n_nodes += m->trees[t].n_nodes, n_leaves += m->trees[t].n_leaves;
+    /* every supernode holds at least one node: entries < 2^31 */
+    if ((n_nodes << TSS_LEVELS_MAX) >= INT32_MAX || n_leaves >= INT32_MAX)
+        return ts_fail(err, TS_ERR_LIMIT, "trees-simd: the model has more than 2^25 nodes");
+    uint64_t *keys = malloc((n_nodes + 1) * sizeof *keys);
+    if (!keys) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    uint32_t nk = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) keys[nk++] = slot_key(&m->trees[t].nodes[i]);
+    qsort(keys, nk, sizeof *keys, cmp_u64);
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < nk; i++)
+        if (u == 0 || keys[i] != keys[u - 1]) keys[u++] = keys[i];
+    L->n_slots = u + 1;
+    L->n_slots_pad = (L->n_slots + TSS_LANES_MAX - 1) / TSS_LANES_MAX * TSS_LANES_MAX;
+    L->slot_col = calloc(L->n_slots_pad, sizeof *L->slot_col);
+    L->slot_miss = calloc(L->n_slots_pad, sizeof *L->slot_miss);
+    L->slot_zero = calloc(L->n_slots_pad, sizeof *L->slot_zero);
+    L->root = malloc(((size_t)m->n_trees + TSS_LANES_MAX) * sizeof *L->root);
+    L->leaves = malloc((n_leaves + 1) * sizeof *L->leaves);
+    builder b = {L, NULL, 0, keys, u, 0, NULL, NULL, 0, 0};
+    ts_status st = TS_OK;
+    if (!L->slot_col || !L->slot_miss || !L->slot_zero || !L->root || !L->leaves) goto oom;
+    for (uint32_t s = 0; s < L->n_slots_pad; s++) L->slot_miss[s] = -INFINITY;
+    for (uint32_t i = 0; i < u; i++) {
+        L->slot_col[i + 1] = (uint32_t)(keys[i] >> 2);
+        L->slot_miss[i + 1] = keys[i] & TSM_MISSING_LEFT ? -INFINITY : NAN;
+        L->slot_zero[i + 1] = (keys[i] & TSM_ZERO_IS_MISSING) != 0;
+    }
+    uint32_t leaf0 = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        for (uint32_t l = 0; l < tr->n_leaves; l++) L->leaves[leaf0 + l] = tr->weight * tr->leaf_values[l];
+        b.tree = tr;
+        b.leaf0 = leaf0;
+        if (tr->n_nodes == 0) {
+            L->root[t] = ~(int32_t)leaf0;
+        } else {
+            int64_t s = new_super(&b, 0);
+            if (s < 0) goto oom;
+            L->root[t] = (int32_t)s;
+            while (b.n_pend) {
+                b.n_pend--;
+                uint32_t c = b.pend_node[b.n_pend];
+                size_t e = (size_t)b.pend_super[b.n_pend] << L->levels;
+                L->slot[e + (1u << L->levels) - 1] = 0;
+                L->thr[e + (1u << L->levels) - 1] = 0.0f;
+                if (!place(&b, e, (int32_t)c, 0, 0)) goto oom;
+            }
+        }
+        leaf0 += tr->n_leaves;
+    }
+    for (uint32_t t = m->n_trees; t < m->n_trees + TSS_LANES_MAX; t++) L->root[t] = ~0;
+    if (!grow(&b)) goto oom; /* at least one supernode allocated */
+    goto done;
+oom:
+    st = ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+done:
+    free(b.pend_node);
+    free(b.pend_super);
+    free(keys);
+    return st;
+}
+
+/* The scalar kernel: tree by tree, the same layout and steps as the SIMD kernels. */
+static void tss_scalar(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    float *v = scratch;
+    const uint32_t K = L->levels, inner = (1u << K) - 1;
+    for (size_t r = 0; r < n_rows; r++) {
+        tss_slot_values(L, x + r * stride, v);
+        double acc = L->base_score;
+        for (uint32_t t = 0; t < L->n_trees; t++) {
+            int32_t e = L->root[t];
+            while (e >= 0) {
+                uint32_t j = 0;
+                for (uint32_t d = 0; d < K; d++) j = 2 * j + 1 + !(v[L->slot[e + j]] <= L->thr[e + j]);
+                e = L->exit[e + j - inner];
+            }
+            acc += L->leaves[~e];
+        }
+        out[r] = acc;
+    }
+}
+
+static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
+                               ts_error *err) {
+    const tss_kernels *k = kernels_for(cfg->isa);
+    tss_state *s = calloc(1, sizeof *s);
+    if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    s->L.base_score = m->base_score;
+    s->L.n_trees = m->n_trees;
+    s->L.levels = TSS_LEVELS;
+    ts_status st = build(&s->L, m, err);
+    if (st != TS_OK) {
+        tsimd_free(s);
+        return st;
+    }
+    s->kernel = k ? k->kernel : tss_scalar;
+    uint64_t n_nodes = s->L.n_super << s->L.levels;
+    /* a thread of its own pays from about 1 ms of work (~4 million entries visited) */
+    uint64_t per_row = n_nodes / 8 + 1;
+    *layout = (tse_layout){.isa = k ? k->isa : TS_ISA_SCALAR,
+                           .scratch_bytes = tss_scratch_bytes(&s->L),
+                           .rows_per_chunk = (size_t)((1u << 22) / per_row + 1)};
+    *out = s;
+    return TS_OK;
+}
+
+static void tsimd_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    const tss_state *s = p;
+    s->kernel(&s->L, x, n_rows, stride, out, scratch);
+}
+
+const tse_engine tse_engine_trees_simd = {
+    .id = TS_ENGINE_TREES_SIMD, .name = "trees-simd", .prepare = tsimd_prepare, .score = tsimd_score,
+    .free = tsimd_free, .plan_candidate = tse_plan_always,
+};
