@@ -52,6 +52,16 @@ typedef struct tse_engine {
      * its object is in the cache). NULL: never a candidate. tse_plan_always for an
      * engine that is always worth timing. */
     int (*plan_candidate)(const ts_model *model, const tse_config *cfg);
+    /* Optional (NULL: not offered): double rows, for a model whose library compares
+     * double inputs with double thresholds (model->compares_double: LightGBM), scored as
+     * that library decides them (tsr_f64_score_row in src/scorer/f64.c is the reference),
+     * from the caller's rows without a float copy. Rows have at least n_features readable
+     * doubles; otherwise score's rules (concurrent, no writes to state, scratch of
+     * scratch_bytes, out[r] the same bits as the reference). Returns 1 when it scored, 0
+     * (having written nothing) when this prepared state cannot: the scorer then rounds the
+     * rows to floats for score (src/scorer/f64.c). rapid: its codes computed from the
+     * double values (engines/quant.h "Double codes"). */
+    int (*score_f64)(const void *state, const double *x, size_t n_rows, size_t row_stride, double *out, void *scratch);
 } tse_engine;
 
 /* plan_candidate for engines with no build step and no better sibling. */

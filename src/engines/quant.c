@@ -10,7 +10,8 @@ typedef struct pair {
     uint32_t feature;
     uint32_t zero;   /* the node has TSM_ZERO_IS_MISSING */
     uint32_t rule;   /* its slot rule (TSQ_MISSING_RIGHT | TSQ_ZERO_MISSING) */
-    float t;
+    float t;         /* the node's float threshold */
+    double key;      /* what codes are defined on: t, or the double threshold (tsq_build_f64) */
 } pair;
 
 static uint32_t rule_of(const tsm_node *nd) {
@@ -20,7 +21,7 @@ static uint32_t rule_of(const tsm_node *nd) {
 static int pair_cmp(const void *a, const void *b) {
     const pair *x = a, *y = b;
     if (x->feature != y->feature) return x->feature < y->feature ? -1 : 1;
-    return x->t < y->t ? -1 : x->t > y->t; /* -0.0 == 0.0: one threshold */
+    return x->key < y->key ? -1 : x->key > y->key; /* -0.0 == 0.0: one threshold */
 }
 
 void tsq_free(tsq *q) {
@@ -31,6 +32,8 @@ void tsq_free(tsq *q) {
     free(q->slots);
     free(q->slot_first);
     free(q->slot_of);
+    free(q->thr_d);
+    free(q->blk_d);
     memset(q, 0, sizeof *q);
 }
 
@@ -40,8 +43,14 @@ static uint32_t steps_for(uint32_t n) {
     return s;
 }
 
-/* Every node's (feature, threshold), sorted; *n_out pairs. NULL when out of memory. */
-static pair *sorted_pairs(const ts_model *m, size_t *n_out) {
+/* Node i's double threshold (the float one widened when the tree keeps none). */
+static double node_d(const tsm_tree *t, uint32_t i) {
+    return t->thresholds_d ? t->thresholds_d[i] : (double)t->nodes[i].threshold;
+}
+
+/* Every node's (feature, threshold), sorted by key (the double thresholds when doubles);
+ * *n_out pairs. NULL when out of memory. */
+static pair *sorted_pairs(const ts_model *m, int doubles, size_t *n_out) {
     size_t n = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) n += m->trees[t].n_nodes;
     pair *p = malloc((n + 1) * sizeof *p);
@@ -50,7 +59,8 @@ static pair *sorted_pairs(const ts_model *m, size_t *n_out) {
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             const tsm_node *nd = &m->trees[t].nodes[i];
-            p[k++] = (pair){nd->feature, (nd->flags & TSM_ZERO_IS_MISSING) != 0, rule_of(nd), nd->threshold};
+            p[k++] = (pair){nd->feature, (nd->flags & TSM_ZERO_IS_MISSING) != 0, rule_of(nd), nd->threshold,
+                            doubles ? node_d(&m->trees[t], i) : (double)nd->threshold};
         }
     qsort(p, n, sizeof *p, pair_cmp);
     *n_out = n;
@@ -68,7 +78,7 @@ static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_
         uint32_t f = p[i].feature, distinct = 0;
         size_t j = i;
         for (; j < n && p[j].feature == f; j++)
-            if (j == i || p[j].t != p[j - 1].t) distinct++;
+            if (j == i || p[j].key != p[j - 1].key) distinct++;
         i = j;
         (void)f;
         q->n_used++;
@@ -79,7 +89,8 @@ static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_
     }
 }
 
-/* Feature f's block table (quant.h "Block tables") at b, from its sorted thresholds t. */
+/* Feature f's block table (quant.h "Block tables") at b, from its sorted thresholds t
+ * (float, then the same for doubles). */
 static void fill_blocks(const tsq_feature *f, const float *t, float *b) {
     for (uint32_t i = 0; i < 16; i++) {
         b[i] = 16 * i + 15 < f->n_thr ? t[16 * i + 15] : INFINITY;
@@ -87,16 +98,32 @@ static void fill_blocks(const tsq_feature *f, const float *t, float *b) {
     }
 }
 
-static void fill_tables(tsq *q, const pair *p, size_t n) {
+static void fill_blocks_d(const tsq_feature *f, const double *t, double *b) {
+    for (uint32_t i = 0; i < 16; i++) {
+        b[i] = 16 * i + 15 < f->n_thr ? t[16 * i + 15] : INFINITY;
+        for (uint32_t k = 0; k < 15; k++) b[16 + 16 * k + i] = 16 * i + k < f->n_thr ? t[16 * i + k] : INFINITY;
+    }
+}
+
+/* Returns 0 when double codes (q->thr_d set) cannot be used: a float threshold out of
+ * step with its double (quant.h "Double codes"). */
+static int fill_tables(tsq *q, const pair *p, size_t n) {
     uint32_t j = 0, table = 0, blk = 0;
     q->n_slots = 0;
     for (size_t i = 0; i < n; j++) {
         tsq_feature *f = &q->f[j];
         *f = (tsq_feature){p[i].feature, 0, 0, table, 0, UINT32_MAX};
         float *t = q->thr + table;
+        double *td = q->thr_d ? q->thr_d + table : NULL;
         uint32_t rules = 0;
         for (; i < n && p[i].feature == f->column; i++) {
-            if (f->n_thr == 0 || p[i].t != t[f->n_thr - 1]) t[f->n_thr++] = p[i].t;
+            const int same = i > 0 && p[i - 1].feature == f->column && p[i].key == p[i - 1].key;
+            if (td && i > 0 && p[i - 1].feature == f->column && (same ? p[i].t != p[i - 1].t : p[i].t < p[i - 1].t))
+                return 0;
+            if (!same) {
+                if (td) td[f->n_thr] = p[i].key;
+                t[f->n_thr++] = p[i].t;
+            }
             f->has_zero |= p[i].zero;
             rules |= 1u << p[i].rule;
         }
@@ -109,20 +136,23 @@ static void fill_tables(tsq *q, const pair *p, size_t n) {
         }
         f->steps = steps_for(f->n_thr);
         for (uint32_t k = f->n_thr; k < (1u << f->steps); k++) t[k] = INFINITY;
+        for (uint32_t k = f->n_thr; td && k < (1u << f->steps); k++) td[k] = INFINITY;
         table += 1u << f->steps;
         if (blocked(f->n_thr)) {
             f->blocks = blk;
             fill_blocks(f, t, q->blk + blk);
+            if (td) fill_blocks_d(f, td, q->blk_d + blk);
             blk += TSQ_BLOCK_FLOATS;
         }
     }
     q->slot_first[q->n_used] = q->n_slots;
+    return 1;
 }
 
-ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
+static ts_status build(tsq *q, const ts_model *m, int doubles, ts_error *err) {
     memset(q, 0, sizeof *q);
     size_t n = 0, entries = 0, slots = 0, blk = 0;
-    pair *p = sorted_pairs(m, &n);
+    pair *p = sorted_pairs(m, doubles, &n);
     if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory sorting thresholds for feature codes");
     count_tables(q, p, n, &entries, &slots, &blk);
     ts_status st = TS_OK;
@@ -133,15 +163,27 @@ ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) {
         q->slot_first = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_first);
         q->slot_of = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_of);
         q->blk = aligned_alloc(64, (blk + 16) * sizeof *q->blk); /* 16: a multiple of 64 bytes */
-        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk) {
-            fill_tables(q, p, n);
+        if (doubles) {
+            q->thr_d = malloc((entries + 1) * sizeof *q->thr_d);
+            q->blk_d = aligned_alloc(64, (blk + 8) * sizeof *q->blk_d); /* 8: a multiple of 64 bytes */
+        }
+        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && (!doubles || (q->thr_d && q->blk_d))) {
+            q->doubles = fill_tables(q, p, n) && doubles;
         } else
             st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for feature code tables");
     }
     free(p);
     if (st != TS_OK) tsq_free(q);
+    else if (doubles && !q->doubles) {
+        tsq_free(q);
+        return build(q, m, 0, err);
+    }
     return st;
 }
+
+ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err) { return build(q, m, 0, err); }
+
+ts_status tsq_build_f64(tsq *q, const ts_model *m, ts_error *err) { return build(q, m, m->compares_double, err); }
 
 uint32_t tsq_feature_of(const tsq *q, uint32_t column) {
     uint32_t lo = 0, hi = q->n_used;
@@ -157,6 +199,14 @@ uint32_t tsq_feature_of(const tsq *q, uint32_t column) {
 
 uint32_t tsq_node_slot(const tsq *q, const tsm_node *node, uint32_t *k) {
     uint32_t j = tsq_feature_of(q, node->feature), index = tsq_index(q, j, node->threshold);
+    *k = index % TSQ_SEGMENT;
+    return q->slot_of[j][rule_of(node)] + index / TSQ_SEGMENT;
+}
+
+uint32_t tsq_tree_node_slot(const tsq *q, const tsm_tree *t, uint32_t i, uint32_t *k) {
+    if (!q->doubles) return tsq_node_slot(q, &t->nodes[i], k);
+    const tsm_node *node = &t->nodes[i];
+    uint32_t j = tsq_feature_of(q, node->feature), index = tsq_code_d(q, j, node_d(t, i));
     *k = index % TSQ_SEGMENT;
     return q->slot_of[j][rule_of(node)] + index / TSQ_SEGMENT;
 }

@@ -53,6 +53,26 @@
  * (the last term only for n = 256, where x above T[255] has code 256). A linear scan of
  * the thresholds costs as much as the largest code among the lanes; this costs about 60
  * instructions per 16 lanes.
+ *
+ * Double codes (tsq_build_f64): a library that compares double inputs with double
+ * thresholds (LightGBM: snap(v) <= d, snap(v) = 0.0 when |v| <= TSM_ZERO_RANGE, else v)
+ * has its codes defined on the model's distinct *double* thresholds D[0] < .. < D[n-1]
+ * of each feature instead:
+ *
+ *     code(v) = #{ i : D[i] < snap(v) }      so      snap(v) <= D[k]  iff  code(v) <= k
+ *
+ * with k = #{ i : D[i] < d } for a node of double threshold d: exact by construction for
+ * every double v, whatever the float32 gaps (two thresholds in one float gap just get
+ * two k). NaN and zero-is-missing values take the slot's missing code as above (the zero
+ * range is the same set of doubles as the float one, |v| <= (double)TSM_ZERO_RANGE). The
+ * double tables (thr_d, blk_d) have the float tables' layout, entry for entry. The
+ * float tables then hold, for each D[i], its node's float threshold F[i] (several D may
+ * share one F), and a float x gets the same code from them: F is the largest float x
+ * with snap(x) <= D (tsm_threshold_lightgbm), so for a float x, x <= F[i] iff snap(x) <=
+ * D[i], and #{ i : F[i] < x } = #{ i : D[i] < snap(x) }. That needs F non-decreasing
+ * along D and equal D with equal F, which tsq_build_f64 checks (else it builds the float
+ * codes, and q->doubles stays 0). The searches above only need the tables sorted, not
+ * distinct, so float rows are coded as before.
  */
 
 /* Thresholds per segment: a segment's codes run from 0 to 255. */
@@ -93,18 +113,29 @@ typedef struct tsq {
     tsq_slot *slots;
     uint32_t *slot_first; /* n_used + 1: feature j's slots are [slot_first[j], slot_first[j+1]) */
     uint32_t (*slot_of)[4]; /* n_used: feature j's first slot (segment 0) of each rule, or UINT32_MAX */
+    int doubles;         /* double codes ("Double codes"): thr_d and blk_d are set */
+    double *thr_d;       /* as thr, the double thresholds D (padded with +inf) */
+    double *blk_d;       /* as blk, in doubles (64-byte aligned) */
 } tsq;
 
 /* The codes of m. */
 ts_status tsq_build(tsq *q, const ts_model *m, ts_error *err);
+
+/* The double codes of m ("Double codes") when m->compares_double and its float thresholds
+ * allow them (q->doubles = 1), else the codes of tsq_build (q->doubles = 0). */
+ts_status tsq_build_f64(tsq *q, const ts_model *m, ts_error *err);
 void tsq_free(tsq *q);
 
 /* The index in q->f of a column, or UINT32_MAX when no split reads it. */
 uint32_t tsq_feature_of(const tsq *q, uint32_t column);
 
 /* The slot a node reads (its feature seen through its missing rule, the segment of its
- * threshold), and in *k its k within that segment (0 .. TSQ_SEGMENT - 1). */
+ * threshold), and in *k its k within that segment (0 .. TSQ_SEGMENT - 1). For codes of
+ * tsq_build only (q->doubles == 0); tsq_tree_node_slot takes either. */
 uint32_t tsq_node_slot(const tsq *q, const tsm_node *node, uint32_t *k);
+
+/* The same for node i of tree t (its double threshold when q->doubles). */
+uint32_t tsq_tree_node_slot(const tsq *q, const tsm_tree *t, uint32_t i, uint32_t *k);
 
 /* k with T[k] == t for a threshold t of feature j (index in q->f). */
 uint32_t tsq_index(const tsq *q, uint32_t j, float t);
@@ -130,6 +161,32 @@ static inline uint32_t tsq_slot_code(const tsq *q, uint32_t s, float x) {
         c = missing;
     else
         c = tsq_code(q, sl->feature, x);
+    c = c > sl->base ? c - sl->base : 0;
+    return c > 255 ? 255 : c;
+}
+
+/* The natural double code of v for feature j (q->doubles; v not NaN, already snapped:
+ * tsq_slot_code_d). */
+static inline uint32_t tsq_code_d(const tsq *q, uint32_t j, double v) {
+    const tsq_feature *f = &q->f[j];
+    const double *t = q->thr_d + f->table;
+    uint32_t pos = 0;
+    for (uint32_t s = (1u << f->steps) >> 1; s; s >>= 1) pos += (t[pos + s - 1] < v) ? s : 0;
+    return pos;
+}
+
+/* tsq_slot_code for a double v under double codes (q->doubles): the definition the
+ * kernels' double quantizers match. */
+static inline uint32_t tsq_slot_code_d(const tsq *q, uint32_t s, double v) {
+    const tsq_slot *sl = &q->slots[s];
+    const tsq_feature *f = &q->f[sl->feature];
+    uint32_t missing = sl->rule & TSQ_MISSING_RIGHT ? f->n_thr : 0, c;
+    if (v != v)
+        c = missing;
+    else if (v >= -(double)TSM_ZERO_RANGE && v <= (double)TSM_ZERO_RANGE)
+        c = sl->rule & TSQ_ZERO_MISSING ? missing : tsq_code_d(q, sl->feature, 0.0);
+    else
+        c = tsq_code_d(q, sl->feature, v);
     c = c > sl->base ? c - sl->base : 0;
     return c > 255 ? 255 : c;
 }

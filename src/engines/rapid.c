@@ -72,7 +72,7 @@ static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, u
     }
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         const tsm_node *nd = &tr->nodes[i];
-        uint32_t a, b, ra, rb, k, slot = tsq_node_slot(&L->q, nd, &k);
+        uint32_t a, b, ra, rb, k, slot = tsq_tree_node_slot(&L->q, tr, i, &k);
         left_leaves(nd, lo, hi, &a, &b);
         const uint32_t z = node_rows(a, b, B, &ra, &rb);
         if (z)
@@ -140,7 +140,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
     for (uint32_t t = 0; st == TS_OK && t < m->n_trees; t++) count_tree(&m->trees[t], lo, hi, &n_rows, &n_entries, &n_skips);
     if (st == TS_OK && (n_entries >= UINT32_MAX || n_skips >= UINT32_MAX || n_rows >= UINT32_MAX || n_leaves >= UINT32_MAX))
         st = ts_fail(err, TS_ERR_LIMIT, "rapid: the model has more than 2^32 rows, entries or leaves");
-    if (st == TS_OK) st = tsq_build(&L->q, m, err);
+    if (st == TS_OK) st = tsq_build_f64(&L->q, m, err); /* double codes where the model compares doubles */
     if (st == TS_OK) {
         L->base_score = m->base_score;
         L->n_trees = m->n_trees;
@@ -262,6 +262,13 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
             codes[(size_t)s * 8 + l] = (uint8_t)((l < nd ? tsq_slot_code(&L->q, s, col[l]) : 0) ^ L->flip);
 }
 
+/* The same from double values (double codes: tsq_slot_code_d). */
+static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
+    for (uint32_t s = L->q.slot_first[j]; s < L->q.slot_first[j + 1]; s++)
+        for (size_t l = 0; l < 8; l++)
+            codes[(size_t)s * 8 + l] = (uint8_t)((l < nd ? tsq_slot_code_d(&L->q, s, col[l]) : 0) ^ L->flip);
+}
+
 #define RS_LANES 8
 #define RS_UPDATE rs_update
 #define RS(name) rs_scalar_##name
@@ -270,7 +277,7 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
 #undef RS_UPDATE
 #undef RS_LANES
 
-const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel, rs_scalar_quantize};
+const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel, rs_scalar_quantize, rs_scalar_kernel_f64};
 
 /* ---- codes for other engines ----------------------------------------------------------- */
 
@@ -327,6 +334,7 @@ typedef struct rapid_state {
     rsl L;
     uint32_t delta;
     rs_kernel kernel;
+    rs_kernel_f64 kernel_f64;
 } rapid_state;
 
 static void rapid_free(void *p) {
@@ -379,6 +387,7 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
     }
     s->delta = block_docs(cfg, k->lanes);
     s->kernel = k->kernel;
+    s->kernel_f64 = k->kernel_f64;
     size_t scratch = rs_scratch_parts(&s->L, s->delta, k->lanes).total;
     size_t chunk = (size_t)(1u << 22) / (s->L.n_nodes + 1) + 1;
     if (chunk < 4 * k->lanes) chunk = 4 * k->lanes; /* the kernel scores 4 groups at once */
@@ -390,6 +399,16 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
 static void rapid_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     const rapid_state *s = p;
     s->kernel(&s->L, s->delta, x, n_rows, stride, out, scratch);
+}
+
+/* Double rows under double codes (quant.h "Double codes"): the kernel's double
+ * quantizer, then the same kernel; 0 when the codes are float codes (a model that does
+ * not compare doubles, or whose float thresholds are out of step with its doubles). */
+static int rapid_score_f64(const void *p, const double *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    const rapid_state *s = p;
+    if (!s->L.q.doubles) return 0;
+    s->kernel_f64(&s->L, s->delta, x, n_rows, stride, out, scratch);
+    return 1;
 }
 
 /* The planner times rapid on models where quantizing a document costs little beside
@@ -404,5 +423,5 @@ static int rapid_plan_candidate(const ts_model *m, const tse_config *cfg) {
 
 const tse_engine tse_engine_rapid = {
     .id = TS_ENGINE_RAPID, .name = "rapid", .prepare = rapid_prepare, .score = rapid_score, .free = rapid_free,
-    .plan_candidate = rapid_plan_candidate,
+    .plan_candidate = rapid_plan_candidate, .score_f64 = rapid_score_f64,
 };

@@ -116,6 +116,12 @@ typedef struct rsl {
 typedef void (*rs_kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
                           void *scratch);
 
+/* The same for double rows, under double codes (L->q.doubles: quant.h "Double codes"):
+ * each code computed from the double value against the double thresholds, so the
+ * rows, entries and everything after the codes are the float kernel's. */
+typedef void (*rs_kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t n_rows, size_t stride,
+                              double *out, void *scratch);
+
 /* The codes of one group: rows x[0 .. nd) (nd <= lanes) into codes[slot * lanes + lane]
  * (XOR the kernel's flip), from L->q and L->flip only. */
 typedef void (*rs_quantizer)(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes);
@@ -126,6 +132,7 @@ typedef struct rs_kernels {
     int flip;            /* codes and k stored XOR 0x80 (signed compares) */
     rs_kernel kernel;
     rs_quantizer quantize;
+    rs_kernel_f64 kernel_f64;
 } rs_kernels;
 
 extern const rs_kernels tse_rapid_scalar;

@@ -14,6 +14,7 @@
  *                (default rs_m)
  *   RS_UPDATE_SKIP  as rs_update_skip below (default rs_update_skip)
  *   RS_QUANTIZE  an earlier instance's quantizer, instead of one of its own
+ *   RS_QUANTIZE_F64  the same for double rows
  *   RS_GROUPS    the most groups of documents that share an entry's loads (4 or 8; default
  *                4): each holds a row, a skip and an exit in registers
  *   RS_FEW       with fewer groups than this, RS_MASK_FEW, RS_UPDATE_FEW and
@@ -24,6 +25,9 @@
  *                        the codes of every slot of feature j (quant.h) for one group, from
  *                        its RS_LANES values col (aligned to 64 bytes; lanes >= nd hold
  *                        -inf, which must get code 0), into the group's codes (rapid.h)
+ *   void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd,
+ *                        uint8_t *codes): the same from double values under double codes
+ *                        (L->q.doubles; quant.h "Double codes": tsq_slot_code_d)
  *   rs_v                 a row: one byte per lane
  *   rs_v rs_ones(void), rs_v rs_zeros(void)
  *   rs_kv rs_k(const rs_entry *e), rs_mv rs_m(const rs_entry *e): an entry's k and mask,
@@ -104,6 +108,47 @@ static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd,
 }
 #undef RS_TRANSPOSE
 #endif /* RS_QUANTIZE */
+
+#ifndef RS_QUANTIZE_F64
+#define RS_QUANTIZE_F64 RS(quantize_f64)
+#define RS_TRANSPOSE (1024 / RS_LANES)
+
+/* The same for double rows (rapid.h rs_kernel_f64): RS_TRANSPOSE features at a time
+ * copied out of the rows into columns of RS_LANES doubles, then coded from the doubles.
+ * The next group's rows are prefetched meanwhile when the used features are at least half
+ * of the columns they span; then, with RS_COLUMNS8_F64 (an ISA's rs_columns8_f64: 8
+ * consecutive columns of every row into 8 columns of RS_LANES doubles in registers), the
+ * columns come 8 at a time instead. */
+static void RS(quantize_f64)(const rsl *L, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+    const tsq *q = &L->q;
+    double xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
+    if (q->n_used == 0) return;
+    const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column;
+    if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
+        for (size_t l = 0; l < RS_LANES; l++)
+            for (uint32_t c = first; c <= last; c += 8) __builtin_prefetch(x + (RS_LANES + l) * stride + c);
+#ifdef RS_COLUMNS8_F64
+        /* 8 columns at a time through an ISA's in-register transpose (rs_columns8_f64) */
+        for (uint32_t j0 = 0; j0 < q->n_used;) {
+            const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < 8 ? last - c0 + 1 : 8;
+            rs_columns8_f64(x, stride, nd, c0, n, xt);
+            for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
+                rs_code_feature_f64(L, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, codes);
+        }
+        return;
+#endif
+    }
+    for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
+        const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
+        for (size_t l = 0; l < RS_LANES; l++) {
+            const double *row = x + l * stride;
+            for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? row[q->f[j0 + j].column] : -INFINITY;
+        }
+        for (uint32_t j = 0; j < nj; j++) rs_code_feature_f64(L, j0 + j, xt + (size_t)j * RS_LANES, nd, codes);
+    }
+}
+#undef RS_TRANSPOSE
+#endif /* RS_QUANTIZE_F64 */
 
 /* A tree wider than 256 leaves (no skip entries): every row into `rows`, then the exit
  * leaves lane by lane. */
@@ -201,10 +246,11 @@ static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, 
     RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 4);
 }
 
-/* The kernel: per document block, quantize its groups once, then every tree block for
- * every group, then the scores out. */
-static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
-                       void *scratch) {
+/* The kernel: per document block, quantize its groups once (float or double rows: f64
+ * is a constant), then every tree block for every group, then the scores out. */
+static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, uint32_t delta, const void *x,
+                                                                  size_t n_rows, size_t stride, double *out,
+                                                                  void *scratch, const int f64) {
     const rs_scratch sp = rs_scratch_parts(L, delta, RS_LANES);
     char *s = scratch;
     uint8_t *codes = (uint8_t *)(s + sp.codes);
@@ -216,7 +262,10 @@ static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_ro
         size_t ng = (nd + RS_LANES - 1) / RS_LANES;
         for (size_t g = 0; g < ng; g++) {
             size_t first = g * RS_LANES, n = nd - first < RS_LANES ? nd - first : RS_LANES;
-            RS_QUANTIZE(L, x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
+            if (f64)
+                RS_QUANTIZE_F64(L, (const double *)x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
+            else
+                RS_QUANTIZE(L, (const float *)x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
         }
         for (size_t d = 0; d < ng * RS_LANES; d++) acc[d] = L->base_score;
         const size_t step = ns * RS_LANES; /* codes of one group */
@@ -237,9 +286,20 @@ static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_ro
     }
 }
 
+static void RS(kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
+                       void *scratch) {
+    RS(kernel_any)(L, delta, x, n_rows, stride, out, scratch, 0);
+}
+
+static void RS(kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t n_rows, size_t stride, double *out,
+                           void *scratch) {
+    RS(kernel_any)(L, delta, x, n_rows, stride, out, scratch, 1);
+}
+
 #undef RS_MASK
 #undef RS_UPDATE_SKIP
 #undef RS_QUANTIZE
+#undef RS_QUANTIZE_F64
 #undef RS_GROUPS
 #undef RS_FEW
 #undef RS_MASK_FEW

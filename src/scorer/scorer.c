@@ -477,12 +477,17 @@ static ts_status score_expand_chunk(void *ctx, size_t begin, size_t end) {
 
 /* Double rows on the general path, for a library comparing doubles (LightGBM): each
  * row expanded in double (categories decided on the double value), then for each part
- * rounded to floats by that part's tables, or scored by its exact double traversal. */
+ * scored from the doubles by its engine's score_f64 (rapid), or else rounded to floats by
+ * that part's tables, or scored by its exact double traversal. */
 static void score_f64_expanded(const ts_scorer *s, const double *x, size_t n, size_t stride, float *fbuf,
                                uint32_t *idx, double *part, void *scratch, double *out) {
     uint32_t K = s->n_outputs;
     for (uint32_t k = 0; k < K; k++) {
         const tsr_part *p = &s->parts[k];
+        if (p->engine->score_f64 && p->engine->score_f64(p->state, x, n, stride, part, scratch)) {
+            for (size_t i = 0; i < n; i++) out[i * K + k] = part[i]; /* the engine read the doubles */
+            continue;
+        }
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             const double *row = x + i * stride;
@@ -594,6 +599,13 @@ static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
     const tsr_part *p = &s->parts[0];
+    if (p->f64 && p->engine->score_f64) { /* the engine reads the doubles itself (rapid) */
+        void *es = p->layout.scratch_bytes ? tsr_scratch(p->layout.scratch_bytes) : NULL;
+        if (p->layout.scratch_bytes && !es) return TS_ERR_NO_MEMORY;
+        if (p->engine->score_f64(p->state, (const double *)j->x + begin * j->stride, end - begin, j->stride,
+                                 j->out + begin, es))
+            return TS_OK;
+    }
     size_t width = s->n_features ? s->n_features : 1;
     size_t per = F64_BUF_FLOATS / width, n_rows = end - begin;
     if (per == 0) per = 1;

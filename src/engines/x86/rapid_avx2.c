@@ -178,10 +178,85 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
     }
 }
 
+/* ---- double codes (quant.h "Double codes") ---- */
+
+/* 8 dwords from two registers of 4 qwords (their low halves, in lane order). */
+static inline __m256i to32(__m256i a, __m256i b) {
+    const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    return _mm256_blend_epi32(_mm256_permutevar8x32_epi32(a, idx), _mm256_permutevar8x32_epi32(b, idx), 0xF0);
+}
+
+/* Natural double codes of 8 values (two registers of 4, zero range already snapped) as 8
+ * dwords: a linear scan of the double thresholds until no lane is above the last one
+ * compared; features with a block table lane by lane with the binary search (AVX2 has
+ * no permute of doubles by a variable index across 256 bits). */
+static inline __m256i codes8_d(const tsq *q, uint32_t j, __m256d v0, __m256d v1) {
+    const tsq_feature *f = &q->f[j];
+    if (f->blocks != UINT32_MAX) {
+        double x[8] __attribute__((aligned(32)));
+        int32_t c[8] __attribute__((aligned(32)));
+        _mm256_store_pd(x, v0);
+        _mm256_store_pd(x + 4, v1);
+        for (int l = 0; l < 8; l++) c[l] = (int32_t)tsq_code_d(q, j, x[l]); /* NaN: 0 */
+        return _mm256_load_si256((const __m256i *)c);
+    }
+    const double *t = q->thr_d + f->table;
+    __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
+    uint32_t i = 0;
+    for (; i + 2 <= f->n_thr; i += 2) {
+        const __m256d a = _mm256_set1_pd(t[i]), b = _mm256_set1_pd(t[i + 1]);
+        const __m256d a0 = _mm256_cmp_pd(a, v0, _CMP_LT_OQ), a1 = _mm256_cmp_pd(a, v1, _CMP_LT_OQ);
+        const __m256d b0 = _mm256_cmp_pd(b, v0, _CMP_LT_OQ), b1 = _mm256_cmp_pd(b, v1, _CMP_LT_OQ);
+        p0 = _mm256_sub_epi64(p0, _mm256_add_epi64(_mm256_castpd_si256(a0), _mm256_castpd_si256(b0)));
+        p1 = _mm256_sub_epi64(p1, _mm256_add_epi64(_mm256_castpd_si256(a1), _mm256_castpd_si256(b1)));
+        const __m256d any = _mm256_or_pd(b0, b1);
+        if (_mm256_testz_pd(any, any)) break; /* no lane above t[i + 1]: none above any later */
+    }
+    if (i + 2 > f->n_thr && i < f->n_thr) {
+        const __m256d a = _mm256_set1_pd(t[i]);
+        p0 = _mm256_sub_epi64(p0, _mm256_castpd_si256(_mm256_cmp_pd(a, v0, _CMP_LT_OQ)));
+        p1 = _mm256_sub_epi64(p1, _mm256_castpd_si256(_mm256_cmp_pd(a, v1, _CMP_LT_OQ)));
+    }
+    return to32(p0, p1);
+}
+
+/* Feature j's slots for one group of 32 double values (tsq_slot_code_d), as
+ * rs_code_feature: natural codes once (zero-range values snapped to 0.0), then each
+ * slot's through the saturating packs. */
+static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
+    const tsq *q = &L->q;
+    const tsq_feature *f = &q->f[j];
+    const __m256d zr = _mm256_set1_pd((double)TSM_ZERO_RANGE), sign = _mm256_set1_pd(-0.0);
+    __m256i nat[4], nan[4], zero[4], out[4];
+    for (size_t c = 0; c < 4; c++) {
+        nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
+        if (8 * c >= nd) continue;
+        __m256d x0 = _mm256_load_pd(col + 8 * c), x1 = _mm256_load_pd(col + 8 * c + 4);
+        const __m256d n0 = _mm256_cmp_pd(x0, x0, _CMP_UNORD_Q), n1 = _mm256_cmp_pd(x1, x1, _CMP_UNORD_Q);
+        const __m256d z0 = _mm256_cmp_pd(_mm256_andnot_pd(sign, x0), zr, _CMP_LE_OQ);
+        const __m256d z1 = _mm256_cmp_pd(_mm256_andnot_pd(sign, x1), zr, _CMP_LE_OQ);
+        x0 = _mm256_andnot_pd(z0, x0); /* zero range -> 0.0 */
+        x1 = _mm256_andnot_pd(z1, x1);
+        nan[c] = to32(_mm256_castpd_si256(n0), _mm256_castpd_si256(n1));
+        zero[c] = to32(_mm256_castpd_si256(z0), _mm256_castpd_si256(z1));
+        nat[c] = codes8_d(q, j, x0, x1);
+    }
+    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
+        const tsq_slot *sl = &q->slots[s];
+        const __m256i miss = _mm256_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
+        const __m256i base = _mm256_set1_epi32((int)sl->base);
+        for (size_t c = 0; c < 4; c++) {
+            __m256i m = sl->rule & TSQ_ZERO_MISSING ? _mm256_or_si256(nan[c], zero[c]) : nan[c];
+            out[c] = _mm256_sub_epi32(_mm256_blendv_epi8(nat[c], miss, m), base);
+        }
+        store8(codes + (size_t)s * 32, out, L->flip);
+    }
+}
+
 #define RS_UPDATE rs_update8
 #define RS(name) rs_avx2_##name
 #include "engines/rapid_template.h"
 
-const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize};
+const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize, rs_avx2_kernel_f64};
 
 #endif

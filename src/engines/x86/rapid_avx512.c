@@ -271,6 +271,136 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
     }
 }
 
+/* ---- double codes (quant.h "Double codes") ---- */
+
+/* code + 1 in the lanes where t < v, for 8 doubles. */
+static inline __m512i add_below_d(__m512i code, __m512d t, __m512d v) {
+    return _mm512_mask_add_epi64(code, _mm512_cmp_pd_mask(t, v, _CMP_LT_OQ), code, _mm512_set1_epi64(1));
+}
+
+/* quant.h "Block tables" in doubles, for the 64 values of a group (eight registers): each
+ * 16-entry table is two registers, looked up with vpermt2pd. */
+static inline void codes_blocked64_d(const double *blk, const __m512d v[8], __m512i code[8]) {
+    const __m512d p0 = _mm512_load_pd(blk), p1 = _mm512_load_pd(blk + 8);
+    __m512i b[8];
+    for (int c = 0; c < 8; c++) b[c] = _mm512_setzero_si512();
+    for (int s = 8; s; s >>= 1)
+        for (int c = 0; c < 8; c++) {
+            __m512d p = _mm512_permutex2var_pd(p0, _mm512_add_epi64(b[c], _mm512_set1_epi64(s - 1)), p1);
+            b[c] = _mm512_mask_add_epi64(b[c], _mm512_cmp_pd_mask(p, v[c], _CMP_LT_OQ), b[c], _mm512_set1_epi64(s));
+        }
+    for (int c = 0; c < 8; c++) code[c] = _mm512_slli_epi64(b[c], 4);
+    for (int k = 0; k < 15; k++) {
+        const __m512d u0 = _mm512_load_pd(blk + 16 + 16 * k), u1 = _mm512_load_pd(blk + 24 + 16 * k);
+        for (int c = 0; c < 8; c++) code[c] = add_below_d(code[c], _mm512_permutex2var_pd(u0, b[c], u1), v[c]);
+    }
+    for (int c = 0; c < 8; c++) code[c] = add_below_d(code[c], _mm512_set1_pd(blk[15]), v[c]);
+}
+
+/* Natural double codes of 16 values (two registers of 8) as 16 dwords, by a linear scan
+ * of the double thresholds, as codes16: four at a time, until no lane is above the last
+ * threshold compared. */
+static inline __m512i codes16_d(const tsq *q, const tsq_feature *f, __m512d v0, __m512d v1) {
+    const __m512i one = _mm512_set1_epi32(1);
+    const double *t = q->thr_d + f->table;
+    __m512i pos = _mm512_setzero_si512();
+#define RS_BELOW_D(ti) _mm512_kunpackb(_mm512_cmp_pd_mask(_mm512_set1_pd(ti), v1, _CMP_LT_OQ), \
+                                       _mm512_cmp_pd_mask(_mm512_set1_pd(ti), v0, _CMP_LT_OQ))
+    uint32_t i = 0;
+    for (; i + 4 <= f->n_thr; i += 4) {
+        pos = _mm512_mask_add_epi32(pos, RS_BELOW_D(t[i]), pos, one);
+        pos = _mm512_mask_add_epi32(pos, RS_BELOW_D(t[i + 1]), pos, one);
+        pos = _mm512_mask_add_epi32(pos, RS_BELOW_D(t[i + 2]), pos, one);
+        const __mmask16 c3 = RS_BELOW_D(t[i + 3]);
+        pos = _mm512_mask_add_epi32(pos, c3, pos, one);
+        if (!c3) break; /* no lane above t[i + 3]: none above any later */
+    }
+    if (i + 4 > f->n_thr)
+        for (; i < f->n_thr; i++) pos = _mm512_mask_add_epi32(pos, RS_BELOW_D(t[i]), pos, one);
+#undef RS_BELOW_D
+    return pos;
+}
+
+/* 16 dwords from two registers of 8 qwords. */
+static inline __m512i join32(__m512i a, __m512i b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(a)), _mm512_cvtepi64_epi32(b), 1);
+}
+
+/* Feature j's slots for one group of 64 double values (tsq_slot_code_d): zero-range
+ * values snapped to 0.0 for their natural codes, which then go as in rs_code_feature
+ * (16 dwords a register). */
+static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
+    const tsq *q = &L->q;
+    const tsq_feature *f = &q->f[j];
+    __m512i nat[4];
+    __mmask16 nan[4], zero[4];
+    __m512d v[8];
+    __mmask8 n8[8], z8[8];
+    for (size_t c = 0; c < 8; c++) {
+        const __m512d x = _mm512_load_pd(col + 8 * c); /* lanes >= nd hold -inf: code 0 */
+        n8[c] = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
+        z8[c] = _mm512_cmp_pd_mask(_mm512_abs_pd(x), _mm512_set1_pd((double)TSM_ZERO_RANGE), _CMP_LE_OQ);
+        v[c] = _mm512_mask_mov_pd(x, z8[c], _mm512_setzero_pd());
+    }
+    for (size_t c = 0; c < 4; c++) {
+        nan[c] = _mm512_kunpackb(n8[2 * c + 1], n8[2 * c]);
+        zero[c] = _mm512_kunpackb(z8[2 * c + 1], z8[2 * c]);
+    }
+    if (f->blocks != UINT32_MAX) {
+        __m512i n64[8];
+        codes_blocked64_d(q->blk_d + f->blocks, v, n64);
+        for (size_t c = 0; c < 4; c++) nat[c] = join32(n64[2 * c], n64[2 * c + 1]);
+    } else
+        for (size_t c = 0; c < 4; c++) nat[c] = 16 * c < nd ? codes16_d(q, f, v[2 * c], v[2 * c + 1]) : _mm512_setzero_si512();
+    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
+        const tsq_slot *sl = &q->slots[s];
+        const __m512i miss = _mm512_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
+        const __m512i base = _mm512_set1_epi32((int)sl->base);
+        for (size_t c = 0; c < 4; c++) {
+            __mmask16 m = sl->rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c];
+            __m512i code = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
+                                            _mm512_setzero_si512());
+            _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(code));
+        }
+    }
+}
+
+/* 8 x 8 doubles transposed in registers: unpacks, two-source permutes of 128-bit pairs,
+ * then 256-bit halves joined. */
+static inline void transpose8_d(__m512d r[8]) {
+    __m512d t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);     /* rows 2i, 2i+1 of columns 0, 2, 4, 6 */
+        t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]); /* of columns 1, 3, 5, 7 */
+    }
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int h = 0; h < 2; h++) { /* rows 4h .. 4h + 3 */
+        u[4 * h + 0] = _mm512_permutex2var_pd(t[4 * h], lo, t[4 * h + 2]);     /* columns 0 | 4 */
+        u[4 * h + 1] = _mm512_permutex2var_pd(t[4 * h], hi, t[4 * h + 2]);     /* columns 2 | 6 */
+        u[4 * h + 2] = _mm512_permutex2var_pd(t[4 * h + 1], lo, t[4 * h + 3]); /* columns 1 | 5 */
+        u[4 * h + 3] = _mm512_permutex2var_pd(t[4 * h + 1], hi, t[4 * h + 3]); /* columns 3 | 7 */
+    }
+    static const int col_of[4] = {0, 2, 1, 3};
+    for (int k = 0; k < 4; k++) {
+        r[col_of[k]] = _mm512_shuffle_f64x2(u[k], u[4 + k], _MM_SHUFFLE(1, 0, 1, 0));
+        r[col_of[k] + 4] = _mm512_shuffle_f64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+}
+
+/* As rs_columns16, for doubles: columns c0 .. c0 + n - 1 (n <= 8) of the group's rows into
+ * out[k * 64 + lane], lanes >= nd -inf; columns past n left undefined. */
+static void rs_columns8_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, double *out) {
+    const __mmask8 cols = (__mmask8)((1u << n) - 1);
+    for (size_t l0 = 0; l0 < 64; l0 += 8) {
+        __m512d r[8];
+        for (size_t i = 0; i < 8; i++)
+            r[i] = l0 + i < nd ? _mm512_maskz_loadu_pd(cols, x + (l0 + i) * stride + c0) : _mm512_set1_pd(-INFINITY);
+        transpose8_d(r);
+        for (size_t k = 0; k < 8; k++) _mm512_store_pd(out + k * 64 + l0, r[k]);
+    }
+}
+#define RS_COLUMNS8_F64 1
+
 #define RS_UPDATE rs_update8
 #define RS_GROUPS 8
 #define RS(name) rs_avx512_##name
@@ -278,7 +408,7 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
 #undef RS_UPDATE
 #undef RS
 
-const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize};
+const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize, rs_avx512_kernel_f64};
 
 /*
  * The GFNI kernel: the same, but an entry ANDs its mask with one masked GF2P8AFFINEQB
@@ -332,6 +462,7 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS_MASK rs_gf_m
 #define RS_UPDATE_SKIP rs_gf_update_skip
 #define RS_QUANTIZE rs_avx512_quantize
+#define RS_QUANTIZE_F64 rs_avx512_quantize_f64
 #define RS_GROUPS 8
 /* With one or two groups (a batch of up to 128 documents) the chain of vgf2p8affineqb
  * through a row (5 cycles a link on Emerald Rapids) is the bound: those take vpandd +
@@ -344,6 +475,7 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS(name) rs_avx512gf_##name
 #include "engines/rapid_template.h"
 
-const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize};
+const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize,
+                                       rs_avx512gf_kernel_f64};
 
 #endif
