@@ -38,6 +38,9 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 #define CLI_MAX_THREADS 4096u
 #define CLI_MAX_DELTA (1u << 24)
 
+/* cli_opts.batch_hint: plan every range of rows per call (ts_scorer_options.batch_hint 0). */
+#define CLI_ALL_BATCHES 0xFFFFFFFFu
+
 /* Every option any subcommand takes; each subcommand says which it accepts. */
 typedef struct cli_opts {
     const char *model_path;
@@ -53,7 +56,8 @@ typedef struct cli_opts {
     uint32_t tau, delta;         /* blocks: trees, documents (0 = auto) */
     uint32_t lanes;              /* vpred: documents interleaved (0 = auto) */
     ts_plan plan;                /* how auto picks (--planner) */
-    unsigned batch_hint;         /* rows per scoring call, told to the planner */
+    unsigned batch_hint;         /* rows per scoring call, told to the planner (0: the CLI's
+                                    chunk rows; CLI_ALL_BATCHES: every range, batch_hint 0) */
     int show_plan;               /* info --plan */
     const float *sample;         /* rows for the planner (NULL: synthetic) */
     size_t sample_rows, sample_stride;
@@ -66,6 +70,7 @@ typedef struct cli_opts {
     unsigned repeat;             /* bench */
     unsigned batch;              /* bench: rows per call (0 = all) */
     uint64_t max_rows;           /* bench: rows loaded (0 = all) */
+    int dtype;                   /* bench --dtype: 32 or 64; 0: as score would (doubles from text) */
     int tsv;                     /* bench: --format tsv output */
     int quiet;                   /* no progress on stderr */
     int no_name_check;           /* CSV/TSV header names are not compared with the model's */

@@ -30,6 +30,10 @@ static const char usage[] =
     "  -r, --repeat N          timed repetitions (default 5)\n"
     "      --batch N           rows per scoring call (default: all rows in one call)\n"
     "      --rows N            rows to load (default: all)\n"
+    "      --dtype f32|f64     score float32 rows (ts_scorer_score) or float64 rows\n"
+    "                          (ts_scorer_score_f64); default: what 'treescore score' uses\n"
+    "                          for DATA: f64 for text formats (their values read as doubles),\n"
+    "                          f32 for raw float32 files\n"
     CLI_SCORER_HELP
     "  -f, --format table|tsv  output: aligned table (default) or tab-separated rows under\n"
     "                          the header: engine isa threads us_per_doc_median\n"
@@ -55,7 +59,9 @@ static const char usage[] =
 
 typedef struct matrix {
     float *x;
+    double *xd;           /* the rows as doubles (text formats: the values read), or NULL */
     size_t rows, cols;
+    int f64;              /* time ts_scorer_score_f64 on xd */
 } matrix;
 
 /* One engine as --engines names it: its text and the options with its keys applied. */
@@ -66,12 +72,14 @@ typedef struct engine_spec {
 } engine_spec;
 
 static int load_rows(const cli_opts *o, const ts_model *m, matrix *mx) {
-    tsio_reader *r = cli_open_data(o, m, 0, 0);
+    tsio_reader *r = cli_open_data(o, m, 0, 1);
     size_t cap = 0;
     int rc = -1;
     if (!r) return -1;
     mx->x = NULL;
+    mx->xd = NULL;
     mx->rows = 0;
+    int doubles = -1; /* whether the chunks come with doubles (text formats) */
     mx->cols = tsio_reader_n_cols(r);
     cli_chunks it;
     tsio_chunk c;
@@ -85,24 +93,40 @@ static int load_rows(const cli_opts *o, const ts_model *m, matrix *mx) {
         }
         size_t take = c.n_rows;
         if (o->max_rows && mx->rows + take > o->max_rows) take = (size_t)(o->max_rows - mx->rows);
+        if (doubles < 0) doubles = c.xd != NULL;
         if (mx->rows + take > cap) {
             size_t ncap = cap ? cap * 2 : 4096;
             while (ncap < mx->rows + take) ncap *= 2;
             float *nx = realloc(mx->x, ncap * mx->cols * sizeof *nx);
-            if (!nx) {
+            if (nx) mx->x = nx;
+            double *nd = nx && doubles ? realloc(mx->xd, ncap * mx->cols * sizeof *nd) : NULL;
+            if (nd) mx->xd = nd;
+            if (!nx || (doubles && !nd)) {
                 cli_error("out of memory loading %s", o->data_path);
                 break;
             }
-            mx->x = nx;
             cap = ncap;
         }
         memcpy(mx->x + mx->rows * mx->cols, c.x, take * mx->cols * sizeof *c.x);
+        if (doubles) {
+            for (size_t i = 0; i < take * mx->cols; i++)
+                mx->xd[mx->rows * mx->cols + i] = c.xd ? c.xd[i] : (double)c.x[i];
+        }
         mx->rows += take;
     }
     tsio_reader_close(r);
     if (rc == 0 && mx->rows == 0) {
         cli_error("%s: no rows to benchmark", o->data_path);
         rc = -1;
+    }
+    /* --dtype, else as `treescore score` reads DATA: doubles from text, floats from raw */
+    mx->f64 = o->dtype ? o->dtype == 64 : doubles > 0;
+    if (rc == 0 && mx->f64 && !mx->xd) {
+        if (!(mx->xd = malloc(mx->rows * mx->cols * sizeof *mx->xd))) {
+            cli_error("out of memory loading %s", o->data_path);
+            return -1;
+        }
+        for (size_t i = 0; i < mx->rows * mx->cols; i++) mx->xd[i] = (double)mx->x[i];
     }
     return rc;
 }
@@ -178,8 +202,10 @@ static double run_once(ts_scorer *s, const matrix *mx, size_t batch, double *out
     double t0 = cli_now();
     for (size_t r = 0; r < mx->rows; r += batch) {
         size_t n = mx->rows - r < batch ? mx->rows - r : batch;
-        if (ts_scorer_score(s, mx->x + r * mx->cols, n, mx->cols, mx->cols, out + r * ts_scorer_n_outputs(s), &err) !=
-            TS_OK) {
+        double *o = out + r * ts_scorer_n_outputs(s);
+        ts_status st = mx->f64 ? ts_scorer_score_f64(s, mx->xd + r * mx->cols, n, mx->cols, mx->cols, o, &err)
+                               : ts_scorer_score(s, mx->x + r * mx->cols, n, mx->cols, mx->cols, o, &err);
+        if (st != TS_OK) {
             cli_error("bench: scoring failed: %s", err.message);
             return -1;
         }
@@ -218,7 +244,7 @@ static void print_prepare(const cli_opts *o, const result *res, int n) {
     for (int e = 0; e < n; e++) {
         int is_auto = strncmp(res[e].spec, "auto", 4) == 0;
         fprintf(f, "%s %s", e ? "," : "", res[e].spec);
-        if (is_auto) fprintf(f, " (chose %s)", ts_engine_name(res[e].engine));
+        if (is_auto) fprintf(f, " (chose %s for this batch)", ts_engine_name(res[e].engine));
         fprintf(f, " %.1f", res[e].prepare_ms);
     }
     fputc('\n', f);
@@ -231,12 +257,13 @@ static void format_blocks(char *buf, size_t size, uint32_t tau, uint32_t delta) 
     else snprintf(buf, size, "%u/%u", tau, delta);
 }
 
-static void print_table(const cli_opts *o, const result *res, int n, size_t rows) {
+static void print_table(const cli_opts *o, const result *res, int n, size_t rows, int mx_f64, size_t batch) {
     int w = 10;
     for (int e = 0; e < n; e++)
         if ((int)strlen(res[e].spec) > w) w = (int)strlen(res[e].spec);
     printf("cpu: %s, %u threads available\n", ts_isa_name(ts_cpu_isa()), ts_cpu_count());
-    printf("model %s, %zu documents, %u repetitions\n", o->model_path, rows, o->repeat);
+    printf("model %s, %zu documents, %u repetitions, %s rows, batch %zu\n", o->model_path, rows, o->repeat,
+           mx_f64 ? "float64" : "float32", batch);
     printf("%-*s %-7s %7s %12s %14s %12s %12s %14s %9s\n", w, "engine", "isa", "threads", "tau/delta",
            "us/doc median", "min", "max", "docs/s", "speedup");
     for (int e = 0; e < n; e++) {
@@ -339,19 +366,22 @@ static int bench_engines(const cli_opts *o, const ts_model *m, const matrix *mx,
     }
     for (int e = 0; e < n; e++) {
         cli_opts so = specs[e].o;
-        so.batch_hint = (unsigned)(batch < (1u << 30) ? batch : (1u << 30));
+        /* auto: the default scorer (every range planned, each call's engine by its rows);
+         * auto:planner=... the same. An explicit engine needs no hint. */
+        so.batch_hint = CLI_ALL_BATCHES;
         so.sample = mx->x; /* auto: the planner times the engines on these rows */
         so.sample_rows = mx->rows;
         so.sample_stride = mx->cols;
         double t0 = cli_now();
         if (!(sc[e] = cli_create_scorer(m, &so, specs[e].engine))) goto done;
         fill_setup(&res[e], &specs[e], sc[e]);
+        res[e].engine = ts_scorer_engine_for(sc[e], batch < mx->rows ? batch : mx->rows); /* auto: this batch's */
         res[e].prepare_ms = 1e3 * (cli_now() - t0);
     }
     if (timed_runs(o, sc, specs, n, mx, batch, ref, out, times)) goto done;
     for (int e = 0; e < n; e++) summarize(&res[e], times + (size_t)e * o->repeat, o->repeat, mx->rows);
     if (o->tsv) print_tsv(res, n);
-    else print_table(o, res, n, mx->rows);
+    else print_table(o, res, n, mx->rows, mx->f64, batch);
     print_prepare(o, res, n);
     print_false_nodes(o, m, mx);
     rc = CLI_OK;
@@ -377,6 +407,7 @@ int cmd_bench(int argc, char **argv) {
     rc = CLI_FAILED;
     if (cli_narrow_model(&o, m) == 0 && load_rows(&o, m, &mx) == 0) rc = bench_engines(&o, m, &mx, specs, n_engines);
     free(mx.x);
+    free(mx.xd);
     free(o.keep);
     ts_model_free(m);
     return rc;

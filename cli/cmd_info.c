@@ -8,16 +8,18 @@ static const char usage[] =
     "\n"
     "Print a summary of MODEL: format, objective, trees, leaves, depth, features, base\n"
     "score, and whether its splits route missing values. With --plan, also what\n"
-    "--engine auto would pick for this model, batch size, thread count and machine, and\n"
-    "why: the planner's timings of the candidate engines, the wisdom file's earlier\n"
-    "answer, or the rule of thumb (--planner rule).\n"
+    "--engine auto would pick for this model, thread count and machine, for each range of\n"
+    "rows per call (1, 2-15, 16-127, 128+: the table at the end), and why: the planner's\n"
+    "timings of the candidate engines (us/doc per range), the wisdom file's earlier\n"
+    "answers, or the rule of thumb (--planner rule).\n"
     "\n"
     "  -m, --model FILE        a model file (LightGBM, XGBoost, QuickRank, RankLib: see --model-format)\n"
     "      --model-format F    auto (default), lightgbm, lightgbm-json, xgboost, xgboost-ubjson,\n"
     "                          xgboost-dump, quickrank, ranklib\n"
     CLI_FEATURES_HELP
     "      --plan              show the planner's choice\n"
-    "      --batch N           rows per scoring call to plan for (default 1000)\n"
+    "      --batch N           plan only for calls of N rows (the scorer's batch_hint;\n"
+    "                          default: every range)\n"
     "  -d, --data FILE         time the engines on the first rows of FILE (default:\n"
     "                          synthetic rows made from the model's thresholds); the data\n"
     "                          options of 'treescore score' apply\n"
@@ -42,12 +44,15 @@ static ts_scorer *plan_on_data(const cli_opts *o, const ts_model *m) {
 
 /* What --engine auto picks: a scorer made the way `treescore score` would make it. */
 static int print_plan(cli_opts *o, const ts_model *m) {
-    o->batch_hint = o->batch ? o->batch : 1000;
+    o->batch_hint = o->batch ? o->batch : CLI_ALL_BATCHES;
     o->engine = TS_ENGINE_AUTO;
     ts_scorer *s = o->data_path ? plan_on_data(o, m) : cli_create_scorer(m, o, TS_ENGINE_AUTO);
     if (!s) return CLI_FAILED;
-    printf("plan:             engine %s, isa %s, %u threads, batch %u\n", ts_engine_name(ts_scorer_engine(s)),
-           ts_isa_name(ts_scorer_isa(s)), ts_scorer_n_threads(s), o->batch_hint);
+    char batch[32];
+    if (o->batch) snprintf(batch, sizeof batch, "batch %u", o->batch_hint);
+    else snprintf(batch, sizeof batch, "every batch size");
+    printf("plan:             engine %s (1 row: %s), isa %s, %u threads, %s\n", ts_engine_name(ts_scorer_engine(s)),
+           ts_engine_name(ts_scorer_engine_for(s, 1)), ts_isa_name(ts_scorer_isa(s)), ts_scorer_n_threads(s), batch);
     fputs(ts_scorer_plan_report(s), stdout);
     ts_scorer_free(s);
     return CLI_OK;

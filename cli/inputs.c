@@ -50,7 +50,7 @@ ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine eng
     so.delta = o->delta;
     so.lanes = o->lanes;
     so.plan = o->plan;
-    so.batch_hint = o->batch_hint ? o->batch_hint : TS_CLI_CHUNK_ROWS;
+    so.batch_hint = o->batch_hint == CLI_ALL_BATCHES ? 0 : o->batch_hint ? o->batch_hint : TS_CLI_CHUNK_ROWS;
     so.sample = o->sample;
     so.sample_rows = o->sample_rows;
     so.sample_stride = o->sample_stride;

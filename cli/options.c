@@ -42,7 +42,7 @@ static int parse_uint(const char *opt, const char *s, unsigned long long max, un
 typedef enum {
     O_MODEL, O_DATA, O_OUTPUT, O_ENGINE, O_ENGINES, O_THREADS, O_FORMAT, O_MODEL_FORMAT, O_QUERY_FILE,
     O_DATA_FORMAT, O_ONE_BASED, O_HEADER, O_NO_HEADER, O_LABEL_COLUMN, O_TOP, O_NDCG, O_PRINT_QUERIES, O_REPEAT, O_BATCH,
-    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_FEATURE_NAMES, O_BASE_SCORE, O_ISA, O_TAU, O_DELTA, O_LANES, O_PLANNER, O_PLAN, O_HELP
+    O_ROWS, O_QUIET, O_NO_NAME_CHECK, O_FEATURE_NAMES, O_BASE_SCORE, O_ISA, O_TAU, O_DELTA, O_LANES, O_PLANNER, O_PLAN, O_DTYPE, O_HELP
 } opt_id;
 
 typedef struct opt_spec {
@@ -82,6 +82,7 @@ static const opt_spec specs[] = {
     {"repeat", 'r', 1, OPT_BENCH, O_REPEAT},
     {"batch", 0, 1, OPT_BENCH | OPT_INFO, O_BATCH},
     {"rows", 0, 1, OPT_BENCH, O_ROWS},
+    {"dtype", 0, 1, OPT_BENCH, O_DTYPE},
     {"quiet", 0, 0, OPT_QUIET, O_QUIET},
     {"no-name-check", 0, 0, OPT_READER, O_NO_NAME_CHECK},
     {"help", 'h', 0, ~0u, O_HELP},
@@ -234,6 +235,13 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
         return 0;
     case O_BATCH: if (parse_uint("--batch", v, 1u << 30, &n)) return -1; o->batch = (unsigned)n; return 0;
     case O_ROWS: if (parse_uint("--rows", v, ~0ull, &n)) return -1; o->max_rows = n; return 0;
+    case O_DTYPE:
+        if (strcmp(v, "f32") && strcmp(v, "f64")) {
+            cli_error("--dtype must be f32 or f64, not '%s'", v);
+            return -1;
+        }
+        o->dtype = v[1] == '6' ? 64 : 32;
+        return 0;
     case O_QUIET: o->quiet = 1; return 0;
     case O_NO_NAME_CHECK: o->no_name_check = 1; return 0;
     case O_FEATURE_NAMES: o->feature_names_path = v; return 0;

@@ -41,8 +41,11 @@
  * calling thread plus helpers from one process-wide pool of (cores - 1) threads,
  * started once and kept. A helper joins a batch only when it is idle, so callers that
  * are themselves multi-threaded never make more threads run than they have plus the
- * pool; small batches are scored in the calling thread alone. Scores are the same bits
- * for every thread count.
+ * pool; small batches are scored in the calling thread alone. A call of fewer rows than
+ * threads (one document on a big model) may instead split each row's trees across the
+ * threads, where the planner measured (or, without timing, the model's size says) that
+ * it pays: each thread writes its trees' leaf values and the calling thread adds them
+ * in tree order, so scores are the same bits for every thread count.
  *   ts_error:  owned by the caller; use one per thread.
  */
 
@@ -288,8 +291,15 @@ typedef struct ts_scorer_options {
     uint32_t lanes;       /* vpred, block-vpred: documents interleaved (v); 0 (default) = the
                              engine's choice for the model */
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
-    uint32_t batch_hint;  /* TS_ENGINE_AUTO only: rows per scoring call the planner optimizes
-                             for; 0 (default) = 1,000 */
+    uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.
+                             0 (default): every batch size: the planner picks an engine for
+                             each range of rows per call (1, 2-15, 16-127, 128 and more),
+                             prepares each chosen engine once, and every ts_scorer_score call
+                             uses its range's engine (no lock, no allocation; the same bits
+                             whichever). Nonzero: only batch_hint's range is planned, at
+                             batch_hint rows, and its one engine scores every call (less
+                             memory and planning time). ts_scorer_plan_report shows the
+                             table, ts_scorer_engine_for a call's engine */
     const float *sample;  /* TS_ENGINE_AUTO only: rows of the data to be scored, for the planner
                              to time the engines on (row r at sample + r * sample_stride, with
                              the model's feature count readable; used during ts_scorer_create
@@ -318,8 +328,14 @@ TS_API ts_status ts_scorer_create(const ts_model *model, const ts_scorer_options
 /* Accepts NULL. */
 TS_API void ts_scorer_free(ts_scorer *scorer);
 
-/* The engine actually used (never TS_ENGINE_AUTO) and the columns a row must have. */
+/* The engine actually used for the largest batches (never TS_ENGINE_AUTO) and the
+ * columns a row must have. */
 TS_API ts_engine ts_scorer_engine(const ts_scorer *scorer);
+/* The engine a call of n_rows rows uses (the plan table: see batch_hint), and 1 when
+ * such a call splits each row's trees across the scorer's threads (a call of fewer rows
+ * than threads, on an engine and model where that pays: see "Threads"), else 0. */
+TS_API ts_engine ts_scorer_engine_for(const ts_scorer *scorer, size_t n_rows);
+TS_API int ts_scorer_splits_trees(const ts_scorer *scorer, size_t n_rows);
 TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
 /* Scores per row (ts_model_info.n_outputs): ts_scorer_score writes n_rows * K doubles,
  * row-major (the K scores of row r at out + r * K). */

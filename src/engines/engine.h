@@ -62,6 +62,18 @@ typedef struct tse_engine {
      * rows to floats for score (src/scorer/f64.c). rapid: its codes computed from the
      * double values (engines/quant.h "Double codes"). */
     int (*score_f64)(const void *state, const double *x, size_t n_rows, size_t row_stride, double *out, void *scratch);
+    /* Optional (NULL: not offered): one row's trees split across threads. The scorer
+     * asks each thread for the contributions of some groups of trees and adds them
+     * itself, in tree order, to the base score, so the sum is the same bits as score's.
+     * tree_groups(state) is how many groups of consecutive trees the engine cuts its
+     * trees into; tree_group_first(state, g) is the first tree of group g (0 <= g <=
+     * tree_groups; g == tree_groups gives the tree count). tree_values writes, for the one row at x,
+     * vals[t - tree_group_first(g0)] = tree t's contribution (weight * leaf value, the
+     * double that score adds) for every tree t of groups [g0, g1); it adds nothing.
+     * Same rules as score (concurrent, no writes to state, scratch of scratch_bytes). */
+    uint32_t (*tree_groups)(const void *state);
+    uint32_t (*tree_group_first)(const void *state, uint32_t g);
+    void (*tree_values)(const void *state, const float *x, uint32_t g0, uint32_t g1, double *vals, void *scratch);
 } tse_engine;
 
 /* plan_candidate for engines with no build step and no better sibling. */

@@ -90,7 +90,32 @@ static void naive_score(const void *p, const float *x, size_t n_rows, size_t str
     }
 }
 
+/* Every tree is a group of its own. */
+static uint32_t naive_groups(const void *p) { return ((const naive_state *)p)->n_trees; }
+
+static uint32_t naive_group_first(const void *p, uint32_t g) {
+    const naive_state *s = p;
+    return g < s->n_trees ? g : s->n_trees;
+}
+
+static void naive_tree_values(const void *p, const float *row, uint32_t g0, uint32_t g1, double *vals,
+                              void *scratch) {
+    const naive_state *s = p;
+    (void)scratch;
+    for (uint32_t t = g0; t < g1 && t < s->n_trees; t++) {
+        const naive_tree *tr = &s->trees[t];
+        const tsm_node *nodes = s->nodes + tr->node_offset;
+        int32_t c = tr->n_nodes ? 0 : -1;
+        while (c >= 0) {
+            const tsm_node *n = &nodes[c];
+            c = tsm_node_goes_left(n, row[n->feature]) ? n->left : n->right;
+        }
+        vals[t - g0] = s->leaves[tr->leaf_offset + (uint32_t)~c];
+    }
+}
+
 const tse_engine tse_engine_naive = {
     .id = TS_ENGINE_NAIVE, .name = "naive", .prepare = naive_prepare, .score = naive_score, .free = naive_free,
-    .plan_candidate = tse_plan_always,
+    .plan_candidate = tse_plan_always, .tree_groups = naive_groups,
+    .tree_group_first = naive_group_first, .tree_values = naive_tree_values,
 };

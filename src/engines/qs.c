@@ -217,6 +217,50 @@ void qs_score_layout(const qsl *L, uint32_t delta, const float *x, size_t n_rows
     }
 }
 
+/* One document's exit-leaf values of a block's trees, in tree order, into vals. */
+QS_INLINE void qs_leaf_values(const int kind, const qsl *L, const qsl_block *blk, const void *bv, double *vals) {
+    const uint32_t *off = L->leaf_offset + blk->first_tree;
+    const size_t words = kind == QS_WN ? L->words : 1;
+    for (uint32_t t = 0; t < blk->n_trees; t++) {
+        uint32_t leaf;
+        if (kind == QS_W32)
+            leaf = (uint32_t)__builtin_ctz(((const uint32_t *)bv)[t]);
+        else if (kind == QS_W64)
+            leaf = (uint32_t)__builtin_ctzll(((const uint64_t *)bv)[t]);
+        else
+            leaf = exit_leaf((const uint64_t *)bv + (size_t)t * words);
+        vals[t] = L->leaves[off[t] + leaf];
+    }
+}
+
+uint32_t qs_layout_group_first(const qsl *L, uint32_t g) {
+    return g < L->n_blocks ? L->blocks[g].first_tree : L->n_trees;
+}
+
+void qs_layout_tree_values(const qsl *L, const float *x, uint32_t b0, uint32_t b1, double *vals, void *bv) {
+    for (uint32_t b = b0; b < b1 && b < L->n_blocks; b++) {
+        const qsl_block *blk = &L->blocks[b];
+        double *v = vals + (blk->first_tree - L->blocks[b0].first_tree);
+        if (L->word_bits == 32) {
+            mask_block_w32(L, blk, x, 0, 1, bv);
+            qs_leaf_values(QS_W32, L, blk, bv, v);
+        } else if (L->words == 1) {
+            mask_block_1w(L, blk, x, 0, 1, bv);
+            qs_leaf_values(QS_W64, L, blk, bv, v);
+        } else {
+            mask_block_nw(L, blk, x, 0, 1, bv);
+            qs_leaf_values(QS_WN, L, blk, bv, v);
+        }
+    }
+}
+
+/* tree_values of qs and vqs: their states start with the layout. */
+uint32_t qs_tree_groups(const void *state) { return ((const qsl *)state)->n_blocks; }
+uint32_t qs_tree_group_first(const void *state, uint32_t g) { return qs_layout_group_first(state, g); }
+void qs_tree_values(const void *state, const float *x, uint32_t g0, uint32_t g1, double *vals, void *scratch) {
+    qs_layout_tree_values(state, x, g0, g1, vals, scratch);
+}
+
 static void qs_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     const qs_state *s = p;
     qs_score_layout(&s->L, s->delta, x, n_rows, stride, out, scratch);
@@ -230,5 +274,6 @@ static int qs_plan_candidate(const ts_model *m, const tse_config *cfg) {
 
 const tse_engine tse_engine_qs = {
     .id = TS_ENGINE_QS, .name = "qs", .prepare = qs_prepare, .score = qs_score, .free = qs_free,
-    .plan_candidate = qs_plan_candidate,
+    .plan_candidate = qs_plan_candidate, .tree_groups = qs_tree_groups,
+    .tree_group_first = qs_tree_group_first, .tree_values = qs_tree_values,
 };

@@ -124,5 +124,6 @@ static int vqs_plan_candidate(const ts_model *m, const tse_config *cfg) {
 
 const tse_engine tse_engine_vqs = {
     .id = TS_ENGINE_VQS, .name = "vqs", .prepare = vqs_prepare, .score = vqs_score, .free = vqs_free,
-    .plan_candidate = vqs_plan_candidate,
+    .plan_candidate = vqs_plan_candidate, .tree_groups = qs_tree_groups,
+    .tree_group_first = qs_tree_group_first, .tree_values = qs_tree_values,
 };

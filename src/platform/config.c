@@ -61,6 +61,7 @@ static void load(void) {
 #ifdef TS_TEST_KNOBS
     c.chunk_rows = (size_t)positive("TREESCORE_CHUNK_ROWS");
     c.ifelse_file_nodes = (uint64_t)positive("TREESCORE_IFELSE_FILE_NODES");
+    c.split_trees = (unsigned)positive("TREESCORE_SPLIT_TREES");
 #endif
     snapshot = c;
 }

@@ -64,6 +64,9 @@ typedef struct tsr_config {
                                    (tests use tiny chunks so that small batches use the pool) */
     uint64_t ifelse_file_nodes; /* TREESCORE_IFELSE_FILE_NODES: nodes per generated C file
                                    when > 0 (tests split small models into several files) */
+    unsigned split_trees;       /* TREESCORE_SPLIT_TREES: 1: a call of fewer rows than threads
+                                   is split across trees whenever its engine can (tests);
+                                   2: never; else the planner's or the rule's choice */
 } tsr_config;
 
 /* The snapshot, read on the first call; never NULL, never changes afterwards (except

@@ -23,7 +23,7 @@
 #include "platform/pool.h"
 #include "scorer/chunk.h"
 
-/* Rows per call the planner optimizes for when batch_hint is 0. */
+/* Rows per call the planner optimizes the range of large batches for. */
 #define DEFAULT_BATCH 1000u
 /* Timing budget (all candidates, all rounds) and its bounds in rounds. The budget can be
  * changed with TREESCORE_PLAN_MS (tests use a small one). */
@@ -39,6 +39,16 @@
  * predictor learn it, and one call of one row is too short to time). */
 #define MIN_SAMPLE_ROWS 256u
 #define MIN_TIMED_ROWS 64u
+/* Ranges of small batches (below 16 rows) time 16 rows per timing and get this share of
+ * the budget each: their calls are short, and the time to the first prediction must not
+ * grow much with the number of ranges. */
+#define SMALL_TIMED_ROWS 16u
+#define SMALL_BUDGET_SHARE 0.125
+/* Rounds of the one-row range's split-or-not timing. */
+#define SPLIT_ROUNDS 5
+
+const uint32_t tsr_range_first[TSR_RANGES] = {1, 2, 16, 128};
+const uint32_t tsr_range_batch[TSR_RANGES] = {1, 6, 48, DEFAULT_BATCH};
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
 /* ---- report text -------------------------------------------------------------------- */
@@ -197,14 +207,16 @@ static int wisdom_open(wisdom_file *w, int create) {
     return -1;
 }
 
-/* One line per answer:
- *   treescore-wisdom-3 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ROWS CANDS ENGINE US_PER_DOC
- * (ROWS: "data" when the caller gave sample rows, "synthetic" otherwise; CANDS: the
- * candidates' bit set in hex)
+/* One line per answer (one per batch-size range planned):
+ *   treescore-wisdom-4 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ROWS CANDS ENGINE SPLIT US_PER_DOC
+ * (BATCH: the rows per call timed, tsr_range_batch or the caller's batch_hint; ROWS:
+ * "data" when the caller gave sample rows, "synthetic" otherwise; CANDS: the
+ * candidates' bit set in hex; SPLIT: 1 when one row's trees are split across threads,
+ * else 0. Format 3 had no SPLIT: its lines are ignored)
  * The last line matching the key wins; lines that do not parse (older formats too), and
  * lines whose ENGINE is not in their CANDS set, are ignored (a line naming ifelse when
  * ifelse was no candidate would start a compile inside ts_scorer_create). */
-#define WISDOM_FMT "treescore-wisdom-3 %32s %32s %u %u %15s %u %u %u %15s %x %31s %lf"
+#define WISDOM_FMT "treescore-wisdom-4 %32s %32s %u %u %15s %u %u %u %15s %x %31s %u %lf"
 /* A wisdom file is one whose first line starts with WISDOM_MAGIC (any format's), or an
  * empty one. Any other file (TREESCORE_WISDOM set to a path of other data) is neither
  * read nor written, never truncated or compacted: a warning says so once. */
@@ -216,7 +228,7 @@ static int wisdom_open(wisdom_file *w, int create) {
 
 typedef struct wisdom_line {
     char model[33], cpu[33], isa[16], rows[16], name[32];
-    unsigned batch, threads, tau, delta, lanes, cands;
+    unsigned batch, threads, tau, delta, lanes, cands, split;
     double us;
     ts_engine engine;
 } wisdom_line;
@@ -224,7 +236,7 @@ typedef struct wisdom_line {
 /* Parse one line (up to its '\n'); 1 when it is a valid answer. */
 static int wisdom_parse(const char *line, wisdom_line *w) {
     if (sscanf(line, WISDOM_FMT, w->model, w->cpu, &w->batch, &w->threads, w->isa, &w->tau, &w->delta, &w->lanes,
-               w->rows, &w->cands, w->name, &w->us) != 12)
+               w->rows, &w->cands, w->name, &w->split, &w->us) != 13 || w->split > 1)
         return 0;
     return ts_engine_from_name(w->name, &w->engine) == TS_OK && w->engine != TS_ENGINE_AUTO &&
            (unsigned)w->engine < 32 && (w->cands >> w->engine & 1u);
@@ -254,7 +266,7 @@ typedef struct lookup_ctx {
     const wisdom_key *k;
     ts_engine engine;
     double us;
-    int found;
+    int found, split;
 } lookup_ctx;
 
 static void lookup_line(const char *line, size_t len, void *p) {
@@ -264,6 +276,7 @@ static void lookup_line(const char *line, size_t len, void *p) {
     if (wisdom_parse(line, &w) && wisdom_matches(&w, c->k)) {
         c->engine = w.engine;
         c->us = w.us;
+        c->split = (int)w.split;
         c->found = 1;
     }
 }
@@ -293,16 +306,17 @@ static char *wisdom_read(const wisdom_file *f, size_t *len) {
     return buf;
 }
 
-static int wisdom_lookup(const wisdom_key *k, const wisdom_file *f, ts_engine *engine, double *us) {
+static int wisdom_lookup(const wisdom_key *k, const wisdom_file *f, ts_engine *engine, double *us, int *split) {
     size_t len;
     char *buf = wisdom_read(f, &len);
     if (!buf) return 0;
-    lookup_ctx c = {k, TS_ENGINE_AUTO, 0, 0};
+    lookup_ctx c = {k, TS_ENGINE_AUTO, 0, 0, 0};
     each_line(buf, lookup_line, &c);
     free(buf);
     if (c.found) {
         *engine = c.engine;
         *us = c.us;
+        *split = c.split;
     }
     return c.found;
 }
@@ -411,11 +425,11 @@ static void wisdom_compact(const wisdom_file *f) {
  * links, created 0600, checked), so that processes planning at the same time never
  * interleave parts of lines; past WISDOM_COMPACT_BYTES the file is compacted. Failure
  * is silent: the wisdom file is an optimization. */
-static int wisdom_store(const wisdom_key *k, const wisdom_file *f, ts_engine e, double us) {
+static int wisdom_store(const wisdom_key *k, const wisdom_file *f, ts_engine e, int split, double us) {
     char line[512], why[TSR_WHY_SIZE];
-    int n = snprintf(line, sizeof line, "treescore-wisdom-3 %s %s %u %u %s %u %u %u %s %x %s %.6g\n", k->model,
+    int n = snprintf(line, sizeof line, "treescore-wisdom-4 %s %s %u %u %s %u %u %u %s %x %s %d %.6g\n", k->model,
                      k->cpu, k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows, k->cands,
-                     ts_engine_name(e), us);
+                     ts_engine_name(e), split ? 1 : 0, us);
     if (n <= 0 || (size_t)n >= sizeof line) return -1;
     int fd = tsr_open_append(f->dir.fd, f->name, WISDOM_MAGIC, why, sizeof why);
     if (fd == -2) warn_not_wisdom(f, why);
@@ -504,24 +518,36 @@ typedef struct candidate {
     void *state;
     tse_layout layout;
     double prepare_ms;
-    double times[MAX_ROUNDS];   /* seconds per call */
+    double times[MAX_ROUNDS];   /* seconds per call, this range */
     int n_times;
-    double median_us;           /* per document */
-    char skipped[160];          /* why it was not timed; empty when it was */
+    double median_us;           /* per document, this range */
+    char skipped[160];          /* why it was not timed (this range, or not prepared); empty when it was */
+    int unprepared;             /* prepare failed: skipped in every range */
+    int used;                   /* some range's choice: the scorer gets its state */
 } candidate;
 
 /* Seconds per call of n rows on `threads` threads (split as the scorer splits a batch):
  * one call, or several over consecutive slices of the sample's `avail` rows when n is
- * below MIN_TIMED_ROWS. -1 when scratch memory runs out. */
+ * below min_rows. -1 when scratch memory runs out. */
 static double time_call(candidate *c, const float *x, size_t n, size_t avail, size_t width, double *out,
-                        unsigned threads) {
-    size_t reps = n >= MIN_TIMED_ROWS ? 1 : (MIN_TIMED_ROWS + n - 1) / n, slots = avail - n + 1;
+                        unsigned threads, size_t min_rows) {
+    size_t reps = n >= min_rows ? 1 : (min_rows + n - 1) / n, slots = avail - n + 1;
     size_t grain = tsr_grain(threads, n, c->layout.rows_per_chunk);
     double t0 = tsr_now();
     for (size_t k = 0; k < reps; k++) {
         tsr_score_job j = {c->engine, c->state, c->layout.scratch_bytes, x + (k * n % slots) * width, width, out};
         if (tsr_parallel_for(threads, n, grain, tsr_score_chunk, &j) != TS_OK) return -1;
     }
+    return (tsr_now() - t0) / (double)reps;
+}
+
+/* The same for one row at a time, its trees split across threads (chunk.h). */
+static double time_split(candidate *c, double base, const float *x, size_t avail, size_t width, double *out,
+                         unsigned threads, size_t reps) {
+    double t0 = tsr_now();
+    for (size_t k = 0; k < reps; k++)
+        if (tsr_score_split(c->engine, c->state, &c->layout, base, x + (k % avail) * width, threads, out) != TS_OK)
+            return -1;
     return (tsr_now() - t0) / (double)reps;
 }
 
@@ -540,7 +566,8 @@ static double budget_s(void) {
     return ms / 1000.0;
 }
 
-/* Prepares the candidate engines; a failure only marks the candidate as skipped. */
+/* Prepares the candidate engines once, for every range; a failure only marks the
+ * candidate as skipped. */
 static int prepare_candidates(const ts_model *m, const tse_config *cfg, const ts_engine *ids, int n,
                               candidate *c) {
     if (n > MAX_CANDIDATES) n = MAX_CANDIDATES; /* never (candidate_ids stops there); tells the compiler */
@@ -552,51 +579,72 @@ static int prepare_candidates(const ts_model *m, const tse_config *cfg, const ts
         if (!c[i].engine || c[i].engine->prepare(m, cfg, &c[i].state, &c[i].layout, &e) != TS_OK) {
             snprintf(c[i].skipped, sizeof c[i].skipped, "%.150s", c[i].engine ? e.message : "not built in");
             c[i].state = NULL;
+            c[i].unprepared = 1;
         }
         c[i].prepare_ms = 1e3 * (tsr_now() - t0);
     }
     return n;
 }
 
-/* Rows in the sample: the batch, but no more than what lets MIN_ROUNDS rounds of every
- * remaining candidate fit in the budget. Each candidate is first timed on a few rows (the
- * probe); one PRUNE_FACTOR times slower than the best probe is dropped, so that hopeless
- * candidates do not eat the budget of the contenders. */
+/* Forget the previous range's timings (not why a candidate could not be prepared). */
+static void reset_timings(candidate *c, int n) {
+    for (int i = 0; i < n; i++) {
+        c[i].n_times = 0;
+        c[i].median_us = 0;
+        if (!c[i].unprepared) c[i].skipped[0] = '\0';
+    }
+}
+
+/* Rows per call in the timed rounds: the batch, but no more than what lets MIN_ROUNDS
+ * rounds of every remaining candidate fit in the budget. Each candidate is first timed
+ * on calls of min(batch, 16) rows (the probe); one PRUNE_FACTOR times slower than the
+ * best probe is dropped, so that hopeless candidates do not eat the budget of the
+ * contenders. */
 static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail, size_t width, double *out,
-                          unsigned batch, unsigned threads, double budget) {
+                          unsigned batch, unsigned threads, double budget, size_t min_rows) {
     size_t probe = rows_avail < 16 ? rows_avail : 16;
+    if (batch < probe) probe = batch;
     double probe_s[MAX_CANDIDATES], best = 0, per_doc = 0;
     for (int i = 0; i < n; i++) {
         probe_s[i] = -1;
         if (c[i].skipped[0]) continue;
-        time_call(&c[i], x, probe, rows_avail, width, out, threads); /* warm-up: caches, page faults */
-        probe_s[i] = time_call(&c[i], x, probe, rows_avail, width, out, threads);
+        /* the least of three (the first also warms caches and faults pages in): one
+         * unlucky preemption on a busy machine must not prune the best engine */
+        for (int k = 0; k < 3; k++) {
+            double p = time_call(&c[i], x, probe, rows_avail, width, out, threads, min_rows);
+            if (p < 0) {
+                probe_s[i] = -1;
+                break;
+            }
+            if (k == 0 || p / (double)probe < probe_s[i]) probe_s[i] = p / (double)probe;
+        }
         if (probe_s[i] < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
         if (probe_s[i] >= 0 && (best == 0 || probe_s[i] < best)) best = probe_s[i];
     }
     for (int i = 0; i < n; i++) {
         if (probe_s[i] < 0) continue;
         if (best > 0 && probe_s[i] > PRUNE_FACTOR * best) {
-            snprintf(c[i].skipped, sizeof c[i].skipped, "%.1fx slower than the fastest on a %zu-row probe",
+            snprintf(c[i].skipped, sizeof c[i].skipped, "%.1fx slower than the fastest on a probe of %zu-row calls",
                      probe_s[i] / best, probe);
             continue;
         }
-        per_doc += probe_s[i] / (double)probe;
+        per_doc += probe_s[i];
     }
     double fit = per_doc > 0 ? budget / (MIN_ROUNDS * per_doc) : (double)MAX_SAMPLE_ROWS;
     size_t rows = batch < rows_avail ? batch : rows_avail;
     if (fit < (double)rows) rows = fit < 16 ? 16 : (size_t)fit;
+    if (rows > batch) rows = batch;
     return rows < rows_avail ? rows : rows_avail;
 }
 
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
-                        unsigned threads, double budget) {
+                        unsigned threads, double budget, size_t min_rows) {
     double t0 = tsr_now();
     for (int r = 0; r < MAX_ROUNDS; r++) {
         if (r >= MIN_ROUNDS && tsr_now() - t0 > budget) break;
         for (int i = 0; i < n; i++)
             if (!c[i].skipped[0]) {
-                double t = time_call(&c[i], x, rows, avail, width, out, threads);
+                double t = time_call(&c[i], x, rows, avail, width, out, threads, min_rows);
                 if (t < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
                 else c[i].times[c[i].n_times++] = t;
             }
@@ -621,79 +669,188 @@ static void report_table(text *t, const candidate *c, int n, int best) {
             say(t, "  %-12s %12.4f %12.1f%s\n", c[i].engine->name, c[i].median_us, c[i].prepare_ms,
                 i == best ? "   <- fastest" : "");
     }
-    int has_ifelse = 0;
-    for (int i = 0; i < n; i++) has_ifelse |= c[i].engine && c[i].engine->id == TS_ENGINE_IFELSE;
-    if (!has_ifelse)
-        say(t, "  %-12s skipped: not compiled yet, and the planner never starts a compile (that can take minutes; "
-               "run once with --engine ifelse to compile and cache it)\n", "ifelse");
+}
+
+static void report_ifelse(text *t, const ts_engine *ids, int n) {
+    for (int i = 0; i < n; i++)
+        if (ids[i] == TS_ENGINE_IFELSE) return;
+    say(t, "  %-12s skipped: not compiled yet, and the planner never starts a compile (that can take minutes; "
+           "run once with --engine ifelse to compile and cache it)\n", "ifelse");
 }
 
 /* ---- the plan ------------------------------------------------------------------------------- */
 
-static ts_status prepare_one(const ts_model *m, const tse_config *cfg, ts_engine id, tsr_plan *out,
-                             ts_error *err) {
-    out->engine = tse_engine_get(id);
-    if (!out->engine) return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s is not built in", ts_engine_name(id));
-    return out->engine->prepare(m, cfg, &out->state, &out->layout, err);
+/* What was decided for one range. */
+typedef struct range_choice {
+    int planned;        /* this range is in the plan */
+    unsigned batch;     /* rows per call it is planned (and keyed) for */
+    ts_engine engine;   /* TS_ENGINE_AUTO while unknown */
+    int split;
+    double us;
+    wisdom_key key;
+} range_choice;
+
+/* The engines prepared so far, by id (each at most once, shared by the ranges). */
+typedef struct prepared_set {
+    tsr_prepared e[32];
+} prepared_set;
+
+static void say_range(text *t, unsigned r, unsigned batch) {
+    if (r + 1 < TSR_RANGES)
+        say(t, "range %u-%u rows", tsr_range_first[r], tsr_range_first[r + 1] - 1);
+    else
+        say(t, "range %u+ rows", tsr_range_first[r]);
+    say(t, " (planned at %u row%s per call)", batch, batch == 1 ? "" : "s");
 }
 
-static ts_status finish(tsr_plan *out, const text *t, ts_error *err) {
-    out->report = text_dup(t);
-    if (out->report) return TS_OK;
-    out->engine->free(out->state);
-    return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
+int tsr_split_rule(const ts_model *m, const tse_engine *e, const void *state, unsigned n_threads) {
+    if (n_threads < 2 || !tsr_can_split(e, state)) return 0;
+    uint64_t nodes = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) nodes += m->trees[t].n_nodes;
+    return nodes >= TSR_SPLIT_RULE_NODES;
 }
 
-static ts_status plan_by_rule(const ts_model *m, const tse_config *cfg, unsigned batch, tsr_plan *out, text *t,
-                              ts_error *err) {
-    char why[256];
-    ts_engine e = tsr_plan_rule(m, cfg->isa, batch, why, sizeof why);
-    say(t, "%s\n", why);
-    ts_error ignored;
-    if (e == TS_ENGINE_RAPID && prepare_one(m, cfg, e, out, &ignored) != TS_OK) {
-        /* rapid could not prepare (out of memory, a tree past its leaf limit): the rule without it */
-        e = tsr_plan_rule(m, cfg->isa, 0, why, sizeof why);
-        say(t, "rapid: %s; %s\n", ignored.message, why);
-    } else if (e == TS_ENGINE_RAPID)
-        return finish(out, t, err);
-    TS_TRY(prepare_one(m, cfg, e, out, err));
-    return finish(out, t, err);
+/* The split-or-not decision for the one-row range's winner c: the test knob, else
+ * alternating rounds of one-row calls, whole and split. */
+static int decide_split(const ts_model *m, candidate *c, const float *x, size_t avail, size_t width, double *out,
+                        unsigned threads, text *t) {
+    unsigned knob = tsr_config_get()->split_trees;
+    if (threads < 2 || !tsr_can_split(c->engine, c->state) || knob == 2) return 0;
+    if (knob == 1) return 1;
+    double whole[SPLIT_ROUNDS], split[SPLIT_ROUNDS];
+    for (int r = 0; r < SPLIT_ROUNDS; r++) {
+        whole[r] = time_call(c, x, 1, avail, width, out, threads, SMALL_TIMED_ROWS);
+        split[r] = time_split(c, m->base_score, x, avail, width, out, threads, SMALL_TIMED_ROWS);
+        if (whole[r] < 0 || split[r] < 0) return 0;
+    }
+    double w = 1e6 * median(whole, SPLIT_ROUNDS), sp = 1e6 * median(split, SPLIT_ROUNDS);
+    say(t, "  one row's trees split across %u threads: %.4f us/doc against %.4f whole: %s\n", threads, sp, w,
+        sp < w ? "split" : "whole");
+    return sp < w;
 }
 
-static ts_status plan_by_timing(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
-                                const wisdom_key *key, tsr_plan *out, text *t, ts_error *err) {
+/* Times the candidates for every planned range the wisdom file did not answer. The
+ * prepared candidates go into `have`. */
+static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                             range_choice *rc, unsigned threads, prepared_set *have, text *t, ts_error *err) {
+    const wisdom_key *k0 = NULL;
+    unsigned max_batch = 0;
+    for (unsigned r = 0; r < TSR_RANGES; r++)
+        if (rc[r].planned && rc[r].engine == TS_ENGINE_AUTO) {
+            k0 = &rc[r].key;
+            if (rc[r].batch > max_batch) max_batch = rc[r].batch;
+        }
+    if (!k0) return TS_OK;
     candidate c[MAX_CANDIDATES];
-    int n = prepare_candidates(m, cfg, key->ids, key->n_ids, c);
+    int n = prepare_candidates(m, cfg, k0->ids, k0->n_ids, c);
     size_t width = m->n_features ? m->n_features : 1;
-    size_t avail = key->batch < MAX_SAMPLE_ROWS ? key->batch : MAX_SAMPLE_ROWS;
+    size_t avail = max_batch < MAX_SAMPLE_ROWS ? max_batch : MAX_SAMPLE_ROWS;
     if (avail < MIN_SAMPLE_ROWS) avail = MIN_SAMPLE_ROWS;
     int data = opts->sample && m->n_features; /* a model reading no column needs no rows */
     float *x = data ? caller_rows(opts, width, avail) : sample_rows(m, avail);
     double *scores = malloc(avail * sizeof *scores);
-    int best = -1;
-    if (x && scores) {
-        double budget = budget_s();
-        size_t rows = sample_size(c, n, x, avail, width, scores, key->batch, key->threads, budget);
-        time_rounds(c, n, x, rows, avail, width, scores, key->threads, budget);
-        best = fastest(c, n);
-        say(t, "measured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s\n", rows,
-            data ? "of the caller's" : "synthetic", key->batch, best >= 0 ? c[best].n_times : 0, key->threads,
-            key->threads == 1 ? "" : "s", ts_isa_name(cfg->isa));
+    ts_status st = TS_OK;
+    if (!x || !scores) st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's sample");
+    wisdom_file wf;
+    int can_store = st == TS_OK && wisdom_open(&wf, 1) == 0;
+    /* largest batches first: the range with the full budget warms the caches */
+    for (int r = TSR_RANGES - 1; r >= 0 && st == TS_OK; r--) {
+        if (!rc[r].planned || rc[r].engine != TS_ENGINE_AUTO) continue;
+        unsigned batch = rc[r].batch;
+        int small = batch < 16 && batch < max_batch;
+        double budget = budget_s() * (small ? SMALL_BUDGET_SHARE : 1.0);
+        size_t min_rows = small ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
+        reset_timings(c, n);
+        size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, min_rows);
+        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows);
+        int best = fastest(c, n);
+        say_range(t, (unsigned)r, batch);
+        say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s\n", rows,
+            data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0, threads,
+            threads == 1 ? "" : "s", ts_isa_name(cfg->isa));
         report_table(t, c, n, best);
+        if (best < 0) {
+            st = ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
+            break;
+        }
+        rc[r].engine = c[best].engine->id;
+        rc[r].us = c[best].median_us;
+        rc[r].split = r == 0 && decide_split(m, &c[best], x, avail, width, scores, threads, t);
+        if (can_store && wisdom_store(&rc[r].key, &wf, rc[r].engine, rc[r].split, rc[r].us) == 0)
+            say(t, "choice: %s%s (remembered in %s/%s)\n", c[best].engine->name, rc[r].split ? ", split" : "",
+                wf.dir.path, wf.name);
+        else
+            say(t, "choice: %s%s (not remembered: no writable, trusted wisdom file)\n", c[best].engine->name,
+                rc[r].split ? ", split" : "");
     }
+    report_ifelse(t, k0->ids, k0->n_ids);
+    if (can_store) tsr_cache_close(&wf.dir);
     free(x);
     free(scores);
-    for (int i = 0; i < n; i++)
-        if (i != best && c[i].state) c[i].engine->free(c[i].state);
-    if (best < 0) return ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
-    *out = (tsr_plan){c[best].engine, c[best].state, c[best].layout, NULL};
-    wisdom_file wf;
-    if (wisdom_open(&wf, 1) == 0 && wisdom_store(key, &wf, c[best].engine->id, c[best].median_us) == 0)
-        say(t, "choice: %s (remembered in %s/%s)\n", c[best].engine->name, wf.dir.path, wf.name);
-    else
-        say(t, "choice: %s (not remembered: no writable, trusted wisdom file)\n", c[best].engine->name);
-    tsr_cache_close(&wf.dir);
-    return finish(out, t, err);
+    for (int i = 0; i < n; i++) {
+        if (!c[i].state) continue;
+        if (st == TS_OK && !have->e[c[i].engine->id].engine)
+            have->e[c[i].engine->id] = (tsr_prepared){c[i].engine, c[i].state, c[i].layout};
+        else
+            c[i].engine->free(c[i].state);
+    }
+    return st;
+}
+
+static void free_set(prepared_set *have) {
+    for (int i = 0; i < 32; i++)
+        if (have->e[i].engine) have->e[i].engine->free(have->e[i].state);
+    memset(have, 0, sizeof *have);
+}
+
+/* Prepare engine id into `have` unless it is there. */
+static ts_status ensure(const ts_model *m, const tse_config *cfg, ts_engine id, prepared_set *have, ts_error *err) {
+    if ((unsigned)id >= 32) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "engine %d out of range", (int)id);
+    tsr_prepared *p = &have->e[id];
+    if (p->engine) return TS_OK;
+    const tse_engine *e = tse_engine_get(id);
+    if (!e) return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s is not built in", ts_engine_name(id));
+    TS_TRY(e->prepare(m, cfg, &p->state, &p->layout, err));
+    p->engine = e;
+    return TS_OK;
+}
+
+/* Moves the chosen engines from `have` into out (each once, in range order), frees the
+ * others, and appends the table. */
+static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned threads, tsr_plan *out, text *t) {
+    int first = -1, n_planned = 0;
+    for (unsigned r = 0; r < TSR_RANGES; r++)
+        if (rc[r].planned) {
+            if (first < 0) first = (int)r;
+            n_planned++;
+        }
+    if (first < 0) return TS_OK; /* never: plan() plans one range at least */
+    say(t, "plan: rows per call -> engine%s\n", n_planned == 1 ? " (batch_hint: one engine for every call)" : "");
+    for (unsigned r = 0; r < TSR_RANGES; r++) {
+        /* a range outside the plan uses the engine of the nearest planned range */
+        unsigned q = r;
+        if (!rc[q].planned) q = (unsigned)first;
+        ts_engine id = rc[q].engine;
+        unsigned i = 0;
+        while (i < out->n_eng && out->eng[i].engine->id != id) i++;
+        if (i == out->n_eng) {
+            out->eng[out->n_eng++] = have->e[id];
+            have->e[id].engine = NULL;
+        }
+        out->pick[r] = (uint8_t)i;
+        char range[32];
+        if (r + 1 < TSR_RANGES)
+            snprintf(range, sizeof range, "%u-%u", tsr_range_first[r], tsr_range_first[r + 1] - 1);
+        else
+            snprintf(range, sizeof range, "%u+", tsr_range_first[r]);
+        if (r == 0) snprintf(range, sizeof range, "1");
+        say(t, "  %-8s %s", range, ts_engine_name(id));
+        if (r == 0 && rc[q].split) say(t, ", calls of fewer rows than threads split across trees (%u threads)", threads);
+        say(t, "\n");
+    }
+    out->split = rc[rc[0].planned ? 0 : first].split;
+    free_set(have);
+    return TS_OK;
 }
 
 static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg, unsigned n_threads,
@@ -701,32 +858,92 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
     text t = {.len = 0};
     t.buf[0] = '\0';
     memset(out, 0, sizeof *out);
-    if (plan_mode(opts) == TS_PLAN_RULE)
-        return plan_by_rule(m, cfg, opts->batch_hint ? opts->batch_hint : DEFAULT_BATCH, out, &t, err);
+    range_choice rc[TSR_RANGES];
+    memset(rc, 0, sizeof rc);
+    for (unsigned r = 0; r < TSR_RANGES; r++) {
+        rc[r].engine = TS_ENGINE_AUTO;
+        rc[r].planned = opts->batch_hint == 0;
+        rc[r].batch = tsr_range_batch[r];
+    }
+    if (opts->batch_hint) {
+        unsigned r = tsr_range_of(opts->batch_hint);
+        rc[r].planned = 1;
+        rc[r].batch = opts->batch_hint;
+    }
+    prepared_set have;
+    memset(&have, 0, sizeof have);
+    ts_status st = TS_OK;
+    if (plan_mode(opts) == TS_PLAN_RULE) {
+        for (unsigned r = 0; r < TSR_RANGES && st == TS_OK; r++) {
+            if (!rc[r].planned) continue;
+            char why[256];
+            ts_engine e = tsr_plan_rule(m, cfg->isa, rc[r].batch, why, sizeof why);
+            ts_error ignored;
+            if (e == TS_ENGINE_RAPID && ensure(m, cfg, e, &have, &ignored) != TS_OK) {
+                /* rapid could not prepare (out of memory, a tree past its leaf limit): the rule without it */
+                say(&t, "rapid: %s; ", ignored.message);
+                e = tsr_plan_rule(m, cfg->isa, 0, why, sizeof why);
+            }
+            say_range(&t, r, rc[r].batch);
+            say(&t, ": %s\n", why);
+            st = ensure(m, cfg, e, &have, err);
+            rc[r].engine = e;
+            if (st == TS_OK && r == 0) {
+                unsigned knob = tsr_config_get()->split_trees;
+                const tsr_prepared *p = &have.e[e];
+                rc[r].split = knob == 2 ? 0 : knob == 1 ? n_threads > 1 && tsr_can_split(p->engine, p->state)
+                                                        : tsr_split_rule(m, p->engine, p->state, n_threads);
+            }
+        }
+        if (st == TS_OK) st = assemble(rc, &have, n_threads, out, &t);
+        goto done;
+    }
     if (opts->sample && (opts->sample_rows == 0 || opts->sample_stride < m->n_features))
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
                        "planner sample: %zu rows of stride %zu, but the model reads %u columns (need rows >= 1 and "
                        "stride >= columns)", opts->sample_rows, opts->sample_stride, m->n_features);
-    wisdom_key key;
-    make_key(m, cfg, opts->batch_hint ? opts->batch_hint : DEFAULT_BATCH, n_threads, &key);
-    if (opts->sample) key.rows = "data";
-    ts_engine e;
-    double us;
     wisdom_file wf;
-    int known = wisdom_open(&wf, 0) == 0 && wisdom_lookup(&key, &wf, &e, &us);
-    if (known) {
-        say(&t, "wisdom: %s/%s measured %s fastest (%.4f us/doc) for this model, batch %u, %u threads, isa %s, "
-                "this CPU\nchoice: %s\n", wf.dir.path, wf.name, ts_engine_name(e), us, key.batch, n_threads,
-            ts_isa_name(cfg->isa), ts_engine_name(e));
-    }
-    tsr_cache_close(&wf.dir);
-    if (known) {
+    int open_ok = wisdom_open(&wf, 0) == 0;
+    for (unsigned r = 0; r < TSR_RANGES; r++) {
+        if (!rc[r].planned) continue;
+        make_key(m, cfg, rc[r].batch, n_threads, &rc[r].key);
+        if (opts->sample) rc[r].key.rows = "data";
+        ts_engine e;
+        double us;
+        int split = 0;
+        if (!open_ok || !wisdom_lookup(&rc[r].key, &wf, &e, &us, &split)) continue;
         ts_error ignored;
-        if (prepare_one(m, cfg, e, out, &ignored) == TS_OK) return finish(out, &t, err);
-        t.len = 0; /* the remembered engine fails now (say, a rebuilt library without it): measure */
-        t.buf[0] = '\0';
+        if (ensure(m, cfg, e, &have, &ignored) != TS_OK) continue; /* say, a rebuilt library without it: measure */
+        const tsr_prepared *p = &have.e[e];
+        rc[r].engine = e;
+        rc[r].us = us;
+        rc[r].split = r == 0 && split && n_threads > 1 && tsr_can_split(p->engine, p->state);
+        say(&t, "wisdom: %s/%s measured %s%s fastest (%.4f us/doc) for this model, batch %u, %u threads, isa %s, "
+                "this CPU\n", wf.dir.path, wf.name, ts_engine_name(e), rc[r].split ? " (split)" : "", us,
+            rc[r].batch, n_threads, ts_isa_name(cfg->isa));
     }
-    return plan_by_timing(m, opts, cfg, &key, out, &t, err);
+    if (open_ok) tsr_cache_close(&wf.dir);
+    st = time_ranges(m, opts, cfg, rc, n_threads, &have, &t, err);
+    if (st == TS_OK) st = assemble(rc, &have, n_threads, out, &t);
+done:
+    free_set(&have);
+    if (st != TS_OK) {
+        tsr_plan_free(out);
+        return st;
+    }
+    out->report = text_dup(&t);
+    if (!out->report) {
+        tsr_plan_free(out);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
+    }
+    return TS_OK;
+}
+
+void tsr_plan_free(tsr_plan *p) {
+    for (unsigned i = 0; i < p->n_eng; i++)
+        if (p->eng[i].engine) p->eng[i].engine->free(p->eng[i].state);
+    free(p->report);
+    memset(p, 0, sizeof *p);
 }
 
 /* The notes said while planning (engines preparing, warnings), appended to the report. */
@@ -768,10 +985,6 @@ ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, cons
         return st;
     }
     st = append_notes(out, notes, err);
-    if (st != TS_OK) {
-        out->engine->free(out->state);
-        free(out->report);
-        memset(out, 0, sizeof *out);
-    }
+    if (st != TS_OK) tsr_plan_free(out);
     return st;
 }

@@ -3,29 +3,69 @@
 #define TS_SCORER_PLANNER_H
 
 #include "engines/engine.h"
+#include "scorer/chunk.h"
 
-/* What the planner hands the scorer: the chosen engine, already prepared. */
-typedef struct tsr_plan {
+/* Batch-size ranges: a scorer keeps an engine per range and each ts_scorer_score call
+ * uses the engine of the range its n_rows falls in. Range r holds batches of
+ * tsr_range_first[r] .. tsr_range_first[r + 1] - 1 rows (the last: and more); the
+ * planner times range r at tsr_range_batch[r] rows. Chosen from measurements on
+ * 500 x 64-leaf trees (docs/benchmarks.md, 2026-?): qs and vpred win one row, vpred
+ * 2-15, rapid from about 16 rows, and its lead grows to 4x past 100. */
+#define TSR_RANGES 4
+extern const uint32_t tsr_range_first[TSR_RANGES];
+extern const uint32_t tsr_range_batch[TSR_RANGES];
+
+static inline unsigned tsr_range_of(size_t n_rows) {
+    return n_rows < 2 ? 0u : n_rows < 16 ? 1u : n_rows < 128 ? 2u : 3u;
+}
+
+/* One prepared engine. */
+typedef struct tsr_prepared {
     const tse_engine *engine;
     void *state;        /* engine->prepare's state (the scorer owns it from here) */
     tse_layout layout;
+} tsr_prepared;
+
+/* What the planner hands the scorer: the engines chosen, already prepared, each once. */
+typedef struct tsr_plan {
+    tsr_prepared eng[TSR_RANGES];  /* n_eng distinct engines */
+    unsigned n_eng;
+    uint8_t pick[TSR_RANGES];      /* range -> index into eng */
+    int split;          /* 1: calls of fewer rows than threads split one row's trees
+                           across threads (the one-row range's engine can) */
     char *report;       /* malloc'd text: why (ts_scorer_plan_report) */
 } tsr_plan;
 
+/* Frees the engines' states and the report. */
+void tsr_plan_free(tsr_plan *p);
+
+/* The rule for splitting one row's trees across n_threads threads: the engine can, and
+ * a row has enough work (internal nodes) to pay the pool's hand-off. */
+#define TSR_SPLIT_RULE_NODES 200000u
+int tsr_split_rule(const ts_model *m, const tse_engine *e, const void *state, unsigned n_threads);
+
 /*
  * The planner, for opts->engine == TS_ENGINE_AUTO:
+ *   - ranges: opts->batch_hint 0 plans every batch-size range (tsr_range_first); a
+ *     nonzero batch_hint plans only its range, timed at batch_hint rows, and that
+ *     engine scores every call;
  *   - plan mode: opts->plan, where TS_PLAN_DEFAULT means TREESCORE_PLAN ("rule" or
  *     "measure"; measure when unset);
- *   - rule: tsr_plan_rule's engine, no timing;
- *   - measure: first the wisdom file (an earlier answer for the same model fingerprint,
- *     batch size, thread count, ISA level, CPU, block settings and candidate set); else
- *     every candidate engine is prepared and timed, on n_threads threads, on a sample of
- *     min(batch_hint, a cap that bounds the time) rows (the caller's opts->sample, or
+ *   - rule: tsr_plan_rule's engine per range, no timing;
+ *   - measure: per range, first the wisdom file (an earlier answer for the same model
+ *     fingerprint, batch size, thread count, ISA level, CPU, block settings and candidate
+ *     set); the ranges it does not answer are timed: every candidate engine is prepared
+ *     once (shared by the ranges), and timed, on n_threads threads, on a sample of
+ *     min(batch, a cap that bounds the time) rows (the caller's opts->sample, or
  *     synthetic rows whose values sit on, just above and just below the model's
- *     thresholds, and some NaN), in alternating rounds;
- *     the fastest median wins and is appended to the wisdom file.
- * Candidates: vqs (qs when the ISA is scalar), vpred, block-vpred, naive, block-naive,
- * and ifelse only when its compiled object is already in the (trusted) cache. The planner
+ *     thresholds, and some NaN), in alternating rounds; a probe first drops candidates
+ *     PRUNE_FACTOR times slower than the best; ranges of small batches get a smaller
+ *     budget and time fewer rows. The fastest median wins and is appended to the wisdom
+ *     file (one line per range). With n_threads > 1, the one-row range's winner is also
+ *     timed splitting the row's trees across threads (chunk.h), and that wins when
+ *     faster.
+ * Candidates: every registered engine whose plan_candidate says so, for every range
+ * (ifelse only when its compiled object is already in the trusted cache). The planner
  * never starts a compile (it can take minutes on big models): every engine is prepared
  * with cfg->no_build set. A wisdom line naming an engine outside the key's candidate set
  * is ignored; the wisdom file is read and written only through a trusted directory

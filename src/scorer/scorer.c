@@ -14,13 +14,27 @@
 #include "scorer/f64.h"
 #include "scorer/planner.h"
 
-/* One output's prepared engine: a model with K outputs has K of them. */
+/* One output's prepared engines: a model with K outputs has K parts. A part holds an
+ * engine per batch-size range (planner.h: tsr_range_of), each distinct engine prepared
+ * once; engine/state/layout are the largest batches' (what ts_scorer_engine reports and
+ * double rows use), with layout.scratch_bytes the most any of its engines needs. */
 typedef struct tsr_part {
     const tse_engine *engine;
     void *state;                 /* the engine's read-only layout */
     tse_layout layout;           /* what the engine chose: ISA, blocks, scratch, chunk size */
     tsr_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
+    tsr_prepared eng[TSR_RANGES];/* n_eng distinct engines (owned) */
+    unsigned n_eng;
+    uint8_t pick[TSR_RANGES];    /* range -> eng index */
+    int split;                   /* calls of fewer rows than threads: one row's trees split
+                                    across threads (eng[pick[0]] offers tree_values) */
+    double base;                 /* the base score the split adds the trees to */
 } tsr_part;
+
+/* The engine of a call of n rows. */
+static inline const tsr_prepared *part_engine(const tsr_part *p, size_t n_rows) {
+    return &p->eng[p->pick[tsr_range_of(n_rows)]];
+}
 
 /* Immutable after ts_scorer_create: ts_scorer_score only reads it, which is what makes
  * concurrent scoring on one scorer safe without locks.
@@ -198,43 +212,84 @@ static ts_status copy_catsets(ts_scorer *s, const ts_model *m, ts_error *err) {
     return TS_OK;
 }
 
-/* Prepare one part for model (a plain model or a view): the planner for AUTO, else
- * the requested engine; then its double-input tables. */
+/* The part's summary fields from its engines: the largest batches' engine, the most
+ * scratch any of them needs. */
+static void finish_part(tsr_part *p) {
+    const tsr_prepared *top = &p->eng[p->pick[TSR_RANGES - 1]];
+    p->engine = top->engine;
+    p->state = top->state;
+    p->layout = top->layout;
+    for (unsigned i = 0; i < p->n_eng; i++)
+        if (p->eng[i].layout.scratch_bytes > p->layout.scratch_bytes)
+            p->layout.scratch_bytes = p->eng[i].layout.scratch_bytes;
+}
+
+/* The test knob TREESCORE_SPLIT_TREES, else `decided`. */
+static int split_setting(const tsr_part *p, unsigned n_threads, int decided) {
+    unsigned knob = tsr_config_get()->split_trees;
+    const tsr_prepared *one = &p->eng[p->pick[0]];
+    if (knob == 2 || n_threads < 2 || !tsr_can_split(one->engine, one->state)) return 0;
+    return knob == 1 ? 1 : decided;
+}
+
+/* Prepare one part for model (a plain model or a view): the planner for AUTO; else
+ * the requested engine (like != NULL: the engines and range table of another part);
+ * then its double-input tables. */
 static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, ts_engine engine, unsigned n_threads,
-                              tsr_part *p, char **report, ts_error *err) {
+                              const tsr_part *like, tsr_part *p, char **report, ts_error *err) {
     tse_config cfg = {.isa = tsr_isa_resolve(opts->max_isa), .tau = opts->tau, .delta = opts->delta, .lanes = opts->lanes};
-    ts_status st;
-    if (engine == TS_ENGINE_AUTO) {
+    ts_status st = TS_OK;
+    p->base = m->base_score;
+    if (like) {
+        for (unsigned i = 0; i < like->n_eng && st == TS_OK; i++) {
+            tsr_prepared *e = &p->eng[i];
+            e->engine = like->eng[i].engine;
+            st = e->engine->prepare(m, &cfg, &e->state, &e->layout, err);
+            if (st != TS_OK) e->engine = NULL;
+            else p->n_eng = i + 1;
+        }
+        memcpy(p->pick, like->pick, sizeof p->pick);
+        if (st == TS_OK) p->split = split_setting(p, n_threads, like->split);
+    } else if (engine == TS_ENGINE_AUTO) {
         tsr_plan plan;
         st = tsr_plan_engine(m, opts, &cfg, n_threads, &plan, err);
-        p->engine = plan.engine;
-        p->state = plan.state;
-        p->layout = plan.layout;
-        if (report) *report = plan.report;
-        else free(plan.report);
+        if (st == TS_OK) {
+            memcpy(p->eng, plan.eng, sizeof p->eng);
+            p->n_eng = plan.n_eng;
+            memcpy(p->pick, plan.pick, sizeof p->pick);
+            p->split = split_setting(p, n_threads, plan.split);
+            if (report) *report = plan.report;
+            else free(plan.report);
+        }
     } else {
-        p->engine = tse_engine_get(engine);
+        tsr_prepared *e = &p->eng[0];
+        e->engine = tse_engine_get(engine);
         tsr_notes_begin(); /* what preparing says (cache hits, warnings) goes into the report */
-        st = p->engine ? p->engine->prepare(m, &cfg, &p->state, &p->layout, err)
+        st = e->engine ? e->engine->prepare(m, &cfg, &e->state, &e->layout, err)
                        : ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %d is not built into this treescore",
                                  (int)engine);
         char *notes = tsr_notes_end();
+        if (st == TS_OK) {
+            p->n_eng = 1;
+            p->split = split_setting(p, n_threads, tsr_split_rule(m, e->engine, e->state, n_threads));
+        } else {
+            e->engine = NULL;
+        }
         if (report && notes) {
             size_t n = strlen(notes) + 32;
             if ((*report = malloc(n)) != NULL) snprintf(*report, n, "engine requested\nnotes:\n%s", notes);
         }
         free(notes);
     }
-    if (st != TS_OK) {
-        p->engine = NULL;
-        return st;
-    }
+    if (st != TS_OK) return st;
+    finish_part(p);
     return tsr_f64_prepare(m, &p->f64, err);
 }
 
 static void free_parts(ts_scorer *s) {
     for (uint32_t k = 0; s->parts && k < s->n_outputs; k++) {
-        if (s->parts[k].engine) s->parts[k].engine->free(s->parts[k].state);
+        for (unsigned i = 0; i < s->parts[k].n_eng; i++)
+            if (s->parts[k].eng[i].engine) s->parts[k].eng[i].engine->free(s->parts[k].eng[i].state);
         tsr_f64_free(s->parts[k].f64);
     }
     free(s->parts);
@@ -300,17 +355,19 @@ static ts_status prepare_views(ts_scorer *s, const ts_model *m, const ts_scorer_
         o.sample = NULL; /* an explicit engine: no planner reads it */
     }
     if (st == TS_OK)
-        st = prepare_part(views[s->lead], &o, opts->engine, s->n_threads, &s->parts[s->lead], &s->plan_report, err);
+        st = prepare_part(views[s->lead], &o, opts->engine, s->n_threads, NULL, &s->parts[s->lead], &s->plan_report,
+                          err);
     for (uint32_t k = 0; k < s->n_outputs && st == TS_OK; k++)
         if (k != s->lead)
-            st = prepare_part(views[k], &o, s->parts[s->lead].engine->id, s->n_threads, &s->parts[k], NULL, err);
+            st = prepare_part(views[k], &o, TS_ENGINE_AUTO, s->n_threads, &s->parts[s->lead], &s->parts[k], NULL, err);
     free(sample);
     for (uint32_t k = 0; k < s->n_outputs; k++) tsm_view_free(views[k]);
     free(views);
     if (st == TS_OK && s->n_outputs > 1) {
         char note[160];
-        snprintf(note, sizeof note, "planned on output %u of %u (its trees have the most nodes); every output uses %s\n",
-                 s->lead, s->n_outputs, s->parts[s->lead].engine->name);
+        snprintf(note, sizeof note,
+                 "planned on output %u of %u (its trees have the most nodes); every output uses its engines\n",
+                 s->lead, s->n_outputs);
         report_add(s, note);
     }
     if (st == TS_OK && s->gather) {
@@ -361,7 +418,7 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     if (st == TS_OK && s->expand) {
         st = prepare_views(s, m, opts, err);
     } else if (st == TS_OK) {
-        st = prepare_part(m, opts, opts->engine, s->n_threads, &s->parts[0], &s->plan_report, err);
+        st = prepare_part(m, opts, opts->engine, s->n_threads, NULL, &s->parts[0], &s->plan_report, err);
     }
     if (st != TS_OK) {
         ts_scorer_free(s);
@@ -389,6 +446,12 @@ void ts_scorer_free(ts_scorer *s) {
 }
 
 ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->parts[s->lead].engine->id : TS_ENGINE_AUTO; }
+ts_engine ts_scorer_engine_for(const ts_scorer *s, size_t n_rows) {
+    return s ? part_engine(&s->parts[s->lead], n_rows ? n_rows : 1)->engine->id : TS_ENGINE_AUTO;
+}
+int ts_scorer_splits_trees(const ts_scorer *s, size_t n_rows) {
+    return s && !s->expand && s->parts[0].split && n_rows > 0 && n_rows < s->n_threads;
+}
 uint32_t ts_scorer_n_features(const ts_scorer *s) { return s ? s->n_features : 0; }
 uint32_t ts_scorer_n_outputs(const ts_scorer *s) { return s ? s->n_outputs : 0; }
 ts_isa ts_scorer_isa(const ts_scorer *s) { return s ? s->parts[s->lead].layout.isa : TS_ISA_AUTO; }
@@ -443,8 +506,8 @@ static void score_parts(const ts_scorer *s, const float *x, size_t n, size_t str
                         double *out) {
     uint32_t K = s->n_outputs;
     for (uint32_t k = 0; k < K; k++) {
-        const tsr_part *p = &s->parts[k];
-        p->engine->score(p->state, x, n, stride, part, scratch);
+        const tsr_prepared *e = part_engine(&s->parts[k], n); /* the engine of calls of n rows */
+        e->engine->score(e->state, x, n, stride, part, scratch);
         for (size_t i = 0; i < n; i++) out[i * K + k] = part[i];
     }
 }
@@ -552,14 +615,22 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
                           double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
     if (n_rows == 0) return TS_OK;
-    ts_status st;
+    ts_status st = TS_OK;
     if (s->expand) {
         score_job job = {s, x, row_stride, out};
         st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_expand_chunk, &job);
-    } else {
+    } else if (s->parts[0].split && n_rows < s->n_threads) {
+        /* fewer rows than threads: each row's trees across the threads (chunk.h) */
         const tsr_part *p = &s->parts[0];
-        tsr_score_job job = {p->engine, p->state, p->layout.scratch_bytes, x, row_stride, out};
-        st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), tsr_score_chunk, &job);
+        const tsr_prepared *e = &p->eng[p->pick[0]];
+        for (size_t r = 0; r < n_rows && st == TS_OK; r++)
+            st = tsr_score_split(e->engine, e->state, &e->layout, p->base, x + r * row_stride, s->n_threads, out + r);
+    } else {
+        const tsr_prepared *e = part_engine(&s->parts[0], n_rows);
+        size_t min_rows = tsr_config_get()->chunk_rows ? s->rows_per_chunk : e->layout.rows_per_chunk;
+        tsr_score_job job = {e->engine, e->state, e->layout.scratch_bytes, x, row_stride, out};
+        st = tsr_parallel_for(s->n_threads, n_rows, tsr_grain(s->n_threads, n_rows, min_rows ? min_rows : 1),
+                              tsr_score_chunk, &job);
     }
     return st == TS_OK ? TS_OK : no_scratch(s, err);
 }

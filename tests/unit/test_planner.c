@@ -110,13 +110,12 @@ static void test_wisdom_garbage(const ts_model *m) {
     char *name = strstr(line, " 200 1 ");
     CHECK(name != NULL);
     if (!name) return;
-    /* replace the engine (second to last field) with naive, then with nonsense */
-    char *last = strrchr(line, ' ');
-    *last = '\0';
-    char *eng = strrchr(line, ' ');
-    *eng = '\0';
+    /* replace the engine (third to last field, before SPLIT and US) with naive, then with
+     * nonsense; a SPLIT other than 0 or 1 is refused too */
+    for (int i = 0; i < 3; i++) *strrchr(line, ' ') = '\0';
     f = fopen(wisdom, "a");
-    fprintf(f, "garbage line\n\ntreescore-wisdom-1 short\n%s naive 1.0\n%s warp-drive 0.1\n", line, line);
+    fprintf(f, "garbage line\n\ntreescore-wisdom-1 short\n%s naive 0 1.0\n%s warp-drive 0 0.1\n%s qs 7 0.1\n", line,
+            line, line);
     fclose(f);
     ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 200);
     CHECK_MSG(strstr(ts_scorer_plan_report(s), "wisdom:") != NULL, "report: %s", ts_scorer_plan_report(s));
@@ -135,14 +134,14 @@ static void test_wisdom_candidates(const ts_model *m) {
     char *fields[16];
     int n = 0;
     for (char *tok = strtok(line, " \n"); tok && n < 16; tok = strtok(NULL, " \n")) fields[n++] = tok;
-    CHECK_MSG(n == 13 && strcmp(fields[0], "treescore-wisdom-3") == 0, "%d fields", n);
-    if (n != 13) return;
+    CHECK_MSG(n == 14 && strcmp(fields[0], "treescore-wisdom-4") == 0, "%d fields", n);
+    if (n != 14) return;
     /* batch 333: only a line of another candidate set (bit 1 << 0 alone), so it is timed;
      * batch 334: a line of today's set, so it is recalled */
     f = fopen(wisdom, "a");
     for (int b = 333; b <= 334; b++) {
         for (int i = 0; i < 10; i++) fprintf(f, "%s ", i == 3 ? (b == 333 ? "333" : "334") : fields[i]);
-        fprintf(f, "%s naive 1.0\n", b == 333 ? "1" : fields[10]);
+        fprintf(f, "%s naive 0 1.0\n", b == 333 ? "1" : fields[10]);
     }
     fclose(f);
     ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 333);
@@ -199,6 +198,116 @@ static void test_caller_sample(const ts_model *m) {
     free(x);
 }
 
+/* The default (batch_hint 0): an engine per range of rows per call, the table in the
+ * report, one wisdom line per range, and the same bits as naive for every batch size
+ * 1..300 on 1 to 4 threads whichever engine each call uses. */
+static void test_ranges(const ts_model *m) {
+    ts_scorer *ref = make(m, TS_ENGINE_NAIVE, TS_PLAN_DEFAULT, 0);
+    uint32_t w = ts_scorer_n_features(ref), n = 300;
+    float *x = rows(n, w);
+    double *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    ts_error err;
+    CHECK_STATUS(ts_scorer_score(ref, x, n, w, w, want, &err), TS_OK);
+    size_t before = count_lines(wisdom);
+    for (ts_plan plan = TS_PLAN_MEASURE; plan <= TS_PLAN_RULE; plan++)
+        for (unsigned threads = 1; threads <= 4; threads++) {
+            ts_scorer_options o;
+            ts_scorer_options_init(&o);
+            o.plan = plan;
+            o.n_threads = threads;
+            ts_scorer *s = NULL;
+            CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+            if (!s) continue;
+            const char *r = ts_scorer_plan_report(s);
+            CHECK_MSG(strstr(r, "plan: rows per call -> engine\n") && strstr(r, "\n  1 ") && strstr(r, "\n  2-15 ") &&
+                          strstr(r, "\n  16-127 ") && strstr(r, "\n  128+ "),
+                      "report: %s", r);
+            CHECK(ts_scorer_engine_for(s, 1000) == ts_scorer_engine(s));
+            for (uint32_t b = 1; b <= n; b++) {
+                memset(got, 0, n * sizeof *got);
+                for (uint32_t i = 0; i < n; i += b) {
+                    uint32_t k = n - i < b ? n - i : b;
+                    CHECK_STATUS(ts_scorer_score(s, x + (size_t)i * w, k, w, w, got + i, &err), TS_OK);
+                }
+                CHECK_MSG(memcmp(got, want, n * sizeof *got) == 0, "batch %u, %u threads, engine %s", b, threads,
+                          ts_engine_name(ts_scorer_engine_for(s, b)));
+            }
+            ts_scorer_free(s);
+        }
+    /* measured on 1 to 4 threads: 4 ranges each, once (then the wisdom file answers);
+     * batch 1 on 1 thread was remembered by test_measure_then_wisdom */
+    CHECK_MSG(count_lines(wisdom) == before + 15, "%zu lines, %zu before", count_lines(wisdom), before);
+    /* batch_hint: one range, one engine for every call */
+    ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 5);
+    CHECK(strstr(ts_scorer_plan_report(s), "batch_hint: one engine for every call") != NULL);
+    for (size_t b = 1; b <= 1000; b *= 10) CHECK(ts_scorer_engine_for(s, b) == ts_scorer_engine(s));
+    ts_scorer_free(s);
+    ts_scorer_free(ref);
+    free(x);
+    free(want);
+    free(got);
+}
+
+/* A row's trees split across threads (TREESCORE_SPLIT_TREES=1 forces it wherever the
+ * engine can): the same bits as the whole row on one thread, for every engine offering
+ * it, every thread count 1..8, rows 1..9 per call (fewer than threads: split), models
+ * with and without a base score, one-leaf trees included (xgb dart). */
+static uint32_t ts_model_n_trees_(const ts_model *m) {
+    ts_model_info i;
+    ts_model_get_info(m, &i, NULL);
+    return i.n_trees;
+}
+
+static void test_split_trees(void) {
+    const char *models[] = {"lgb_small_lambdarank.txt", "xgb_small_dart.json", "xgb_small_logistic.json",
+                            "rankeval_LightGBM.model.txt"};
+    setenv("TREESCORE_SPLIT_TREES", "1", 1);
+    tsr_config_reload();
+    for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/models/%s", TS_TEST_DATA_DIR, models[mi]);
+        ts_model *m = NULL;
+        ts_error err;
+        CHECK_STATUS(ts_model_load_file(path, TS_FORMAT_AUTO, &m, &err), TS_OK);
+        if (!m) continue;
+        ts_scorer *ref = make(m, TS_ENGINE_NAIVE, TS_PLAN_DEFAULT, 0);
+        uint32_t w = ts_scorer_n_features(ref), n = 9;
+        float *x = rows(n, w);
+        double want[9], got[9];
+        CHECK_STATUS(ts_scorer_score(ref, x, n, w, w, want, &err), TS_OK);
+        const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_AUTO};
+        for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++)
+            for (unsigned threads = 1; threads <= 8; threads++) {
+                ts_scorer_options o;
+                ts_scorer_options_init(&o);
+                o.engine = engines[e];
+                o.n_threads = threads;
+                o.tau = engines[e] == TS_ENGINE_QS || engines[e] == TS_ENGINE_VQS ? 3 : 0; /* several groups */
+                ts_scorer *s = NULL;
+                CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+                if (!s) continue;
+                if (engines[e] != TS_ENGINE_AUTO && ts_model_n_trees_(m) > 3) /* qs: several blocks of 3 */
+                    CHECK_MSG(ts_scorer_splits_trees(s, 1) == (threads > 1),
+                              "%s %s %u", models[mi], ts_engine_name(engines[e]), threads);
+                for (uint32_t b = 1; b <= n; b++) {
+                    memset(got, 0, sizeof got);
+                    for (uint32_t i = 0; i < n; i += b) {
+                        uint32_t k = n - i < b ? n - i : b;
+                        CHECK_STATUS(ts_scorer_score(s, x + (size_t)i * w, k, w, w, got + i, &err), TS_OK);
+                    }
+                    CHECK_MSG(memcmp(got, want, sizeof got) == 0, "%s: engine %s, %u threads, batch %u", models[mi],
+                              ts_engine_name(engines[e]), threads, b);
+                }
+                ts_scorer_free(s);
+            }
+        ts_scorer_free(ref);
+        free(x);
+        ts_model_free(m);
+    }
+    unsetenv("TREESCORE_SPLIT_TREES");
+    tsr_config_reload();
+}
+
 static void test_bad_plan(const ts_model *m) {
     ts_scorer_options o;
     ts_scorer_options_init(&o);
@@ -228,7 +337,9 @@ int main(void) {
         test_wisdom_off(m);
         test_caller_sample(m);
         test_bad_plan(m);
+        test_ranges(m);
     }
+    test_split_trees();
     ts_model_free(m);
     unlink(wisdom);
     rmdir(dir);
