@@ -63,6 +63,46 @@ static const config configs[] = {
     {TS_ENGINE_AUTO, TS_ISA_AUTO, 0, 0, 0},
 };
 
+/* LightGBM's decision on a double input (as tsr_f64_score_row in src/scorer/f64.c): the
+ * reference of ts_scorer_score_f64 for a model comparing doubles. */
+static double reference_score_f64(const ts_model *m, const double *row) {
+    double s = m->base_score;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        int32_t c = tr->n_nodes ? 0 : -1;
+        while (c >= 0) {
+            const tsm_node *nd = &tr->nodes[c];
+            double v = row[nd->feature], d = tr->thresholds_d ? tr->thresholds_d[c] : (double)nd->threshold;
+            if (fabs(v) <= (double)TSM_ZERO_RANGE) v = 0.0;
+            int missing = v != v || ((nd->flags & TSM_ZERO_IS_MISSING) && v == 0.0);
+            c = (missing ? (nd->flags & TSM_MISSING_LEFT) != 0 : v <= d) ? nd->left : nd->right;
+        }
+        s += tr->weight * tr->leaf_values[~c];
+    }
+    return s;
+}
+
+/* Double rows (the float rows widened) through ts_scorer_score_f64: LightGBM's double
+ * decisions, bit for bit (rapid from its double codes, the others through the rounding
+ * of src/scorer/f64.c). */
+static void check_f64(const ts_model *m, ts_scorer *s, const float *x, size_t n_rows, size_t cols, size_t stride,
+                      double *got) {
+    double *xd = malloc(n_rows * stride * sizeof *xd), *want = malloc(n_rows * sizeof *want);
+    ts_error err;
+    for (size_t i = 0; i < n_rows * stride; i++) xd[i] = (double)x[i];
+    for (size_t r = 0; r < n_rows; r++) want[r] = reference_score_f64(m, xd + r * stride);
+    CHECK_STATUS(ts_scorer_score_f64(s, xd, n_rows, cols, stride, got, &err), TS_OK);
+    size_t bad = 0;
+    for (size_t r = 0; r < n_rows; r++)
+        if (memcmp(&got[r], &want[r], sizeof got[r]) != 0 && bad++ < 3)
+            fprintf(stderr, "engine %s isa %s, double rows, row %zu: %.17g != reference %.17g\n",
+                    ts_engine_name(ts_scorer_engine(s)), ts_isa_name(ts_scorer_isa(s)), r, got[r], want[r]);
+    CHECK_MSG(bad == 0, "engine %s isa %s: %zu of %zu double rows differ", ts_engine_name(ts_scorer_engine(s)),
+              ts_isa_name(ts_scorer_isa(s)), bad, n_rows);
+    free(xd);
+    free(want);
+}
+
 static void check_config(const ts_model *m, const config *c, const float *x, size_t n_rows, size_t cols,
                          size_t stride, const double *ref, double *got) {
     ts_scorer_options o;
@@ -89,6 +129,7 @@ static void check_config(const ts_model *m, const config *c, const float *x, siz
                     ts_scorer_n_threads(s), r, got[r], ref[r]);
     CHECK_MSG(bad == 0, "engine %s isa %s: %zu of %zu rows differ (%u trees)", ts_engine_name(ts_scorer_engine(s)),
               ts_isa_name(ts_scorer_isa(s)), bad, n_rows, m->n_trees);
+    if (m->compares_double) check_f64(m, s, x, n_rows, cols, stride, got);
     ts_scorer_free(s);
 }
 

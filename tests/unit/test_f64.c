@@ -58,7 +58,7 @@ typedef struct ref_tree {
     double leaves[17];
 } ref_tree;
 
-static ref_tree trees[40];
+static ref_tree trees[200];
 
 /* LightGBM's NumericalDecision on a double input, after its predictor's zero snapping. */
 static int ref_left(const ref_node *r, double v) {
@@ -81,12 +81,58 @@ static double ref_score(uint32_t n_trees, const double *x) {
     return s;
 }
 
+/* Features past N_FEAT (test_double_codes): pools of double thresholds, taken in turn so
+ * that every one occurs: 300 (several code segments), 100 (a block table), and 24 around
+ * the zero range; each pool crowds pairs of thresholds into single float gaps. */
+#define N_POOL 3
+static const uint32_t pool_size[N_POOL] = {300, 100, 24};
+static double pools[N_POOL][300];
+static uint32_t pool_next[N_POOL];
+static uint32_t n_feat_used = N_FEAT;
+
+static void make_pools(void) {
+    for (uint32_t p = 0; p < 2; p++)
+        for (uint32_t i = 0; i < pool_size[p]; i += 2) {
+            double b = (p ? -40.0 : -1000.0) + (double)i * (p ? 0.8125 : 6.75) + 0.1;
+            float lo = (float)b;
+            if ((double)lo > b) lo = nextafterf(lo, -INFINITY);
+            double gap = (double)nextafterf(lo, INFINITY) - (double)lo;
+            pools[p][i] = (double)lo + gap / 4; /* two thresholds inside one float gap */
+            pools[p][i + 1] = (double)lo + gap * 3 / 4;
+        }
+    static const double z[24] = {-3e-35, -1.5e-35, -(double)TSM_ZERO_RANGE, -1e-35, -5e-36, -1e-300, -0.0, 0.0, 1e-300,
+                                 5e-36, 1e-35, 1.0000000000000001e-35, (double)TSM_ZERO_RANGE, 1.00000002e-35,
+                                 1.5e-35, 3e-35, 1e-34, 1e-30, -1e-30, 0.5, -0.5, 2.0, 2.0000000000000004, -2.0};
+    for (uint32_t i = 0; i < 24; i++) pools[2][i] = z[i];
+}
+
+static double pool_threshold(uint32_t p) { return pools[p][pool_next[p]++ % pool_size[p]]; }
+
+/* An input near pool p's thresholds: one of them, a double step either side, the float
+ * floor of its gap, a point between the two thresholds of a gap, the next float up. */
+static double near_pool(uint32_t p) {
+    double t = pools[p][below(pool_size[p])];
+    float lo = (float)t;
+    if ((double)lo > t) lo = nextafterf(lo, -INFINITY);
+    switch (below(6)) {
+    case 0: return t;
+    case 1: return nextafter(t, INFINITY);
+    case 2: return nextafter(t, -INFINITY);
+    case 3: return (double)lo;
+    case 4: return (double)lo + ((double)nextafterf(lo, INFINITY) - (double)lo) / 2;
+    default: return (double)nextafterf(lo, INFINITY);
+    }
+}
+
 /* A chain-and-branch tree of n internal nodes (node i's right child is node i+1). */
 static void make_tree(ref_tree *rt, uint32_t n) {
     rt->n = n;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t f = below(N_FEAT);
-        ref_node r = {near_base(f), f == ZERO_FEAT ? MT_ZERO : (below(2) ? MT_NAN : MT_NONE), (int)below(2)};
+        /* half the nodes on the pools when they are in use, pool 0 most */
+        const uint32_t pick = below(8);
+        uint32_t f = n_feat_used > N_FEAT && pick < 4 ? N_FEAT + (pick < 2 ? 0 : pick - 1) : below(N_FEAT);
+        double t = f < N_FEAT ? near_base(f) : pool_threshold(f - N_FEAT);
+        ref_node r = {t, f == ZERO_FEAT ? MT_ZERO : (below(2) ? MT_NAN : MT_NONE), (int)below(2)};
         uint32_t flags = 0;
         if (r.mt == MT_NONE) flags = 0.0 <= r.t ? TSM_MISSING_LEFT : 0;
         if (r.mt == MT_NAN) flags = r.default_left ? TSM_MISSING_LEFT : 0;
@@ -99,6 +145,7 @@ static void make_tree(ref_tree *rt, uint32_t n) {
 }
 
 static double random_input(uint32_t f) {
+    if (f >= N_FEAT && below(8) > 1) return near_pool(f - N_FEAT);
     switch (below(8)) {
     case 0: return NAN;
     case 1: return 0.0;
@@ -107,7 +154,7 @@ static double random_input(uint32_t f) {
         double v = z[below(4)];
         return below(2) ? v : nextafter(v, below(2) ? INFINITY : -INFINITY);
     }
-    default: return near_base(f);
+    default: return f < N_FEAT ? near_base(f) : near_pool(f - N_FEAT);
     }
 }
 
@@ -162,6 +209,70 @@ static void test_crowded_gaps(void) {
     free(xf);
 }
 
+/* rapid's double codes (engines/quant.h "Double codes") at every ISA level this CPU has
+ * and every batch size from 1 to 300, on the crowded gaps plus features of 300 and 100
+ * thresholds (code segments, block tables; pairs in one float gap) and one of thresholds
+ * around the zero range: bit for bit LightGBM's double decisions, and naive's double path
+ * (src/scorer/f64.c's rounding and exact traversal). */
+static void test_double_codes(void) {
+    const uint32_t n_trees = 200, n_rows = 600, cols = N_FEAT + N_POOL + 1;
+    make_pools();
+    n_feat_used = N_FEAT + N_POOL;
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    ts_error err;
+    for (uint32_t t = 0; t < n_trees; t++) {
+        make_tree(&trees[t], 1 + below(15));
+        double td[16];
+        for (uint32_t i = 0; i < trees[t].n; i++) td[i] = trees[t].ref[i].t;
+        CHECK_STATUS(tsm_model_add_tree_d(m, trees[t].n, trees[t].nodes, td, trees[t].n + 1, trees[t].leaves, 1.0, &err),
+                     TS_OK);
+    }
+    n_feat_used = N_FEAT;
+    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
+    for (uint32_t p = 0; p < N_POOL; p++) CHECK(pool_next[p] >= pool_size[p]);
+    double *x = malloc((size_t)n_rows * cols * sizeof *x), *ref = malloc(n_rows * sizeof *ref);
+    double *got = malloc(n_rows * sizeof *got), *naive = malloc(n_rows * sizeof *naive);
+    for (uint32_t r = 0; r < n_rows; r++) {
+        for (uint32_t j = 0; j < cols; j++) x[r * cols + j] = random_input(j % (N_FEAT + N_POOL));
+        ref[r] = ref_score(n_trees, x + r * cols);
+    }
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = TS_ENGINE_NAIVE;
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+    if (s) CHECK_STATUS(ts_scorer_score_f64(s, x, n_rows, cols, cols, naive, &err), TS_OK);
+    CHECK(memcmp(naive, ref, n_rows * sizeof *ref) == 0);
+    ts_scorer_free(s);
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (isas[i] > ts_cpu_isa()) continue;
+        o.engine = TS_ENGINE_RAPID;
+        o.max_isa = isas[i];
+        o.n_threads = 1;
+        s = NULL;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (!s) continue;
+        CHECK(ts_scorer_isa(s) == isas[i]);
+        uint32_t bad = 0;
+        for (uint32_t n = 1; n <= 300; n++) { /* rows [r0, r0 + n) */
+            const uint32_t r0 = (n * 7) % (n_rows - n + 1);
+            CHECK_STATUS(ts_scorer_score_f64(s, x + (size_t)r0 * cols, n, cols, cols, got, &err), TS_OK);
+            for (uint32_t r = 0; r < n; r++)
+                if (memcmp(&got[r], &ref[r0 + r], sizeof *got) != 0 && bad++ < 3)
+                    fprintf(stderr, "rapid %s batch %u row %u: %.17g != %.17g\n", ts_isa_name(isas[i]), n, r0 + r,
+                            got[r], ref[r0 + r]);
+        }
+        CHECK_MSG(bad == 0, "rapid %s: %u rows differ from LightGBM's double decisions", ts_isa_name(isas[i]), bad);
+        ts_scorer_free(s);
+    }
+    ts_model_free(m);
+    free(x);
+    free(ref);
+    free(got);
+    free(naive);
+}
+
 /* XGBoost models convert double inputs to float32 first: score_f64 == score on (float)x. */
 static void test_float_models_cast(void) {
     ts_model *m = NULL;
@@ -191,6 +302,7 @@ static void test_float_models_cast(void) {
 
 int main(void) {
     RUN_TEST(test_crowded_gaps);
+    RUN_TEST(test_double_codes);
     RUN_TEST(test_float_models_cast);
     return check_summary("test_f64");
 }
