@@ -466,15 +466,15 @@ def test_name_matching_on_every_path(tmp_path):
 def test_base_score_outside_the_logistic_range():
     """XGBoost refuses binary:logistic with base_score outside [0, 1] (1 and 0 it clamps,
     from 3.2); the C loader decides the link (src/io/model_xgboost.c). Only the refusal
-    itself is checked here, when the C side has it."""
+    itself is checked here."""
     xgb = pytest.importorskip("xgboost")
     X, y = _frame_data(200)
     b = xgb.train(dict(objective="binary:logistic", max_depth=2, nthread=1), xgb.DMatrix(X, y), 2)
     j = json.loads(bytes(b.save_raw("json")))
-    j["learner"]["learner_model_param"]["base_score"] = "1.5"
-    try:
-        treescore.Model(model_str=json.dumps(j))
-    except treescore.Error as e:
-        assert e.status == "TS_ERR_INVALID_MODEL"
-    else:
-        pytest.xfail("the C loader accepts base_score 1.5 for binary:logistic (XGBoost refuses it)")
+    for bad in ("1.5", "-0.5", "[2]"):
+        j["learner"]["learner_model_param"]["base_score"] = bad
+        with pytest.raises(treescore.Error, match="outside") as e:
+            treescore.Model(model_str=json.dumps(j))
+        assert e.value.status == "TS_ERR_INVALID_MODEL"
+    j["learner"]["learner_model_param"]["base_score"] = "0.25"
+    treescore.Model(model_str=json.dumps(j))

@@ -798,6 +798,15 @@ static ts_status set_one_base(xgb_ctx *c, const char *s, size_t n, uint32_t k) {
         snprintf(msg, sizeof msg, "bad base_score value '%s'", ex);
         return fail_at(c, TS_ERR_PARSE, c->base_score_byte, msg);
     }
+    /* XGBoost refuses a logistic intercept outside [0, 1] ("base_score must be in (0,1) for
+     * the logistic loss"; from 3.2 the ends are clamped in, before they give an infinite
+     * margin, refused below). */
+    if ((strcmp(c->objective, "binary:logistic") == 0 || strcmp(c->objective, "reg:logistic") == 0) &&
+        !(b >= 0.0f && b <= 1.0f)) {
+        snprintf(msg, sizeof msg, "base_score %.9g is outside [0, 1], which XGBoost requires for objective '%s'",
+                 (double)b, c->objective);
+        return fail_at(c, TS_ERR_INVALID_MODEL, c->base_score_byte, msg);
+    }
     float margin = prob_to_margin(c->objective, b, c->version);
     if (!isfinite(margin)) {
         snprintf(msg, sizeof msg, "base_score %.9g gives a non-finite margin for objective '%s'", (double)b,
