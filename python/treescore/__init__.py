@@ -212,10 +212,10 @@ class Model:
         scorer for it (with ``engine="auto"``, the planner's timing), and the last few
         counts used are kept for the next calls."""
         s = self._scorer if n_jobs is None else self._scorer_for(n_jobs)
-        tr = (0, 1.0, 0.0) if raw_score else self._transform
-        y = s.score(X, tr[0], tr[1], tr[2])
+        # the fast path (a dense float32/float64 matrix) is one C call: keep it short
+        y = s.score(X) if raw_score else s.score(X, *self._transform)
         if y is NotImplemented:
-            y = self._predict_converted(s, X, tr)
+            y = self._predict_converted(s, X, (0, 1.0, 0.0) if raw_score else self._transform)
         return y
 
     def _predict_converted(self, s, X, tr):

@@ -24,7 +24,7 @@ static void *worker(void *p) {
     ts_error err;
     for (int r = 0; r < ROUNDS; r++) {
         /* different batch sizes per round, so threads are at different places */
-        size_t batch = 1 + (size_t)(r * 37) % N_ROWS;
+        size_t batch = r % 3 == 0 ? 1 + (size_t)r % 7 : 1 + (size_t)(r * 37) % N_ROWS;
         for (size_t i = 0; i < N_ROWS; i += batch) {
             size_t n = N_ROWS - i < batch ? N_ROWS - i : batch;
             if (ts_scorer_score(j->scorer, j->x + i * j->cols, n, j->cols, j->cols, out + i, &err) != TS_OK)
@@ -85,13 +85,39 @@ static void test_shared_scorer(void) {
         run_engine(m, TS_ENGINE_QS, threads);
         run_engine(m, TS_ENGINE_VQS, threads);
         run_engine(m, TS_ENGINE_RAPID, threads);
+        /* auto: an engine per range of rows per call, picked per call */
+        run_engine(m, TS_ENGINE_AUTO, threads);
     }
+    ts_model_free(m);
+}
+
+/* Calls of fewer rows than threads split each row's trees across the pool (forced by
+ * the test knob), from many callers at once: the same bits as one thread. */
+static void test_split_trees(void) {
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_model_load_file(TS_TEST_DATA_DIR "/models/lgb_small_lambdarank.txt", TS_FORMAT_AUTO, &m, &err),
+                 TS_OK);
+    if (!m) return;
+    setenv("TREESCORE_SPLIT_TREES", "1", 1);
+    tsr_config_reload();
+    for (unsigned threads = 2; threads <= 8; threads *= 2) {
+        run_engine(m, TS_ENGINE_NAIVE, threads);
+        run_engine(m, TS_ENGINE_VQS, threads);
+        run_engine(m, TS_ENGINE_AUTO, threads);
+    }
+    unsetenv("TREESCORE_SPLIT_TREES");
+    tsr_config_reload();
     ts_model_free(m);
 }
 
 int main(void) {
     setenv("TREESCORE_CHUNK_ROWS", "3", 1);
     tsr_config_reload();
+    setenv("TREESCORE_WISDOM", "off", 1);
+    setenv("TREESCORE_PLAN_MS", "10", 1);
+    tsr_config_reload();
     RUN_TEST(test_shared_scorer);
+    RUN_TEST(test_split_trees);
     return check_summary("test_concurrency");
 }
