@@ -571,3 +571,66 @@ def test_xgboost_text_float32_ties(engine, xgb_case):
         except pytest.fail.Exception:
             hint = "treescore matches neither float32(double) nor strtof(text) semantics"
         pytest.fail(f"{e}\n{hint}", pytrace=False)
+
+
+# ---- tests: the library in process, every batch size ------------------------------------------
+
+def _libtreescore():
+    """libtreescore next to the CLI under test (ctypes), or None."""
+    import ctypes
+
+    for name in ("libtreescore.so", "libtreescore.dylib"):
+        p = H.treescore_bin().parent / name
+        if p.is_file():
+            lib = ctypes.CDLL(str(p))
+            lib.ts_scorer_score_f64.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t,
+                                                ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
+            lib.ts_scorer_free.argtypes = [ctypes.c_void_p]
+            lib.ts_model_free.argtypes = [ctypes.c_void_p]
+            return lib
+    return None
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+@pytest.mark.parametrize("name", list(LGB_VARIANTS))
+def test_lightgbm_f64_batches(name, isa, engine, lgb_case):
+    """ts_scorer_score_f64 on the float64 matrix == booster.predict(X64, raw_score=True), bit for
+    bit, in batches of 1 to 300 rows and whole, at each instruction set level (one the CPU lacks
+    is lowered to its best): rapid codes the doubles itself (engines/quant.h "Double codes"),
+    the other engines round them (src/scorer/f64.c)."""
+    import ctypes
+
+    lib = _libtreescore()
+    if lib is None:
+        pytest.skip("no libtreescore next to the treescore binary")
+    c = lgb_case(name, "csv")
+    X = np.ascontiguousarray(c["X64"], dtype=F64)
+    ref = c["ref"]
+    err = ctypes.create_string_buffer(4096)
+    model = ctypes.c_void_p()
+    assert lib.ts_model_load_file(str(c["model"]).encode(), 0, ctypes.byref(model), err) == 0, err.raw[:200]
+    # ts_scorer_options: size_t size, then ts_engine engine, unsigned n_threads, ts_isa max_isa
+    opts = ctypes.create_string_buffer(1024)
+    lib.ts_scorer_options_init(opts)
+    eng, level = ctypes.c_int(), ctypes.c_int()
+    assert lib.ts_engine_from_name(engine.encode(), ctypes.byref(eng)) == 0
+    assert lib.ts_isa_from_name(isa.encode(), ctypes.byref(level)) == 0
+    ctypes.memmove(ctypes.addressof(opts) + 8, ctypes.byref(eng), 4)
+    ctypes.memmove(ctypes.addressof(opts) + 16, ctypes.byref(level), 4)
+    scorer = ctypes.c_void_p()
+    try:
+        assert lib.ts_scorer_create(model, opts, ctypes.byref(scorer), err) == 0, err.raw[:200]
+        out = np.empty(X.shape[0], dtype=F64)
+        n, cols = X.shape
+        for batch in (n, 300, 129, 64, 7, 2, 1):
+            rows = n if batch >= 7 else min(n, 40 * batch + 3)  # small batches on the first rows
+            out[:] = np.nan
+            for r0 in range(0, rows, batch):
+                k = min(batch, rows - r0)
+                st = lib.ts_scorer_score_f64(scorer, X[r0:].ctypes.data, k, cols, cols, out[r0:].ctypes.data, err)
+                assert st == 0, err.raw[:200]
+            H.assert_exact(out[:rows], ref[:rows], X[:rows], c["tags"][:rows],
+                           f"lightgbm {name}, ts_scorer_score_f64 in batches of {batch}, engine {engine}, isa {isa}")
+    finally:
+        lib.ts_scorer_free(scorer)
+        lib.ts_model_free(model)
