@@ -6,9 +6,9 @@
 #include "common/error.h"
 #include "engines/tsimd.h"
 
-/* Supernode levels K (tsimd.h): measured on a 500 x 64-leaf LightGBM model (depths up
- * to 13), see docs/benchmarks.md. */
-#define TSS_LEVELS 4u
+/* Supernode levels K (tsimd.h): 2 measured fastest of 2 to 5 on a 500 x 64-leaf LightGBM
+ * model (depths up to 13; AVX-512, Zen 4), see docs/benchmarks.md. */
+#define TSS_LEVELS 2u
 
 typedef struct tss_state {
     tss L;
@@ -22,6 +22,12 @@ static void tss_free_layout(tss *L) {
     free(L->root);
     free(L->slot);
     free(L->thr);
+    free(L->node);
+    free(L->pn);
+    free(L->leaf_of);
+    free(L->proot);
+    free(L->order);
+    free(L->groups);
     free(L->exit);
     free(L->leaves);
 }
@@ -135,6 +141,8 @@ static int place(builder *b, size_t e, int32_t c, uint32_t j, uint32_t d) {
     return place(b, e, l, 2 * j + 1, d + 1) && place(b, e, r, 2 * j + 2, d + 1);
 }
 
+static ts_status build_pred(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk);
+
 static ts_status build(tss *L, const ts_model *m, ts_error *err) {
     uint64_t n_nodes = 0, n_leaves = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) n_nodes += m->trees[t].n_nodes, n_leaves += m->trees[t].n_leaves;
@@ -190,7 +198,16 @@ static ts_status build(tss *L, const ts_model *m, ts_error *err) {
         leaf0 += tr->n_leaves;
     }
     for (uint32_t t = m->n_trees; t < m->n_trees + TSS_LANES_MAX; t++) L->root[t] = ~0;
+    st = build_pred(L, m, err, keys, u);
+    if (st != TS_OK) goto done;
     if (!grow(&b)) goto oom; /* at least one supernode allocated */
+    L->node = malloc(((size_t)b.cap << L->levels) * sizeof *L->node);
+    if (!L->node) goto oom;
+    for (size_t e = 0; e < ((size_t)L->n_super << L->levels); e++) {
+        uint32_t bits;
+        memcpy(&bits, &L->thr[e], sizeof bits);
+        L->node[e] = L->slot[e] | (uint64_t)bits << 32;
+    }
     goto done;
 oom:
     st = ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
@@ -199,6 +216,95 @@ done:
     free(b.pend_super);
     free(keys);
     return st;
+}
+
+/*
+ * Depth steps: each tree's nodes and leaves as entries, a node's two children side by
+ * side (left at child, right at child + 1: the step is child + (not v <= t)), a leaf
+ * stepping onto itself (slot 0 is -inf: always left). A tree of depth D then ends on its
+ * exit leaf after exactly D steps, whatever the path, so TSS_PG trees step together with
+ * no branch: trees sorted by depth, groups of TSS_PG of them take the depth of their
+ * deepest. The exit leaves are stored per tree, and added in tree order.
+ */
+static ts_status build_pred(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk) {
+    uint64_t n = 1;
+    for (uint32_t t = 0; t < m->n_trees; t++) n += m->trees[t].n_nodes + m->trees[t].n_leaves;
+    L->pn = malloc(n * sizeof *L->pn);
+    L->leaf_of = malloc(n * sizeof *L->leaf_of);
+    L->proot = malloc(((size_t)m->n_trees + 1) * sizeof *L->proot);
+    L->order = malloc(((size_t)m->n_trees + 1) * sizeof *L->order);
+    L->groups = malloc(((size_t)m->n_trees / TSS_PG + 1) * sizeof *L->groups);
+    uint32_t *queue = malloc(n * sizeof *queue);
+    if (!L->pn || !L->leaf_of || !L->proot || !L->order || !L->groups || !queue) {
+        free(queue);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    }
+    L->pn[0] = (tss_pnode){0.0f, 0, 0};
+    L->leaf_of[0] = 0;
+    uint32_t next = 1, leaf0 = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        /* breadth first: queue holds child references; entry i is queue[i - base] */
+        uint32_t base = next, qn = 0;
+        queue[qn++] = tr->n_nodes ? 0u : (uint32_t)~0; /* ~0 as a reference: leaf 0 */
+        next++;
+        for (uint32_t i = 0; i < qn; i++) {
+            int32_t c = (int32_t)queue[i];
+            uint32_t e = base + i;
+            if (c < 0) {
+                L->pn[e] = (tss_pnode){0.0f, 0, e};
+                L->leaf_of[e] = (int32_t)(leaf0 + (uint32_t)~c);
+            } else {
+                const tsm_node *nd = &tr->nodes[c];
+                L->pn[e] = (tss_pnode){nd->threshold, slot_of(keys, nk, slot_key(nd)), base + qn};
+                L->leaf_of[e] = 0;
+                queue[qn++] = (uint32_t)nd->left;
+                queue[qn++] = (uint32_t)nd->right;
+                next += 2;
+            }
+        }
+        L->proot[t] = base;
+        L->order[t] = t;
+        leaf0 += tr->n_leaves;
+    }
+    free(queue);
+    /* trees by depth, deepest first (stable: an insertion-free counting sort) */
+    uint32_t maxd = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) maxd = m->trees[t].depth > maxd ? m->trees[t].depth : maxd;
+    uint32_t k = 0;
+    for (uint32_t d = maxd + 1; d-- > 0;)
+        for (uint32_t t = 0; t < m->n_trees; t++)
+            if (m->trees[t].depth == d) L->order[k++] = t;
+    L->n_groups = 0;
+    for (uint32_t i = 0; i < m->n_trees; i += TSS_PG) {
+        uint32_t cnt = m->n_trees - i < TSS_PG ? m->n_trees - i : TSS_PG;
+        L->groups[L->n_groups++] = (tss_group){i, cnt, m->trees[L->order[i]].depth};
+    }
+    return TS_OK;
+}
+
+/* The depth-step kernel (scalar: TSS_PG independent chains of loads, no branch). */
+static void tss_pred(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    float *v = scratch;
+    int32_t *lv = (int32_t *)((char *)scratch + tss_round64((size_t)L->n_slots_pad * sizeof(float)));
+    const tss_pnode *N = L->pn;
+    for (size_t r = 0; r < n_rows; r++) {
+        tss_slot_values(L, x + r * stride, v);
+        for (uint32_t gi = 0; gi < L->n_groups; gi++) {
+            const tss_group *g = &L->groups[gi];
+            uint32_t e[TSS_PG];
+            for (uint32_t k = 0; k < TSS_PG; k++) e[k] = k < g->count ? L->proot[L->order[g->first + k]] : 0;
+            for (uint32_t d = 0; d < g->depth; d++)
+                for (uint32_t k = 0; k < TSS_PG; k++) {
+                    const tss_pnode *n = &N[e[k]];
+                    e[k] = n->child + !(v[n->slot] <= n->thr);
+                }
+            for (uint32_t k = 0; k < g->count; k++) lv[L->order[g->first + k]] = L->leaf_of[e[k]];
+        }
+        double acc = L->base_score;
+        for (uint32_t t = 0; t < L->n_trees; t++) acc += L->leaves[lv[t]];
+        out[r] = acc;
+    }
 }
 
 /* The scalar kernel: tree by tree, the same layout and steps as the SIMD kernels. */
@@ -234,7 +340,16 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
         tsimd_free(s);
         return st;
     }
-    s->kernel = k ? k->kernel : tss_scalar;
+    /* Depth steps unless the lanes option asks for a SIMD kernel's width (8: AVX2, 16:
+     * AVX-512; the best one the ISA allows): measured faster on AMD Zen 4, whose gathers
+     * cost about 0.7 ns per element (docs/benchmarks.md). */
+    s->kernel = tss_pred;
+    if (cfg->lanes >= 8) {
+        if (k && k->lanes > cfg->lanes) k = kernels_for(TS_ISA_AVX2);
+        s->kernel = k ? k->kernel : tss_scalar;
+    } else {
+        k = NULL;
+    }
     uint64_t n_nodes = s->L.n_super << s->L.levels;
     /* a thread of its own pays from about 1 ms of work (~4 million entries visited) */
     uint64_t per_row = n_nodes / 8 + 1;

@@ -45,6 +45,22 @@
 #define TSS_LEVELS_MAX 6u
 #define TSS_LANES_MAX 16u
 
+/* An entry of the depth-step layout: a node (its children at child and child + 1) or a
+ * leaf (slot 0, always left, child = itself). */
+typedef struct tss_pnode {
+    float thr;
+    uint32_t slot;
+    uint32_t child;
+} tss_pnode;
+
+#define TSS_PG 16u
+
+typedef struct tss_group {
+    uint32_t first;         /* in order[] */
+    uint32_t count;         /* <= TSS_PG */
+    uint32_t depth;         /* steps: the deepest tree's depth */
+} tss_group;
+
 typedef struct tss {
     double base_score;
     uint32_t n_trees;
@@ -58,9 +74,18 @@ typedef struct tss {
                                root supernode, or ~g for a one-leaf tree (padding: ~0) */
     uint32_t *slot;         /* n_super * 2^K */
     float *thr;             /* n_super * 2^K */
+    uint64_t *node;         /* n_super * 2^K: slot | threshold's bits << 32, one 64-bit
+                               gather element per lane */
     int32_t *exit;          /* n_super * 2^K */
     double *leaves;         /* weight * leaf value, all trees */
     uint64_t n_super;
+    /* Depth steps (tsimd.c "Depth steps"): */
+    tss_pnode *pn;          /* every tree's entries; entry 0: a spare leaf */
+    int32_t *leaf_of;       /* per entry: the leaf's index in leaves[] (leaf entries) */
+    uint32_t *proot;        /* per tree: its root entry */
+    uint32_t *order;        /* trees by depth, deepest first */
+    tss_group *groups;      /* TSS_PG trees of `order` at a time */
+    uint32_t n_groups;
 } tss;
 
 /*
@@ -82,7 +107,7 @@ extern const tss_kernels tse_tsimd_avx2, tse_tsimd_avx512;
 
 static inline size_t tss_round64(size_t n) { return (n + 63) & ~(size_t)63; }
 static inline size_t tss_scratch_bytes(const tss *L) {
-    return tss_round64((size_t)L->n_slots_pad * sizeof(float)) + 64 * sizeof(int32_t);
+    return tss_round64((size_t)L->n_slots_pad * sizeof(float)) + tss_round64(((size_t)L->n_trees + 64) * sizeof(int32_t));
 }
 
 /* One document's slot values (see above), scalar. */

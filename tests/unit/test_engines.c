@@ -272,12 +272,14 @@ static void test_sparse_columns(void) {
     ts_model_free(m);
 }
 
-/* trees-simd (lanes hold trees): every batch size 1 .. 300 through one scorer per ISA level,
+/* trees-simd (lanes hold trees): every batch size 1 .. 300 through one scorer per kernel,
  * tree counts around its blocks (8, 16 lanes; 4 blocks stepped together), one-leaf trees
  * among them, and deep unbalanced trees (many supernodes per tree). */
 static void test_trees_simd_batches(void) {
     static const uint32_t trees[] = {1, 7, 8, 9, 16, 17, 63, 64, 65, 131};
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    /* 0: depth steps; 8, 16: the supernode kernels (scalar, AVX2, AVX-512 as the level allows) */
+    static const uint32_t lanes[] = {0, 8, 16};
     const size_t n_rows = 300, cols = N_FEATURES, stride = cols + 1;
     float *x = malloc(n_rows * stride * sizeof *x);
     double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
@@ -285,11 +287,12 @@ static void test_trees_simd_batches(void) {
         ts_model *m = random_model(trees[t], 1, 2 + rnd_below(70), t % 3 ? 3 : 0);
         for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
         for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
-        for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+        for (size_t k = 0; k < 3 * sizeof isas / sizeof isas[0]; k++) {
             ts_scorer_options o;
             ts_scorer_options_init(&o);
             o.engine = TS_ENGINE_TREES_SIMD;
-            o.max_isa = isas[k];
+            o.max_isa = isas[k % 3];
+            o.lanes = lanes[k / 3];
             o.n_threads = 1;
             ts_scorer *s = NULL;
             ts_error err;
@@ -302,8 +305,8 @@ static void test_trees_simd_batches(void) {
                 for (size_t r = 0; r < n; r++)
                     if (memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0) bad++;
             }
-            CHECK_MSG(bad == 0, "trees-simd isa %s, %u trees: %zu rows differ", ts_isa_name(ts_scorer_isa(s)),
-                      m->n_trees, bad);
+            CHECK_MSG(bad == 0, "trees-simd isa %s lanes %u, %u trees: %zu rows differ", ts_isa_name(ts_scorer_isa(s)),
+                      o.lanes, m->n_trees, bad);
             ts_scorer_free(s);
         }
         ts_model_free(m);

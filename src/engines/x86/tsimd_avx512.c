@@ -7,8 +7,8 @@
 #include <math.h>
 
 /*
- * A step of a block: the lanes' entries idx = supernode + j, vpgatherdd of their slots
- * and thresholds, vgatherdps of the document's slot values, one compare (not v <= t:
+ * A step of a block: the lanes' entries idx = supernode + j, two vpgatherdq of their
+ * (slot, threshold) pairs (L->node), split by two vpermt2d, vgatherdps of the document's slot values, one compare (not v <= t:
  * right), j = 2 j + 1 (+1 under the compare's mask). After K steps, vpgatherdd of the
  * exits; lanes whose exit is a leaf (< 0) keep it and leave the mask. Gathers have tens
  * of cycles of latency: TSS_G blocks (64 trees) step together so that their gathers
@@ -36,8 +36,10 @@ static void tss_avx512(const tss *L, const float *x, size_t n_rows, size_t strid
     const __m512i inner = _mm512_set1_epi32((int)((1u << K) - 1)), one = _mm512_set1_epi32(1);
     const __m512i zero = _mm512_setzero_si512();
     const uint32_t nb = (L->n_trees + 15) / 16;
-    const int32_t *slot = (const int32_t *)L->slot, *ex = L->exit;
-    const float *thr = L->thr;
+    const int32_t *ex = L->exit;
+    const long long *node = (const long long *)L->node;
+    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odds = _mm512_add_epi32(evens, one);
     for (size_t r = 0; r < n_rows; r++) {
         tss_values16(L, x + r * stride, v);
         double acc = L->base_score;
@@ -56,15 +58,22 @@ static void tss_avx512(const tss *L, const float *x, size_t n_rows, size_t strid
                 }
                 leaf[g] = e[g];
             }
-            while (m[0] | m[1] | m[2] | m[3]) {
+            for (;;) {
+                unsigned any = 0;
+                for (uint32_t g = 0; g < TSS_G; g++) any |= m[g];
+                if (!any) break;
                 __m512i j[TSS_G];
                 for (uint32_t g = 0; g < TSS_G; g++) j[g] = zero;
                 for (uint32_t d = 0; d < K; d++)
                     for (uint32_t g = 0; g < TSS_G; g++) {
                         if (!m[g]) continue;
                         __m512i idx = _mm512_add_epi32(e[g], j[g]);
-                        __m512i s = _mm512_mask_i32gather_epi32(zero, m[g], idx, slot, 4);
-                        __m512 t = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m[g], idx, thr, 4);
+                        __m512i n0 = _mm512_mask_i32gather_epi64(zero, (__mmask8)m[g], _mm512_castsi512_si256(idx),
+                                                                 node, 8);
+                        __m512i n1 = _mm512_mask_i32gather_epi64(zero, (__mmask8)(m[g] >> 8),
+                                                                 _mm512_extracti64x4_epi64(idx, 1), node, 8);
+                        __m512i s = _mm512_permutex2var_epi32(n0, evens, n1);
+                        __m512 t = _mm512_castsi512_ps(_mm512_permutex2var_epi32(n0, odds, n1));
                         __m512 val = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m[g], s, v, 4);
                         __mmask16 right = _mm512_mask_cmp_ps_mask(m[g], val, t, _CMP_NLE_UQ);
                         __m512i j2 = _mm512_add_epi32(_mm512_add_epi32(j[g], j[g]), one);
