@@ -107,7 +107,11 @@ static int load_rows(const cli_opts *o, const ts_model *m, matrix *mx) {
             }
             cap = ncap;
         }
-        memcpy(mx->x + mx->rows * mx->cols, c.x, take * mx->cols * sizeof *c.x);
+        if (c.x) {
+            memcpy(mx->x + mx->rows * mx->cols, c.x, take * mx->cols * sizeof *c.x);
+        } else { /* doubles only (text read as doubles): their floats */
+            for (size_t i = 0; i < take * mx->cols; i++) mx->x[mx->rows * mx->cols + i] = (float)c.xd[i];
+        }
         if (doubles) {
             for (size_t i = 0; i < take * mx->cols; i++)
                 mx->xd[mx->rows * mx->cols + i] = c.xd ? c.xd[i] : (double)c.x[i];

@@ -7,7 +7,7 @@ from cli_helpers import EXAMPLE
 
 MODEL = EXAMPLE / "model.txt"   # LightGBM lambdarank, 300 trees of 31 leaves
 DATA = EXAMPLE / "rank.test"
-ENGINES = ["naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid"]
+ENGINES = ["naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd"]
 
 
 @pytest.fixture()
@@ -29,11 +29,30 @@ def test_info_plan_measures_then_remembers(ts, cache):
     for e in ("naive", "vpred", "block-vpred", "block-naive", "ifelse"):
         assert e in r.stdout, r
     wisdom = (cache / "wisdom").read_text()
-    assert len(wisdom.splitlines()) == 1 and wisdom.startswith("treescore-wisdom-3 "), wisdom
-    chosen = wisdom.split()[-2]
+    assert len(wisdom.splitlines()) == 1 and wisdom.startswith("treescore-wisdom-4 "), wisdom
+    chosen = wisdom.split()[-3]
     r2 = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "100", "--threads", "1", env=envof(cache))
-    assert "wisdom:" in r2.stdout and f"engine {chosen}," in r2.stdout, r2
+    assert "wisdom:" in r2.stdout and f"engine {chosen} (" in r2.stdout, r2
+    assert "batch_hint: one engine for every call" in r2.stdout, r2
     assert len((cache / "wisdom").read_text().splitlines()) == 1
+
+
+def test_info_plan_table_every_range(ts, cache):
+    """Without --batch: an engine per range of rows per call, one wisdom line per range,
+    recalled the second time."""
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--threads", "1", env=envof(cache))
+    out = r.stdout
+    assert "plan: rows per call -> engine" in out and "every batch size" in out, r
+    table = out[out.index("plan: rows per call"):].splitlines()[1:5]
+    assert [l.split()[0] for l in table] == ["1", "2-15", "16-127", "128+"], out
+    for batch in (1, 6, 48, 1000):
+        assert f"(batch {batch})" in out, out
+    lines = (cache / "wisdom").read_text().splitlines()
+    assert len(lines) == 4 and all(l.startswith("treescore-wisdom-4 ") for l in lines), lines
+    r2 = ts.succeeds("info", "-m", MODEL, "--plan", "--threads", "1", env=envof(cache))
+    assert r2.stdout.count("wisdom:") == 4 and "measured:" not in r2.stdout, r2
+    assert r2.stdout[r2.stdout.index("plan: rows per call"):].splitlines()[1:5] == table
+    assert len((cache / "wisdom").read_text().splitlines()) == 4
 
 
 def test_info_plan_rule(ts, cache):
@@ -79,6 +98,22 @@ def test_bench_prepare_line_and_auto(ts, cache):
     r = ts.succeeds("bench", "-m", MODEL, "-d", DATA, "--engines", "naive,vqs", "--repeat", "1", "--rows", "50",
                     "--format", "tsv", env=envof(cache))
     assert "# prepare ms" in r.stderr and "prepare" not in r.stdout, r
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", None])
+def test_bench_dtype(ts, cache, dtype):
+    """bench --dtype: float32 or float64 rows (text data: float64 by default, as score reads
+    it); every engine checked bit for bit against the first on those rows."""
+    args = ["bench", "-m", MODEL, "-d", DATA, "--engines", "naive,auto,rapid,vqs", "--repeat", "1", "--rows", "200",
+            "--batch", "7"]
+    if dtype:
+        args += ["--dtype", dtype]
+    r = ts.succeeds(*args, env=envof(cache))
+    want = "float32" if dtype == "f32" else "float64"
+    assert f"{want} rows, batch 7" in r.stdout, r
+    assert "auto (chose " in r.stdout and "for this batch)" in r.stdout, r
+    r = ts.fails("bench", "-m", MODEL, "-d", DATA, "--dtype", "f16", status=2, env=envof(cache))
+    assert "--dtype" in r.stderr, r
 
 
 def test_help_lists_engines(ts, cache):
