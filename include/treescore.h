@@ -289,7 +289,8 @@ typedef struct ts_scorer_options {
                              = sized from the cache sizes (vqs rounds it up to whole SIMD
                              registers) */
     uint32_t lanes;       /* vpred, block-vpred: documents interleaved (v); 0 (default) = the
-                             engine's choice for the model */
+                             engine's choice for the model. trees-simd: 8 or 16 = its SIMD
+                             kernel of 8 (AVX2) or 16 (AVX-512) trees per step; 0 = depth steps */
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.
                              0 (default): every batch size: the planner picks an engine for
