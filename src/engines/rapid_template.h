@@ -27,7 +27,8 @@
  *                        -inf, which must get code 0), into the group's codes (rapid.h)
  *   void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd,
  *                        uint8_t *codes): the same from double values under double codes
- *                        (L->q.doubles; quant.h "Double codes": tsq_slot_code_d)
+ *                        (L->q.doubles; quant.h "Double codes": tsq_slot_code_d); col holds
+ *                        values (or -inf) only up to the next multiple of 8 lanes from nd
  *   rs_v                 a row: one byte per lane
  *   rs_v rs_ones(void), rs_v rs_zeros(void)
  *   rs_kv rs_k(const rs_entry *e), rs_mv rs_m(const rs_entry *e): an entry's k and mask,
@@ -115,8 +116,8 @@ static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd,
 
 /* The same for double rows (rapid.h rs_kernel_f64): RS_TRANSPOSE features at a time
  * copied out of the rows into columns of RS_LANES doubles, then coded from the doubles.
- * The next group's rows are prefetched meanwhile when the used features are at least half
- * of the columns they span; then, with RS_COLUMNS8_F64 (an ISA's rs_columns8_f64: 8
+ * The next group's rows are prefetched meanwhile (after a full group) when the used
+ * features are at least half of the columns they span; then, with RS_COLUMNS8_F64 (an ISA's rs_columns8_f64: 8
  * consecutive columns of every row into 8 columns of RS_LANES doubles in registers), the
  * columns come 8 at a time instead. */
 static void RS(quantize_f64)(const rsl *L, const double *x, size_t stride, size_t nd, uint8_t *codes) {
@@ -125,8 +126,9 @@ static void RS(quantize_f64)(const rsl *L, const double *x, size_t stride, size_
     if (q->n_used == 0) return;
     const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column;
     if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
-        for (size_t l = 0; l < RS_LANES; l++)
-            for (uint32_t c = first; c <= last; c += 8) __builtin_prefetch(x + (RS_LANES + l) * stride + c);
+        if (nd == RS_LANES) /* a full group: more rows may follow (a lone row has none to fetch) */
+            for (size_t l = 0; l < RS_LANES; l++)
+                for (uint32_t c = first; c <= last; c += 8) __builtin_prefetch(x + (RS_LANES + l) * stride + c);
 #ifdef RS_COLUMNS8_F64
         /* 8 columns at a time through an ISA's in-register transpose (rs_columns8_f64) */
         for (uint32_t j0 = 0; j0 < q->n_used;) {
@@ -140,7 +142,7 @@ static void RS(quantize_f64)(const rsl *L, const double *x, size_t stride, size_
     }
     for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
         const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
-        for (size_t l = 0; l < RS_LANES; l++) {
+        for (size_t l = 0; l < ((nd + 7) & ~(size_t)7); l++) { /* lanes of 8-lane registers holding rows */
             const double *row = x + l * stride;
             for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? row[q->f[j0 + j].column] : -INFINITY;
         }

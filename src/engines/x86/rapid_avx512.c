@@ -337,7 +337,9 @@ static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, siz
     __m512d v[8];
     __mmask8 n8[8], z8[8];
     for (size_t c = 0; c < 8; c++) {
-        const __m512d x = _mm512_load_pd(col + 8 * c); /* lanes >= nd hold -inf: code 0 */
+        /* lanes >= nd hold -inf (code 0); registers past them are not read (rs_columns8_f64
+         * leaves them unwritten) */
+        const __m512d x = 8 * c < nd ? _mm512_load_pd(col + 8 * c) : _mm512_set1_pd(-INFINITY);
         n8[c] = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
         z8[c] = _mm512_cmp_pd_mask(_mm512_abs_pd(x), _mm512_set1_pd((double)TSM_ZERO_RANGE), _CMP_LE_OQ);
         v[c] = _mm512_mask_mov_pd(x, z8[c], _mm512_setzero_pd());
@@ -388,10 +390,11 @@ static inline void transpose8_d(__m512d r[8]) {
 }
 
 /* As rs_columns16, for doubles: columns c0 .. c0 + n - 1 (n <= 8) of the group's rows into
- * out[k * 64 + lane], lanes >= nd -inf; columns past n left undefined. */
+ * out[k * 64 + lane], lanes nd .. up to a multiple of 8 -inf; columns past n, and lanes
+ * from the next multiple of 8 on, left unwritten (a single row costs one transpose). */
 static void rs_columns8_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, double *out) {
     const __mmask8 cols = (__mmask8)((1u << n) - 1);
-    for (size_t l0 = 0; l0 < 64; l0 += 8) {
+    for (size_t l0 = 0; l0 < nd; l0 += 8) {
         __m512d r[8];
         for (size_t i = 0; i < 8; i++)
             r[i] = l0 + i < nd ? _mm512_maskz_loadu_pd(cols, x + (l0 + i) * stride + c0) : _mm512_set1_pd(-INFINITY);
