@@ -601,7 +601,7 @@ static void reset_timings(candidate *c, int n) {
  * best probe is dropped, so that hopeless candidates do not eat the budget of the
  * contenders. */
 static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail, size_t width, double *out,
-                          unsigned batch, unsigned threads, double budget, size_t min_rows) {
+                          unsigned batch, unsigned threads, double budget, size_t *min_rows) {
     size_t probe = rows_avail < 16 ? rows_avail : 16;
     if (batch < probe) probe = batch;
     double probe_s[MAX_CANDIDATES], best = 0, per_doc = 0;
@@ -611,7 +611,7 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
         /* the least of three (the first also warms caches and faults pages in): one
          * unlucky preemption on a busy machine must not prune the best engine */
         for (int k = 0; k < 3; k++) {
-            double p = time_call(&c[i], x, probe, rows_avail, width, out, threads, min_rows);
+            double p = time_call(&c[i], x, probe, rows_avail, width, out, threads, probe); /* one call */
             if (p < 0) {
                 probe_s[i] = -1;
                 break;
@@ -631,6 +631,8 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
         per_doc += probe_s[i];
     }
     double fit = per_doc > 0 ? budget / (MIN_ROUNDS * per_doc) : (double)MAX_SAMPLE_ROWS;
+    /* small batches: fewer rows per timing when even those would not fit (slow models) */
+    if (batch < *min_rows && fit < (double)*min_rows) *min_rows = fit < (double)batch ? batch : (size_t)fit;
     size_t rows = batch < rows_avail ? batch : rows_avail;
     if (fit < (double)rows) rows = fit < 16 ? 16 : (size_t)fit;
     if (rows > batch) rows = batch;
@@ -710,23 +712,36 @@ int tsr_split_rule(const ts_model *m, const tse_engine *e, const void *state, un
     return nodes >= TSR_SPLIT_RULE_NODES;
 }
 
-/* The split-or-not decision for the one-row range's winner c: the test knob, else
- * alternating rounds of one-row calls, whole and split. */
-static int decide_split(const ts_model *m, candidate *c, const float *x, size_t avail, size_t width, double *out,
-                        unsigned threads, text *t) {
+/* The one-row range with several threads: each candidate that can split a row's trees
+ * (and is within `threads` times the best whole time, all a split can gain) is also
+ * timed split, in SPLIT_ROUNDS rounds of `rows` one-row calls; the fastest of whole and
+ * split wins. *best: the winner's index; returns 1 when it splits. The test knob
+ * TREESCORE_SPLIT_TREES: 1 splits the whole-time winner whenever it can, 2 never. */
+static int decide_split(const ts_model *m, candidate *c, int n, int *best, const float *x, size_t avail,
+                        size_t width, double *out, unsigned threads, size_t rows, text *t) {
     unsigned knob = tsr_config_get()->split_trees;
-    if (threads < 2 || !tsr_can_split(c->engine, c->state) || knob == 2) return 0;
-    if (knob == 1) return 1;
-    double whole[SPLIT_ROUNDS], split[SPLIT_ROUNDS];
-    for (int r = 0; r < SPLIT_ROUNDS; r++) {
-        whole[r] = time_call(c, x, 1, avail, width, out, threads, SMALL_TIMED_ROWS);
-        split[r] = time_split(c, m->base_score, x, avail, width, out, threads, SMALL_TIMED_ROWS);
-        if (whole[r] < 0 || split[r] < 0) return 0;
+    if (threads < 2 || knob == 2) return 0;
+    if (knob == 1) return tsr_can_split(c[*best].engine, c[*best].state);
+    double best_us = c[*best].median_us;
+    int split = 0;
+    for (int i = 0; i < n; i++) {
+        if (c[i].skipped[0] || !tsr_can_split(c[i].engine, c[i].state) || c[i].median_us > threads * best_us)
+            continue;
+        double times[SPLIT_ROUNDS];
+        int k = 0;
+        for (; k < SPLIT_ROUNDS; k++)
+            if ((times[k] = time_split(&c[i], m->base_score, x, avail, width, out, threads, rows)) < 0) break;
+        if (k < SPLIT_ROUNDS) continue;
+        double us = 1e6 * median(times, SPLIT_ROUNDS);
+        say(t, "  %-12s %12.4f   split across %u threads\n", c[i].engine->name, us, threads);
+        if (us < best_us) {
+            best_us = us;
+            *best = i;
+            split = 1;
+        }
     }
-    double w = 1e6 * median(whole, SPLIT_ROUNDS), sp = 1e6 * median(split, SPLIT_ROUNDS);
-    say(t, "  one row's trees split across %u threads: %.4f us/doc against %.4f whole: %s\n", threads, sp, w,
-        sp < w ? "split" : "whole");
-    return sp < w;
+    c[*best].median_us = best_us;
+    return split;
 }
 
 /* Times the candidates for every planned range the wisdom file did not answer. The
@@ -761,8 +776,9 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         double budget = budget_s() * (small ? SMALL_BUDGET_SHARE : 1.0);
         size_t min_rows = small ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
         reset_timings(c, n);
-        size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, min_rows);
+        size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
         time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows);
+        size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
         int best = fastest(c, n);
         say_range(t, (unsigned)r, batch);
         say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s\n", rows,
@@ -773,9 +789,9 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
             st = ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
             break;
         }
+        rc[r].split = r == 0 && decide_split(m, c, n, &best, x, avail, width, scores, threads, rows_timed, t);
         rc[r].engine = c[best].engine->id;
         rc[r].us = c[best].median_us;
-        rc[r].split = r == 0 && decide_split(m, &c[best], x, avail, width, scores, threads, t);
         if (can_store && wisdom_store(&rc[r].key, &wf, rc[r].engine, rc[r].split, rc[r].us) == 0)
             say(t, "choice: %s%s (remembered in %s/%s)\n", c[best].engine->name, rc[r].split ? ", split" : "",
                 wf.dir.path, wf.name);
