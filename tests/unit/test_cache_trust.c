@@ -429,7 +429,7 @@ static void first_wisdom_line(const char *dir, char *line, size_t size) {
     snprintf(wisdom, sizeof wisdom, "%s/wisdom", dir);
     free(prepare_ifelse(dir, TS_ENGINE_AUTO, NULL));
     const char *text = read_text(wisdom);
-    CHECK_MSG(text && strncmp(text, "treescore-wisdom-3 ", 19) == 0, "wisdom: %s", text ? text : "(none)");
+    CHECK_MSG(text && strncmp(text, "treescore-wisdom-4 ", 19) == 0, "wisdom: %s", text ? text : "(none)");
     snprintf(line, size, "%s", text ? text : "");
     char *nl = strchr(line, '\n');
     if (nl) nl[1] = '\0';
@@ -576,7 +576,7 @@ static void test_wisdom_not_ours(void) {
         setenv("TREESCORE_WISDOM", path, 1);
         free(prepare_ifelse(dir, TS_ENGINE_AUTO, NULL));
         const char *w = read_text(path);
-        CHECK_MSG(w && strncmp(w, "treescore-wisdom-3 ", 19) == 0, "%s: %s", names[i], w ? w : "(none)");
+        CHECK_MSG(w && strncmp(w, "treescore-wisdom-4 ", 19) == 0, "%s: %s", names[i], w ? w : "(none)");
         CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
     }
     unsetenv("TREESCORE_WISDOM");
