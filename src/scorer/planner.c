@@ -639,8 +639,10 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
     return rows < rows_avail ? rows : rows_avail;
 }
 
+/* use_min: rank by the least time instead of the median (small batches, whose few short
+ * timings one preemption on a busy machine can spoil). */
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
-                        unsigned threads, double budget, size_t min_rows) {
+                        unsigned threads, double budget, size_t min_rows, int use_min) {
     double t0 = tsr_now();
     for (int r = 0; r < MAX_ROUNDS; r++) {
         if (r >= MIN_ROUNDS && tsr_now() - t0 > budget) break;
@@ -652,7 +654,10 @@ static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t
             }
     }
     for (int i = 0; i < n; i++)
-        if (!c[i].skipped[0]) c[i].median_us = 1e6 * median(c[i].times, c[i].n_times) / (double)rows;
+        if (!c[i].skipped[0]) {
+            double t = median(c[i].times, c[i].n_times); /* sorts them */
+            c[i].median_us = 1e6 * (use_min ? c[i].times[0] : t) / (double)rows;
+        }
 }
 
 static int fastest(const candidate *c, int n) {
@@ -732,7 +737,8 @@ static int decide_split(const ts_model *m, candidate *c, int n, int *best, const
         for (; k < SPLIT_ROUNDS; k++)
             if ((times[k] = time_split(&c[i], m->base_score, x, avail, width, out, threads, rows)) < 0) break;
         if (k < SPLIT_ROUNDS) continue;
-        double us = 1e6 * median(times, SPLIT_ROUNDS);
+        median(times, SPLIT_ROUNDS); /* sorts them: the least, as the whole times (use_min) */
+        double us = 1e6 * times[0];
         say(t, "  %-12s %12.4f   split across %u threads\n", c[i].engine->name, us, threads);
         if (us < best_us) {
             best_us = us;
@@ -772,18 +778,18 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
     for (int r = TSR_RANGES - 1; r >= 0 && st == TS_OK; r--) {
         if (!rc[r].planned || rc[r].engine != TS_ENGINE_AUTO) continue;
         unsigned batch = rc[r].batch;
-        int small = batch < 16 && batch < max_batch;
-        double budget = budget_s() * (small ? SMALL_BUDGET_SHARE : 1.0);
+        int small = batch < 16; /* a share of the budget when larger ranges are planned too */
+        double budget = budget_s() * (small && batch < max_batch ? SMALL_BUDGET_SHARE : 1.0);
         size_t min_rows = small ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
         reset_timings(c, n);
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
-        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows);
+        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, small);
         size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
         int best = fastest(c, n);
         say_range(t, (unsigned)r, batch);
-        say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s\n", rows,
+        say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s%s\n", rows,
             data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0, threads,
-            threads == 1 ? "" : "s", ts_isa_name(cfg->isa));
+            threads == 1 ? "" : "s", ts_isa_name(cfg->isa), small ? "; the least time of each" : "");
         report_table(t, c, n, best);
         if (best < 0) {
             st = ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
