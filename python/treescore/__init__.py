@@ -56,7 +56,8 @@ class Model:
     ``block-naive``, ``block-vpred``, ``rapid``; all give the same bits. ``isa`` caps the instruction
     set (``"scalar"``, ``"sse4.2"``, ``"avx2"``, ``"avx512"``; ``None``: the best the CPU
     has). ``threads``: threads per ``predict`` call, 0 (default) or negative = all cores.
-    ``batch_hint``: the rows per call ``auto`` plans for (0: 1,000). Both are integers up to
+    ``batch_hint``: the rows per call ``auto`` plans for (0, the default: every range of
+    rows per call, each call then using its range's engine; see ``plan_report``). Both are integers up to
     2^32 - 1 (larger values, floats and a negative batch_hint are refused, never wrapped).
     ``model_file`` must be a regular file of at most ``_core.max_model_bytes`` (4 GiB, the C
     loader's limit); FIFOs and devices are refused (read them yourself and pass
@@ -315,7 +316,12 @@ class Model:
         return dict(self._info)
 
     def plan_report(self) -> str:
-        """Why the engine was chosen: the planner's timings, or "engine requested"."""
+        """Why the engines were chosen: for ``engine="auto"`` the planner's timings of the
+        candidates (us/doc) for each range of rows per call, or the wisdom file's earlier
+        answers, ending with the table ``plan: rows per call -> engine`` (1, 2-15, 16-127,
+        128+; each ``predict`` call uses the engine of its row count, with the same
+        scores whichever); "engine requested" for an explicit engine. ``batch_hint=N``
+        plans only N's range and uses that engine for every call."""
         return self._scorer.plan_report
 
     def __repr__(self) -> str:
