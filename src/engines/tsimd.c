@@ -23,10 +23,10 @@ static void tss_free_layout(tss *L) {
     free(L->slot);
     free(L->thr);
     free(L->node);
-    free(L->pn);
-    free(L->leaf_of);
-    free(L->proot);
-    free(L->order);
+    free(L->cn);
+    free(L->lval);
+    free(L->groot);
+    free(L->gtree);
     free(L->groups);
     free(L->exit);
     free(L->leaves);
@@ -141,7 +141,7 @@ static int place(builder *b, size_t e, int32_t c, uint32_t j, uint32_t d) {
     return place(b, e, l, 2 * j + 1, d + 1) && place(b, e, r, 2 * j + 2, d + 1);
 }
 
-static ts_status build_pred(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk);
+static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk);
 
 static ts_status build(tss *L, const ts_model *m, ts_error *err) {
     uint64_t n_nodes = 0, n_leaves = 0;
@@ -198,7 +198,7 @@ static ts_status build(tss *L, const ts_model *m, ts_error *err) {
         leaf0 += tr->n_leaves;
     }
     for (uint32_t t = m->n_trees; t < m->n_trees + TSS_LANES_MAX; t++) L->root[t] = ~0;
-    st = build_pred(L, m, err, keys, u);
+    st = build_steps(L, m, err, keys, u);
     if (st != TS_OK) goto done;
     if (!grow(&b)) goto oom; /* at least one supernode allocated */
     L->node = malloc(((size_t)b.cap << L->levels) * sizeof *L->node);
@@ -219,93 +219,147 @@ done:
 }
 
 /*
- * Depth steps: each tree's nodes and leaves as entries, a node's two children side by
- * side (left at child, right at child + 1: the step is child + (not v <= t)), a leaf
- * stepping onto itself (slot 0 is -inf: always left). A tree of depth D then ends on its
- * exit leaf after exactly D steps, whatever the path, so TSS_PG trees step together with
- * no branch: trees sorted by depth, groups of TSS_PG of them take the depth of their
- * deepest. The exit leaves are stored per tree, and added in tree order.
+ * Depth steps: each tree's nodes and leaves as 8-byte entries (tss_cnode), breadth
+ * first, a node's two children side by side at e + delta (left) and e + delta + 1
+ * (right): the step is e += delta + !(v <= t) (a compare and an add with carry). A leaf
+ * (slot 0: -inf, always left; delta 0) steps onto itself, so a tree of depth D ends on
+ * its exit leaf after exactly D steps, whatever the path, and TSS_PG trees step together
+ * with no branch: trees sorted by depth, deepest first, groups of TSS_PG of them take the
+ * depth of their deepest. Entries are laid out in that order (a group's trees side by
+ * side). The exit leaves' values are stored per tree, and added in tree order.
+ * Returns 0 where a tree's delta or a slot does not fit 16 bits (cn stays NULL).
  */
-static ts_status build_pred(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk) {
+static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk) {
+    if (L->n_slots > UINT16_MAX) return TS_OK;
     uint64_t n = 1;
-    for (uint32_t t = 0; t < m->n_trees; t++) n += m->trees[t].n_nodes + m->trees[t].n_leaves;
-    L->pn = malloc(n * sizeof *L->pn);
-    L->leaf_of = malloc(n * sizeof *L->leaf_of);
-    L->proot = malloc(((size_t)m->n_trees + 1) * sizeof *L->proot);
-    L->order = malloc(((size_t)m->n_trees + 1) * sizeof *L->order);
-    L->groups = malloc(((size_t)m->n_trees / TSS_PG + 1) * sizeof *L->groups);
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        n += m->trees[t].n_nodes + m->trees[t].n_leaves;
+        if (m->trees[t].n_nodes + m->trees[t].n_leaves > UINT16_MAX) return TS_OK;
+    }
+    const size_t ng = ((size_t)m->n_trees + TSS_PG - 1) / TSS_PG;
+    tss_cnode *cn = malloc(n * sizeof *cn);
+    L->lval = malloc(n * sizeof *L->lval);
+    L->groot = malloc((ng * TSS_PG + 1) * sizeof *L->groot);
+    L->gtree = malloc((ng * TSS_PG + 1) * sizeof *L->gtree);
+    L->groups = malloc((ng + 1) * sizeof *L->groups);
     uint32_t *queue = malloc(n * sizeof *queue);
-    if (!L->pn || !L->leaf_of || !L->proot || !L->order || !L->groups || !queue) {
+    if (!cn || !L->lval || !L->groot || !L->gtree || !L->groups || !queue) {
         free(queue);
+        free(cn);
         return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     }
-    L->pn[0] = (tss_pnode){0.0f, 0, 0};
-    L->leaf_of[0] = 0;
-    uint32_t next = 1, leaf0 = 0;
-    for (uint32_t t = 0; t < m->n_trees; t++) {
-        const tsm_tree *tr = &m->trees[t];
-        /* breadth first: queue holds child references; entry i is queue[i - base] */
-        uint32_t base = next, qn = 0;
-        queue[qn++] = tr->n_nodes ? 0u : (uint32_t)~0; /* ~0 as a reference: leaf 0 */
-        next++;
-        for (uint32_t i = 0; i < qn; i++) {
-            int32_t c = (int32_t)queue[i];
-            uint32_t e = base + i;
-            if (c < 0) {
-                L->pn[e] = (tss_pnode){0.0f, 0, e};
-                L->leaf_of[e] = (int32_t)(leaf0 + (uint32_t)~c);
-            } else {
-                const tsm_node *nd = &tr->nodes[c];
-                L->pn[e] = (tss_pnode){nd->threshold, slot_of(keys, nk, slot_key(nd)), base + qn};
-                L->leaf_of[e] = 0;
-                queue[qn++] = (uint32_t)nd->left;
-                queue[qn++] = (uint32_t)nd->right;
-                next += 2;
-            }
-        }
-        L->proot[t] = base;
-        L->order[t] = t;
-        leaf0 += tr->n_leaves;
-    }
-    free(queue);
-    /* trees by depth, deepest first (stable: an insertion-free counting sort) */
-    uint32_t maxd = 0;
+    /* trees by depth, deepest first (stable) */
+    uint32_t maxd = 0, k = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) maxd = m->trees[t].depth > maxd ? m->trees[t].depth : maxd;
-    uint32_t k = 0;
     for (uint32_t d = maxd + 1; d-- > 0;)
         for (uint32_t t = 0; t < m->n_trees; t++)
-            if (m->trees[t].depth == d) L->order[k++] = t;
+            if (m->trees[t].depth == d) L->gtree[k++] = t;
+    cn[0] = (tss_cnode){0, 0, 0};
+    L->lval[0] = 0.0;
+    uint32_t next = 1;
+    for (uint32_t i = 0; i < m->n_trees; i++) {
+        const uint32_t t = L->gtree[i];
+        const tsm_tree *tr = &m->trees[t];
+        /* breadth first: queue holds child references; entry base + q is queue[q] */
+        uint32_t base = next, qn = 0;
+        queue[qn++] = tr->n_nodes ? 0u : (uint32_t)~0; /* ~0 as a reference: leaf 0 */
+        for (uint32_t q = 0; q < qn; q++) {
+            int32_t c = (int32_t)queue[q];
+            if (c < 0) {
+                cn[base + q] = (tss_cnode){0, 0, 0};
+                L->lval[base + q] = tr->weight * tr->leaf_values[~c];
+            } else {
+                const tsm_node *nd = &tr->nodes[c];
+                cn[base + q] = (tss_cnode){tss_key(nd->threshold), (uint16_t)slot_of(keys, nk, slot_key(nd)), (uint16_t)(qn - q)};
+                L->lval[base + q] = 0.0;
+                queue[qn++] = (uint32_t)nd->left;
+                queue[qn++] = (uint32_t)nd->right;
+            }
+        }
+        L->groot[i] = base;
+        next = base + qn;
+    }
+    free(queue);
     L->n_groups = 0;
     for (uint32_t i = 0; i < m->n_trees; i += TSS_PG) {
         uint32_t cnt = m->n_trees - i < TSS_PG ? m->n_trees - i : TSS_PG;
-        L->groups[L->n_groups++] = (tss_group){i, cnt, m->trees[L->order[i]].depth};
+        L->groups[L->n_groups++] = (tss_group){i, cnt, m->trees[L->gtree[i]].depth};
     }
+    for (size_t i = m->n_trees; i < ng * TSS_PG; i++) L->groot[i] = 0, L->gtree[i] = 0;
+    L->cn = cn;
     return TS_OK;
 }
 
-/* The depth-step kernel (scalar: TSS_PG independent chains of loads, no branch). */
-static void tss_pred(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
-    float *v = scratch;
-    int32_t *lv = (int32_t *)((char *)scratch + tss_round64((size_t)L->n_slots_pad * sizeof(float)));
-    const tss_pnode *N = L->pn;
-    for (size_t r = 0; r < n_rows; r++) {
-        tss_slot_values(L, x + r * stride, v);
+/* The depth-step kernel (scalar, no branch): up to TSS_RB rows at a time, each group of
+ * trees through all of them while its entries are in the L1 cache: TSS_PG (16)
+ * independent chains of loads, kept in registers. A step: e += delta + (t < v[slot]),
+ * the entry read as one 64-bit word (x86-64: a load, two shifts, a compare with the slot
+ * key in memory, an add with carry). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TSS_STEP(E)                                                                              \
+    do {                                                                                         \
+        uint64_t w_, s_, d_;                                                                     \
+        __asm__("movq (%[c],%[e],8), %[w]\n\t"                                                   \
+                "movq %[w], %[s]\n\t"                                                            \
+                "shrq $32, %[s]\n\t"                                                             \
+                "movzwl %w[s], %k[s]\n\t"                                                        \
+                "movq %[w], %[d]\n\t"                                                            \
+                "shrq $48, %[d]\n\t"                                                             \
+                "cmpl (%[v],%[s],4), %k[w]\n\t"                                                  \
+                "adcq %[d], %[e]"                                                                \
+                : [e] "+r"(E), [w] "=&r"(w_), [s] "=&r"(s_), [d] "=&r"(d_)                       \
+                : [c] "r"(C), [v] "r"(v)                                                         \
+                : "cc");                                                                         \
+    } while (0)
+#else
+#define TSS_STEP(E)                                                                              \
+    do {                                                                                         \
+        const tss_cnode *c_ = &C[E];                                                             \
+        E += c_->delta + (c_->thr < v[c_->slot]);                                                \
+    } while (0)
+#endif
+#define TSS_STEP16()                                                                             \
+    do {                                                                                         \
+        TSS_STEP(e0); TSS_STEP(e1); TSS_STEP(e2); TSS_STEP(e3);                                  \
+        TSS_STEP(e4); TSS_STEP(e5); TSS_STEP(e6); TSS_STEP(e7);                                  \
+        TSS_STEP(e8); TSS_STEP(e9); TSS_STEP(e10); TSS_STEP(e11);                                \
+        TSS_STEP(e12); TSS_STEP(e13); TSS_STEP(e14); TSS_STEP(e15);                              \
+    } while (0)
+
+static void tss_steps(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    const size_t nsp = L->n_slots_pad, nt = L->n_trees;
+    uint32_t *V = scratch;
+    double *D = (double *)((char *)scratch + tss_round64((size_t)TSS_RB * nsp * sizeof(float)));
+    const tss_cnode *C = L->cn;
+    const double *lval = L->lval;
+    for (size_t r0 = 0; r0 < n_rows; r0 += TSS_RB) {
+        const size_t nr = n_rows - r0 < TSS_RB ? n_rows - r0 : TSS_RB;
+        for (size_t r = 0; r < nr; r++) tss_slot_keys(L, x + (r0 + r) * stride, V + r * nsp);
+        /* the step's asm reads C and V, and says no memory: nothing moves across this */
+        __asm__ volatile("" ::: "memory");
         for (uint32_t gi = 0; gi < L->n_groups; gi++) {
             const tss_group *g = &L->groups[gi];
-            uint32_t e[TSS_PG];
-            for (uint32_t k = 0; k < TSS_PG; k++) e[k] = k < g->count ? L->proot[L->order[g->first + k]] : 0;
-            for (uint32_t d = 0; d < g->depth; d++)
-                for (uint32_t k = 0; k < TSS_PG; k++) {
-                    const tss_pnode *n = &N[e[k]];
-                    e[k] = n->child + !(v[n->slot] <= n->thr);
-                }
-            for (uint32_t k = 0; k < g->count; k++) lv[L->order[g->first + k]] = L->leaf_of[e[k]];
+            const uint32_t *rt = L->groot + g->first, *tr = L->gtree + g->first;
+            for (size_t r = 0; r < nr; r++) {
+                const uint32_t *v = V + r * nsp;
+                uint64_t e0 = rt[0], e1 = rt[1], e2 = rt[2], e3 = rt[3], e4 = rt[4], e5 = rt[5], e6 = rt[6],
+                         e7 = rt[7], e8 = rt[8], e9 = rt[9], e10 = rt[10], e11 = rt[11], e12 = rt[12],
+                         e13 = rt[13], e14 = rt[14], e15 = rt[15];
+                for (uint32_t d = g->depth; d > 0; d--) TSS_STEP16();
+                const uint64_t e[TSS_PG] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
+                double *dr = D + r * nt;
+                for (uint32_t k = 0; k < g->count; k++) dr[tr[k]] = lval[e[k]];
+            }
         }
-        double acc = L->base_score;
-        for (uint32_t t = 0; t < L->n_trees; t++) acc += L->leaves[lv[t]];
-        out[r] = acc;
+        for (size_t r = 0; r < nr; r++) {
+            const double *dr = D + r * nt;
+            double acc = L->base_score;
+            for (size_t t = 0; t < nt; t++) acc += dr[t];
+            out[r0 + r] = acc;
+        }
     }
 }
+
 
 /* The scalar kernel: tree by tree, the same layout and steps as the SIMD kernels. */
 static void tss_scalar(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
@@ -343,7 +397,7 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
     /* Depth steps unless the lanes option asks for a SIMD kernel's width (8: AVX2, 16:
      * AVX-512; the best one the ISA allows): measured faster on AMD Zen 4, whose gathers
      * cost about 0.7 ns per element (docs/benchmarks.md). */
-    s->kernel = tss_pred;
+    s->kernel = s->L.cn ? tss_steps : tss_scalar;
     if (cfg->lanes >= 8) {
         if (k && k->lanes > cfg->lanes) k = kernels_for(TS_ISA_AVX2);
         s->kernel = k ? k->kernel : tss_scalar;

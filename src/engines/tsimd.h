@@ -26,6 +26,12 @@
  * never does; a value that is not missing compares as it does in naive). Slot 0 is the
  * constant -inf, read by padding nodes: they always go left.
  *
+ * Slot keys (the depth-step kernel, tsimd.c): the same slot values as order-preserving
+ * unsigned integers, tss_key (below), -inf's place taken by 0 and NaN's by 0xffffffff,
+ * thresholds keyed alike: "v <= t" is exactly "key(t) >= key(v)", so a step is an integer
+ * compare and an add with carry (right = key(t) < key(v)). -0 and +0 share a key, as they
+ * compare equal.
+ *
  * Supernodes: each tree is cut into complete binary subtrees of TSM_LEVELS = K levels
  * (2^K - 1 nodes, numbered breadth first: node j's children are 2j + 1 and 2j + 2), so
  * that within one the child index is computed, not loaded. Supernode s owns entries
@@ -45,18 +51,20 @@
 #define TSS_LEVELS_MAX 6u
 #define TSS_LANES_MAX 16u
 
-/* An entry of the depth-step layout: a node (its children at child and child + 1) or a
- * leaf (slot 0, always left, child = itself). */
-typedef struct tss_pnode {
-    float thr;
-    uint32_t slot;
-    uint32_t child;
-} tss_pnode;
+/* An entry of the depth-step layout (tsimd.c "Depth steps"): a node, its children at
+ * e + delta (left) and e + delta + 1 (right), or a leaf (slot 0, always left, delta 0:
+ * it steps onto itself). 8 bytes, so that a step is one cache line's part. */
+typedef struct tss_cnode {
+    uint32_t thr;           /* tss_key of the threshold */
+    uint16_t slot;
+    uint16_t delta;
+} tss_cnode;
 
-#define TSS_PG 16u
+#define TSS_PG 16u  /* trees stepped together */
+#define TSS_RB 16u  /* rows stepped through one group of trees before the next group */
 
 typedef struct tss_group {
-    uint32_t first;         /* in order[] */
+    uint32_t first;         /* in groot[] / gtree[] */
     uint32_t count;         /* <= TSS_PG */
     uint32_t depth;         /* steps: the deepest tree's depth */
 } tss_group;
@@ -79,18 +87,20 @@ typedef struct tss {
     int32_t *exit;          /* n_super * 2^K */
     double *leaves;         /* weight * leaf value, all trees */
     uint64_t n_super;
-    /* Depth steps (tsimd.c "Depth steps"): */
-    tss_pnode *pn;          /* every tree's entries; entry 0: a spare leaf */
-    int32_t *leaf_of;       /* per entry: the leaf's index in leaves[] (leaf entries) */
-    uint32_t *proot;        /* per tree: its root entry */
-    uint32_t *order;        /* trees by depth, deepest first */
-    tss_group *groups;      /* TSS_PG trees of `order` at a time */
+    /* Depth steps (tsimd.c "Depth steps"); cn is NULL where a tree or the slots do not
+     * fit its 16-bit fields (the supernode kernels score then): */
+    tss_cnode *cn;          /* every tree's entries, trees in groot order; entry 0: a spare leaf */
+    double *lval;           /* per entry: weight * leaf value (leaf entries), else 0 */
+    uint32_t *groot;        /* trees by depth, deepest first: their root entries, padded
+                               to whole groups with the spare leaf 0 */
+    uint32_t *gtree;        /* the same trees' indices */
+    tss_group *groups;      /* TSS_PG trees of groot at a time */
     uint32_t n_groups;
 } tss;
 
 /*
- * A kernel scores n_rows rows. scratch (tss_scratch_bytes) holds one document's slot
- * values (n_slots_pad floats, 64-byte aligned) and a block's exit leaves.
+ * A kernel scores n_rows rows. scratch (tss_scratch_bytes) holds the slot values or keys
+ * (n_slots_pad per row, 64-byte aligned) and the exit leaves (tss_scratch_bytes).
  */
 typedef void (*tss_kernel)(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch);
 
@@ -106,8 +116,11 @@ extern const tss_kernels tse_tsimd_avx2, tse_tsimd_avx512;
 #endif
 
 static inline size_t tss_round64(size_t n) { return (n + 63) & ~(size_t)63; }
+/* Scratch: the supernode kernels use one row's slot values and n_trees + 64 exit leaves;
+ * depth steps TSS_RB rows' slot values and leaf values (doubles). */
 static inline size_t tss_scratch_bytes(const tss *L) {
-    return tss_round64((size_t)L->n_slots_pad * sizeof(float)) + tss_round64(((size_t)L->n_trees + 64) * sizeof(int32_t));
+    return tss_round64((size_t)TSS_RB * L->n_slots_pad * sizeof(float)) +
+           tss_round64((size_t)TSS_RB * ((size_t)L->n_trees + 64) * sizeof(double));
 }
 
 /* One document's slot values (see above), scalar. */
@@ -117,6 +130,25 @@ static inline void tss_slot_values(const tss *L, const float *row, float *v) {
         float x = row[L->slot_col[s]];
         int miss = x != x || (L->slot_zero[s] && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE);
         v[s] = miss ? L->slot_miss[s] : x;
+    }
+}
+
+/* An order-preserving unsigned key of a float that is not NaN (-0 and +0: the same key):
+ * a <= b exactly when tss_key(a) <= tss_key(b). */
+static inline uint32_t tss_key(float f) {
+    union { float f; uint32_t u; } c = {f == 0.0f ? 0.0f : f};
+    return c.u & 0x80000000u ? ~c.u : c.u | 0x80000000u;
+}
+
+/* One document's slot keys: tss_key of the slot value (above), with missing left -> 0
+ * (below every threshold's key: -inf's is 0x007fffff) and missing right -> 0xffffffff
+ * (above every threshold's key: +inf's is 0xff800000). Slot 0: 0, always left. */
+static inline void tss_slot_keys(const tss *L, const float *row, uint32_t *k) {
+    k[0] = 0;
+    for (uint32_t s = 1; s < L->n_slots; s++) {
+        float x = row[L->slot_col[s]];
+        int miss = x != x || (L->slot_zero[s] && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE);
+        k[s] = miss ? (L->slot_miss[s] != L->slot_miss[s] ? 0xffffffffu : 0u) : tss_key(x);
     }
 }
 
