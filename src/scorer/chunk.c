@@ -41,9 +41,9 @@ ts_status tsr_score_split(const tse_engine *e, const void *state, const tse_layo
     char *mem = tsr_scratch(head + (size_t)n_trees * sizeof(double) + 1);
     if (!mem) return TS_ERR_NO_MEMORY;
     split_job j = {e, state, layout->scratch_bytes, row, (double *)(mem + head)};
-    /* One chunk per thread: a hand-off costs microseconds, more chunks buy nothing on
-     * groups of about equal size. */
-    size_t grain = (groups + n_threads - 1) / (n_threads ? n_threads : 1);
+    /* About four chunks per thread: a helper preempted by another process (a busy
+     * machine) then holds up an eighth of the row on two threads, not half of it. */
+    size_t per = (size_t)(n_threads ? n_threads : 1) * 4, grain = (groups + per - 1) / per;
     ts_status st = tsr_parallel_for(n_threads, groups, grain, split_chunk, &j);
     if (st != TS_OK) return st;
     double score = base;
