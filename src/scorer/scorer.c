@@ -491,6 +491,7 @@ typedef struct score_job {
     const void *x;
     size_t stride;
     double *out;
+    size_t n_call;               /* rows of the whole call: they pick each part's engine */
 } score_job;
 
 static ts_status no_scratch(const ts_scorer *s, ts_error *err) {
@@ -547,7 +548,8 @@ static void score_f64_expanded(const ts_scorer *s, const double *x, size_t n, si
     uint32_t K = s->n_outputs;
     for (uint32_t k = 0; k < K; k++) {
         const tsr_part *p = &s->parts[k];
-        if (p->engine->score_f64 && p->engine->score_f64(p->state, x, n, stride, part, scratch)) {
+        const tsr_prepared *e = part_engine(p, n); /* the engine of calls of n rows */
+        if (e->engine->score_f64 && e->engine->score_f64(e->state, x, n, stride, part, scratch)) {
             for (size_t i = 0; i < n; i++) out[i * K + k] = part[i]; /* the engine read the doubles */
             continue;
         }
@@ -560,7 +562,7 @@ static void score_f64_expanded(const ts_scorer *s, const double *x, size_t n, si
                 out[i * K + k] = tsr_f64_score_row(p->f64, row);
         }
         if (m == 0) continue;
-        p->engine->score(p->state, fbuf, m, s->width, part, scratch);
+        e->engine->score(e->state, fbuf, m, s->width, part, scratch);
         for (size_t q = 0; q < m; q++) out[idx[q] * K + k] = part[q];
     }
 }
@@ -617,7 +619,7 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
     if (n_rows == 0) return TS_OK;
     ts_status st = TS_OK;
     if (s->expand) {
-        score_job job = {s, x, row_stride, out};
+        score_job job = {s, x, row_stride, out, n_rows};
         st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_expand_chunk, &job);
     } else if (s->parts[0].split && n_rows < s->n_threads) {
         /* fewer rows than threads: each row's trees across the threads (chunk.h) */
@@ -670,10 +672,11 @@ static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
     const tsr_part *p = &s->parts[0];
-    if (p->f64 && p->engine->score_f64) { /* the engine reads the doubles itself (rapid) */
+    const tsr_prepared *e = part_engine(p, j->n_call); /* as float rows: by the call's size */
+    if (p->f64 && e->engine->score_f64) { /* the engine reads the doubles itself (rapid) */
         void *es = p->layout.scratch_bytes ? tsr_scratch(p->layout.scratch_bytes) : NULL;
         if (p->layout.scratch_bytes && !es) return TS_ERR_NO_MEMORY;
-        if (p->engine->score_f64(p->state, (const double *)j->x + begin * j->stride, end - begin, j->stride,
+        if (e->engine->score_f64(e->state, (const double *)j->x + begin * j->stride, end - begin, j->stride,
                                  j->out + begin, es))
             return TS_OK;
     }
@@ -694,7 +697,7 @@ static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
         size_t n = end - r0 < per ? end - r0 : per;
         size_t k = convert_rows(p, s->n_features, j->x, r0, n, j->stride, buf, width, idx, j->out);
         if (k == 0) continue;
-        p->engine->score(p->state, buf, k, width, part, scratch);
+        e->engine->score(e->state, buf, k, width, part, scratch);
         for (size_t q = 0; q < k; q++) j->out[r0 + idx[q]] = part[q];
     }
     return TS_OK;
@@ -704,7 +707,7 @@ ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows
                               size_t row_stride, double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
     if (n_rows == 0) return TS_OK;
-    score_job job = {s, x, row_stride, out};
+    score_job job = {s, x, row_stride, out, n_rows};
     ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows),
                                     s->expand ? score_f64_expand_chunk : score_f64_chunk, &job);
     return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
