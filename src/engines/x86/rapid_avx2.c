@@ -155,17 +155,15 @@ static inline void store8(uint8_t *p, const __m256i *c, uint32_t flip) {
 
 #define RS_LANES 32
 
-/* Feature j's slots for one group of 32 documents: its natural codes once, then each
- * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
- * base, clamped to 0 .. 255 by the saturating packs. */
-static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
+/* Feature j's slots from its natural codes of a group (four registers of 8 dwords): each
+ * slot's missing code in its NaN (or zero-range) lanes, minus the segment's base, clamped
+ * to 0 .. 255 by the saturating packs, stored as the slot's 32 bytes. Shared by the float
+ * and double quantizers. */
+static inline void store_slot_codes(const rsl *L, uint32_t j, const __m256i nat[4], const __m256i nan[4],
+                                    const __m256i zero[4], uint8_t *codes) {
     const tsq *q = &L->q;
     const tsq_feature *f = &q->f[j];
-    __m256i nat[4], nan[4], zero[4], out[4];
-    for (size_t c = 0; c < 4; c++) {
-        nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
-        if (8 * c < nd) nat[c] = codes8(q, f, _mm256_load_ps(col + 8 * c), &nan[c], &zero[c]);
-    }
+    __m256i out[4];
     for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
         const tsq_slot *sl = &q->slots[s];
         const __m256i miss = _mm256_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
@@ -176,6 +174,20 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
         }
         store8(codes + (size_t)s * 32, out, L->flip);
     }
+}
+
+/* Feature j's slots for one group of 32 documents: its natural codes once, then each
+ * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
+ * base, clamped to 0 .. 255 by the saturating packs. */
+static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
+    const tsq *q = &L->q;
+    const tsq_feature *f = &q->f[j];
+    __m256i nat[4], nan[4], zero[4];
+    for (size_t c = 0; c < 4; c++) {
+        nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
+        if (8 * c < nd) nat[c] = codes8(q, f, _mm256_load_ps(col + 8 * c), &nan[c], &zero[c]);
+    }
+    store_slot_codes(L, j, nat, nan, zero, codes);
 }
 
 /* ---- double codes (quant.h "Double codes") ---- */
@@ -225,9 +237,8 @@ static inline __m256i codes8_d(const tsq *q, uint32_t j, __m256d v0, __m256d v1)
  * slot's through the saturating packs. */
 static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
     const tsq *q = &L->q;
-    const tsq_feature *f = &q->f[j];
     const __m256d zr = _mm256_set1_pd((double)TSM_ZERO_RANGE), sign = _mm256_set1_pd(-0.0);
-    __m256i nat[4], nan[4], zero[4], out[4];
+    __m256i nat[4], nan[4], zero[4];
     for (size_t c = 0; c < 4; c++) {
         nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
         if (8 * c >= nd) continue;
@@ -241,16 +252,7 @@ static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, siz
         zero[c] = to32(_mm256_castpd_si256(z0), _mm256_castpd_si256(z1));
         nat[c] = codes8_d(q, j, x0, x1);
     }
-    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
-        const tsq_slot *sl = &q->slots[s];
-        const __m256i miss = _mm256_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
-        const __m256i base = _mm256_set1_epi32((int)sl->base);
-        for (size_t c = 0; c < 4; c++) {
-            __m256i m = sl->rule & TSQ_ZERO_MISSING ? _mm256_or_si256(nan[c], zero[c]) : nan[c];
-            out[c] = _mm256_sub_epi32(_mm256_blendv_epi8(nat[c], miss, m), base);
-        }
-        store8(codes + (size_t)s * 32, out, L->flip);
-    }
+    store_slot_codes(L, j, nat, nan, zero, codes);
 }
 
 #define RS_UPDATE rs_update8

@@ -240,6 +240,25 @@ static void rs_columns16(const float *x, size_t stride, size_t nd, uint32_t c0, 
 }
 #define RS_COLUMNS16 1
 
+/* Feature j's slots from its natural codes of a group (four registers of 16 dwords): each
+ * slot's missing code in its NaN (or zero-range) lanes, minus the segment's base, clamped
+ * to 0 .. 255, stored as the slot's 64 bytes. Shared by the float and double quantizers. */
+static inline void store_slot_codes(const tsq *q, uint32_t j, const __m512i nat[4], const __mmask16 nan[4],
+                                    const __mmask16 zero[4], uint8_t *codes) {
+    const tsq_feature *f = &q->f[j];
+    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
+        const tsq_slot *sl = &q->slots[s];
+        const __m512i miss = _mm512_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
+        const __m512i base = _mm512_set1_epi32((int)sl->base);
+        for (size_t c = 0; c < 4; c++) {
+            __mmask16 m = sl->rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c];
+            __m512i code = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
+                                            _mm512_setzero_si512());
+            _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(code));
+        }
+    }
+}
+
 /* Feature j's slots for one group of 64 documents: its natural codes once, then each
  * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
  * base, clamped to 0 .. 255. */
@@ -258,17 +277,7 @@ static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t n
         codes_blocked64(q->blk + f->blocks, v, nat);
     else
         for (size_t c = 0; c < 4; c++) nat[c] = 16 * c < nd ? codes16(q, f, v[c]) : _mm512_setzero_si512();
-    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
-        const tsq_slot *sl = &q->slots[s];
-        const __m512i miss = _mm512_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
-        const __m512i base = _mm512_set1_epi32((int)sl->base);
-        for (size_t c = 0; c < 4; c++) {
-            __mmask16 m = sl->rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c];
-            __m512i code = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
-                                            _mm512_setzero_si512());
-            _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(code));
-        }
-    }
+    store_slot_codes(q, j, nat, nan, zero, codes);
 }
 
 /* ---- double codes (quant.h "Double codes") ---- */
@@ -354,17 +363,7 @@ static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, siz
         for (size_t c = 0; c < 4; c++) nat[c] = join32(n64[2 * c], n64[2 * c + 1]);
     } else
         for (size_t c = 0; c < 4; c++) nat[c] = 16 * c < nd ? codes16_d(q, f, v[2 * c], v[2 * c + 1]) : _mm512_setzero_si512();
-    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
-        const tsq_slot *sl = &q->slots[s];
-        const __m512i miss = _mm512_set1_epi32(sl->rule & TSQ_MISSING_RIGHT ? (int)f->n_thr : 0);
-        const __m512i base = _mm512_set1_epi32((int)sl->base);
-        for (size_t c = 0; c < 4; c++) {
-            __mmask16 m = sl->rule & TSQ_ZERO_MISSING ? (__mmask16)(nan[c] | zero[c]) : nan[c];
-            __m512i code = _mm512_max_epi32(_mm512_sub_epi32(_mm512_mask_mov_epi32(nat[c], m, miss), base),
-                                            _mm512_setzero_si512());
-            _mm_store_si128((__m128i *)(codes + (size_t)s * 64 + 16 * c), _mm512_cvtusepi32_epi8(code));
-        }
-    }
+    store_slot_codes(q, j, nat, nan, zero, codes);
 }
 
 /* 8 x 8 doubles transposed in registers: unpacks, two-source permutes of 128-bit pairs,
