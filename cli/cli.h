@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "io/data.h"
 #include "treescore.h"
@@ -181,7 +182,10 @@ typedef struct cli_output {
 /* `input`: the data path, which the output must not overwrite (may be NULL). */
 int cli_output_open(cli_output *out, const char *path, const char *input);
 /* 1 when path names a regular file (stat follows links): one that may be opened twice. */
-int cli_is_regular_file(const char *path);
+static inline int cli_is_regular_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
 int cli_output_commit(cli_output *out);
 void cli_output_abort(cli_output *out);
 

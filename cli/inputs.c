@@ -82,11 +82,6 @@ int cli_ensure_scorer(const cli_opts *o, const ts_model *m, ts_scorer **s, const
     return *s ? 0 : -1;
 }
 
-int cli_is_regular_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* Resolve AUTO here (the reader would too) because the width to ask for depends on it:
  * SVMlight is read into the model's width, the other formats bring their own. Only a
  * regular file is opened to look at its first bytes: reading a pipe here would take

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -575,13 +577,26 @@ def test_xgboost_text_float32_ties(engine, xgb_case):
 
 # ---- tests: the library in process, every batch size ------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def _loadable(path: str) -> bool:
+    """Whether this Python can load the library: one built with a sanitizer (the ASan stage
+    of make test) aborts the process that loads it without the sanitizer's runtime first,
+    so it is tried in a child process once."""
+    probe = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", path],
+                           capture_output=True, timeout=60)
+    return probe.returncode == 0
+
+
 def _libtreescore():
-    """libtreescore next to the CLI under test (ctypes), or None."""
+    """libtreescore next to the CLI under test (ctypes), or None (none there, or one this
+    Python cannot load: a sanitizer build)."""
     import ctypes
 
     for name in ("libtreescore.so", "libtreescore.dylib"):
         p = H.treescore_bin().parent / name
         if p.is_file():
+            if not _loadable(str(p)):
+                return None
             lib = ctypes.CDLL(str(p))
             lib.ts_scorer_score_f64.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t,
                                                 ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
@@ -602,7 +617,7 @@ def test_lightgbm_f64_batches(name, isa, engine, lgb_case):
 
     lib = _libtreescore()
     if lib is None:
-        pytest.skip("no libtreescore next to the treescore binary")
+        pytest.skip("no libtreescore next to the treescore binary that this Python can load (a sanitizer build)")
     c = lgb_case(name, "csv")
     X = np.ascontiguousarray(c["X64"], dtype=F64)
     ref = c["ref"]
