@@ -75,15 +75,6 @@ int tsr_split_rule(const ts_model *m, const tse_engine *e, const void *state, un
 ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
                           unsigned n_threads, tsr_plan *out, ts_error *err);
 
-/* The wisdom file's text, for tests and tests/fuzz/fuzz_wisdom.c:
- * tsr_wisdom_line_valid: 1 when a NUL-terminated line is a valid answer (its engine in
- * its candidate set); tsr_wisdom_compact_text: the newest valid, '\n'-ended line per key
- * of the NUL-terminated text buf (its lines in file order) into out (room for strlen(buf)
- * bytes, not terminated); returns the bytes written, (size_t)-1 when out of memory. buf
- * is modified while it runs and restored. Not thread-safe (the planner holds a lock). */
-int tsr_wisdom_line_valid(const char *line);
-size_t tsr_wisdom_compact_text(char *buf, char *out);
-
 /* The rule of thumb (TS_PLAN_RULE) for batches of `batch` rows, and why, in `why` (at
  * least 160 bytes). */
 ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size);

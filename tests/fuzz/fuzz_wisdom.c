@@ -1,10 +1,10 @@
-/* fuzz_wisdom.c: libFuzzer target for the planner's wisdom file: line validation and compaction (src/scorer/planner.c). */
+/* fuzz_wisdom.c: libFuzzer target for the planner's wisdom file: line validation and compaction (src/scorer/wisdom.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "scorer/planner.h"
+#include "scorer/wisdom.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
