@@ -9,6 +9,7 @@
 #include "io/limits.h"
 #include "io/loaders.h"
 #include "io/text.h"
+#include "io/ubjson.h"
 #include "model/forest.h"
 
 /*
@@ -883,11 +884,6 @@ static void free_ctx(xgb_ctx *c) {
     free(c->weight_drop.v);
 }
 
-/* UBJSON objects start with '{' followed by a typed key length, never by '"' or space. */
-static int looks_like_ubjson(const char *data, size_t size) {
-    return size >= 2 && data[0] == '{' && data[1] && strchr("iUIlL$#", data[1]) != NULL;
-}
-
 ts_status tsio_load_xgboost_json(const char *data, size_t size, const char *name, ts_model **out, ts_error *err) {
     xgb_ctx *c = calloc(1, sizeof *c);
     *out = NULL;
@@ -901,7 +897,7 @@ ts_status tsio_load_xgboost_json(const char *data, size_t size, const char *name
     ts_status st;
     if (!c->m)
         st = ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
-    else if (looks_like_ubjson(data, size))
+    else if (tsu_looks_like_ubjson(data, size))
         st = tsj_fail_at(&c->p, TS_ERR_UNSUPPORTED, 0,
                          "this is XGBoost's binary UBJSON format: load it as xgboost-ubjson (or auto)");
     else
