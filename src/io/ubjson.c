@@ -1,4 +1,4 @@
-/* ubjson.c: UBJSON to JSON transcoding and the XGBoost UBJSON model loader (tsio_load_xgboost_ubjson). */
+/* ubjson.c: UBJSON to JSON transcoding (what the XGBoost UBJSON loader reads), byte offsets back, format sniffing. */
 #include "io/ubjson.h"
 
 #include <math.h>
@@ -8,8 +8,6 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "io/loaders.h"
-#include "model/forest.h"
 
 /* Transcoder state: input cursor and the growing output (see ubjson.h for the rules). */
 typedef struct ubj {
@@ -374,45 +372,4 @@ size_t tsu_ubj_offset(const tsu_json *j, size_t json_byte) {
 
 int tsu_looks_like_ubjson(const char *data, size_t size) {
     return data && size >= 2 && data[0] == '{' && data[1] && strchr("iUIlL$#", data[1]) != NULL;
-}
-
-/* ---- the loader ------------------------------------------------------------------- */
-
-/* Rewrite an error of the JSON loader ("NAME:LINE: what" at a JSON byte) to the UBJSON
- * byte it came from: "NAME: byte N: what". */
-static void relocate(const tsu_json *j, const char *name, ts_status st, ts_error *err) {
-    if (!err) return;
-    char what[TS_ERROR_MESSAGE_SIZE];
-    const char *m = err->message;
-    size_t k = strlen(name);
-    if (strncmp(m, name, k) == 0 && m[k] == ':') {
-        m += k + 1;
-        while (*m >= '0' && *m <= '9') m++;
-        if (*m == ':') m++;
-        if (*m == ' ') m++;
-    }
-    snprintf(what, sizeof what, "%s", m);
-    if (err->byte == 0) {
-        ts_fail(err, st, "%s: %s", name, what);
-        return;
-    }
-    size_t at = tsu_ubj_offset(j, (size_t)err->byte);
-    ts_fail_at(err, st, 0, at, "%s: byte %zu: %s", name, at, what);
-}
-
-ts_status tsio_load_xgboost_ubjson(const char *data, size_t size, const char *name, ts_model **out, ts_error *err) {
-    tsu_json j;
-    *out = NULL;
-    if (!name) name = "<buffer>";
-    if (!tsu_looks_like_ubjson(data, size))
-        return ts_fail_at(err, TS_ERR_PARSE, 0, 0,
-                          "%s: byte 0: not an XGBoost UBJSON model (expected '{' followed by a UBJSON key)", name);
-    TS_TRY(tsu_to_json(data, size, name, &j, err));
-    ts_status st = tsio_load_xgboost_json(j.text, j.size, name, out, err);
-    if (st == TS_OK)
-        (*out)->format = TS_FORMAT_XGBOOST_UBJSON;
-    else
-        relocate(&j, name, st, err);
-    tsu_json_free(&j);
-    return st;
 }
