@@ -99,6 +99,9 @@ enum {
  * the problem and returns -1 on a bad key or value. */
 int cli_set_tuning(cli_opts *o, const char *key, const char *value);
 
+/* --base-score's value: a finite number (message and -1 otherwise). */
+int cli_parse_base_score(const char *v, double *out);
+
 /* Parse argv[1..] (argv[0] is the subcommand name). Prints the problem and returns
  * CLI_USAGE on a bad option; CLI_OK otherwise (opts->help set for --help). */
 int cli_parse(int argc, char **argv, unsigned accepted, cli_opts *opts);
@@ -120,8 +123,6 @@ ts_model *cli_load_model(const cli_opts *o);
  * failure. cli_feature_mapping: how the features were mapped, for info (NULL: as read). */
 int cli_prepare_model(const cli_opts *o, ts_model *m);
 const char *cli_feature_mapping(void);
-/* --base-score's value: a finite number (message and -1 otherwise). */
-int cli_parse_base_score(const char *v, double *out);
 /* The help lines of --feature-names and --base-score. */
 #define CLI_FEATURES_HELP                                                                   \
     "      --feature-names FILE  one name per line, in the data's column order: a split on\n" \

@@ -1,6 +1,4 @@
 /* features.c: --base-score, --feature-names and the CSV header mapping of models whose splits name features. */
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,17 +134,5 @@ int cli_prepare_model(const cli_opts *o, ts_model *m) {
                 "treescore: warning: %s names its features (\"%s\", ...) and nothing maps them to columns of %s "
                 "(no --feature-names, no CSV/TSV header): they are read in their order of first use\n",
                 o->model_path, ts_model_feature_name(m, 0), o->data_path);
-    return 0;
-}
-
-int cli_parse_base_score(const char *v, double *out) {
-    char *end;
-    errno = 0;
-    double x = v && *v ? strtod(v, &end) : NAN;
-    if (!v || !*v || *end || errno == ERANGE || !isfinite(x)) {
-        cli_error("--base-score needs a finite number, not '%s'", v ? v : "");
-        return -1;
-    }
-    *out = x;
     return 0;
 }

@@ -1,5 +1,6 @@
 /* options.c: command-line option parsing shared by the treescore subcommands. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,18 @@ static int parse_uint(const char *opt, const char *s, unsigned long long max, un
     if (parse_number(s, max, out) == 0) return 0;
     cli_error("%s needs a whole number from 0 to %llu, not '%s'", opt, max, s ? s : "");
     return -1;
+}
+
+int cli_parse_base_score(const char *v, double *out) {
+    char *end;
+    errno = 0;
+    double x = v && *v ? strtod(v, &end) : NAN;
+    if (!v || !*v || *end || errno == ERANGE || !isfinite(x)) {
+        cli_error("--base-score needs a finite number, not '%s'", v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
 }
 
 typedef enum {
