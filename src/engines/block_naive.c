@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "engines/engine.h"
-#include "engines/vpred_layout.h"
+#include "engines/blocks.h"
 #include "platform/cpu_caches.h"
 
 /*
@@ -93,10 +93,10 @@ static ts_status bn_prepare(const ts_model *m, const tse_config *cfg, void **out
      * row where it is: no copy, no scratch). */
     size_t row_bytes = ((size_t)m->n_features + 1) * sizeof(float);
     const tsr_caches *c = tsr_cache_sizes();
-    const vpl_sizing z = {n_nodes * sizeof(tsm_node) + n_leaves * sizeof(double), c->l2 / 2, row_bytes, c->l1d, 1, 0};
-    vpl_block_sizes(m, cfg, &z, &s->tau, &s->delta);
+    const tsb_sizing z = {n_nodes * sizeof(tsm_node) + n_leaves * sizeof(double), c->l2 / 2, row_bytes, c->l1d, 1, 0};
+    tsb_block_sizes(m, cfg, &z, &s->tau, &s->delta);
     /* Depth overestimates the nodes a traversal visits; naive visits cost ~2 ns. */
-    *layout = (tse_layout){TS_ISA_SCALAR, s->tau, s->delta, 0, vpl_rows_per_chunk(visits, 2.0), 0};
+    *layout = (tse_layout){TS_ISA_SCALAR, s->tau, s->delta, 0, tsb_rows_per_chunk(visits, 2.0), 0};
     *out = s;
     return TS_OK;
 }

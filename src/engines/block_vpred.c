@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "common/error.h"
+#include "engines/blocks.h"
 #include "engines/engine.h"
 #include "engines/vpred_layout.h"
 #include "platform/cpu_caches.h"
@@ -100,10 +101,10 @@ static ts_status bvp_prepare(const ts_model *m, const tse_config *cfg, void **ou
     const vpl *L = &s->L;
     size_t row_bytes = vpl_row_bytes(L);
     const tsr_caches *c = tsr_cache_sizes();
-    const vpl_sizing z = {vpl_model_bytes(L), c->l2 / 4, row_bytes, c->l2 / 16, L->lanes, BVP_MAX_BLOCK_BYTES};
-    vpl_block_sizes(m, cfg, &z, &s->tau, &s->delta);
+    const tsb_sizing z = {vpl_model_bytes(L), c->l2 / 4, row_bytes, c->l2 / 16, L->lanes, BVP_MAX_BLOCK_BYTES};
+    tsb_block_sizes(m, cfg, &z, &s->tau, &s->delta);
     s->chunk_rows = (size_t)s->delta * chunk_blocks((size_t)s->delta * row_bytes);
-    size_t chunk = vpl_rows_per_chunk(L->steps, 0.6);
+    size_t chunk = tsb_rows_per_chunk(L->steps, 0.6);
     chunk = (chunk + L->lanes - 1) / L->lanes * L->lanes;
     *layout = (tse_layout){TS_ISA_SCALAR, s->tau, s->delta, row_bytes * s->chunk_rows, chunk, L->lanes};
     *out = s;

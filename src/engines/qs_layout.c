@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "engines/blocks.h"
 #include "engines/qs_layout.h"
 #include "platform/cpu_caches.h"
 
@@ -317,8 +318,7 @@ void qsl_block_sizes(const ts_model *m, const tse_config *cfg, const qsl_sizing 
         double t = by_lists < by_bits ? by_lists : by_bits;
         tau = t < 16 ? 16 : t > n_trees ? n_trees : (uint32_t)t;
         /* Blocks of equal size: 1,000 trees in two blocks of 500, not 751 + 249. */
-        uint32_t n_blocks = (n_trees + tau - 1) / tau;
-        tau = (n_trees + n_blocks - 1) / n_blocks;
+        tau = tsb_equal_blocks(n_trees, tau);
     }
     *tau_out = tau > n_trees ? n_trees : tau;
     *delta_out = delta;

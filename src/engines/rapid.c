@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "engines/blocks.h"
 #include "engines/rapid.h"
 #include "platform/config.h"
 #include "platform/cpu.h"
@@ -99,8 +100,7 @@ static uint32_t block_trees(const rsl *L, const tse_config *cfg) {
                            (double)L->n_nodes * 8.0) / n + 1.0;
         double t = (double)tsr_cache_sizes()->l2 / 4 / per_tree;
         tau = t < 1 ? 1 : t > n ? n : (uint32_t)t;
-        uint32_t n_blocks = (n + tau - 1) / tau; /* blocks of equal size */
-        tau = (n + n_blocks - 1) / n_blocks;
+        tau = tsb_equal_blocks(n, tau);
     }
     return tau > n ? n : tau;
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "common/error.h"
+#include "engines/blocks.h"
 #include "engines/engine.h"
 #include "engines/vpred_layout.h"
 
@@ -35,7 +36,7 @@ static ts_status vpred_prepare(const ts_model *m, const tse_config *cfg, void **
         return st;
     }
     const vpl *L = &s->L;
-    size_t chunk = vpl_rows_per_chunk(L->steps, 0.6);
+    size_t chunk = tsb_rows_per_chunk(L->steps, 0.6);
     chunk = (chunk + L->lanes - 1) / L->lanes * L->lanes;
     *layout = (tse_layout){TS_ISA_SCALAR, 0, 0, vpl_row_bytes(L) * L->lanes, chunk, L->lanes};
     *out = s;

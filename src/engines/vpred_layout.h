@@ -133,28 +133,4 @@ uint32_t vpl_default_lanes(const ts_model *m, int blocked);
 /* Bytes of the arrays a traversal reads (nodes and values), all trees. */
 uint64_t vpl_model_bytes(const vpl *L);
 
-/* Rows worth a thread of their own (~1 ms of work), given the kernel steps a document
- * costs per tree (sum of depths, or nodes visited) and nanoseconds per step. */
-size_t vpl_rows_per_chunk(uint64_t steps_per_row, double ns_per_step);
-
-/* What the blocked engines tell vpl_block_sizes. */
-typedef struct vpl_sizing {
-    uint64_t tree_bytes;      /* bytes a traversal reads of all trees together */
-    size_t tree_budget;       /* bytes a block of trees may take */
-    size_t doc_bytes;         /* bytes of one document in a block */
-    size_t doc_budget;        /* bytes a block of documents may take */
-    uint32_t lanes;           /* delta is rounded up to a multiple */
-    size_t max_block_bytes;   /* cap on delta * doc_bytes even when delta is given; 0: none */
-} vpl_sizing;
-
-/* Most documents in a block. */
-#define VPL_MAX_DELTA (1u << 20)
-
-/* Block sizes tau (trees) and delta (documents) of the 2D-blocked engines (Tang et
- * al.): a non-zero cfg->tau / cfg->delta is kept (TS_BLOCK_ALL = one block of all
- * trees), else tau trees of the average size fill tree_budget (blocks made equal) and
- * delta documents doc_budget. delta is capped by max_block_bytes and VPL_MAX_DELTA and
- * rounded up to whole groups of lanes. */
-void vpl_block_sizes(const ts_model *m, const tse_config *cfg, const vpl_sizing *z, uint32_t *tau, uint32_t *delta);
-
 #endif /* TS_ENGINES_VPRED_LAYOUT_H */
