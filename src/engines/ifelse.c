@@ -11,9 +11,9 @@
 #include <dirent.h>
 
 #include "common/error.h"
+#include "engines/coder.h"
 #include "engines/engine.h"
 #include "engines/ifelse_codegen.h"
-#include "engines/rapid.h"
 #include "model/hash.h"
 #include "platform/artifacts.h"
 #include "platform/cc.h"
@@ -69,7 +69,7 @@ typedef struct ifelse_state {
     const tsif_part_fn *parts;
     uint32_t n_parts;
     double base_score;
-    rs_coder coder;         /* the codes the generated splits read (ifelse_codegen.h) */
+    tsc_coder coder;        /* the codes the generated splits read (ifelse_codegen.h) */
     size_t code_stride;     /* bytes of a row's codes: n_slots rounded up to 8 */
     size_t sweep;           /* rows coded and scored at a time (a multiple of the coder's lanes) */
 } ifelse_state;
@@ -427,7 +427,7 @@ static ts_status compile_and_load(const ts_model *m, const keys *k, const tsr_cc
     double t0 = tsr_now();
     int in_cache = 0;
     ts_status st = tsif_plan_make(m, file_nodes(m), &b.plan, err);
-    b.plan.q = &s->coder.L.q;
+    b.plan.q = &s->coder.t.q;
     if (st == TS_OK) st = make_build_dir(c, &b, &in_cache, err);
     if (st != TS_OK) {
         build_free(&b);
@@ -468,7 +468,7 @@ static void ifelse_free(void *p) {
     ifelse_state *s = p;
     if (!s) return;
     tsr_unload(s->handle);
-    rs_coder_free(&s->coder);
+    tsc_coder_free(&s->coder);
     free(s);
 }
 
@@ -483,12 +483,12 @@ static void set_layout(const ts_model *m, ifelse_state *s, tse_layout *layout) {
      * leaves, 11 us a row): about 1,000,000 visits make the ~1 ms a thread pays for. */
     uint64_t visits = 1;
     for (uint32_t t = 0; t < m->n_trees; t++) visits += m->trees[t].depth + 1;
-    const uint32_t lanes = s->coder.k->lanes;
-    s->code_stride = ((size_t)s->coder.L.q.n_slots + 7) / 8 * 8;
+    const uint32_t lanes = s->coder.k.lanes;
+    s->code_stride = ((size_t)s->coder.t.q.n_slots + 7) / 8 * 8;
     if (s->code_stride == 0) s->code_stride = 8;
     s->sweep = (SWEEP_BYTES / s->code_stride + lanes - 1) / lanes * lanes;
-    const size_t scratch = s->sweep * s->code_stride + rs_coder_scratch(&s->coder);
-    *layout = (tse_layout){s->coder.k->isa, 0, 0, scratch, (size_t)(1000000 / visits + 1), 0};
+    const size_t scratch = s->sweep * s->code_stride + tsc_coder_scratch(&s->coder);
+    *layout = (tse_layout){s->coder.k.isa, 0, 0, scratch, (size_t)(1000000 / visits + 1), 0};
 }
 
 static void say_miss(const ts_model *m, const compile_report *r, const char *opt, const char *where) {
@@ -529,7 +529,7 @@ static ts_status prepare(const ts_model *m, int no_build, ts_isa isa, void **out
     ifelse_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "ifelse: out of memory");
     s->base_score = m->base_score;
-    ts_status cs = rs_coder_init(&s->coder, m, isa, err);
+    ts_status cs = tsc_coder_init(&s->coder, m, isa, err);
     if (cs != TS_OK) {
         ifelse_free(s);
         return cs;
@@ -625,13 +625,13 @@ static int object_cached(const ts_model *m) {
     return found;
 }
 
-/* A sweep of rows at a time: their codes (rapid's quantizer), then every part over them. */
+/* A sweep of rows at a time: their codes (coder.h), then every part over them. */
 static void ifelse_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     const ifelse_state *s = p;
     uint8_t *codes = scratch, *group = codes + s->sweep * s->code_stride;
     for (size_t r0 = 0; r0 < n_rows; r0 += s->sweep) {
         size_t n = n_rows - r0 < s->sweep ? n_rows - r0 : s->sweep;
-        rs_code_rows(&s->coder, x + r0 * stride, n, stride, codes, s->code_stride, group);
+        tsc_code_rows(&s->coder, x + r0 * stride, n, stride, codes, s->code_stride, group);
         for (size_t r = 0; r < n; r++) out[r0 + r] = s->base_score;
         for (uint32_t k = 0; k < s->n_parts; k++) s->parts[k](codes, n, s->code_stride, out + r0);
     }

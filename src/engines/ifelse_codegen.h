@@ -42,8 +42,8 @@
  * one exported symbol, `tsif_info` (struct tsif_info below), checked after dlopen: a
  * stale or foreign object (other magic, version or key) is rejected.
  *
- * Each split reads the row's exact codes (quant.h, made by rapid's quantizer for the
- * CPU: rapid.h rs_code_rows) and becomes `c[slot] <= k`, one byte compare with an
+ * Each split reads the row's exact codes (quant.h, made by the ISA quantizer for the
+ * CPU: coder.h tsc_code_rows) and becomes `c[slot] <= k`, one byte compare with an
  * immediate, exactly tsm_node_goes_left with NaN and the zero range folded into the
  * codes; leaf values are hex double literals of weight * leaf, the product naive uses.
  * Measured against the float tests of version 1 (`x <= T`, with a NaN test for most

@@ -2,9 +2,11 @@
 #ifndef TS_ENGINES_QUANT_H
 #define TS_ENGINES_QUANT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/forest.h"
+#include "treescore.h"
 
 /*
  * Exact codes
@@ -190,5 +192,33 @@ static inline uint32_t tsq_slot_code_d(const tsq *q, uint32_t s, double v) {
     c = c > sl->base ? c - sl->base : 0;
     return c > 255 ? 255 : c;
 }
+
+/*
+ * Quantizers
+ * ----------
+ * A quantizer codes one group of rows for a kernel of `lanes` documents: rows
+ * x[0 .. nd) (nd <= lanes) into codes[slot * lanes + lane], each XOR the tables' flip
+ * (0, or 0x80 for kernels that compare signed bytes), from the tables alone. The SIMD
+ * quantizers are part of the rapid engine's ISA kernels (rapid.h, rapid_template.h),
+ * which code their own groups with them; coder.h hands them to other engines.
+ */
+typedef struct tsq_tables {
+    tsq q;               /* the codes */
+    uint32_t flip;       /* codes stored XOR this (0 or 0x80) */
+} tsq_tables;
+
+typedef void (*tsq_quantizer)(const tsq_tables *t, const float *x, size_t stride, size_t nd, uint8_t *codes);
+
+/* A quantizer with what its caller must know of it. */
+typedef struct tsq_quantizer_kind {
+    ts_isa isa;          /* the level it needs */
+    uint32_t lanes;      /* documents per group */
+    uint32_t flip;       /* the flip its tables must carry (0 or 0x80) */
+    tsq_quantizer quantize;
+} tsq_quantizer_kind;
+
+/* The quantizer of the best level up to isa: rapid's kernel's there (defined in rapid.c,
+ * beside rs_kernels_for). */
+tsq_quantizer_kind tsq_quantizer_for(ts_isa isa);
 
 #endif /* TS_ENGINES_QUANT_H */

@@ -13,7 +13,7 @@
 
 static void rsl_free(rsl *L) {
     if (!L) return;
-    tsq_free(&L->q);
+    tsq_free(&L->tables.q);
     free(L->blocks);
     free(L->tree_row);
     free(L->row_first);
@@ -73,15 +73,15 @@ static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, u
     }
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         const tsm_node *nd = &tr->nodes[i];
-        uint32_t a, b, ra, rb, k, slot = tsq_tree_node_slot(&L->q, tr, i, &k);
+        uint32_t a, b, ra, rb, k, slot = tsq_tree_node_slot(&L->tables.q, tr, i, &k);
         left_leaves(nd, lo, hi, &a, &b);
         const uint32_t z = node_rows(a, b, B, &ra, &rb);
         if (z)
             L->skips[*at_skip + count_skip[ra]++] =
-                (rs_skip){{slot * L->lanes, k_word(k, L->flip), row_mask(ra, a, b)}, 0x01010101u * z};
+                (rs_skip){{slot * L->lanes, k_word(k, L->tables.flip), row_mask(ra, a, b)}, 0x01010101u * z};
         else
             for (uint32_t j = ra; j <= rb; j++)
-                L->entries[*at + count[j]++] = (rs_entry){slot * L->lanes, k_word(k, L->flip), row_mask(j, a, b)};
+                L->entries[*at + count[j]++] = (rs_entry){slot * L->lanes, k_word(k, L->tables.flip), row_mask(j, a, b)};
     }
     *at += count[B - 1];
     *at_skip += count_skip[B - 1];
@@ -140,7 +140,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
     for (uint32_t t = 0; st == TS_OK && t < m->n_trees; t++) count_tree(&m->trees[t], lo, hi, &n_rows, &n_entries, &n_skips);
     if (st == TS_OK && (n_entries >= UINT32_MAX || n_skips >= UINT32_MAX || n_rows >= UINT32_MAX || n_leaves >= UINT32_MAX))
         st = ts_fail(err, TS_ERR_LIMIT, "rapid: the model has more than 2^32 rows, entries or leaves");
-    if (st == TS_OK) st = tsq_build_f64(&L->q, m, err); /* double codes where the model compares doubles */
+    if (st == TS_OK) st = tsq_build_f64(&L->tables.q, m, err); /* double codes where the model compares doubles */
     if (st == TS_OK) {
         L->base_score = m->base_score;
         L->n_trees = m->n_trees;
@@ -148,7 +148,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         L->n_entries = n_entries;
         L->n_skips = n_skips;
         L->max_bytes = (max_leaves + 7) / 8;
-        L->flip = k->flip ? 0x80u : 0;
+        L->tables.flip = k->flip ? 0x80u : 0;
         L->lanes = k->lanes;
         L->tau = block_trees(L, cfg);
         L->n_blocks = (m->n_trees + L->tau - 1) / L->tau;
@@ -200,10 +200,10 @@ static inline rs_kv rs_k(const rs_entry *e) { return e->k4 & 0xFF; }
 static inline rs_mv rs_m(const rs_entry *e) { return 0x0101010101010101ull * (e->m4 & 0xFF); }
 
 static inline rs_v rs_update(const rsl *L, rs_v row, const uint8_t *codes, rs_kv kv, rs_mv m) {
-    const uint32_t k1 = kv ^ L->flip;
+    const uint32_t k1 = kv ^ L->tables.flip;
     uint64_t fail = 0;
     for (int l = 0; l < 8; l++)
-        if ((uint32_t)(codes[l] ^ L->flip) >= k1) fail |= 0xFFull << (8 * l);
+        if ((uint32_t)(codes[l] ^ L->tables.flip) >= k1) fail |= 0xFFull << (8 * l);
     return row & ~(fail & ~m);
 }
 
@@ -221,9 +221,9 @@ static inline rs_v rs_row_start(rs_v skip, uint32_t j) {
 
 static inline void rs_update_skip(const rsl *L, rs_v *row, rs_v *skip, const uint8_t *codes, rs_kv kv, rs_mv m,
                                   rs_kv z) {
-    const uint32_t k1 = kv ^ L->flip;
+    const uint32_t k1 = kv ^ L->tables.flip;
     for (int l = 0; l < 8; l++)
-        if ((uint32_t)(codes[l] ^ L->flip) >= k1) {
+        if ((uint32_t)(codes[l] ^ L->tables.flip) >= k1) {
             *row &= ~(0xFFull << (8 * l)) | (m & 0xFFull << (8 * l));
             if ((uint32_t)(*skip >> (8 * l) & 0xFF) < z) *skip = (*skip & ~(0xFFull << (8 * l))) | (uint64_t)z << (8 * l);
         }
@@ -256,17 +256,17 @@ static inline void rs_store_row(uint8_t *p, rs_v row) { memcpy(p, &row, 8); }
 
 /* Feature j's slots for one group, lane by lane (tsq_slot_code: the definition the SIMD
  * quantizers match). */
-static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
-    for (uint32_t s = L->q.slot_first[j]; s < L->q.slot_first[j + 1]; s++)
+static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
+    for (uint32_t s = T->q.slot_first[j]; s < T->q.slot_first[j + 1]; s++)
         for (size_t l = 0; l < 8; l++)
-            codes[(size_t)s * 8 + l] = (uint8_t)((l < nd ? tsq_slot_code(&L->q, s, col[l]) : 0) ^ L->flip);
+            codes[(size_t)s * 8 + l] = (uint8_t)((l < nd ? tsq_slot_code(&T->q, s, col[l]) : 0) ^ T->flip);
 }
 
 /* The same from double values (double codes: tsq_slot_code_d). */
-static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
-    for (uint32_t s = L->q.slot_first[j]; s < L->q.slot_first[j + 1]; s++)
+static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
+    for (uint32_t s = T->q.slot_first[j]; s < T->q.slot_first[j + 1]; s++)
         for (size_t l = 0; l < 8; l++)
-            codes[(size_t)s * 8 + l] = (uint8_t)((l < nd ? tsq_slot_code_d(&L->q, s, col[l]) : 0) ^ L->flip);
+            codes[(size_t)s * 8 + l] = (uint8_t)((l < nd ? tsq_slot_code_d(&T->q, s, col[l]) : 0) ^ T->flip);
 }
 
 #define RS_LANES 8
@@ -278,51 +278,6 @@ static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, siz
 #undef RS_LANES
 
 const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel, rs_scalar_quantize, rs_scalar_kernel_f64};
-
-/* ---- codes for other engines ----------------------------------------------------------- */
-
-ts_status rs_coder_init(rs_coder *c, const ts_model *m, ts_isa isa, ts_error *err) {
-    memset(c, 0, sizeof *c);
-    c->k = rs_kernels_for(isa);
-    c->L.flip = c->k->flip ? 0x80u : 0;
-    c->L.lanes = c->k->lanes;
-    return tsq_build(&c->L.q, m, err);
-}
-
-void rs_coder_free(rs_coder *c) {
-    if (c) tsq_free(&c->L.q);
-}
-
-size_t rs_coder_scratch(const rs_coder *c) {
-    return rs_round64((size_t)(c->L.q.n_slots ? c->L.q.n_slots : 1) * c->k->lanes);
-}
-
-/* A group at a time: the kernel's quantizer, then its interleaved codes into rows; a
- * group of less than a quarter of the lanes (a single row, say) row by row with the
- * scalar search instead, whose cost follows the rows, not the lanes. */
-void rs_code_rows(const rs_coder *c, const float *x, size_t n_rows, size_t stride, uint8_t *out, size_t out_stride,
-                  uint8_t *scratch) {
-    const uint32_t lanes = c->k->lanes, ns = c->L.q.n_slots;
-    const uint8_t flip = (uint8_t)c->L.flip;
-    for (size_t g0 = 0; g0 < n_rows; g0 += lanes) {
-        const size_t nd = n_rows - g0 < lanes ? n_rows - g0 : lanes;
-        if (4 * nd < lanes) {
-            const tsq *q = &c->L.q;
-            for (size_t l = 0; l < nd; l++)
-                for (uint32_t j = 0; j < q->n_used; j++) {
-                    const float v = x[(g0 + l) * stride + q->f[j].column];
-                    for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++)
-                        out[(g0 + l) * out_stride + s] = (uint8_t)tsq_slot_code(q, s, v);
-                }
-            continue;
-        }
-        c->k->quantize(&c->L, x + g0 * stride, stride, nd, scratch);
-        for (size_t l = 0; l < nd; l++) {
-            uint8_t *row = out + (g0 + l) * out_stride;
-            for (uint32_t s = 0; s < ns; s++) row[s] = scratch[(size_t)s * lanes + l] ^ flip;
-        }
-    }
-}
 
 /* ---- the engine ------------------------------------------------------------------------- */
 
@@ -367,6 +322,12 @@ const rs_kernels *rs_kernels_for(ts_isa isa) {
     return &tse_rapid_scalar;
 }
 
+/* The quantizer of rs_kernels_for(isa) (quant.h), for the coder (coder.h). */
+tsq_quantizer_kind tsq_quantizer_for(ts_isa isa) {
+    const rs_kernels *k = rs_kernels_for(isa);
+    return (tsq_quantizer_kind){k->isa, k->lanes, k->flip ? 0x80u : 0, k->quantize};
+}
+
 /* Documents per document block: 1,024 by default (the block's lists are read once per
  * tree block for all its groups), a multiple of the lanes. */
 static uint32_t block_docs(const tse_config *cfg, uint32_t lanes) {
@@ -406,7 +367,7 @@ static void rapid_score(const void *p, const float *x, size_t n_rows, size_t str
  * not compare doubles, or whose float thresholds are out of step with its doubles). */
 static int rapid_score_f64(const void *p, const double *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     const rapid_state *s = p;
-    if (!s->L.q.doubles) return 0;
+    if (!s->L.tables.q.doubles) return 0;
     s->kernel_f64(&s->L, s->delta, x, n_rows, stride, out, scratch);
     return 1;
 }

@@ -86,11 +86,11 @@ typedef struct rs_block {
 } rs_block;
 
 typedef struct rsl {
-    tsq q;                          /* the codes */
+    tsq_tables tables;              /* the codes, and the flip (0 or 0x80) that codes and
+                                       k are stored XOR */
     double base_score;
     uint32_t n_trees;
     uint32_t max_bytes;             /* B of the widest tree */
-    uint32_t flip;                  /* codes and k are stored XOR this (0 or 0x80) */
     uint32_t lanes;                 /* the kernel's lanes (entries' offsets are for them) */
     uint32_t tau, n_blocks;
     rs_block *blocks;
@@ -116,22 +116,18 @@ typedef struct rsl {
 typedef void (*rs_kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
                           void *scratch);
 
-/* The same for double rows, under double codes (L->q.doubles: quant.h "Double codes"):
+/* The same for double rows, under double codes (L->tables.q.doubles: quant.h "Double codes"):
  * each code computed from the double value against the double thresholds, so the
  * rows, entries and everything after the codes are the float kernel's. */
 typedef void (*rs_kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t n_rows, size_t stride,
                               double *out, void *scratch);
-
-/* The codes of one group: rows x[0 .. nd) (nd <= lanes) into codes[slot * lanes + lane]
- * (XOR the kernel's flip), from L->q and L->flip only. */
-typedef void (*rs_quantizer)(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes);
 
 typedef struct rs_kernels {
     ts_isa isa;
     uint32_t lanes;
     int flip;            /* codes and k stored XOR 0x80 (signed compares) */
     rs_kernel kernel;
-    rs_quantizer quantize;
+    tsq_quantizer quantize;  /* also the coder's (coder.h, through tsq_quantizer_for) */
     rs_kernel_f64 kernel_f64;
 } rs_kernels;
 
@@ -145,22 +141,6 @@ extern const rs_kernels tse_rapid_avx2, tse_rapid_avx512, tse_rapid_avx512gf;
  * picks it: rs_use_gfni). */
 const rs_kernels *rs_kernels_for(ts_isa isa);
 
-/*
- * Codes for other engines (ifelse): row-major, one byte per slot (quant.h), from the
- * quantizer of the ISA kernels: a row's codes at out + r * out_stride, its slot s's at
- * [s], unflipped. rs_coder_scratch bytes of scratch (one group's interleaved codes).
- */
-typedef struct rs_coder {
-    rsl L;               /* only L.q and L.flip are set */
-    const rs_kernels *k;
-} rs_coder;
-
-ts_status rs_coder_init(rs_coder *c, const ts_model *m, ts_isa isa, ts_error *err);
-void rs_coder_free(rs_coder *c);
-size_t rs_coder_scratch(const rs_coder *c);
-void rs_code_rows(const rs_coder *c, const float *x, size_t n_rows, size_t stride, uint8_t *out, size_t out_stride,
-                  uint8_t *scratch);
-
 typedef struct rs_scratch {
     size_t codes, acc, rows, total;
 } rs_scratch;
@@ -168,7 +148,7 @@ typedef struct rs_scratch {
 static inline size_t rs_round64(size_t n) { return (n + 63) & ~(size_t)63; }
 static inline rs_scratch rs_scratch_parts(const rsl *L, uint32_t delta, uint32_t lanes) {
     rs_scratch s;
-    size_t ns = L->q.n_slots ? L->q.n_slots : 1;
+    size_t ns = L->tables.q.n_slots ? L->tables.q.n_slots : 1;
     s.codes = 0;
     s.acc = s.codes + rs_round64((size_t)delta * ns);
     s.rows = s.acc + rs_round64((size_t)delta * sizeof(double));

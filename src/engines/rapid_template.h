@@ -21,13 +21,13 @@
  *                RS_UPDATE_SKIP_FEW instead (an update whose latency bounds one or two
  *                chains of rows; default 0: never)
  * and, once per ISA file:
- *   void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes)
+ *   void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, size_t nd, uint8_t *codes)
  *                        the codes of every slot of feature j (quant.h) for one group, from
  *                        its RS_LANES values col (aligned to 64 bytes; lanes >= nd hold
  *                        -inf, which must get code 0), into the group's codes (rapid.h)
- *   void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd,
+ *   void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd,
  *                        uint8_t *codes): the same from double values under double codes
- *                        (L->q.doubles; quant.h "Double codes": tsq_slot_code_d); col holds
+ *                        (T->q.doubles; quant.h "Double codes": tsq_slot_code_d); col holds
  *                        values (or -inf) only up to the next multiple of 8 lanes from nd
  *   rs_v                 a row: one byte per lane
  *   rs_v rs_ones(void), rs_v rs_zeros(void)
@@ -78,8 +78,8 @@
 #define RS_QUANTIZE RS(quantize)
 #define RS_TRANSPOSE (2048 / RS_LANES)
 
-static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd, uint8_t *codes) {
-    const tsq *q = &L->q;
+static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, size_t nd, uint8_t *codes) {
+    const tsq *q = &T->q;
     float xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
     if (q->n_used == 0) return;
 #ifdef RS_COLUMNS16
@@ -93,7 +93,7 @@ static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd,
             const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < 16 ? last - c0 + 1 : 16;
             rs_columns16(x, stride, nd, c0, n, xt);
             for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
-                rs_code_feature(L, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, codes);
+                rs_code_feature(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, codes);
         }
         return;
     }
@@ -104,7 +104,7 @@ static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd,
             const float *row = x + l * stride;
             for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? row[q->f[j0 + j].column] : -INFINITY;
         }
-        for (uint32_t j = 0; j < nj; j++) rs_code_feature(L, j0 + j, xt + (size_t)j * RS_LANES, nd, codes);
+        for (uint32_t j = 0; j < nj; j++) rs_code_feature(T, j0 + j, xt + (size_t)j * RS_LANES, nd, codes);
     }
 }
 #undef RS_TRANSPOSE
@@ -120,8 +120,8 @@ static void RS(quantize)(const rsl *L, const float *x, size_t stride, size_t nd,
  * features are at least half of the columns they span; then, with RS_COLUMNS8_F64 (an ISA's rs_columns8_f64: 8
  * consecutive columns of every row into 8 columns of RS_LANES doubles in registers), the
  * columns come 8 at a time instead. */
-static void RS(quantize_f64)(const rsl *L, const double *x, size_t stride, size_t nd, uint8_t *codes) {
-    const tsq *q = &L->q;
+static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+    const tsq *q = &T->q;
     double xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
     if (q->n_used == 0) return;
     const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column;
@@ -135,7 +135,7 @@ static void RS(quantize_f64)(const rsl *L, const double *x, size_t stride, size_
             const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < 8 ? last - c0 + 1 : 8;
             rs_columns8_f64(x, stride, nd, c0, n, xt);
             for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
-                rs_code_feature_f64(L, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, codes);
+                rs_code_feature_f64(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, codes);
         }
         return;
 #endif
@@ -146,7 +146,7 @@ static void RS(quantize_f64)(const rsl *L, const double *x, size_t stride, size_
             const double *row = x + l * stride;
             for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? row[q->f[j0 + j].column] : -INFINITY;
         }
-        for (uint32_t j = 0; j < nj; j++) rs_code_feature_f64(L, j0 + j, xt + (size_t)j * RS_LANES, nd, codes);
+        for (uint32_t j = 0; j < nj; j++) rs_code_feature_f64(T, j0 + j, xt + (size_t)j * RS_LANES, nd, codes);
     }
 }
 #undef RS_TRANSPOSE
@@ -258,16 +258,18 @@ static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, u
     uint8_t *codes = (uint8_t *)(s + sp.codes);
     double *acc = (double *)(s + sp.acc);
     uint8_t *rows = (uint8_t *)(s + sp.rows);
-    const size_t ns = L->q.n_slots ? L->q.n_slots : 1;
+    const size_t ns = L->tables.q.n_slots ? L->tables.q.n_slots : 1;
     for (size_t d0 = 0; d0 < n_rows; d0 += delta) {
         size_t nd = n_rows - d0 < delta ? n_rows - d0 : delta;
         size_t ng = (nd + RS_LANES - 1) / RS_LANES;
         for (size_t g = 0; g < ng; g++) {
             size_t first = g * RS_LANES, n = nd - first < RS_LANES ? nd - first : RS_LANES;
             if (f64)
-                RS_QUANTIZE_F64(L, (const double *)x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
+                RS_QUANTIZE_F64(&L->tables, (const double *)x + (d0 + first) * stride, stride, n,
+                                codes + g * ns * RS_LANES);
             else
-                RS_QUANTIZE(L, (const float *)x + (d0 + first) * stride, stride, n, codes + g * ns * RS_LANES);
+                RS_QUANTIZE(&L->tables, (const float *)x + (d0 + first) * stride, stride, n,
+                            codes + g * ns * RS_LANES);
         }
         for (size_t d = 0; d < ng * RS_LANES; d++) acc[d] = L->base_score;
         const size_t step = ns * RS_LANES; /* codes of one group */

@@ -159,9 +159,9 @@ static inline void store8(uint8_t *p, const __m256i *c, uint32_t flip) {
  * slot's missing code in its NaN (or zero-range) lanes, minus the segment's base, clamped
  * to 0 .. 255 by the saturating packs, stored as the slot's 32 bytes. Shared by the float
  * and double quantizers. */
-static inline void store_slot_codes(const rsl *L, uint32_t j, const __m256i nat[4], const __m256i nan[4],
+static inline void store_slot_codes(const tsq_tables *T, uint32_t j, const __m256i nat[4], const __m256i nan[4],
                                     const __m256i zero[4], uint8_t *codes) {
-    const tsq *q = &L->q;
+    const tsq *q = &T->q;
     const tsq_feature *f = &q->f[j];
     __m256i out[4];
     for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++) {
@@ -172,22 +172,22 @@ static inline void store_slot_codes(const rsl *L, uint32_t j, const __m256i nat[
             __m256i m = sl->rule & TSQ_ZERO_MISSING ? _mm256_or_si256(nan[c], zero[c]) : nan[c];
             out[c] = _mm256_sub_epi32(_mm256_blendv_epi8(nat[c], miss, m), base);
         }
-        store8(codes + (size_t)s * 32, out, L->flip);
+        store8(codes + (size_t)s * 32, out, T->flip);
     }
 }
 
 /* Feature j's slots for one group of 32 documents: its natural codes once, then each
  * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
  * base, clamped to 0 .. 255 by the saturating packs. */
-static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
-    const tsq *q = &L->q;
+static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
+    const tsq *q = &T->q;
     const tsq_feature *f = &q->f[j];
     __m256i nat[4], nan[4], zero[4];
     for (size_t c = 0; c < 4; c++) {
         nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
         if (8 * c < nd) nat[c] = codes8(q, f, _mm256_load_ps(col + 8 * c), &nan[c], &zero[c]);
     }
-    store_slot_codes(L, j, nat, nan, zero, codes);
+    store_slot_codes(T, j, nat, nan, zero, codes);
 }
 
 /* ---- double codes (quant.h "Double codes") ---- */
@@ -235,8 +235,8 @@ static inline __m256i codes8_d(const tsq *q, uint32_t j, __m256d v0, __m256d v1)
 /* Feature j's slots for one group of 32 double values (tsq_slot_code_d), as
  * rs_code_feature: natural codes once (zero-range values snapped to 0.0), then each
  * slot's through the saturating packs. */
-static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
-    const tsq *q = &L->q;
+static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
+    const tsq *q = &T->q;
     const __m256d zr = _mm256_set1_pd((double)TSM_ZERO_RANGE), sign = _mm256_set1_pd(-0.0);
     __m256i nat[4], nan[4], zero[4];
     for (size_t c = 0; c < 4; c++) {
@@ -252,7 +252,7 @@ static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, siz
         zero[c] = to32(_mm256_castpd_si256(z0), _mm256_castpd_si256(z1));
         nat[c] = codes8_d(q, j, x0, x1);
     }
-    store_slot_codes(L, j, nat, nan, zero, codes);
+    store_slot_codes(T, j, nat, nan, zero, codes);
 }
 
 #define RS_UPDATE rs_update8

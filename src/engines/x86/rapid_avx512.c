@@ -262,8 +262,8 @@ static inline void store_slot_codes(const tsq *q, uint32_t j, const __m512i nat[
 /* Feature j's slots for one group of 64 documents: its natural codes once, then each
  * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
  * base, clamped to 0 .. 255. */
-static void rs_code_feature(const rsl *L, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
-    const tsq *q = &L->q;
+static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
+    const tsq *q = &T->q;
     const tsq_feature *f = &q->f[j];
     __m512i nat[4];
     __mmask16 nan[4], zero[4];
@@ -338,8 +338,8 @@ static inline __m512i join32(__m512i a, __m512i b) {
 /* Feature j's slots for one group of 64 double values (tsq_slot_code_d): zero-range
  * values snapped to 0.0 for their natural codes, which then go as in rs_code_feature
  * (16 dwords a register). */
-static void rs_code_feature_f64(const rsl *L, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
-    const tsq *q = &L->q;
+static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
+    const tsq *q = &T->q;
     const tsq_feature *f = &q->f[j];
     __m512i nat[4];
     __mmask16 nan[4], zero[4];
