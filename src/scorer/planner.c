@@ -44,8 +44,9 @@
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
-const uint32_t tsr_range_first[TSR_RANGES] = {1, 2, 16, 128};
-const uint32_t tsr_range_batch[TSR_RANGES] = {1, 6, 48, DEFAULT_BATCH};
+const uint32_t tsr_range_first[TSR_RANGES] = {1, 2, 8, 16, 128};
+const uint32_t tsr_range_batch[TSR_RANGES] = {1, 4, 11, 48, DEFAULT_BATCH};
+_Static_assert(TSR_RANGES == 5, "tsr_range_of, tsr_range_first and tsr_range_batch agree on the ranges");
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
 /* ---- report text -------------------------------------------------------------------- */

@@ -9,14 +9,17 @@
  * uses the engine of the range its n_rows falls in. Range r holds batches of
  * tsr_range_first[r] .. tsr_range_first[r + 1] - 1 rows (the last: and more); the
  * planner times range r at tsr_range_batch[r] rows. Chosen from measurements on
- * 500 x 64-leaf trees (docs/benchmarks.md, 2026-?): qs and vpred win one row, vpred
- * 2-15, rapid from about 16 rows, and its lead grows to 4x past 100. */
-#define TSR_RANGES 4
+ * 500 x 64 and 1,000 x 64-leaf trees (docs/benchmarks.md, 2026-11-26): trees-simd wins
+ * one row and a few, rapid from about 8 to 16 rows, and its lead grows to 4x past 100.
+ * rapid's cost per row falls about as 1/n below 64 rows (a group of 64 lanes), so a
+ * range must not span much more than a factor of 2-4 below 16 rows: 2-15 timed at 6 rows
+ * once kept rapid for 2-row calls that trees-simd scores 3x faster. */
+#define TSR_RANGES 5
 extern const uint32_t tsr_range_first[TSR_RANGES];
 extern const uint32_t tsr_range_batch[TSR_RANGES];
 
 static inline unsigned tsr_range_of(size_t n_rows) {
-    return n_rows < 2 ? 0u : n_rows < 16 ? 1u : n_rows < 128 ? 2u : 3u;
+    return n_rows < 2 ? 0u : n_rows < 8 ? 1u : n_rows < 16 ? 2u : n_rows < 128 ? 3u : 4u;
 }
 
 /* One prepared engine. */

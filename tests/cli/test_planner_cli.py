@@ -43,16 +43,16 @@ def test_info_plan_table_every_range(ts, cache):
     r = ts.succeeds("info", "-m", MODEL, "--plan", "--threads", "1", env=envof(cache))
     out = r.stdout
     assert "plan: rows per call -> engine" in out and "every batch size" in out, r
-    table = out[out.index("plan: rows per call"):].splitlines()[1:5]
-    assert [l.split()[0] for l in table] == ["1", "2-15", "16-127", "128+"], out
-    for batch in (1, 6, 48, 1000):
+    table = out[out.index("plan: rows per call"):].splitlines()[1:6]
+    assert [l.split()[0] for l in table] == ["1", "2-7", "8-15", "16-127", "128+"], out
+    for batch in (1, 4, 11, 48, 1000):
         assert f"(batch {batch})" in out, out
     lines = (cache / "wisdom").read_text().splitlines()
-    assert len(lines) == 4 and all(l.startswith("treescore-wisdom-4 ") for l in lines), lines
+    assert len(lines) == 5 and all(l.startswith("treescore-wisdom-4 ") for l in lines), lines
     r2 = ts.succeeds("info", "-m", MODEL, "--plan", "--threads", "1", env=envof(cache))
-    assert r2.stdout.count("wisdom:") == 4 and "measured:" not in r2.stdout, r2
-    assert r2.stdout[r2.stdout.index("plan: rows per call"):].splitlines()[1:5] == table
-    assert len((cache / "wisdom").read_text().splitlines()) == 4
+    assert r2.stdout.count("wisdom:") == 5 and "measured:" not in r2.stdout, r2
+    assert r2.stdout[r2.stdout.index("plan: rows per call"):].splitlines()[1:6] == table
+    assert len((cache / "wisdom").read_text().splitlines()) == 5
 
 
 def test_info_plan_rule(ts, cache):
