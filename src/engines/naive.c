@@ -70,22 +70,25 @@ static ts_status naive_prepare(const ts_model *m, const tse_config *cfg, void **
     return TS_OK;
 }
 
+/* Tree t's exit leaf value for one row: the walk from the root, node by node. */
+static inline double exit_value(const naive_state *s, uint32_t t, const float *row) {
+    const naive_tree *tr = &s->trees[t];
+    const tsm_node *nodes = s->nodes + tr->node_offset;
+    int32_t c = tr->n_nodes ? 0 : -1;
+    while (c >= 0) {
+        const tsm_node *n = &nodes[c];
+        c = tsm_node_goes_left(n, row[n->feature]) ? n->left : n->right;
+    }
+    return s->leaves[tr->leaf_offset + (uint32_t)~c];
+}
+
 static void naive_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     const naive_state *s = p;
     (void)scratch;
     for (size_t r = 0; r < n_rows; r++) {
         const float *row = x + r * stride;
         double score = s->base_score;
-        for (uint32_t t = 0; t < s->n_trees; t++) {
-            const naive_tree *tr = &s->trees[t];
-            const tsm_node *nodes = s->nodes + tr->node_offset;
-            int32_t c = tr->n_nodes ? 0 : -1;
-            while (c >= 0) {
-                const tsm_node *n = &nodes[c];
-                c = tsm_node_goes_left(n, row[n->feature]) ? n->left : n->right;
-            }
-            score += s->leaves[tr->leaf_offset + (uint32_t)~c];
-        }
+        for (uint32_t t = 0; t < s->n_trees; t++) score += exit_value(s, t, row);
         out[r] = score;
     }
 }
@@ -102,16 +105,7 @@ static void naive_tree_values(const void *p, const float *row, uint32_t g0, uint
                               void *scratch) {
     const naive_state *s = p;
     (void)scratch;
-    for (uint32_t t = g0; t < g1 && t < s->n_trees; t++) {
-        const naive_tree *tr = &s->trees[t];
-        const tsm_node *nodes = s->nodes + tr->node_offset;
-        int32_t c = tr->n_nodes ? 0 : -1;
-        while (c >= 0) {
-            const tsm_node *n = &nodes[c];
-            c = tsm_node_goes_left(n, row[n->feature]) ? n->left : n->right;
-        }
-        vals[t - g0] = s->leaves[tr->leaf_offset + (uint32_t)~c];
-    }
+    for (uint32_t t = g0; t < g1 && t < s->n_trees; t++) vals[t - g0] = exit_value(s, t, row);
 }
 
 const tse_engine tse_engine_naive = {
