@@ -13,4 +13,4 @@ echo "== top 10 of the first 3 test queries (qid, rank, row, score, label)"
 "$bin" rank -m "$model" -d "$data" --top 10 --print-queries 3
 echo
 echo "== engines side by side on the same $(grep -c . "$data") documents"
-"$bin" bench -m "$model" -d "$data" --engines naive,qs,vqs,ifelse,vpred,block-naive,block-vpred,rapid,auto --threads 1 --repeat 7
+"$bin" bench -m "$model" -d "$data" --engines naive,qs,vqs,ifelse,vpred,block-naive,block-vpred,rapid,trees-simd,auto --threads 1 --repeat 7
