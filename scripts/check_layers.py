@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_layers.py: fails when an #include points up the layer order, or across io/'s formats (docs/design.md).
+"""check_layers.py: fails when an #include or a call points up the layer order, across io/'s formats, or from one engine into another (docs/design.md).
 
 The layers, lowest first; a file may include its own layer and any lower one, never a
 higher one or a sibling of the same height (io and engines know nothing of each other,
@@ -15,6 +15,22 @@ Inside io/ (file names, so that a new format needs no edit here):
     dispatchers data_reader.c and model_load.c (pick a format, call it)
 the core includes no format and no dispatcher, and a format includes neither another
 format nor a dispatcher.
+
+Calls as well as includes: every non-static function defined in a .c file of these
+folders is mapped to its file (a regex over the sources, comments and strings blanked),
+and every use of its name in another file is checked like an #include of the defining
+file (so a forward declaration written by hand does not get around the include rule):
+no use up or sideways across layers, the io rules above (a format using a function of
+another format, e.g. model_lightgbm_json.c calling model_lightgbm.c's loader, fails),
+and inside src/engines/: a file of one engine may not use a function of another engine's
+files unless that function is declared in a shared header. An engine is the stem of the
+file defining `tse_engine_<id>` (qs, vqs, rapid, tsimd, ...); its files are that stem
+and <stem>_* (x86/ included: x86/rapid_avx2.c is rapid's); ENGINE_VARIANTS lists the
+engines that may use their base engine's files (the layouts shared by a pair); every
+other engines/ file (engine.h, registry.c, quant, coder, blocks) is shared, and the
+functions declared in a shared header are the engines' common interface.
+The dispatchers are the one documented allowance: they call every format (that is what
+they are for), as their includes already say.
 
 Also: getenv appears in one library file, src/platform/config.c (the configuration
 snapshot, platform/config.h).
@@ -37,6 +53,9 @@ LAYERS = [  # (name, folder relative to the repository, height)
     ("python", "python/treescore", 5),
 ]
 IO_DISPATCHERS = {"data_reader", "model_load"}
+# An engine's variant may use its base engine's files (docs/design.md: a layout shared
+# by an engine and its variant stays that pair's).
+ENGINE_VARIANTS = {"vqs": "qs", "block_vpred": "vpred", "block_naive": "naive"}
 IO_FORMAT = re.compile(r"^(data|model)_\w+$")
 CONFIG_FILE = "src/platform/config.c"
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
@@ -80,6 +99,141 @@ def io_violation(src, dst):
     return None
 
 
+def blank_comments_and_strings(text):
+    """The C text with comments, string and character literals replaced by spaces
+    (newlines kept, so line numbers stay)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        ch = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif ch in "\"'":
+            j = i + 1
+            while j < n and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(ch + re.sub(r"[^\n]", " ", text[i + 1:j - 1]) + (ch if j - 1 > i else ""))
+            i = j
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+DEF_START = re.compile(r"^(?!typedef\b|extern\b|return\b|if\b|else\b|while\b|for\b|switch\b|do\b)"
+                       r"([A-Za-z_][\w \t\*]*?)\b([A-Za-z_]\w*)\s*\(", re.M)
+# static, or a macro standing for it (VPL_ALWAYS_INLINE, ...): the function is the file's own
+FILE_LOCAL = re.compile(r"\b(static|inline|[A-Z_]*(INLINE|STATIC)[A-Z_]*)\b")
+WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def definitions(text):
+    """(name, file-local) of the functions defined in a blanked C text: a line starting
+    with a type and NAME(, whose parameter list's closing parenthesis is followed by
+    '{' (attribute macros between them allowed); file-local: static or inline."""
+    names = []
+    for m in DEF_START.finditer(text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            if text[i] == "(":
+                depth += 1
+            elif text[i] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif text[i] in ";{}":
+                break
+            i += 1
+        rest = text[i + 1:i + 200].lstrip()
+        while rest[:1] not in ("{", ";", "") and re.match(r"\w+\s*\(", rest):  # TS_PRINTF(...) and the like
+            close = rest.find(")")
+            rest = rest[close + 1:].lstrip() if close >= 0 else ""
+        if rest.startswith("{"):
+            names.append((m.group(2), bool(FILE_LOCAL.search(m.group(1)))))
+    return names
+
+
+def declared_names(text):
+    """Names declared (or called) as functions in a blanked header."""
+    return set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", text))
+
+
+def engine_owner(repo, path, engines):
+    """The engine whose files these are (None: a shared engines/ file, or not in engines/)."""
+    rel = path.relative_to(repo).as_posix()
+    if not rel.startswith("src/engines/"):
+        return None
+    stem = path.name.split(".")[0]
+    best = None
+    for e in engines:
+        if (stem == e or stem.startswith(e + "_")) and (best is None or len(e) > len(best)):
+            best = e
+    return best
+
+
+def check_calls(repo, files, problems):
+    texts = {p: blank_comments_and_strings(p.read_text(encoding="utf-8", errors="replace")) for p in files}
+    defined = {}  # function name -> set of the .c files defining it (not static)
+    own = {}      # file -> every function name it defines (static too): a use of it there is its own
+    for p, t in texts.items():
+        for name, local in definitions(t):
+            own.setdefault(p, set()).add(name)
+            if p.suffix == ".c" and not local:
+                defined.setdefault(name, set()).add(p)
+    engines = set()
+    for p, t in texts.items():
+        if p.relative_to(repo).as_posix().startswith("src/engines/") and p.suffix == ".c":
+            if re.search(r"\btse_engine\s+tse_engine_\w+\s*=", t):
+                engines.add(p.name.split(".")[0])
+    shared_decls = set()
+    for p, t in texts.items():
+        if p.suffix == ".h" and p.relative_to(repo).as_posix().startswith("src/engines/") \
+                and engine_owner(repo, p, engines) is None:
+            shared_decls |= declared_names(t)
+    for src, t in texts.items():
+        # Uses in .c files and in the templates they include (*_template.h); a header's
+        # declarations are its includers' business, checked on their #include lines.
+        if src.suffix != ".c" and not src.name.split(".")[0].endswith("_template"):
+            continue
+        src_layer = layer_of(repo, src)
+        rel = src.relative_to(repo).as_posix()
+        seen = set(own.get(src, ()))
+        for m in WORD.finditer(t):
+            name = m.group(0)
+            if name not in defined or src in defined[name] or name in seen:
+                continue
+            if re.search(r"(\.|->)\s*$", t[max(0, m.start() - 8):m.start()]):
+                continue  # a struct member of that name, not the function
+            seen.add(name)
+            line = t.count("\n", 0, m.start()) + 1
+            for dst in sorted(defined[name]):
+                dst_layer = layer_of(repo, dst)
+                dst_rel = dst.relative_to(repo).as_posix()
+                where = f"{rel}:{line}: uses {name}() of {dst_rel}"
+                if dst_layer[0] != src_layer[0] and dst_layer[1] >= src_layer[1]:
+                    how = "up" if dst_layer[1] > src_layer[1] else "sideways"
+                    problems.append(f"{where}: points {how}: {src_layer[0]} may not use {dst_layer[0]}")
+                elif src_layer[0] == "io" and dst_layer[0] == "io":
+                    why = io_violation(src, dst)
+                    if why:
+                        problems.append(f"{where}: {why.replace('includes', 'uses')}")
+                elif src_layer[0] == "engines" and dst_layer[0] == "engines":
+                    a, b = engine_owner(repo, src, engines), engine_owner(repo, dst, engines)
+                    if b is not None and a != b and ENGINE_VARIANTS.get(a) != b and name not in shared_decls:
+                        who = f"the engine {a}" if a else "a shared engines/ file"
+                        problems.append(f"{where}: {who} uses a function of the engine {b} "
+                                        f"(share it through a module of its own, docs/design.md)")
+    return len(defined)
+
+
 def source_files(repo):
     for _, folder, _ in LAYERS:
         root = repo / folder
@@ -120,13 +274,15 @@ def main():
     files = list(source_files(repo))
     for path in files:
         check_file(repo, path.resolve(), problems)
+    n_functions = check_calls(repo, [p.resolve() for p in files], problems)
     for p in problems:
         print(p)
     order = "common <- platform <- model <- io, engines <- scorer <- cli, python"
     if problems:
         print(f"check_layers: {len(problems)} problem(s); the order is {order} (docs/design.md)")
         return 1
-    print(f"check_layers: {len(files)} files, every include points down ({order})")
+    print(f"check_layers: {len(files)} files, {n_functions} functions: every include and call points down "
+          f"({order})")
     return 0
 
 

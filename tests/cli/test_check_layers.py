@@ -1,0 +1,105 @@
+"""test_check_layers.py: scripts/check_layers.py passes on the tree and fails on planted violations.
+
+Each case copies the tree's sources (src/, include/, cli/, python/treescore/) to a temporary
+directory, plants one violation and expects the checker to exit 1 naming it: a format calling
+another format's loader (the call the LightGBM JSON loader used to make), an engine calling
+another engine's own function, a call up the layers; and the allowances stay allowed (a
+dispatcher calling a format, an engine calling a function its shared headers declare). No
+binary is needed.
+"""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHECKER = REPO / "scripts" / "check_layers.py"
+FOLDERS = ("src", "include", "cli", "python/treescore")
+
+
+def run_checker(root):
+    return subprocess.run([sys.executable, str(CHECKER), str(root)], capture_output=True, text=True)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    for folder in FOLDERS:
+        if (REPO / folder).is_dir():
+            shutil.copytree(REPO / folder, tmp_path / folder,
+                            ignore=shutil.ignore_patterns("*.so", "*.o", "__pycache__"))
+    return tmp_path
+
+
+def plant(root, rel, text):
+    path = root / rel
+    path.write_text(path.read_text() + "\n" + text + "\n")
+
+
+def test_tree_is_clean():
+    p = run_checker(REPO)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_copy_is_clean(tree):
+    p = run_checker(tree)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_cross_format_call_fails(tree):
+    """model_lightgbm_json.c calling model_lightgbm.c's loader (declared by hand, so no
+    #include gives it away)."""
+    plant(tree, "src/io/model_lightgbm_json.c",
+          "ts_status tsio_load_lightgbm(const char *, size_t, const char *, ts_model **, ts_error *);\n"
+          "ts_status tsio_planted(const char *d, size_t n, ts_model **m, ts_error *e);\n"
+          "ts_status tsio_planted(const char *d, size_t n, ts_model **m, ts_error *e) {\n"
+          "    return tsio_load_lightgbm(d, n, \"x\", m, e);\n}")
+    p = run_checker(tree)
+    assert p.returncode == 1, p.stdout
+    assert "src/io/model_lightgbm_json.c" in p.stdout and "tsio_load_lightgbm() of src/io/model_lightgbm.c" in p.stdout
+    assert "a format uses another format" in p.stdout, p.stdout
+
+
+def test_core_calling_a_format_fails(tree):
+    plant(tree, "src/io/json.c",
+          "int tsj_planted(const char *d, size_t n);\n"
+          "int tsj_planted(const char *d, size_t n) { return tsio_is_lightgbm_json(d, n); }")
+    p = run_checker(tree)
+    assert p.returncode == 1 and "the io core uses the format model_lightgbm_json.c" in p.stdout, p.stdout
+
+
+def test_engine_calling_another_engines_function_fails(tree):
+    """trees-simd calling rapid's own kernel table (rapid.h, not a shared header)."""
+    plant(tree, "src/engines/tsimd.c",
+          "void *tsimd_planted(void);\n"
+          "void *tsimd_planted(void) { return (void *)rs_kernels_for; }")
+    p = run_checker(tree)
+    assert p.returncode == 1, p.stdout
+    assert "rs_kernels_for() of src/engines/rapid.c" in p.stdout and "the engine tsimd" in p.stdout, p.stdout
+
+
+def test_call_up_the_layers_fails(tree):
+    """The model layer calling the scorer, declared by hand."""
+    plant(tree, "src/model/forest.c",
+          "void ts_scorer_free(ts_scorer *s);\n"
+          "void tsm_planted(ts_scorer *s);\n"
+          "void tsm_planted(ts_scorer *s) { ts_scorer_free(s); }")
+    p = run_checker(tree)
+    assert p.returncode == 1 and "points up: model may not use scorer" in p.stdout, p.stdout
+
+
+def test_allowances(tree):
+    """The dispatcher calls formats; an engine calls what a shared engines/ header declares
+    (quant.h's tsq_quantizer_for, which rapid.c defines); a struct member named like a
+    function is no call."""
+    plant(tree, "src/io/model_load.c",
+          "int tsio_planted(const char *d, size_t n);\n"
+          "int tsio_planted(const char *d, size_t n) { return tsio_is_lightgbm_json(d, n); }")
+    plant(tree, "src/engines/tsimd.c",
+          "void *tsimd_planted(void);\n"
+          "void *tsimd_planted(void) { return (void *)tsq_quantizer_for; }\n"
+          "int tsimd_planted2(void *p);\n"
+          "int tsimd_planted2(void *p) { return ((struct planted *)p)->tsio_load_lightgbm; }")
+    p = run_checker(tree)
+    assert p.returncode == 0, p.stdout
