@@ -14,7 +14,8 @@ ts_status tsio_load_lightgbm(const char *data, size_t size, const char *name, ts
 ts_status tsio_load_xgboost_json(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
 ts_status tsio_load_quickrank_xml(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
 /* XGBoost get_dump(dump_format="json") trees or the ES-LTR {"splits": [...]} wrapper
- * (model_xgboost_dump.c); XGBoost UBJSON models (ubjson.c, read by the JSON loader). */
+ * (model_xgboost_dump.c); XGBoost UBJSON models (model_xgboost.c: the core transcoder
+ * ubjson.c turns them into JSON text, read by the same file's JSON reader). */
 ts_status tsio_load_xgboost_dump(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
 ts_status tsio_load_xgboost_ubjson(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
 /* 1 when JSON text at data is a list, or an object whose top-level keys include "splits"
@@ -22,7 +23,7 @@ ts_status tsio_load_xgboost_ubjson(const char *data, size_t size, const char *na
 int tsio_is_xgboost_dump(const char *data, size_t size);
 /* RankLib LambdaMART, MART and random forests (model_quickrank.c, RankLib's semantics). */
 ts_status tsio_load_ranklib(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
-/* LightGBM dump_model() JSON (model_lightgbm_json.c). */
+/* LightGBM dump_model() JSON (model_lightgbm_json.c; its semantics: io/lightgbm_tree.h, as the text model's). */
 ts_status tsio_load_lightgbm_json(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
 /* 1 when the input starts with the "##" header RankLib writes ("## LambdaMART", "## MART",
  * "## Random Forests") followed by <ensemble>, and not QuickRank's imitation of that
@@ -32,7 +33,18 @@ int tsio_is_ranklib_header(const char *data, size_t size);
  * dump_model), looked for in its first bytes only. */
 int tsio_is_lightgbm_json(const char *data, size_t size);
 
-/* Guess the format from the first bytes: "tree\n"/"version=v" -> LightGBM, '{' -> XGBoost
+/* CatBoost: the binary model (.cbm, model_catboost.c) and save_model(format="json")
+ * (model_catboost_json.c); float features only so far (catboost_core.h). */
+ts_status tsio_load_catboost(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
+ts_status tsio_load_catboost_json(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
+/* 1 when the input starts with CatBoost's "CBM1" magic. */
+int tsio_is_catboost_cbm(const char *data, size_t size);
+/* 1 when a JSON object starting at data has a top-level key "oblivious_trees",
+ * "features_info" or "scale_and_bias" before any "learner", "tree_info" or "splits"
+ * (looked for in its first bytes only). */
+int tsio_is_catboost_json(const char *data, size_t size);
+
+/* Guess the format from the first bytes: "CBM1" -> CatBoost, "tree\n"/"version=v" -> LightGBM, '{' -> XGBoost
  * JSON, '<' or "##" comment lines then '<' -> QuickRank XML. TS_FORMAT_AUTO when unknown. */
 ts_model_format tsio_detect_model_format(const char *data, size_t size);
 

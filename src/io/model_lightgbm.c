@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/lightgbm_tree.h"
 #include "io/limits.h"
 #include "io/loaders.h"
 #include "io/text.h"
@@ -18,23 +19,10 @@
  * One pass over the input, line by line; per-tree scratch arrays are reused, so the
  * cost is linear in the file size.
  *
- * Split semantics (LightGBM Tree::NumericalDecision on a double, after its dense
- * predictor turned |x| <= 1e-35 into 0.0):
- *   missing type None: NaN becomes 0.0, then x <= t      -> missing (NaN) left iff 0 <= t
- *   missing type Zero: NaN and zero go to the default side, others x <= t
- *   missing type NaN:  NaN goes to the default side, others x <= t
- * with t mapped to a float by tsm_threshold_lightgbm (exact for float inputs).
- * Categorical nodes (decision_type bit 0): threshold is an index i into cat_boundaries
- * (num_cat + 1 offsets into cat_threshold, a list of uint32 bitset words); the node's
- * set is cat_threshold[cat_boundaries[i] .. cat_boundaries[i+1]), rule TSM_CAT_LIGHTGBM.
- * Multiclass (num_class = num_tree_per_iteration = K > 1): tree t adds to score t % K.
+ * This file reads the text into LightGBM's arrays; what they mean (split semantics,
+ * categorical sets: num_cat + 1 cat_boundaries offsets into the cat_threshold bitset
+ * words, multiclass) is io/lightgbm_tree.h's, shared with the dump_model() JSON.
  */
-
-#define LGB_CATEGORICAL_MASK 1
-#define LGB_DEFAULT_LEFT_MASK 2
-#define LGB_MISSING_NONE 0
-#define LGB_MISSING_ZERO 1
-#define LGB_MISSING_NAN 2
 
 /* A value in the input with its location (p == NULL: absent). */
 typedef struct lgb_span {
@@ -78,7 +66,6 @@ static const char *const field_names[F_COUNT] = {
     "right_child", "leaf_value", "is_linear",     "has_categorical", "cat_boundaries", "cat_threshold"};
 
 typedef struct lgb_header {
-    long long n_outputs;           /* num_tree_per_iteration: tree t adds to output t % n_outputs */
     lgb_span version, num_class, num_tree_per_iteration, max_feature_idx, objective, tree_sizes, feature_names;
     int average_output;
     long long max_feature;         /* max_feature_idx */
@@ -181,6 +168,10 @@ static ts_status fail_span(lgb_ctx *c, ts_status st, const lgb_span *v, const ch
 static ts_status fail_line(lgb_ctx *c, ts_status st, const char *what) {
     return tsio_fail(c->r.err, st, c->r.name, c->r.line_no, c->r.line_byte, "%s", what);
 }
+
+/* Locate an error of the shared LightGBM semantics (io/lightgbm_tree.h) at the field it
+ * names: a header line, or a line of the current tree (f, its fields). */
+static ts_status locate(lgb_ctx *c, ts_status st, tslg_at at, const lgb_span *f);
 
 /* ---- tokens ----------------------------------------------------------------------- */
 
@@ -324,8 +315,8 @@ static ts_status check_version(lgb_ctx *c) {
     if (!v->p) return TS_OK;
     const char *p = v->p;
     size_t n = v->n;
+    if (tslg_version_supported(p, n)) return TS_OK;
     tsio_trim(&p, &n);
-    if (n == 2 && p[0] == 'v' && p[1] >= '2' && p[1] <= '4') return TS_OK;
     char ex[64];
     tsio_excerpt(ex, sizeof ex, p, n);
     return tsio_fail(c->r.err, TS_ERR_UNSUPPORTED, c->r.name, v->line, v->byte,
@@ -355,31 +346,16 @@ static ts_status check_header(lgb_ctx *c) {
     per_iter = num_class;
     if (c->h.num_tree_per_iteration.p)
         TS_TRY(header_int(c, &c->h.num_tree_per_iteration, "num_tree_per_iteration", 1, 1 << 30, &per_iter));
-    if (num_class != per_iter)
-        return fail_span(c, TS_ERR_UNSUPPORTED, &c->h.num_tree_per_iteration,
-                         "num_tree_per_iteration differs from num_class: only one tree per class and iteration "
-                         "is supported");
-    if (per_iter > (long long)TSM_MAX_OUTPUTS) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "num_class %lld is beyond the limit of %u classes", per_iter, TSM_MAX_OUTPUTS);
-        return fail_span(c, TS_ERR_LIMIT, &c->h.num_class, msg);
-    }
-    c->h.n_outputs = per_iter;
-    if (per_iter > 1) TS_TRY(tsm_model_set_outputs(c->m, (uint32_t)per_iter, c->r.err));
+    tslg_at at;
+    ts_status st = tslg_set_outputs(c->m, num_class, per_iter, &at, c->r.err);
+    if (st != TS_OK) return locate(c, st, at, NULL);
     if (!c->h.max_feature_idx.p)
         return tsio_fail(c->r.err, TS_ERR_PARSE, c->r.name, 0, 0, "the header has no max_feature_idx line");
     TS_TRY(header_int(c, &c->h.max_feature_idx, "max_feature_idx", 0, (long long)TSM_MAX_FEATURES - 1,
                       &max_feature));
     c->h.max_feature = max_feature;
     c->m->n_features_declared = (uint32_t)max_feature + 1;
-    if (c->h.objective.p) {
-        const char *p = c->h.objective.p;
-        size_t n = c->h.objective.n, k = 0;
-        tsio_trim(&p, &n);
-        while (k < n && !is_sep(p[k]) && k + 1 < sizeof c->m->objective) k++;
-        memcpy(c->m->objective, p, k);
-        c->m->objective[k] = '\0';
-    }
+    if (c->h.objective.p) tslg_set_objective(c->m, c->h.objective.p, c->h.objective.n);
     return read_feature_names(c);
 }
 
@@ -489,12 +465,8 @@ static ts_status parse_splits(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUN
     TS_TRY(parse_ints(c, tree, &f[F_SPLIT_FEATURE], "split_feature", n, what, 0, (long long)TSM_MAX_FEATURES - 1,
                       s->ints));
     for (uint32_t i = 0; i < n; i++) {
-        if (s->ints[i] > c->h.max_feature) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "tree %u: split_feature %lld is beyond max_feature_idx %lld", tree, s->ints[i],
-                     c->h.max_feature);
-            return fail_span(c, TS_ERR_INVALID_MODEL, &f[F_SPLIT_FEATURE], msg);
-        }
+        ts_status st = tslg_check_feature(tree, s->ints[i], c->h.max_feature, c->r.err);
+        if (st != TS_OK) return tsio_locate(c->r.err, st, c->r.name, f[F_SPLIT_FEATURE].line, f[F_SPLIT_FEATURE].byte);
         s->feature[i] = (int32_t)s->ints[i];
     }
     TS_TRY(parse_doubles(c, tree, &f[F_THRESHOLD], "threshold", n, what, s->threshold));
@@ -558,62 +530,6 @@ static void free_cats(lgb_cats *k) {
     free(k->words);
 }
 
-/* Node i is categorical: its threshold is the index of its set in k. */
-static ts_status map_cat_node(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUNT], const lgb_cats *k, uint32_t i) {
-    lgb_scratch *s = &c->s;
-    double t = s->threshold[i];
-    char msg[200];
-    if (!(t >= 0) || t >= (double)k->n || t != floor(t)) {
-        snprintf(msg, sizeof msg, "tree %u: node %u: categorical threshold %.17g is not a category set index "
-                 "(num_cat is %lld)", tree, i, t, k->n);
-        return fail_span(c, TS_ERR_INVALID_MODEL, &f[F_THRESHOLD], msg);
-    }
-    uint32_t j = (uint32_t)t, set;
-    TS_TRY(tsm_model_add_catset(c->m, (uint32_t)s->feature[i], TSM_CAT_LIGHTGBM, 0, k->words + k->bounds[j],
-                                (uint32_t)(k->bounds[j + 1] - k->bounds[j]), &set, c->r.err));
-    tsm_node *n = &s->nodes[i];
-    n->threshold = (float)set;
-    n->feature = (uint32_t)s->feature[i];
-    n->left = s->left[i];
-    n->right = s->right[i];
-    n->flags = TSM_CATEGORICAL;
-    return TS_OK;
-}
-
-/* Map node i of the scratch arrays to the IR. */
-static ts_status map_node(lgb_ctx *c, uint32_t tree, const lgb_span f[F_COUNT], const lgb_cats *k, uint32_t i) {
-    lgb_scratch *s = &c->s;
-    int32_t dt = s->dtype[i];
-    double t = s->threshold[i];
-    const lgb_span *dtype_span = &f[F_DECISION_TYPE];
-    char msg[160];
-    if (dt & LGB_CATEGORICAL_MASK) {
-        if (dt & ~0xf) {
-            snprintf(msg, sizeof msg, "tree %u: node %u: unknown decision_type %d", tree, i, (int)dt);
-            return fail_span(c, TS_ERR_UNSUPPORTED, dtype_span, msg);
-        }
-        return map_cat_node(c, tree, f, k, i);
-    }
-    int missing = (dt >> 2) & 3;
-    if (missing == 3 || (dt & ~0xf)) {
-        snprintf(msg, sizeof msg, "tree %u: node %u: unknown decision_type %d", tree, i, (int)dt);
-        return fail_span(c, TS_ERR_UNSUPPORTED, dtype_span, msg);
-    }
-    int default_left = (dt & LGB_DEFAULT_LEFT_MASK) != 0;
-    tsm_node *n = &s->nodes[i];
-    n->threshold = tsm_threshold_lightgbm(t);
-    n->feature = (uint32_t)s->feature[i];
-    n->left = s->left[i];
-    n->right = s->right[i];
-    if (missing == LGB_MISSING_NONE)
-        n->flags = (0.0 <= t) ? TSM_MISSING_LEFT : 0; /* NaN is compared as 0.0 */
-    else if (missing == LGB_MISSING_NAN)
-        n->flags = default_left ? TSM_MISSING_LEFT : 0;
-    else
-        n->flags = TSM_ZERO_IS_MISSING | (default_left ? TSM_MISSING_LEFT : 0);
-    return TS_OK;
-}
-
 static ts_status add_loc(lgb_ctx *c, unsigned long long line, size_t byte) {
     uint32_t idx = c->m->n_trees;
     if (idx >= c->locs_cap) {
@@ -628,6 +544,20 @@ static ts_status add_loc(lgb_ctx *c, unsigned long long line, size_t byte) {
     c->locs[idx].line = line;
     c->locs[idx].byte = byte;
     return TS_OK;
+}
+
+static ts_status locate(lgb_ctx *c, ts_status st, tslg_at at, const lgb_span *f) {
+    const lgb_span *v = NULL;
+    uint32_t tree = c->m->n_trees;
+    switch (at) {
+    case TSLG_AT_NONE: return st; /* the model layer's message, as it is */
+    case TSLG_AT_NUM_CLASS: v = &c->h.num_class; break;
+    case TSLG_AT_PER_ITERATION: v = &c->h.num_tree_per_iteration; break;
+    case TSLG_AT_THRESHOLD: v = &f[F_THRESHOLD]; break;
+    case TSLG_AT_DECISION_TYPE: v = &f[F_DECISION_TYPE]; break;
+    case TSLG_AT_TREE: return tsio_locate(c->r.err, st, c->r.name, c->locs[tree].line, c->locs[tree].byte);
+    }
+    return tsio_locate(c->r.err, st, c->r.name, v->line, v->byte);
 }
 
 /* The current line is "Tree=N": read and add that tree. */
@@ -656,13 +586,15 @@ static ts_status read_tree(lgb_ctx *c) {
     if (nodes > 0) TS_TRY(parse_splits(c, tree, f, nodes));
     lgb_cats k;
     ts_status st = read_cats(c, tree, f, &k);
-    for (uint32_t i = 0; st == TS_OK && i < nodes; i++) st = map_node(c, tree, f, &k, i);
+    if (st == TS_OK) {
+        tslg_tree t = {leaves, c->s.feature, c->s.left, c->s.right, c->s.dtype, c->s.threshold, c->s.leaf,
+                       k.n, k.bounds, k.words};
+        tslg_at at;
+        st = tslg_add_tree(c->m, tree, &t, c->s.nodes, &at, c->r.err);
+        if (st != TS_OK) st = locate(c, st, at, f);
+    }
     free_cats(&k);
-    if (st != TS_OK) return st;
-    st = tsm_model_add_tree_d(c->m, nodes, c->s.nodes, c->s.threshold, leaves, c->s.leaf, 1.0, c->r.err);
-    if (st != TS_OK) return tsio_locate(c->r.err, st, c->r.name, c->locs[tree].line, c->locs[tree].byte);
-    if (c->h.n_outputs > 1) c->m->trees[tree].output = tree % (uint32_t)c->h.n_outputs;
-    return TS_OK;
+    return st;
 }
 
 static ts_status read_trees(lgb_ctx *c) {

@@ -1,11 +1,12 @@
-/* model_lightgbm_json.c: loader for LightGBM dump_model() JSON, translated to LightGBM model text and read by the text loader. */
-#include <stdarg.h>
+/* model_lightgbm_json.c: loader for LightGBM dump_model() JSON: LightGBM's tree arrays built from the JSON, mapped to the IR by io/lightgbm_tree.h. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/json.h"
+#include "io/lightgbm_tree.h"
 #include "io/limits.h"
 #include "io/loaders.h"
 #include "io/text.h"
@@ -24,18 +25,21 @@
  *   A categorical node has "decision_type": "==" and "threshold": "1||3||5", the
  *   categories that go left.
  *
- * Semantics: those of the text model (model_lightgbm.c), exactly: split_index and
- * leaf_index are the indices of LightGBM's own arrays, so each tree is written back as
- * the "Tree=" block LightGBM's save_model would write (split_feature, threshold,
- * decision_type, left_child, right_child, leaf_value, and cat_boundaries/cat_threshold
- * bitsets for categorical nodes), with every number copied as the JSON token text, and
- * the text loader reads that. LightGBM prints the JSON numbers with 17 significant
- * digits and Python's json module with the shortest round-trip repr, so the thresholds
- * and leaf values are the very doubles of the text model, except the infinite
- * thresholds that LightGBM prints as +-1e300 (see read_threshold).
+ * Semantics: those of the text model, exactly: split_index and leaf_index are the
+ * indices of LightGBM's own arrays, so each tree becomes the arrays LightGBM's
+ * save_model would write (split_feature, threshold, decision_type, left_child,
+ * right_child, leaf_value, and cat_boundaries/cat_threshold bitsets for categorical
+ * nodes), every number parsed from its JSON token as the text loader parses its
+ * tokens, and io/lightgbm_tree.h maps them to the IR, as it does for the text model
+ * (model_lightgbm.c). LightGBM prints the JSON numbers with 17 significant digits and
+ * Python's json module with the shortest round-trip repr, so the thresholds and leaf
+ * values are the very doubles of the text model, except the infinite thresholds that
+ * LightGBM prints as +-1e300 (see read_threshold).
  *
- * Errors are reported at the JSON's lines: structure errors by this file, and the text
- * loader's ("tree 3: ...") relocated to the line of tree 3 in the JSON.
+ * The whole document is read first (its keys come in any order: "tree_info" may precede
+ * "max_feature_idx"), keeping every tree's nodes; then the header is checked and the
+ * trees are added. Errors are reported at the JSON's lines: structure errors where they
+ * are, the semantic checks' ("tree 3: ...") at the line of tree 3's object.
  * Recursion over NODEs is bounded by the JSON parser's nesting limit (TSJ_MAX_DEPTH).
  */
 
@@ -43,7 +47,7 @@
  * the largest) must stay small; LightGBM's own category values are small integers. */
 #define LJ_MAX_CATEGORY ((1u << 24) - 1)
 
-/* A growing text buffer; `oom` is sticky. */
+/* A growing text buffer (the feature names); `oom` is sticky. */
 typedef struct sbuf {
     char *p;
     size_t n, cap;
@@ -54,8 +58,7 @@ typedef struct sbuf {
 typedef struct lj_node {
     int present;
     long long feature;
-    const char *thr;       /* numerical: the threshold's token text */
-    size_t thr_n;
+    double thr;            /* numerical: the threshold */
     int categorical;
     size_t cat_first, cat_n; /* categorical: its categories in lj_ctx.cats */
     int default_left, missing_type;
@@ -64,9 +67,13 @@ typedef struct lj_node {
 
 typedef struct lj_leaf {
     int present;
-    const char *v;         /* the leaf value's token text */
-    size_t n;
+    double v;
 } lj_leaf;
+
+/* A tree read: its nodes and leaves in lj_ctx's all_nodes and all_leaves, in index order. */
+typedef struct lj_tree {
+    size_t node0, n_nodes, leaf0, n_leaves;
+} lj_tree;
 
 typedef struct lj_ctx {
     tsj_parser p;
@@ -74,19 +81,24 @@ typedef struct lj_ctx {
     size_t size;
     const char *name;
     ts_error *err;
-    sbuf head, trees;
     /* the tree being read: nodes[0 .. nodes_cap) and leaves[0 .. leaves_cap), `present`
      * marks the indices seen; n_nodes/n_leaves count them */
     lj_node *nodes;
     size_t nodes_cap, n_nodes;
     lj_leaf *leaves;
     size_t leaves_cap, n_leaves;
-    uint32_t *cats;        /* categories of the current tree's categorical nodes */
+    uint32_t *cats;        /* categories of the categorical nodes of every tree */
     size_t n_cats, cats_cap;
     char *scratch;         /* decoded category strings */
     size_t scratch_cap;
     size_t *tree_byte;     /* where each tree's object starts, for error locations */
     size_t n_trees, tree_byte_cap;
+    lj_tree *trees;        /* every tree read (n_trees once the document is read) */
+    size_t trees_cap;
+    lj_node *all_nodes;
+    size_t n_all_nodes, all_nodes_cap;
+    lj_leaf *all_leaves;
+    size_t n_all_leaves, all_leaves_cap;
     /* header */
     int has_num_class, has_max_feature, has_tree_info, average_output;
     long long num_class, per_iter, max_feature;
@@ -114,16 +126,6 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
     memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = '\0';
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...) TS_PRINTF(2, 3);
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k > 0) sb_put(b, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
 }
 
 /* ---- errors and small readers ------------------------------------------------------ */
@@ -155,14 +157,14 @@ static ts_status read_int(lj_ctx *c, const char *key, long long lo, long long hi
                        lo, hi);
 }
 
-/* A number whose token text is kept (it is copied into the model text as it is). */
-static ts_status read_number(lj_ctx *c, const char *key, const char **tok, size_t *n) {
-    size_t at = tsj_offset(&c->p);
-    double d;
-    TS_TRY(tsj_number(&c->p, tok, n));
-    if (tsio_parse_double(*tok, *n, &d) == 0 && d == d) return TS_OK;
+/* A number, parsed from its token as the text loader parses the same token. */
+static ts_status read_number(lj_ctx *c, const char *key, double *d) {
+    size_t at = tsj_offset(&c->p), n;
+    const char *tok;
+    TS_TRY(tsj_number(&c->p, &tok, &n));
+    if (tsio_parse_double(tok, n, d) == 0 && *d == *d) return TS_OK;
     char ex[64];
-    tsio_excerpt(ex, sizeof ex, *tok, *n);
+    tsio_excerpt(ex, sizeof ex, tok, n);
     return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "bad \"%s\" %s", key, ex);
 }
 
@@ -171,17 +173,12 @@ static ts_status read_number(lj_ctx *c, const char *key, const char **tok, size_
  * those back into +-inf, which the text model holds. A finite threshold of 1e300 or more
  * cannot come from float data, nor from any feature value LightGBM saw short of 1e300. */
 static ts_status read_threshold(lj_ctx *c, lj_node *nd) {
-    double d;
-    TS_TRY(read_number(c, "threshold", &nd->thr, &nd->thr_n));
-    if (tsio_parse_double(nd->thr, nd->thr_n, &d) != 0) return TS_OK; /* cannot fail: read_number checked */
-    if (d >= 1e300 || d <= -1e300) {
-        nd->thr = d > 0 ? "inf" : "-inf";
-        nd->thr_n = strlen(nd->thr);
-    }
+    TS_TRY(read_number(c, "threshold", &nd->thr));
+    if (nd->thr >= 1e300 || nd->thr <= -1e300) nd->thr = nd->thr > 0 ? INFINITY : -INFINITY;
     return TS_OK;
 }
 
-/* A string of printable characters (it goes into a line of the model text). */
+/* A string of printable characters (as a line of the text model holds). */
 static ts_status read_line_string(lj_ctx *c, const char *key, char *buf, size_t cap) {
     size_t at = tsj_offset(&c->p);
     TS_TRY(tsj_string(&c->p, buf, cap));
@@ -244,8 +241,7 @@ typedef struct lj_fields {
     int linear;
     long long split, leaf_index;
     lj_node nd;
-    const char *leaf_v;
-    size_t leaf_n;
+    double leaf_v;
 } lj_fields;
 
 static ts_status parse_node(lj_ctx *c, size_t tree, long long *ref);
@@ -297,7 +293,7 @@ static ts_status node_key(lj_ctx *c, size_t tree, const char *key, lj_fields *f)
     }
     if (!strcmp(key, "leaf_value")) {
         f->has_leaf_value = 1;
-        return read_number(c, key, &f->leaf_v, &f->leaf_n);
+        return read_number(c, key, &f->leaf_v);
     }
     if (!strcmp(key, "leaf_const") || !strcmp(key, "leaf_coeff") || !strcmp(key, "leaf_features")) f->linear = 1;
     return tsj_skip(&c->p);
@@ -336,7 +332,7 @@ static ts_status store_leaf(lj_ctx *c, size_t tree, lj_fields *f, size_t at, lon
     TS_TRY(grow(c, (void **)&c->leaves, &c->leaves_cap, (size_t)j + 1, sizeof *c->leaves));
     if (c->leaves[j].present)
         return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "tree %zu: leaf_index %lld appears twice", tree, j);
-    c->leaves[j] = (lj_leaf){1, f->leaf_v, f->leaf_n};
+    c->leaves[j] = (lj_leaf){1, f->leaf_v};
     c->n_leaves++;
     *ref = -j - 1;
     return TS_OK;
@@ -365,95 +361,6 @@ static ts_status parse_node(lj_ctx *c, size_t tree, long long *ref) {
 
 /* ---- trees ------------------------------------------------------------------------- */
 
-/* Bitset words a categorical node needs: one bit per category up to its largest. */
-static size_t cat_words(const lj_ctx *c, const lj_node *nd) {
-    uint32_t top = 0;
-    for (size_t k = 0; k < nd->cat_n; k++)
-        if (c->cats[nd->cat_first + k] > top) top = c->cats[nd->cat_first + k];
-    return top / 32 + 1;
-}
-
-/* cat_boundaries and cat_threshold (LightGBM's layout: categorical node i, in split
- * order, owns words cat_boundaries[i] .. cat_boundaries[i+1]-1; bit v%32 of word v/32
- * is set for each category v that goes left). */
-static ts_status write_categorical(lj_ctx *c, size_t n) {
-    size_t max_words = 0, total = 0;
-    int any = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!c->nodes[i].categorical) continue;
-        size_t w = cat_words(c, &c->nodes[i]);
-        if (w > max_words) max_words = w;
-        any = 1;
-    }
-    if (!any) return TS_OK;
-    uint32_t *words = malloc(max_words * sizeof *words);
-    if (!words) return oom(c);
-    sb_put(&c->trees, "cat_boundaries=0", 16);
-    for (size_t i = 0; i < n; i++) {
-        if (!c->nodes[i].categorical) continue;
-        total += cat_words(c, &c->nodes[i]);
-        sb_printf(&c->trees, " %zu", total);
-    }
-    sb_put(&c->trees, "\ncat_threshold=", 15);
-    int first = 1;
-    for (size_t i = 0; i < n; i++) {
-        const lj_node *nd = &c->nodes[i];
-        if (!nd->categorical) continue;
-        size_t nw = cat_words(c, nd);
-        memset(words, 0, nw * sizeof *words);
-        for (size_t k = 0; k < nd->cat_n; k++) {
-            uint32_t v = c->cats[nd->cat_first + k];
-            words[v / 32] |= 1u << (v % 32);
-        }
-        for (size_t w = 0; w < nw; w++) sb_printf(&c->trees, "%s%u", first && w == 0 ? "" : " ", words[w]);
-        first = 0;
-    }
-    sb_put(&c->trees, "\n", 1);
-    free(words);
-    return TS_OK;
-}
-
-/* One "Tree=" block of the model text, from the arrays of the tree just read. */
-static ts_status write_tree(lj_ctx *c, size_t tree) {
-    size_t n = c->n_nodes, cat = 0;
-    sbuf *b = &c->trees;
-    size_t n_cat = 0;
-    for (size_t i = 0; i < n; i++) n_cat += c->nodes[i].categorical != 0;
-    sb_printf(b, "Tree=%zu\nnum_leaves=%zu\nnum_cat=%zu\n", tree, c->n_leaves, n_cat);
-    if (n > 0) {
-        sb_put(b, "split_feature=", 14);
-        for (size_t i = 0; i < n; i++) sb_printf(b, "%s%lld", i ? " " : "", c->nodes[i].feature);
-        sb_put(b, "\nthreshold=", 11);
-        for (size_t i = 0; i < n; i++) {
-            if (i) sb_put(b, " ", 1);
-            if (c->nodes[i].categorical)
-                sb_printf(b, "%zu", cat++);
-            else
-                sb_put(b, c->nodes[i].thr, c->nodes[i].thr_n);
-        }
-        sb_put(b, "\ndecision_type=", 15);
-        for (size_t i = 0; i < n; i++) {
-            const lj_node *nd = &c->nodes[i];
-            sb_printf(b, "%s%d", i ? " " : "", (nd->categorical ? 1 : 0) | (nd->default_left ? 2 : 0) |
-                                                     (nd->missing_type << 2));
-        }
-        sb_put(b, "\nleft_child=", 12);
-        for (size_t i = 0; i < n; i++) sb_printf(b, "%s%lld", i ? " " : "", c->nodes[i].left);
-        sb_put(b, "\nright_child=", 13);
-        for (size_t i = 0; i < n; i++) sb_printf(b, "%s%lld", i ? " " : "", c->nodes[i].right);
-        sb_put(b, "\n", 1);
-    }
-    sb_put(b, "leaf_value=", 11);
-    for (size_t j = 0; j < c->n_leaves; j++) {
-        if (j) sb_put(b, " ", 1);
-        sb_put(b, c->leaves[j].v, c->leaves[j].n);
-    }
-    sb_put(b, "\n", 1);
-    TS_TRY(write_categorical(c, n));
-    sb_put(b, "is_linear=0\nshrinkage=1\n\n", 25);
-    return b->oom ? oom(c) : TS_OK;
-}
-
 /* The indices must be 0 .. n-1 each once, with one more leaf than splits. */
 static ts_status check_tree(lj_ctx *c, size_t tree, size_t at, long long root, long long num_leaves) {
     for (size_t i = 0; i < c->n_nodes; i++)
@@ -476,7 +383,21 @@ static ts_status check_tree(lj_ctx *c, size_t tree, size_t at, long long root, l
 static void reset_tree(lj_ctx *c) {
     if (c->nodes) memset(c->nodes, 0, c->nodes_cap * sizeof *c->nodes);
     if (c->leaves) memset(c->leaves, 0, c->leaves_cap * sizeof *c->leaves);
-    c->n_nodes = c->n_leaves = c->n_cats = 0;
+    c->n_nodes = c->n_leaves = 0; /* the categories stay: all_nodes refer to them */
+}
+
+/* Append the tree just read (checked: indices 0 .. n-1) to all_nodes and all_leaves. */
+static ts_status keep_tree(lj_ctx *c, size_t tree) {
+    TS_TRY(grow(c, (void **)&c->trees, &c->trees_cap, tree + 1, sizeof *c->trees));
+    TS_TRY(grow(c, (void **)&c->all_nodes, &c->all_nodes_cap, c->n_all_nodes + c->n_nodes, sizeof *c->all_nodes));
+    TS_TRY(grow(c, (void **)&c->all_leaves, &c->all_leaves_cap, c->n_all_leaves + c->n_leaves,
+                sizeof *c->all_leaves));
+    c->trees[tree] = (lj_tree){c->n_all_nodes, c->n_nodes, c->n_all_leaves, c->n_leaves};
+    if (c->n_nodes) memcpy(c->all_nodes + c->n_all_nodes, c->nodes, c->n_nodes * sizeof *c->nodes);
+    memcpy(c->all_leaves + c->n_all_leaves, c->leaves, c->n_leaves * sizeof *c->leaves);
+    c->n_all_nodes += c->n_nodes;
+    c->n_all_leaves += c->n_leaves;
+    return TS_OK;
 }
 
 static ts_status parse_tree(lj_ctx *c) {
@@ -503,7 +424,7 @@ static ts_status parse_tree(lj_ctx *c) {
     TS_TRY(c->p.status);
     if (!has_structure) return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "tree %zu: no \"tree_structure\"", tree);
     TS_TRY(check_tree(c, tree, at, root, num_leaves));
-    return write_tree(c, tree);
+    return keep_tree(c, tree);
 }
 
 /* ---- header ------------------------------------------------------------------------ */
@@ -585,60 +506,164 @@ static ts_status parse_document(lj_ctx *c) {
     return TS_OK;
 }
 
-static void write_header(lj_ctx *c) {
-    sbuf *b = &c->head;
-    sb_put(b, "tree\n", 5);
-    if (c->version[0]) sb_printf(b, "version=%s\n", c->version);
-    sb_printf(b, "num_class=%lld\n", c->num_class);
-    if (c->has_per_iter) sb_printf(b, "num_tree_per_iteration=%lld\n", c->per_iter);
-    sb_printf(b, "max_feature_idx=%lld\n", c->max_feature);
-    if (c->objective[0]) {
-        sb_put(b, "objective=", 10);
-        sb_put(b, c->objective, strlen(c->objective));
-        sb_put(b, "\n", 1);
-    }
-    if (c->average_output) sb_put(b, "average_output\n", 15);
-    if (c->names_ok && c->names.n) {
-        sb_put(b, "feature_names=", 14);
-        sb_put(b, c->names.p, c->names.n);
-        sb_put(b, "\n", 1);
-    }
-    sb_put(b, "\n", 1);
-    sb_put(b, c->trees.p ? c->trees.p : "", c->trees.n);
-    sb_put(b, "end of trees\n", 13);
+/* ---- the model: LightGBM's arrays, mapped by io/lightgbm_tree.h ------------------- */
+
+/* An error of the shared semantics: at the tree's object when it is about tree `tree`,
+ * else at no line (the header, or the model layer's own message). */
+static ts_status locate(lj_ctx *c, ts_status st, tslg_at at, size_t tree) {
+    if (at == TSLG_AT_NONE || tree >= c->n_trees) return tsio_locate(c->err, st, c->name, 0, 0);
+    size_t byte = c->tree_byte[tree];
+    return tsio_locate(c->err, st, c->name, tsio_line_at(c->data, c->size, byte), byte);
 }
 
-/* The text loader's messages read "NAME:LINE: tree K: ..." with LINE in the generated
- * text: point them at tree K's line in the JSON instead (or at no line). */
-static ts_status relocate(lj_ctx *c, ts_status st) {
-    if (!c->err) return st;
-    char rest[TS_ERROR_MESSAGE_SIZE];
-    const char *m = c->err->message;
-    size_t k = strlen(c->name);
-    if (strncmp(m, c->name, k) == 0 && m[k] == ':') {
-        m += k + 1;
-        while (*m >= '0' && *m <= '9') m++;
-        if (*m == ':') m++;
-        while (*m == ' ') m++;
+/* The header's values, checked as the text model's header is. */
+static ts_status build_header(lj_ctx *c, ts_model *m) {
+    tslg_at at;
+    if (c->version[0] && !tslg_version_supported(c->version, strlen(c->version))) {
+        const char *p = c->version;
+        size_t n = strlen(p);
+        char ex[64];
+        tsio_trim(&p, &n);
+        tsio_excerpt(ex, sizeof ex, p, n);
+        return tsio_fail(c->err, TS_ERR_UNSUPPORTED, c->name, 0, 0,
+                         "LightGBM model version '%s' is not supported (v2, v3 and v4 are)", ex);
     }
-    snprintf(rest, sizeof rest, "%s", m);
-    unsigned tree;
-    if (sscanf(rest, "tree %u", &tree) == 1 && tree < c->n_trees) {
-        size_t at = c->tree_byte[tree];
-        return tsio_fail(c->err, st, c->name, tsio_line_at(c->data, c->size, at), at, "%s", rest);
+    ts_status st = tslg_set_outputs(m, c->num_class, c->has_per_iter ? c->per_iter : c->num_class, &at, c->err);
+    if (st != TS_OK) return locate(c, st, TSLG_AT_NONE, 0);
+    m->n_features_declared = (uint32_t)c->max_feature + 1;
+    if (c->objective[0]) tslg_set_objective(m, c->objective, strlen(c->objective));
+    if (!c->names_ok || !c->names.n) return TS_OK;
+    size_t count = 1; /* names_ok: plain tokens joined by one space */
+    for (size_t i = 0; i < c->names.n; i++) count += c->names.p[i] == ' ';
+    if (count != m->n_features_declared) return TS_OK; /* names are information: dropped */
+    for (size_t i = 0; i < c->names.n;) {
+        size_t k = i;
+        while (k < c->names.n && c->names.p[k] != ' ') k++;
+        st = tsm_model_add_feature_name(m, c->names.p + i, k - i, c->err);
+        if (st != TS_OK) return locate(c, st, TSLG_AT_NONE, 0);
+        i = k + 1;
     }
-    return tsio_fail(c->err, st, c->name, 0, 0, "%s", rest);
+    return TS_OK;
+}
+
+/* Bitset words a categorical node needs: one bit per category up to its largest. */
+static size_t cat_words(const lj_ctx *c, const lj_node *nd) {
+    uint32_t top = 0;
+    for (size_t k = 0; k < nd->cat_n; k++)
+        if (c->cats[nd->cat_first + k] > top) top = c->cats[nd->cat_first + k];
+    return top / 32 + 1;
+}
+
+/* Scratch arrays of one tree, sized for the largest. */
+typedef struct lj_arrays {
+    int32_t *feature, *left, *right, *dtype;
+    double *threshold, *leaf;
+    tsm_node *nodes;
+    long long *bounds;
+    uint32_t *words;
+} lj_arrays;
+
+/* Tree `tree` as LightGBM's arrays in a (categorical node i, in split order, owns words
+ * bounds[i] .. bounds[i+1]-1; bit v%32 of word v/32 is set for each category v that goes
+ * left), then added through io/lightgbm_tree.h. */
+static ts_status build_tree(lj_ctx *c, ts_model *m, uint32_t tree, lj_arrays *a) {
+    const lj_tree *t = &c->trees[tree];
+    const lj_node *nodes = c->all_nodes + t->node0;
+    size_t n_cat = 0, n_words = 0;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        ts_status st = tslg_check_feature(tree, nodes[i].feature, c->max_feature, c->err);
+        if (st != TS_OK) return locate(c, st, TSLG_AT_TREE, tree);
+    }
+    for (size_t i = 0; i < t->n_nodes; i++)
+        if (nodes[i].categorical) n_words += cat_words(c, &nodes[i]);
+    free(a->words);
+    a->words = calloc(n_words + 1, sizeof *a->words);
+    if (!a->words) return ts_fail(c->err, TS_ERR_NO_MEMORY, "%s: out of memory", c->name);
+    a->bounds[0] = 0;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const lj_node *nd = &nodes[i];
+        a->feature[i] = (int32_t)nd->feature;
+        a->left[i] = (int32_t)nd->left;
+        a->right[i] = (int32_t)nd->right;
+        a->dtype[i] = (nd->categorical ? TSLG_CATEGORICAL_MASK : 0) | (nd->default_left ? TSLG_DEFAULT_LEFT_MASK : 0) |
+                      (nd->missing_type << 2);
+        if (!nd->categorical) {
+            a->threshold[i] = nd->thr;
+            continue;
+        }
+        uint32_t *w = a->words + a->bounds[n_cat];
+        for (size_t k = 0; k < nd->cat_n; k++) {
+            uint32_t v = c->cats[nd->cat_first + k];
+            w[v / 32] |= 1u << (v % 32);
+        }
+        a->threshold[i] = (double)n_cat;
+        a->bounds[n_cat + 1] = a->bounds[n_cat] + (long long)cat_words(c, nd);
+        n_cat++;
+    }
+    for (size_t j = 0; j < t->n_leaves; j++) a->leaf[j] = c->all_leaves[t->leaf0 + j].v;
+    tslg_tree lt = {(uint32_t)t->n_leaves, a->feature, a->left, a->right, a->dtype, a->threshold, a->leaf,
+                    (long long)n_cat, a->bounds, a->words};
+    tslg_at at;
+    ts_status st = tslg_add_tree(m, tree, &lt, a->nodes, &at, c->err);
+    return st == TS_OK ? TS_OK : locate(c, st, at, tree);
+}
+
+static ts_status build_trees(lj_ctx *c, ts_model *m) {
+    size_t most = 1;
+    for (size_t t = 0; t < c->n_trees; t++)
+        if (c->trees[t].n_leaves > most) most = c->trees[t].n_leaves;
+    lj_arrays a = {malloc(most * sizeof *a.feature), malloc(most * sizeof *a.left),
+                   malloc(most * sizeof *a.right),   malloc(most * sizeof *a.dtype),
+                   malloc(most * sizeof *a.threshold), malloc(most * sizeof *a.leaf),
+                   malloc(most * sizeof *a.nodes),   malloc((most + 1) * sizeof *a.bounds), NULL};
+    ts_status st = TS_OK;
+    if (!a.feature || !a.left || !a.right || !a.dtype || !a.threshold || !a.leaf || !a.nodes || !a.bounds)
+        st = ts_fail(c->err, TS_ERR_NO_MEMORY, "%s: out of memory", c->name);
+    for (size_t t = 0; st == TS_OK && t < c->n_trees; t++) st = build_tree(c, m, (uint32_t)t, &a);
+    free(a.feature);
+    free(a.left);
+    free(a.right);
+    free(a.dtype);
+    free(a.threshold);
+    free(a.leaf);
+    free(a.nodes);
+    free(a.bounds);
+    free(a.words);
+    return st;
+}
+
+/* The model from the document read: header, trees, then tsm_model_finish located at the
+ * tree its message names. LightGBM's semantics are the text model's, doubles compared
+ * included (the model is made as TS_FORMAT_LIGHTGBM, then named lightgbm-json). */
+static ts_status build(lj_ctx *c, ts_model **out) {
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    if (!m) return ts_fail(c->err, TS_ERR_NO_MEMORY, "%s: out of memory", c->name);
+    ts_status st = build_header(c, m);
+    if (st == TS_OK) st = build_trees(c, m);
+    if (st == TS_OK) {
+        /* LightGBM's raw_score of a random forest is the plain sum (see model_lightgbm.c). */
+        m->average_output = (uint32_t)c->average_output;
+        st = tsio_finish_located(m, c->name, c->data, c->size, c->tree_byte, c->err);
+    }
+    if (st != TS_OK) {
+        ts_model_free(m);
+        return st;
+    }
+    m->format = TS_FORMAT_LIGHTGBM_JSON;
+    *out = m;
+    return TS_OK;
 }
 
 static void free_ctx(lj_ctx *c) {
-    free(c->head.p);
-    free(c->trees.p);
     free(c->names.p);
     free(c->nodes);
     free(c->leaves);
     free(c->cats);
     free(c->scratch);
     free(c->tree_byte);
+    free(c->trees);
+    free(c->all_nodes);
+    free(c->all_leaves);
 }
 
 ts_status tsio_load_lightgbm_json(const char *data, size_t size, const char *name, ts_model **out, ts_error *err) {
@@ -652,18 +677,9 @@ ts_status tsio_load_lightgbm_json(const char *data, size_t size, const char *nam
     c.err = err;
     tsj_init(&c.p, data, size, tsio_skip_bom(data, size), name, err);
     ts_status st = parse_document(&c);
-    if (st == TS_OK) {
-        write_header(&c);
-        if (c.head.oom)
-            st = ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
-        else
-            st = tsio_load_lightgbm(c.head.p, c.head.n, name, out, err);
-        if (st != TS_OK) st = relocate(&c, st);
-    }
+    if (st == TS_OK) st = build(&c, out);
     free_ctx(&c);
-    if (st != TS_OK) return st;
-    (*out)->format = TS_FORMAT_LIGHTGBM_JSON;
-    return TS_OK;
+    return st;
 }
 
 /* ---- detection --------------------------------------------------------------------- */

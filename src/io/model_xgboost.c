@@ -915,28 +915,6 @@ ts_status tsio_load_xgboost_json(const char *data, size_t size, const char *name
 
 /* ---- the UBJSON form (Booster.save_model("m.ubj")): transcoded to JSON (ubjson.c) -- */
 
-/* Rewrite an error of the JSON loader ("NAME:LINE: what" at a JSON byte) to the UBJSON
- * byte it came from: "NAME: byte N: what". */
-static void relocate(const tsu_json *j, const char *name, ts_status st, ts_error *err) {
-    if (!err) return;
-    char what[TS_ERROR_MESSAGE_SIZE];
-    const char *m = err->message;
-    size_t k = strlen(name);
-    if (strncmp(m, name, k) == 0 && m[k] == ':') {
-        m += k + 1;
-        while (*m >= '0' && *m <= '9') m++;
-        if (*m == ':') m++;
-        if (*m == ' ') m++;
-    }
-    snprintf(what, sizeof what, "%s", m);
-    if (err->byte == 0) {
-        ts_fail(err, st, "%s: %s", name, what);
-        return;
-    }
-    size_t at = tsu_ubj_offset(j, (size_t)err->byte);
-    ts_fail_at(err, st, 0, at, "%s: byte %zu: %s", name, at, what);
-}
-
 ts_status tsio_load_xgboost_ubjson(const char *data, size_t size, const char *name, ts_model **out, ts_error *err) {
     tsu_json j;
     *out = NULL;
@@ -948,8 +926,8 @@ ts_status tsio_load_xgboost_ubjson(const char *data, size_t size, const char *na
     ts_status st = tsio_load_xgboost_json(j.text, j.size, name, out, err);
     if (st == TS_OK)
         (*out)->format = TS_FORMAT_XGBOOST_UBJSON;
-    else
-        relocate(&j, name, st, err);
+    else if (err) /* the JSON loader's error, at a byte of the JSON text: at the UBJSON byte it came from */
+        tsio_relocate_byte(err, st, name, err->byte ? tsu_ubj_offset(&j, (size_t)err->byte) : 0);
     tsu_json_free(&j);
     return st;
 }

@@ -102,6 +102,22 @@ ts_status tsio_locate(ts_error *err, ts_status status, const char *name, unsigne
     return err->status;
 }
 
+ts_status tsio_relocate_byte(ts_error *err, ts_status st, const char *name, size_t byte) {
+    if (!err) return st;
+    char what[TS_ERROR_MESSAGE_SIZE];
+    const char *m = err->message;
+    size_t k = strlen(name);
+    if (strncmp(m, name, k) == 0 && m[k] == ':') { /* the prefix tsio_fail / tsio_locate wrote */
+        m += k + 1;
+        while (*m >= '0' && *m <= '9') m++;
+        if (*m == ':') m++;
+        if (*m == ' ') m++;
+    }
+    snprintf(what, sizeof what, "%s", m);
+    if (err->byte == 0) return ts_fail(err, st, "%s: %s", name, what);
+    return ts_fail_at(err, st, 0, byte, "%s: byte %zu: %s", name, byte, what);
+}
+
 ts_status tsio_finish_located(ts_model *m, const char *name, const char *data, size_t size, const size_t *tree_byte,
                               ts_error *err) {
     ts_status st = tsm_model_finish(m, err);

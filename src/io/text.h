@@ -46,6 +46,13 @@ ts_status tsio_fail(ts_error *err, ts_status status, const char *name, unsigned 
  * record line and byte. Returns err's status (or `status` when err is NULL). */
 ts_status tsio_locate(ts_error *err, ts_status status, const char *name, unsigned long long line, size_t byte);
 
+/* Move an error a loader reported in a transcoded form of its input (the JSON text of a
+ * UBJSON file) to byte `byte` of the original: "NAME: byte N: what", line 0 (the
+ * original has no lines), or "NAME: what" when the error had no place (err->byte 0; pass
+ * byte 0 then). `what` is the message after the location tsio_fail or tsio_locate wrote
+ * ("NAME:LINE: " or "NAME: "): the one place that reads that prefix back. Returns st. */
+ts_status tsio_relocate_byte(ts_error *err, ts_status st, const char *name, size_t byte);
+
 /* tsm_model_finish(m), its error located like tsio_locate: at the start of tree K
  * (tree_byte[K], an offset into data) when the message begins "tree K", else at no
  * line. For loaders that record where each tree starts. */
