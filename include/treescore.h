@@ -228,16 +228,28 @@ typedef enum ts_engine {
                              byte compare of 64 (AVX-512BW), 32 (AVX2) or 8 (scalar) documents,
                              and leaf bitvectors are byte-transposed and built row by row;
                              fastest on batches of tens of rows and more, slow on one row */
-    TS_ENGINE_TREES_SIMD = 9 /* one document at a time, trees in SIMD lanes: 16 (AVX-512) or 8
+    TS_ENGINE_TREES_SIMD = 9, /* one document at a time, trees in SIMD lanes: 16 (AVX-512) or 8
                              (AVX2) trees step down together, each lane gathering its node and
                              the document's value; for one row and small batches */
+    TS_ENGINE_GPU_NAIVE = 10, /* CUDA: one GPU thread per document walks every tree node by
+                             node from global memory (the GPU baseline). Built only when nvcc
+                             was found; TS_ERR_ENGINE_UNAVAILABLE without CUDA or without a
+                             device; auto never picks it (docs/gpu.md) */
+    TS_ENGINE_GPU = 11       /* CUDA QuickScorer (paper 003): a block's documents and tree
+                             blocks in shared memory, a warp evaluates every node of a tree
+                             for 32 documents and ANDs 64-bit leaf bitvectors, no divergence;
+                             same availability as TS_ENGINE_GPU_NAIVE */
 } ts_engine;
-#define TS_ENGINE_COUNT 10
+#define TS_ENGINE_COUNT 12
 
 /* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid",
- * "trees-simd". */
+ * "trees-simd", "gpu-naive", "gpu". */
 TS_API const char *ts_engine_name(ts_engine engine);
 TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
+/* The GPU the engines gpu and gpu-naive run on ("NVIDIA H100 80GB HBM3, compute 9.0, 79.1
+ * GiB"), or why there is none ("none: this treescore was built without CUDA ..."), into
+ * buf (size bytes, NUL-terminated); returns 1 when there is one, else 0. */
+TS_API int ts_gpu_info(char *buf, size_t size);
 
 /* Instruction-set levels of the vectorized engines, lowest first. A level implies the
  * ones below it. */
