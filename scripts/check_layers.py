@@ -5,12 +5,13 @@ The layers, lowest first; a file may include its own layer and any lower one, ne
 higher one or a sibling of the same height (io and engines know nothing of each other,
 nor do cli and python):
 
-    common (and include/treescore.h) <- platform <- model <- io, engines <- scorer <- cli, python
+    common (and include/treescore.h) <- platform <- model <- io, engines <- data, scorer <- cli, python
 
-Inside io/ (file names, so that a new format needs no edit here):
-    core        every io file that is neither a format nor a dispatcher (the line source,
-                the number parser, JSON, UBJSON, the loaders' interface loaders.h,
-                *_core.*, ...)
+(data: the CLI's data readers, on io's reader core; they and the scorer know nothing of
+each other.) Inside io/ and data/ (file names, so that a new format needs no edit here):
+    core        every file that is neither a format nor a dispatcher (the line source,
+                the number parser, JSON, UBJSON, LightGBM's semantics, the loaders'
+                interface loaders.h, data.h, *_core.*, ...)
     formats     data_<name>.* and model_<name>.* (a data reader or a model loader)
     dispatchers data_reader.c and model_load.c (pick a format, call it)
 the core includes no format and no dispatcher, and a format includes neither another
@@ -48,11 +49,13 @@ LAYERS = [  # (name, folder relative to the repository, height)
     ("model", "src/model", 2),
     ("io", "src/io", 3),
     ("engines", "src/engines", 3),
+    ("data", "src/data", 4),
     ("scorer", "src/scorer", 4),
     ("cli", "cli", 5),
     ("python", "python/treescore", 5),
 ]
 IO_DISPATCHERS = {"data_reader", "model_load"}
+FORMAT_LAYERS = ("io", "data")  # folders of formats: core <- formats <- dispatchers
 # An engine's variant may use its base engine's files (docs/design.md: a layout shared
 # by an engine and its variant stays that pair's).
 ENGINE_VARIANTS = {"vqs": "qs", "block_vpred": "vpred", "block_naive": "naive"}
@@ -88,10 +91,10 @@ def io_role(path):
     return "core", stem
 
 
-def io_violation(src, dst):
+def io_violation(src, dst, layer="io"):
     (src_role, src_stem), (dst_role, dst_stem) = io_role(src), io_role(dst)
     if src_role == "core" and dst_role != "core":
-        return f"the io core includes the {dst_role} {dst.name}"
+        return f"the {layer} core includes the {dst_role} {dst.name}"
     if src_role == "format" and dst_role == "dispatcher":
         return f"a format includes the dispatcher {dst.name}"
     if src_role == "format" and dst_role == "format" and src_stem != dst_stem:
@@ -221,8 +224,8 @@ def check_calls(repo, files, problems):
                 if dst_layer[0] != src_layer[0] and dst_layer[1] >= src_layer[1]:
                     how = "up" if dst_layer[1] > src_layer[1] else "sideways"
                     problems.append(f"{where}: points {how}: {src_layer[0]} may not use {dst_layer[0]}")
-                elif src_layer[0] == "io" and dst_layer[0] == "io":
-                    why = io_violation(src, dst)
+                elif src_layer[0] == dst_layer[0] and src_layer[0] in FORMAT_LAYERS:
+                    why = io_violation(src, dst, src_layer[0])
                     if why:
                         problems.append(f"{where}: {why.replace('includes', 'uses')}")
                 elif src_layer[0] == "engines" and dst_layer[0] == "engines":
@@ -262,8 +265,8 @@ def check_file(repo, path, problems):
             how = "up" if dst_layer[1] > src_layer[1] else "sideways"
             problems.append(f'{rel}:{n}: #include "{m.group(1)}" points {how}: {src_layer[0]} '
                             f'may not include {dst_layer[0]}')
-        elif src_layer[0] == "io" and dst_layer[0] == "io":
-            why = io_violation(path, dst)
+        elif src_layer[0] == dst_layer[0] and src_layer[0] in FORMAT_LAYERS:
+            why = io_violation(path, dst, src_layer[0])
             if why:
                 problems.append(f'{rel}:{n}: #include "{m.group(1)}": {why}')
 
@@ -277,7 +280,7 @@ def main():
     n_functions = check_calls(repo, [p.resolve() for p in files], problems)
     for p in problems:
         print(p)
-    order = "common <- platform <- model <- io, engines <- scorer <- cli, python"
+    order = "common <- platform <- model <- io, engines <- data, scorer <- cli, python"
     if problems:
         print(f"check_layers: {len(problems)} problem(s); the order is {order} (docs/design.md)")
         return 1

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "io/data.h"
+#include "data/data.h"
 #include "io/loaders.h"
 #include "model/forest.h"
 #include "treescore.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "io/data.h"
+#include "data/data.h"
 #include "io/num.h"
 #include "treescore.h"
 

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/data.h"
+#include "data/data.h"
 #include "io/num.h"
 #include "io/source.h"
 #include "io/text.h"

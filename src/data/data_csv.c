@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "io/data_csv.h"
+#include "data/data_csv.h"
 
 /* The CSV/TSV state (r->fmt). */
 typedef struct csv_state {

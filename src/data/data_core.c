@@ -1,5 +1,5 @@
 /* data_core.c: reader core of the data readers: the query file, comments and token errors. */
-#include "io/data_core.h"
+#include "data/data_core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 #ifndef TS_IO_DATA_RAW_H
 #define TS_IO_DATA_RAW_H
 
-#include "io/data_core.h"
+#include "data/data_core.h"
 
 extern const tsio_format_ops tsio_raw_ops;
 

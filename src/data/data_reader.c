@@ -3,10 +3,10 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "io/data_core.h"
-#include "io/data_csv.h"
-#include "io/data_raw.h"
-#include "io/data_svmlight.h"
+#include "data/data_core.h"
+#include "data/data_csv.h"
+#include "data/data_raw.h"
+#include "data/data_svmlight.h"
 
 /* The chunk matrix is kept under this many bytes by lowering chunk_rows (at least 1 row). */
 #define TSIO_MAX_CHUNK_BYTES ((size_t)64 << 20)

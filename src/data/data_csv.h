@@ -2,7 +2,7 @@
 #ifndef TS_IO_DATA_CSV_H
 #define TS_IO_DATA_CSV_H
 
-#include "io/data_core.h"
+#include "data/data_core.h"
 
 extern const tsio_format_ops tsio_csv_ops;
 

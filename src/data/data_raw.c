@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
-#include "io/data_raw.h"
+#include "data/data_raw.h"
 
 #define RAW_VERSION 1u
 

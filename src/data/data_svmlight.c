@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "io/data_svmlight.h"
+#include "data/data_svmlight.h"
 
 /* Largest id value tracked exactly; larger ids saturate (they are past any column). */
 #define SVM_ID_SATURATE ((uint64_t)1 << 40)
