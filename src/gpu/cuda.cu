@@ -1,0 +1,347 @@
+/* cuda.cu: the CUDA host side of the GPU engines (gpu_cuda.h): device query, model
+ * upload (once per prepared state), and scoring with pinned staging buffers on two
+ * streams, so that copying one slice of rows overlaps scoring the previous one. The
+ * kernels are kernels.cuh, the same source the CPU emulation tests (tests/gpu). */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/gpu_cuda.h"
+#include "gpu/kernels.cuh"
+
+/* ---- Errors ---------------------------------------------------------------------------- */
+
+static pthread_mutex_t error_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_error[256];
+
+static void set_error(const char *what, cudaError_t e) {
+    pthread_mutex_lock(&error_lock);
+    snprintf(last_error, sizeof last_error, "%s: %s", what, cudaGetErrorString(e));
+    pthread_mutex_unlock(&error_lock);
+}
+
+extern "C" const char *tsg_cuda_last_error(void) { return last_error; }
+
+#define CU_TRY(call, what)                                                                   \
+    do {                                                                                     \
+        cudaError_t e_ = (call);                                                             \
+        if (e_ != cudaSuccess) {                                                             \
+            set_error(what, e_);                                                             \
+            goto fail;                                                                       \
+        }                                                                                    \
+    } while (0)
+
+/* ---- The device ---------------------------------------------------------------------- */
+
+static pthread_once_t device_once = PTHREAD_ONCE_INIT;
+static int device_ok;
+static char device_desc[512];
+static int device_optin_smem; /* bytes of dynamic shared memory a block may opt in to */
+
+static void query_device(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(device_desc, sizeof device_desc, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        return;
+    }
+    if (n == 0) {
+        snprintf(device_desc, sizeof device_desc, "cudaGetDeviceCount: no CUDA device");
+        return;
+    }
+    cudaDeviceProp p;
+    e = cudaGetDeviceProperties(&p, 0);
+    if (e != cudaSuccess) {
+        snprintf(device_desc, sizeof device_desc, "cudaGetDeviceProperties: %s", cudaGetErrorString(e));
+        return;
+    }
+    if (cudaDeviceGetAttribute(&device_optin_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) != cudaSuccess)
+        device_optin_smem = 48 * 1024;
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    char name[257];
+    snprintf(name, sizeof name, "%.256s", p.name);
+    snprintf(device_desc, sizeof device_desc, "%s, compute %d.%d, %.1f GiB, %d SMs, driver %d.%d (device 0 of %d)",
+             name, p.major, p.minor, (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), p.multiProcessorCount,
+             driver / 1000, driver % 1000 / 10, n);
+    device_ok = 1;
+}
+
+extern "C" int tsg_cuda_device(char *desc, size_t size) {
+    pthread_once(&device_once, query_device);
+    if (desc && size) snprintf(desc, size, "%s", device_desc);
+    return device_ok;
+}
+
+/* ---- Prepared state ------------------------------------------------------------------ */
+
+#define N_STREAMS 2
+/* Rows per slice: about 8 MiB of floats, at most 2^20 rows. */
+#define SLICE_BYTES (8u << 20)
+
+typedef struct tsg_dev {
+    int kind;
+    uint32_t n_features;
+    tsg_naive_params np; /* device pointers; x, out, n_rows, stride set per launch */
+    tsg_qs_params qp;
+    unsigned threads;    /* threads (documents) per block */
+    size_t smem;         /* dynamic shared memory per block (gpu) */
+    void *allocs[16];
+    int n_allocs;
+    pthread_mutex_t lock; /* calls take turns on the streams and buffers below */
+    cudaStream_t stream[N_STREAMS];
+    float *h_in[N_STREAMS], *d_in[N_STREAMS];
+    double *h_out[N_STREAMS], *d_out[N_STREAMS];
+    size_t cap_rows;      /* rows each staging buffer holds */
+} tsg_dev;
+
+/* A device copy of n bytes of host memory (NULL on error; n == 0 still allocates). */
+static void *upload(tsg_dev *d, const void *host, size_t n) {
+    void *p = NULL;
+    if (d->n_allocs == (int)(sizeof d->allocs / sizeof d->allocs[0])) return NULL;
+    cudaError_t e = cudaMalloc(&p, n ? n : 16);
+    if (e != cudaSuccess) {
+        set_error("cudaMalloc", e);
+        return NULL;
+    }
+    d->allocs[d->n_allocs++] = p;
+    if (n && (e = cudaMemcpy(p, host, n, cudaMemcpyHostToDevice)) != cudaSuccess) {
+        set_error("cudaMemcpy", e);
+        return NULL;
+    }
+    return p;
+}
+
+static void free_buffers(tsg_dev *d) {
+    for (int i = 0; i < N_STREAMS; i++) {
+        if (d->h_in[i]) cudaFreeHost(d->h_in[i]);
+        if (d->h_out[i]) cudaFreeHost(d->h_out[i]);
+        if (d->d_in[i]) cudaFree(d->d_in[i]);
+        if (d->d_out[i]) cudaFree(d->d_out[i]);
+        d->h_in[i] = NULL, d->h_out[i] = NULL, d->d_in[i] = NULL, d->d_out[i] = NULL;
+    }
+    d->cap_rows = 0;
+}
+
+extern "C" void tsg_cuda_free(void *p) {
+    tsg_dev *d = (tsg_dev *)p;
+    if (!d) return;
+    free_buffers(d);
+    for (int i = 0; i < N_STREAMS; i++)
+        if (d->stream[i]) cudaStreamDestroy(d->stream[i]);
+    for (int i = 0; i < d->n_allocs; i++) cudaFree(d->allocs[i]);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, void **out, char *msg, size_t size) {
+    *out = NULL;
+    tsg_dev *d = (tsg_dev *)calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(msg, size, "out of memory");
+        return 1;
+    }
+    pthread_mutex_init(&d->lock, NULL);
+    d->kind = kind;
+    d->n_features = l->n_features;
+    size_t nt = (size_t)l->n_trees + 1, n_leaves = l->leaf_off[l->n_trees];
+    uint32_t *leaf_off = (uint32_t *)upload(d, l->leaf_off, nt * sizeof(uint32_t));
+    double *leaves = (double *)upload(d, l->leaves, n_leaves * sizeof(double));
+    if (!leaf_off || !leaves) goto fail;
+    if (kind == TSG_KIND_NAIVE) {
+        tsg_layout_naive_params(l, &d->np);
+        d->np.leaf_off = leaf_off;
+        d->np.leaves = leaves;
+        d->np.node_off = (const uint32_t *)upload(d, l->node_off, nt * sizeof(uint32_t));
+        d->np.nodes = (const tsg_node *)upload(d, l->nodes, l->node_off[l->n_trees] * sizeof(tsg_node));
+        if (!d->np.node_off || !d->np.nodes) goto fail;
+        d->threads = 128;
+    } else {
+        tsg_layout_qs_params(l, &d->qp);
+        d->qp.leaf_off = leaf_off;
+        d->qp.leaves = leaves;
+        size_t n_words = l->tree_word[l->n_trees], n_entries = l->word_entry[n_words];
+        d->qp.cols = (const uint32_t *)upload(d, l->cols, (l->n_cols ? l->n_cols : 1) * sizeof(uint32_t));
+        d->qp.tree_word = (const uint32_t *)upload(d, l->tree_word, nt * sizeof(uint32_t));
+        d->qp.word_entry = (const uint32_t *)upload(d, l->word_entry, (n_words + 1) * sizeof(uint32_t));
+        d->qp.entries = (const tsg_entry *)upload(d, l->entries, n_entries * sizeof(tsg_entry));
+        d->qp.block_tree = (const uint32_t *)upload(d, l->block_tree, ((size_t)l->n_blocks + 1) * sizeof(uint32_t));
+        if (!d->qp.cols || !d->qp.tree_word || !d->qp.word_entry || !d->qp.entries || !d->qp.block_tree) goto fail;
+        /* Shared memory: the tree block's entries, then the block's documents' used
+         * columns: 128 documents per block when they fit in 96 KiB with the entries,
+         * else 64 or 32; beyond that the columns are read from global memory. */
+        size_t e_bytes = (size_t)d->qp.smem_entries * sizeof(tsg_entry), limit = 96u * 1024u;
+        if ((size_t)device_optin_smem < limit) limit = (size_t)device_optin_smem;
+        d->threads = 128;
+        d->qp.x_shared = 0;
+        for (unsigned t = 128; t >= 32; t /= 2)
+            if (e_bytes + (size_t)l->n_cols * t * sizeof(float) <= limit) {
+                d->threads = t;
+                d->qp.x_shared = 1;
+                break;
+            }
+        d->smem = e_bytes + (d->qp.x_shared ? (size_t)l->n_cols * d->threads * sizeof(float) : 0);
+        if (d->smem > 48u * 1024u)
+            CU_TRY(cudaFuncSetAttribute(tsg_qs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)d->smem),
+                   "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    }
+    for (int i = 0; i < N_STREAMS; i++) CU_TRY(cudaStreamCreateWithFlags(&d->stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
+    *out = d;
+    return 0;
+fail:
+    snprintf(msg, size, "%s", last_error[0] ? last_error : "CUDA error");
+    tsg_cuda_free(d);
+    return 1;
+}
+
+/* ---- Scoring --------------------------------------------------------------------------- */
+
+static cudaError_t launch(tsg_dev *d, const float *x, size_t n, size_t stride, double *out, cudaStream_t s) {
+    unsigned grid = (unsigned)((n + d->threads - 1) / d->threads);
+    if (d->kind == TSG_KIND_NAIVE) {
+        tsg_naive_params p = d->np;
+        p.x = x, p.n_rows = n, p.stride = stride, p.out = out;
+        tsg_naive_kernel<<<grid, d->threads, 0, s>>>(p);
+    } else {
+        tsg_qs_params p = d->qp;
+        p.x = x, p.n_rows = n, p.stride = stride, p.out = out;
+        tsg_qs_kernel<<<grid, d->threads, d->smem, s>>>(p);
+    }
+    return cudaGetLastError();
+}
+
+static size_t slice_rows(const tsg_dev *d) {
+    size_t r = SLICE_BYTES / ((size_t)(d->n_features ? d->n_features : 1) * sizeof(float));
+    if (r > (1u << 20)) r = 1u << 20;
+    r = (r + 127) / 128 * 128;
+    return r ? r : 128;
+}
+
+static int ensure_buffers(tsg_dev *d, size_t rows) {
+    if (rows <= d->cap_rows) return 0;
+    free_buffers(d);
+    size_t in_bytes = rows * (d->n_features ? d->n_features : 1) * sizeof(float);
+    for (int i = 0; i < N_STREAMS; i++) {
+        CU_TRY(cudaMallocHost((void **)&d->h_in[i], in_bytes), "cudaMallocHost");
+        CU_TRY(cudaMallocHost((void **)&d->h_out[i], rows * sizeof(double)), "cudaMallocHost");
+        CU_TRY(cudaMalloc((void **)&d->d_in[i], in_bytes), "cudaMalloc");
+        CU_TRY(cudaMalloc((void **)&d->d_out[i], rows * sizeof(double)), "cudaMalloc");
+    }
+    d->cap_rows = rows;
+    return 0;
+fail:
+    free_buffers(d);
+    return 1;
+}
+
+/* Rows [r0, r0 + n) compacted to n_features floats each into dst. */
+static void stage_rows(const tsg_dev *d, float *dst, const float *x, size_t r0, size_t n, size_t stride) {
+    size_t f = d->n_features;
+    if (stride == f) {
+        memcpy(dst, x + r0 * stride, n * f * sizeof(float));
+        return;
+    }
+    for (size_t r = 0; r < n; r++) memcpy(dst + r * f, x + (r0 + r) * stride, f * sizeof(float));
+}
+
+/* Slice i of the batch goes through stream i % 2: rows copied into that stream's pinned
+ * buffer by the CPU, copied to the device, scored and copied back asynchronously; the
+ * CPU meanwhile stages slice i + 1 on the other stream, and collects slice i's scores
+ * when it comes back to that stream two slices later. */
+static int score_locked(tsg_dev *d, const float *x, size_t n_rows, size_t stride, double *out) {
+    size_t slice = slice_rows(d), f = d->n_features ? d->n_features : 1;
+    size_t cap = n_rows < slice ? (n_rows + 127) / 128 * 128 : slice;
+    size_t n_slices = (n_rows + slice - 1) / slice;
+    size_t pending_r0[N_STREAMS] = {0, 0}, pending_n[N_STREAMS] = {0, 0};
+    if (ensure_buffers(d, cap)) return 1;
+    for (size_t i = 0; i < n_slices + N_STREAMS; i++) {
+        int k = (int)(i % N_STREAMS);
+        if (pending_n[k]) {
+            CU_TRY(cudaStreamSynchronize(d->stream[k]), "scoring");
+            memcpy(out + pending_r0[k], d->h_out[k], pending_n[k] * sizeof(double));
+            pending_n[k] = 0;
+        }
+        if (i >= n_slices) continue;
+        size_t r0 = i * slice, n = n_rows - r0 < slice ? n_rows - r0 : slice;
+        stage_rows(d, d->h_in[k], x, r0, n, stride);
+        CU_TRY(cudaMemcpyAsync(d->d_in[k], d->h_in[k], n * f * sizeof(float), cudaMemcpyHostToDevice, d->stream[k]),
+               "cudaMemcpyAsync (rows)");
+        CU_TRY(launch(d, d->d_in[k], n, f, d->d_out[k], d->stream[k]), "kernel launch");
+        CU_TRY(cudaMemcpyAsync(d->h_out[k], d->d_out[k], n * sizeof(double), cudaMemcpyDeviceToHost, d->stream[k]),
+               "cudaMemcpyAsync (scores)");
+        pending_r0[k] = r0;
+        pending_n[k] = n;
+    }
+    return 0;
+fail:
+    for (int k = 0; k < N_STREAMS; k++) cudaStreamSynchronize(d->stream[k]);
+    return 1;
+}
+
+extern "C" int tsg_cuda_score(void *p, const float *x, size_t n_rows, size_t stride, double *out) {
+    tsg_dev *d = (tsg_dev *)p;
+    if (n_rows == 0) return 0;
+    pthread_mutex_lock(&d->lock);
+    int rc = score_locked(d, x, n_rows, stride, out);
+    pthread_mutex_unlock(&d->lock);
+    if (rc)
+        for (size_t r = 0; r < n_rows; r++) out[r] = __builtin_nan("");
+    return rc;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+extern "C" int tsg_cuda_time(void *p, const float *x, size_t n_rows, size_t stride, double *out, int reps,
+                             double *kernel_s, double *e2e_s) {
+    tsg_dev *d = (tsg_dev *)p;
+    size_t f = d->n_features ? d->n_features : 1;
+    float *h = NULL, *dx = NULL;
+    double *dout = NULL;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    int rc = 1;
+    if (reps < 1) reps = 1;
+    *kernel_s = *e2e_s = 0.0;
+    if (n_rows == 0) return 0;
+    /* End to end: whole calls, transfers included (one warm-up call first). */
+    if (tsg_cuda_score(d, x, n_rows, stride, out)) return 1;
+    double t0 = now_s();
+    for (int i = 0; i < reps; i++)
+        if (tsg_cuda_score(d, x, n_rows, stride, out)) return 1;
+    *e2e_s = (now_s() - t0) / reps;
+    /* Kernel only: the rows on the device once, launches timed with events. */
+    pthread_mutex_lock(&d->lock);
+    h = (float *)malloc(n_rows * f * sizeof(float));
+    if (!h) goto fail;
+    stage_rows(d, h, x, 0, n_rows, stride);
+    CU_TRY(cudaMalloc((void **)&dx, n_rows * f * sizeof(float)), "cudaMalloc");
+    CU_TRY(cudaMalloc((void **)&dout, n_rows * sizeof(double)), "cudaMalloc");
+    CU_TRY(cudaMemcpy(dx, h, n_rows * f * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    CU_TRY(cudaEventCreate(&ev[0]), "cudaEventCreate");
+    CU_TRY(cudaEventCreate(&ev[1]), "cudaEventCreate");
+    CU_TRY(launch(d, dx, n_rows, f, dout, d->stream[0]), "kernel launch"); /* warm-up */
+    CU_TRY(cudaEventRecord(ev[0], d->stream[0]), "cudaEventRecord");
+    for (int i = 0; i < reps; i++) CU_TRY(launch(d, dx, n_rows, f, dout, d->stream[0]), "kernel launch");
+    CU_TRY(cudaEventRecord(ev[1], d->stream[0]), "cudaEventRecord");
+    CU_TRY(cudaEventSynchronize(ev[1]), "kernel");
+    {
+        float ms = 0.0f;
+        CU_TRY(cudaEventElapsedTime(&ms, ev[0], ev[1]), "cudaEventElapsedTime");
+        *kernel_s = (double)ms * 1e-3 / reps;
+    }
+    rc = 0;
+fail:
+    if (ev[0]) cudaEventDestroy(ev[0]);
+    if (ev[1]) cudaEventDestroy(ev[1]);
+    if (dx) cudaFree(dx);
+    if (dout) cudaFree(dout);
+    free(h);
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}

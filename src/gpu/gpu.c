@@ -1,0 +1,126 @@
+/* gpu.c: the engines gpu-naive and gpu (CUDA; docs/gpu.md). The kernels are in
+ * kernels.cuh, the CUDA host code in cuda.cu; a build without CUDA (TS_HAVE_CUDA unset)
+ * still has both engines, which then refuse with TS_ERR_ENGINE_UNAVAILABLE. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_layout.h"
+#ifdef TS_HAVE_CUDA
+#include "gpu/gpu_cuda.h"
+#endif
+
+typedef struct gpu_state {
+    void *dev;
+} gpu_state;
+
+int ts_gpu_info(char *buf, size_t size) {
+#ifdef TS_HAVE_CUDA
+    char desc[256];
+    int ok = tsg_cuda_device(desc, sizeof desc);
+    if (buf && size) snprintf(buf, size, "%s%s", ok ? "" : "none: ", desc);
+    return ok;
+#else
+    if (buf && size) snprintf(buf, size, "none: this treescore was built without CUDA (nvcc not found)");
+    return 0;
+#endif
+}
+
+static void gpu_free(void *p) {
+    gpu_state *s = p;
+    if (!s) return;
+#ifdef TS_HAVE_CUDA
+    if (s->dev) tsg_cuda_free(s->dev);
+#endif
+    free(s);
+}
+
+static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m, void **out, tse_layout *layout,
+                                  ts_error *err) {
+    *out = NULL;
+#ifndef TS_HAVE_CUDA
+    (void)kind;
+    (void)m;
+    (void)layout;
+    return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE,
+                   "engine %s: this treescore was built without CUDA (nvcc was not found when it was "
+                   "configured; docs/gpu.md)",
+                   name);
+#else
+    char msg[320];
+    if (!tsg_cuda_device(msg, sizeof msg))
+        return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s: no usable CUDA device (%s)", name, msg);
+    tsg_layout *l = NULL;
+    int rc = tsg_layout_build(m, 0, &l);
+    if (rc == 1) return ts_fail(err, TS_ERR_NO_MEMORY, "engine %s: out of memory", name);
+    if (rc) return ts_fail(err, TS_ERR_LIMIT, "engine %s: the model has more than 2^32 nodes or leaves", name);
+    gpu_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        tsg_layout_free(l);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "engine %s: out of memory", name);
+    }
+    rc = tsg_cuda_prepare(l, kind, &s->dev, msg, sizeof msg);
+    tsg_layout_free(l);
+    if (rc) {
+        free(s);
+        return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s: %s", name, msg);
+    }
+    /* One call per batch: the scorer never cuts a batch into chunks for its threads (the
+     * GPU takes the whole batch; calls from several threads take turns). */
+    *layout = (tse_layout){TS_ISA_SCALAR, 0, 0, 0, (size_t)1 << 40, 0};
+    *out = s;
+    return TS_OK;
+#endif
+}
+
+static ts_status gpu_naive_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
+                                   ts_error *err) {
+    (void)cfg;
+    return gpu_prepare_kind("gpu-naive", 0, m, out, layout, err);
+}
+
+static ts_status gpu_qs_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
+                                ts_error *err) {
+    (void)cfg;
+    return gpu_prepare_kind("gpu", 1, m, out, layout, err);
+}
+
+/* A CUDA error leaves NaN in every out[r] (the contract has no error return; the
+ * message is kept by cuda.cu, tsg_cuda_last_error). */
+static void gpu_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    const gpu_state *s = p;
+    (void)scratch;
+#ifdef TS_HAVE_CUDA
+    tsg_cuda_score(s->dev, x, n_rows, stride, out);
+#else
+    (void)s;
+    (void)x;
+    (void)stride;
+    for (size_t r = 0; r < n_rows; r++) out[r] = NAN;
+#endif
+}
+
+int tsg_engine_time(const void *state, const float *x, size_t n_rows, size_t stride, double *out, int reps,
+                    double *kernel_s, double *e2e_s) {
+#ifdef TS_HAVE_CUDA
+    const gpu_state *s = state;
+    return tsg_cuda_time(s->dev, x, n_rows, stride, out, reps, kernel_s, e2e_s) ? -1 : 0;
+#else
+    (void)state, (void)x, (void)n_rows, (void)stride, (void)out, (void)reps, (void)kernel_s, (void)e2e_s;
+    return -1;
+#endif
+}
+
+/* Never planner candidates (plan_candidate NULL): --engine auto does not time a GPU. */
+const tse_engine tse_engine_gpu_naive = {
+    .id = TS_ENGINE_GPU_NAIVE, .name = "gpu-naive", .prepare = gpu_naive_prepare, .score = gpu_score,
+    .free = gpu_free, .plan_candidate = NULL,
+};
+
+const tse_engine tse_engine_gpu = {
+    .id = TS_ENGINE_GPU, .name = "gpu", .prepare = gpu_qs_prepare, .score = gpu_score, .free = gpu_free,
+    .plan_candidate = NULL,
+};

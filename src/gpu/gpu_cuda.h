@@ -1,0 +1,47 @@
+/* gpu_cuda.h: the CUDA side of the GPU engines (src/gpu/cuda.cu, built only when CMake
+ * finds nvcc: TS_HAVE_CUDA), called from gpu.c. Plain C types only. */
+#ifndef TS_GPU_CUDA_H
+#define TS_GPU_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/gpu_layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSG_KIND_NAIVE 0
+#define TSG_KIND_QS 1
+
+/* 1 when a CUDA device can run the kernels (desc: its name, compute capability and
+ * memory), else 0 (desc: why not, e.g. "cudaGetDeviceCount: no CUDA-capable device is
+ * detected"). Asked once per process; the answer is cached. */
+int tsg_cuda_device(char *desc, size_t size);
+
+/* Uploads the layout's arrays for one engine kind; *dev is the device state (the layout
+ * may be freed afterwards). 0 on success, else a message in msg. */
+int tsg_cuda_prepare(const tsg_layout *l, int kind, void **dev, char *msg, size_t size);
+
+/* Scores n_rows rows (row r at x + r * stride, n_features floats read) into out.
+ * Safe to call from several threads (calls on one state take turns). On a CUDA error
+ * every out[r] is NaN and 1 is returned (the message kept for tsg_cuda_last_error). */
+int tsg_cuda_score(void *dev, const float *x, size_t n_rows, size_t stride, double *out);
+
+/* Timings for the benchmark (tests/gpu/gpu_bench.c): the rows uploaded once, then reps
+ * kernel launches timed with events (seconds per launch: *kernel_s), and reps whole
+ * tsg_cuda_score calls (transfers included: *e2e_s). out gets the scores. 0 on success. */
+int tsg_cuda_time(void *dev, const float *x, size_t n_rows, size_t stride, double *out, int reps, double *kernel_s,
+                  double *e2e_s);
+
+void tsg_cuda_free(void *dev);
+
+/* The last CUDA error message of this process ("" when none). */
+const char *tsg_cuda_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_GPU_CUDA_H */

@@ -1,0 +1,56 @@
+/* gpu_layout.h: the host-side arrays of the GPU engines (gpu_params.h), built from a
+ * finished forest; the CUDA code uploads them, the CPU emulation (tests/gpu) runs the
+ * kernels on them as they are. */
+#ifndef TS_GPU_LAYOUT_H
+#define TS_GPU_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/gpu_params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Trees per block of `gpu` are cut so that a block's entries fit this many (16 KiB of
+ * shared memory); a tree of more entries is a block of its own, read from global memory. */
+#define TSG_BLOCK_ENTRIES 1024u
+
+typedef struct tsg_layout {
+    uint32_t n_features; /* row width the kernels may read (the model's n_features) */
+    double base;
+    uint32_t n_trees;
+    uint32_t *leaf_off;  /* n_trees + 1 */
+    double *leaves;      /* leaf_off[n_trees]: weight * leaf value */
+    /* gpu-naive */
+    uint32_t *node_off;  /* n_trees + 1 */
+    tsg_node *nodes;     /* node_off[n_trees] */
+    /* gpu */
+    uint32_t n_cols;
+    uint32_t *cols;       /* n_cols (at least one entry, 0, when no column is read) */
+    uint32_t *tree_word;  /* n_trees + 1 */
+    uint32_t *word_entry; /* tree_word[n_trees] + 1 */
+    tsg_entry *entries;   /* word_entry[tree_word[n_trees]] */
+    uint32_t n_blocks;
+    uint32_t *block_tree; /* n_blocks + 1 */
+    uint32_t block_entries;
+} tsg_layout;
+
+/* Both engines' arrays for a model with no categorical nodes (engines see views), trees
+ * cut into blocks of at most block_entries entries (0: TSG_BLOCK_ENTRIES). Returns 0 on
+ * success, 1 when out of memory, 2 when the model is beyond 2^32 nodes or leaves. */
+struct ts_model;
+int tsg_layout_build(const struct ts_model *m, uint32_t block_entries, tsg_layout **out);
+void tsg_layout_free(tsg_layout *l);
+
+/* Kernel parameters pointing into the layout's host arrays (x, out and n_rows, stride
+ * left for the caller; smem_entries = block_entries, x_shared 0). */
+void tsg_layout_naive_params(const tsg_layout *l, tsg_naive_params *p);
+void tsg_layout_qs_params(const tsg_layout *l, tsg_qs_params *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_GPU_LAYOUT_H */

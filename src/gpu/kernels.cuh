@@ -1,0 +1,136 @@
+/* kernels.cuh: the GPU engines' kernels, one source for nvcc (src/gpu/cuda.cu) and for
+ * the host compiler under the CPU emulation of the CUDA execution model
+ * (tests/gpu/emu.h, which defines __global__, threadIdx, __syncthreads, __ballot_sync,
+ * ... before including this file). Written in the common subset of CUDA C++ and C11:
+ * no references, templates, overloads or designated initializers; explicit casts.
+ *
+ * Exactness (docs/gpu.md): every document's score starts from base and adds the trees'
+ * weight * leaf values (precomputed on the host, the same double products as naive) one
+ * by one in tree order, in double; the split is tsm_node_goes_left's (src/model/forest.h)
+ * to the bit: NaN, and |x| <= 1e-35 on zero-is-missing nodes, go where the node's
+ * missing flag says, every other value left iff x <= threshold (float compare). cuda.cu
+ * is compiled with -fmad=false -ftz=false -prec-div=true -prec-sqrt=true; the kernels
+ * only compare floats and add doubles, so nothing is contracted or flushed anyway. */
+#ifndef TS_GPU_KERNELS_CUH
+#define TS_GPU_KERNELS_CUH
+
+#include "gpu/gpu_params.h"
+
+#ifdef __CUDACC__
+#define TSG_DEVICE static __device__ __forceinline__
+/* The block's dynamic shared memory, 16-byte aligned. */
+#define TSG_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#else
+#define TSG_DEVICE static inline
+#define TSG_DYNAMIC_SHARED(name) unsigned char *name = (unsigned char *)tsg_emu_shared()
+#endif
+
+#define TSG_FULL_WARP 0xffffffffu
+
+/* forest.h's tsm_node_goes_left, on the node's fields. */
+TSG_DEVICE int tsg_goes_left(float x, float threshold, uint32_t flags) {
+    int missing = (x != x) || ((flags & TSG_ZERO_IS_MISSING) && x >= -TSG_ZERO_RANGE && x <= TSG_ZERO_RANGE);
+    return missing ? (flags & TSG_MISSING_LEFT) != 0 : x <= threshold;
+}
+
+/* gpu-naive: one thread per document; every tree walked node by node from global memory. */
+__global__ void tsg_naive_kernel(const tsg_naive_params p) {
+    uint64_t r = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= p.n_rows) return;
+    const float *row = p.x + r * p.stride;
+    double score = p.base;
+    for (uint32_t t = 0; t < p.n_trees; t++) {
+        const tsg_node *nodes = p.nodes + p.node_off[t];
+        int32_t c = p.leaf_off[t + 1] - p.leaf_off[t] > 1 ? 0 : -1;
+        while (c >= 0) {
+            const tsg_node *n = nodes + c;
+            c = tsg_goes_left(row[n->feature], n->threshold, n->flags) ? n->left : n->right;
+        }
+        score += p.leaves[p.leaf_off[t] + (uint32_t)~c];
+    }
+    p.out[r] = score;
+}
+
+/* The exit leaf of one tree for this thread's document (QuickScorer, paper 003): the
+ * leftmost leaf outside the left subtree of every false node (a node whose test sends
+ * the document right). Leaves in 64-bit words, left to right; a word starts from its
+ * valid leaves minus those below `skip` (the largest hi of the false nodes met so far,
+ * whose left subtrees run on into this word), and each entry of the word (a node whose
+ * left subtree starts in it) clears [lo, hi) within the word when false. The first
+ * non-empty word holds the exit leaf. Every thread of the warp evaluates every entry of
+ * the word (same address for all lanes: a broadcast, no divergence); a tree of several
+ * words stops once the warp's ballot says every lane has its leaf. */
+TSG_DEVICE uint32_t tsg_qs_exit_leaf(const tsg_qs_params *p, const tsg_entry *E, uint32_t e_base, uint32_t t,
+                                     const float *xs, uint32_t xs_stride, const float *row) {
+    uint32_t w0 = p->tree_word[t], w1 = p->tree_word[t + 1];
+    uint32_t n_leaves = p->leaf_off[t + 1] - p->leaf_off[t];
+    uint32_t skip = 0, leaf = 0;
+    int found = 0;
+    for (uint32_t w = w0; w < w1; w++) {
+        uint32_t first = (w - w0) * 64u, left = n_leaves - first;
+        uint64_t bv = left >= 64u ? ~0ull : (1ull << left) - 1ull;
+        if (skip >= first + 64u) bv = 0;
+        else if (skip > first) bv &= ~0ull << (skip - first);
+        for (uint32_t k = p->word_entry[w]; k < p->word_entry[w + 1]; k++) {
+            const tsg_entry *e = E + (k - e_base);
+            uint32_t col = e->col_flags >> TSG_COL_SHIFT;
+            float x = xs ? xs[col * xs_stride] : row[p->cols[col]];
+            if (!tsg_goes_left(x, e->threshold, e->col_flags & 3u)) {
+                uint32_t lo = e->lo - first, end = e->hi - first;
+                uint64_t m = end >= 64u ? ~0ull << lo : ((1ull << end) - 1ull) & (~0ull << lo);
+                bv &= ~m;
+                if (e->hi > skip) skip = e->hi;
+            }
+        }
+        if (!found && bv) {
+            found = 1;
+#ifdef __CUDACC__
+            leaf = first + (uint32_t)(__ffsll((long long)bv) - 1);
+#else
+            leaf = first + (uint32_t)tsg_emu_ctz64(bv);
+#endif
+        }
+        if (w + 1 < w1 && __ballot_sync(TSG_FULL_WARP, !found) == 0) break;
+    }
+    return leaf;
+}
+
+/* gpu: a block of blockDim.x threads scores blockDim.x documents, one each; their used
+ * columns are staged in shared memory (x_shared), then for each block of trees the
+ * block's entries (when they fit), and each thread adds its document's exit leaves tree
+ * by tree. Threads past the last row still run (on the last row's values) so that every
+ * warp votes and every thread reaches the barriers; they store nothing. */
+__global__ void tsg_qs_kernel(const tsg_qs_params p) {
+    TSG_DYNAMIC_SHARED(smem);
+    tsg_entry *s_entries = (tsg_entry *)(void *)smem;
+    float *s_x = (float *)(void *)(smem + (uint64_t)p.smem_entries * sizeof(tsg_entry));
+    uint32_t tid = threadIdx.x, dpb = blockDim.x;
+    uint64_t first_row = (uint64_t)blockIdx.x * dpb, r = first_row + tid;
+    uint64_t rc = r < p.n_rows ? r : p.n_rows - 1;
+    const float *row = p.x + rc * p.stride;
+    if (p.x_shared) {
+        uint64_t n_docs = p.n_rows - first_row < dpb ? p.n_rows - first_row : dpb;
+        for (uint64_t i = tid; i < (uint64_t)p.n_cols * dpb; i += dpb) {
+            uint64_t d = i / p.n_cols, j = i % p.n_cols;
+            uint64_t dr = first_row + (d < n_docs ? d : n_docs - 1);
+            s_x[j * dpb + d] = p.x[dr * p.stride + p.cols[j]];
+        }
+    }
+    const float *xs = p.x_shared ? s_x + tid : (const float *)0;
+    double score = p.base;
+    for (uint32_t b = 0; b < p.n_blocks; b++) {
+        uint32_t t0 = p.block_tree[b], t1 = p.block_tree[b + 1];
+        uint32_t e0 = p.word_entry[p.tree_word[t0]], e1 = p.word_entry[p.tree_word[t1]];
+        int staged = e1 - e0 <= p.smem_entries;
+        __syncthreads(); /* the columns are staged; no thread still reads the last block */
+        if (staged)
+            for (uint32_t i = tid; i < e1 - e0; i += dpb) s_entries[i] = p.entries[e0 + i];
+        __syncthreads();
+        const tsg_entry *E = staged ? s_entries : p.entries + e0;
+        for (uint32_t t = t0; t < t1; t++)
+            score += p.leaves[p.leaf_off[t] + tsg_qs_exit_leaf(&p, E, e0, t, xs, dpb, row)];
+    }
+    if (r < p.n_rows) p.out[r] = score;
+}
+
+#endif /* TS_GPU_KERNELS_CUH */
