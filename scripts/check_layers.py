@@ -26,7 +26,8 @@ another format, e.g. model_lightgbm_json.c calling model_lightgbm.c's loader, fa
 and inside src/engines/: a file of one engine may not use a function of another engine's
 files unless that function is declared in a shared header. An engine is the stem of the
 file defining `tse_engine_<id>` (qs, vqs, rapid, tsimd, ...); its files are that stem
-and <stem>_* (x86/ included: x86/rapid_avx2.c is rapid's); ENGINE_VARIANTS lists the
+and <stem>_* (x86/ included: x86/rapid_avx2.c is rapid's; src/gpu/ is the gpu engines'
+family); ENGINE_VARIANTS lists the
 engines that may use their base engine's files (the layouts shared by a pair); every
 other engines/ file (engine.h, registry.c, quant, coder, blocks) is shared, and the
 functions declared in a shared header are the engines' common interface.
@@ -49,6 +50,7 @@ LAYERS = [  # (name, folder relative to the repository, height)
     ("model", "src/model", 2),
     ("io", "src/io", 3),
     ("engines", "src/engines", 3),
+    ("engines", "src/gpu", 3),       # the GPU engines: a folder of their own, one engine family
     ("data", "src/data", 4),
     ("scorer", "src/scorer", 4),
     ("cli", "cli", 5),
@@ -172,6 +174,8 @@ def declared_names(text):
 def engine_owner(repo, path, engines):
     """The engine whose files these are (None: a shared engines/ file, or not in engines/)."""
     rel = path.relative_to(repo).as_posix()
+    if rel.startswith("src/gpu/"):
+        return "gpu"  # gpu and gpu-naive share their layout: one family
     if not rel.startswith("src/engines/"):
         return None
     stem = path.name.split(".")[0]
