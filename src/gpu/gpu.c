@@ -21,7 +21,7 @@ int ts_gpu_info(char *buf, size_t size) {
 #ifdef TS_HAVE_CUDA
     char desc[256];
     int ok = tsg_cuda_device(desc, sizeof desc);
-    if (buf && size) snprintf(buf, size, "%s%s", ok ? "" : "none: ", desc);
+    if (buf && size) snprintf(buf, size, ok ? "%s" : "none: no usable CUDA device (%s)", desc);
     return ok;
 #else
     if (buf && size) snprintf(buf, size, "none: this treescore was built without CUDA (nvcc not found)");
@@ -46,27 +46,27 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
     (void)m;
     (void)layout;
     return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE,
-                   "engine %s: this treescore was built without CUDA (nvcc was not found when it was "
+                   "%s needs CUDA: this treescore was built without it (nvcc was not found when it was "
                    "configured; docs/gpu.md)",
                    name);
 #else
     char msg[320];
     if (!tsg_cuda_device(msg, sizeof msg))
-        return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s: no usable CUDA device (%s)", name, msg);
+        return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "%s needs a CUDA device: none usable (%s)", name, msg);
     tsg_layout *l = NULL;
     int rc = tsg_layout_build(m, 0, &l);
-    if (rc == 1) return ts_fail(err, TS_ERR_NO_MEMORY, "engine %s: out of memory", name);
-    if (rc) return ts_fail(err, TS_ERR_LIMIT, "engine %s: the model has more than 2^32 nodes or leaves", name);
+    if (rc == 1) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
+    if (rc) return ts_fail(err, TS_ERR_LIMIT, "%s: the model has more than 2^32 nodes or leaves", name);
     gpu_state *s = calloc(1, sizeof *s);
     if (!s) {
         tsg_layout_free(l);
-        return ts_fail(err, TS_ERR_NO_MEMORY, "engine %s: out of memory", name);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     }
     rc = tsg_cuda_prepare(l, kind, &s->dev, msg, sizeof msg);
     tsg_layout_free(l);
     if (rc) {
         free(s);
-        return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s: %s", name, msg);
+        return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "%s: %s", name, msg);
     }
     /* One call per batch: the scorer never cuts a batch into chunks for its threads (the
      * GPU takes the whole batch; calls from several threads take turns). */

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: the GPU engines on a machine with an NVIDIA GPU, in one command
+# (docs/gpu.md): builds with CUDA, runs the GPU and engine tests on the real device,
+# the conformance suite with --engine gpu and gpu-naive, then the benchmark (paper
+# 003's grid: 1,000-20,000 trees x 32/64/256 leaves, batches of 1,000 to 1,000,000
+# documents, kernel only and end to end, beside the best CPU engine on every core), and
+# writes everything to one results file. Meant to finish in under 10 minutes; each
+# stage has a time limit and the benchmark drops its largest models when time runs out.
+#
+#   tests/gpu/run.sh [RESULTS_FILE]      (default: build-gpu-run/gpu-results.txt)
+#
+# Environment: TS_GPU_BUILD (build directory, default build-gpu-run), PYTHON (the
+# conformance suite's interpreter, default .venv/bin/python, else python3),
+# TS_GPU_BUDGET_S (total seconds, default 570), TS_GPU_QUICK=1 (one small model only).
+# Exit status: 0 when every stage that ran passed, 1 otherwise (the file says which).
+set -u -o pipefail
+cd "$(dirname "$0")/../.." || exit 1
+REPO=$(pwd)
+BUILD=${TS_GPU_BUILD:-build-gpu-run}
+mkdir -p "$BUILD"
+RESULTS=${1:-$BUILD/gpu-results.txt}
+BUDGET=${TS_GPU_BUDGET_S:-570}
+START=$(date +%s)
+JOBS=$(nproc 2>/dev/null || echo 4)
+FAILED=()
+: >"$RESULTS"
+
+log() { printf '%s\n' "$*" | tee -a "$RESULTS"; }
+elapsed() { echo $(($(date +%s) - START)); }
+left() { echo $((BUDGET - $(elapsed))); }
+# stage NAME LIMIT_S CMD...: runs CMD with a time limit, its output into the results file.
+stage() {
+    local name=$1 limit=$2 rc
+    shift 2
+    if [ "$(left)" -lt 20 ]; then
+        log "## $name: SKIPPED (time budget spent at $(elapsed) s)"
+        FAILED+=("$name (skipped)")
+        return 1
+    fi
+    [ "$limit" -gt "$(left)" ] && limit=$(left)
+    log "## $name (limit ${limit} s, at $(elapsed) s)"
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$RESULTS"
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" -ne 0 ]; then
+        log "## $name: FAILED (exit status $rc$([ "$rc" -eq 124 ] && echo ', time limit'))"
+        FAILED+=("$name")
+        return 1
+    fi
+    log "## $name: ok ($(elapsed) s)"
+}
+
+log "# treescore GPU run, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+log "# commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (modified)')"
+log "# host $(hostname), $JOBS CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>&1 |
+        sed 's/^/# gpu /' | tee -a "$RESULTS"
+else
+    log "# nvidia-smi not found"
+fi
+
+# 1. Build with CUDA (the configure step must find nvcc).
+configure() {
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTS_TESTS=ON -DTS_TEST_KNOBS=ON -DTS_CUDA=ON >"$BUILD/configure.log" 2>&1 ||
+        { cat "$BUILD/configure.log"; return 1; }
+    grep 'treescore: ' "$BUILD/configure.log"
+    grep -q 'CUDA engines gpu and gpu-naive built' "$BUILD/configure.log" ||
+        { echo "nvcc not found: put the CUDA toolkit's bin on PATH (or set CUDACXX)"; return 1; }
+}
+if ! stage configure 120 configure || ! stage build 300 cmake --build "$BUILD" -j"$JOBS"; then
+    log "# build failed: nothing else can run"
+    exit 1
+fi
+TS="$BUILD/treescore"
+stage "treescore info" 30 "$TS" info -m tests/data/models/xgb_small_logistic.json
+
+# 2. The unit tests that score with every engine (test_gpu_engines: gpu and gpu-naive
+# against naive on the device; test_categorical and test_wide_model loop over every
+# engine id, the GPU ones included) and the emulated kernels.
+stage "ctest (gpu, engines)" 240 ctest --test-dir "$BUILD" -j"$JOBS" --output-on-failure --timeout 200 \
+    -R 'gpu|test_engines|test_categorical|test_wide_model|test_concurrency'
+
+# 3. The conformance suite with the GPU engines (trains its models with LightGBM and
+# XGBoost unless tests/conformance/.cache already has them).
+PY=${PYTHON:-}
+[ -z "$PY" ] && [ -x .venv/bin/python ] && PY=.venv/bin/python
+[ -z "$PY" ] && PY=python3
+if "$PY" -c 'import pytest, numpy, lightgbm, xgboost' 2>/dev/null; then
+    TS_BIN="$REPO/$TS" TS_ENGINES=gpu,gpu-naive stage "conformance (gpu, gpu-naive)" 200 \
+        "$PY" -m pytest -q -p no:cacheprovider tests/conformance tests/cli/test_gpu_cli.py
+else
+    log "## conformance: SKIPPED ($PY lacks pytest, numpy, lightgbm or xgboost: scripts/setup_venv.sh)"
+    FAILED+=("conformance (skipped)")
+fi
+
+# 4. The benchmark: synthetic forests of exactly TREES x LEAVES on 136 features (the
+# shape of MSLR / the issue's XGBoost model), smallest first, so that a spent budget
+# drops the largest. The CPU engine: rapid on every core (the fastest CPU engine on
+# large batches, docs/benchmarks.md), timed on up to 20,000 rows of each batch.
+BENCH="$BUILD/tests/gpu_bench"
+ROWS=1000,10000,100000,1000000
+SHAPES="1000x32 1000x64 1000x256 5000x32 5000x64 5000x256 20000x32 20000x64 20000x256"
+[ "${TS_GPU_QUICK:-0}" = 1 ] && SHAPES="1000x64" ROWS=1000,100000
+log "## benchmark (us per document; speedup_vs_cpu: the CPU engine's end-to-end time over this engine's)"
+first=1
+for shape in $SHAPES; do
+    trees=${shape%x*} leaves=${shape#*x}
+    if [ "$(left)" -lt 45 ]; then
+        log "# benchmark: $shape and larger SKIPPED (time budget)"
+        FAILED+=("benchmark $shape (skipped)")
+        continue
+    fi
+    limit=$(($(left) - 15))
+    [ $limit -gt 150 ] && limit=150
+    timeout --kill-after=10 "$limit" "$BENCH" --synthetic "$trees" "$leaves" 136 --rows "$ROWS" --reps 3 \
+        --cpu-engine rapid --cpu-threads "$JOBS" --cpu-rows 20000 >"$BUILD/bench-$shape.tsv" 2>"$BUILD/bench-$shape.err"
+    rc=$?
+    if [ $first = 1 ]; then head -1 "$BUILD/bench-$shape.tsv" | tee -a "$RESULTS"; first=0; fi
+    tail -n +2 "$BUILD/bench-$shape.tsv" | tee -a "$RESULTS"
+    sed 's/^/# /' "$BUILD/bench-$shape.err" | tee -a "$RESULTS"
+    if [ $rc -ne 0 ]; then
+        log "# benchmark $shape: FAILED (exit status $rc$([ $rc -eq 3 ] && echo ': scores differ from naive'))"
+        FAILED+=("benchmark $shape")
+    fi
+done
+
+log "# done in $(elapsed) s"
+if [ ${#FAILED[@]} -ne 0 ]; then
+    log "# NOT PASSED: ${FAILED[*]}"
+    exit 1
+fi
+log "# every stage passed"
