@@ -13,9 +13,9 @@ static const char usage[] =
     "timings of the candidate engines (us/doc per range), the wisdom file's earlier\n"
     "answers, or the rule of thumb (--planner rule).\n"
     "\n"
-    "  -m, --model FILE        a model file (LightGBM, XGBoost, QuickRank, RankLib: see --model-format)\n"
+    "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib: see --model-format)\n"
     "      --model-format F    auto (default), lightgbm, lightgbm-json, xgboost, xgboost-ubjson,\n"
-    "                          xgboost-dump, quickrank, ranklib\n"
+    "                          xgboost-dump, quickrank, ranklib, catboost, catboost-json\n"
     CLI_FEATURES_HELP
     "      --plan              show the planner's choice\n"
     "      --batch N           plan only for calls of N rows (the scorer's batch_hint;\n"
@@ -94,6 +94,9 @@ int cmd_info(int argc, char **argv) {
                "divides them by %u\n", i.n_trees);
     printf("missing values:   %s\n", i.has_missing_splits ? "some splits route them explicitly" : "NaN goes right everywhere");
     printf("absent in SVMlight: %s\n", ts_model_absent_value(m) == 0.0f ? "0.0" : "missing (NaN)");
+    char gpu[320];
+    ts_gpu_info(gpu, sizeof gpu); /* the device of --engine gpu and gpu-naive, or why none */
+    printf("gpu:              %s\n", gpu);
     rc = o.show_plan ? print_plan(&o, m) : CLI_OK;
     ts_model_free(m);
     return rc;

@@ -17,7 +17,7 @@ static const char usage[] =
     "data has labels, NDCG@K over all queries is printed at the end (gain 2^label - 1,\n"
     "discount log2(rank + 1), a query without relevant rows counts 1, as in LightGBM).\n"
     "\n"
-    "  -m, --model FILE        a model file (LightGBM, XGBoost, QuickRank, RankLib: see --model-format)\n"
+    "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib: see --model-format)\n"
     "  -d, --data FILE         data file (SVMlight/LETOR with qid or a query file)\n"
     "  -k, --top K             rows printed per query (default 10)\n"
     "      --ndcg K            K of NDCG@K (default: the --top value)\n"

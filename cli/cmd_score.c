@@ -13,9 +13,9 @@ static const char usage[] =
     "LightGBM raw_score, XGBoost output_margin, QuickRank sum(weight * output). DATA is read\n"
     "and scored in chunks, so files of any size run in bounded memory.\n"
     "\n"
-    "  -m, --model FILE        a model file (LightGBM, XGBoost, QuickRank, RankLib: see --model-format)\n"
+    "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib: see --model-format)\n"
     "      --model-format F    auto (default), lightgbm, lightgbm-json, xgboost, xgboost-ubjson,\n"
-    "                          xgboost-dump, quickrank, ranklib\n"
+    "                          xgboost-dump, quickrank, ranklib, catboost, catboost-json\n"
     CLI_FEATURES_HELP
     "  -d, --data FILE         data file, or - for standard input\n"
     "  -f, --format F          auto (default: from the extension, else SVMlight), svmlight,\n"

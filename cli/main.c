@@ -9,7 +9,7 @@
 static const char usage[] =
     "usage: treescore <command> [options]\n"
     "\n"
-    "Score documents with tree ensembles (LightGBM, XGBoost, QuickRank, RankLib models),\n"
+    "Score documents with tree ensembles (LightGBM, XGBoost, CatBoost, QuickRank, RankLib models),\n"
     "exactly as the training library does, only faster.\n"
     "\n"
     "commands:\n"

@@ -123,12 +123,14 @@ typedef enum ts_model_format {
                                      the Elasticsearch/OpenSearch LTR {"splits": [...]} wrapper */
     TS_FORMAT_LIGHTGBM_JSON = 5,  /* LightGBM dump_model() JSON (the format Vespa imports) */
     TS_FORMAT_RANKLIB = 6,        /* RankLib LambdaMART, MART and random forests */
-    TS_FORMAT_XGBOOST_UBJSON = 7  /* XGBoost UBJSON (save_model("x.ubj"), the default since 2.1) */
+    TS_FORMAT_XGBOOST_UBJSON = 7, /* XGBoost UBJSON (save_model("x.ubj"), the default since 2.1) */
+    TS_FORMAT_CATBOOST = 8,       /* CatBoost binary model (save_model("m.cbm"), "CBM1"); float features */
+    TS_FORMAT_CATBOOST_JSON = 9   /* CatBoost save_model(format="json"); float features */
 } ts_model_format;
-#define TS_FORMAT_COUNT 8
+#define TS_FORMAT_COUNT 10
 
 /* "auto", "lightgbm", "xgboost", "quickrank", "xgboost-dump", "lightgbm-json", "ranklib",
- * "xgboost-ubjson". */
+ * "xgboost-ubjson", "catboost", "catboost-json". */
 TS_API const char *ts_model_format_name(ts_model_format format);
 /* Accepts the names above (and "xgboost-json", "quickrank-xml", "ubjson"); TS_ERR_INVALID_ARGUMENT otherwise. */
 TS_API ts_status ts_model_format_from_name(const char *name, ts_model_format *out);
@@ -194,6 +196,135 @@ TS_API ts_status ts_model_set_base_score(ts_model *model, double base_score, ts_
 /* What an absent entry of a sparse (SVMlight) row means to the training library of this
  * model: 0.0 for LightGBM and QuickRank, NaN (missing) for XGBoost. */
 TS_API float ts_model_absent_value(const ts_model *model);
+
+/* ---- Building a model in memory ----------------------------------------------------- */
+/*
+ * A ts_model_builder makes a ts_model from arrays, for programs that hold a tree ensemble
+ * in memory (scikit-learn's estimators: treescore.Model.from_sklearn is built on it; any
+ * trainer): create, add trees, optionally set the aggregation, base scores and feature
+ * names, finish into an ordinary ts_model that every engine scores (its format is
+ * TS_FORMAT_AUTO: built, not loaded), free. A builder is used by one thread at a time.
+ *
+ * Trees (ts_tree_arrays) are scikit-learn's arrays: nodes 0 .. n_nodes-1, node 0 the
+ * root; node i is a leaf when children_left[i] == children_right[i] == -1, else it tests
+ * its feature and goes to children_left[i] when the test is true, children_right[i]
+ * when it is false. Every node must be reached exactly once from the root (no cycle, no
+ * shared or unreachable node); a failing tree is not added, and the message names the
+ * tree (its index among the trees added) and the node.
+ *
+ * The test of an internal node, "x OP threshold" (ts_compare), on its input type:
+ *   TS_INPUT_FLOAT32  x is rounded to float32 first, then compared in double with the
+ *                     double threshold t (scikit-learn's trees: X cast to float32,
+ *                     float64 thresholds). Stored exactly as "x <= F" on floats:
+ *                       LE: F = the largest float <= t
+ *                       LT: F = the largest float <  t        (t = -inf: never true)
+ *                       GT: not (x <= F), F as for LE (the children are swapped)
+ *                       GE: not (x <= F), F as for LT         (t = -inf: always true)
+ *                     Double rows are rounded to float32 by ts_scorer_score_f64, as
+ *                     scikit-learn does: exact for every input.
+ *   TS_INPUT_FLOAT64  x is compared as a double (HistGradientBoosting: float64 X against
+ *                     float64 thresholds). Stored as "x <= D" on doubles (D = t for LE,
+ *                     the largest double below t for LT, children swapped for GT and GE)
+ *                     and "x <= F" on floats (F the largest float <= D: a float x is the
+ *                     double x). Exact for float rows and double rows alike, with one
+ *                     restriction: the double path of the scorer treats |x| <= 1e-35 as
+ *                     0.0 (LightGBM's rule, shared with LightGBM models), so a node whose
+ *                     D lies in [-1e-35, 1e-35) (x <= 0.0 included) is refused with
+ *                     TS_ERR_UNSUPPORTED rather than scored wrongly for such x.
+ *   All trees of one model take one input type (TS_ERR_INVALID_ARGUMENT otherwise).
+ *   NaN is missing: it goes to children_left when missing_left[i] is 1, to
+ *   children_right when 0 (missing_left NULL: right, where "NaN OP t", false, sends it).
+ *   TS_CMP_IN / TS_CMP_NOT_IN: a categorical test. The node's set (category_set[i], a
+ *   bitset of category_set_words words in category_words: category c is in it when bit
+ *   c % 32 of word c / 32 is set) holds categories c = (int)x (truncated) of the float32
+ *   value x; IN sends the set's members to children_left, NOT_IN to children_right. A
+ *   non-member, NaN, x < 0 and x >= 2^24 go to the other child (missing_left is not read
+ *   at categorical nodes). For TS_INPUT_FLOAT64 trees the value is rounded to float32
+ *   first: exact for integer categories below 2^24.
+ *
+ * Leaf values: `values` holds n_values doubles per node (node i's at values + i *
+ * n_values; only leaves are read; they must be finite). n_values == 1: the tree adds
+ * weight * value to output `output`. n_values == n_outputs (K): the tree adds value k to
+ * output k (it is stored as K trees with one value per leaf, one per output, which
+ * scores the same bits: each output's sum runs over its trees in order).
+ *
+ * Score of output k (double): base_k + sum over the trees adding to k, in the order they
+ * were added, of weight * value. TS_AGG_MEAN: the model's raw score is still that sum,
+ * as for LightGBM random forests (ts_model_info.average_output is 1); the mean is the sum
+ * divided by ts_model_output_divisor (the trees adding to that output), which is how
+ * scikit-learn's forests average (a double sum in tree order, then one division).
+ */
+typedef struct ts_model_builder ts_model_builder;
+
+typedef enum ts_compare {
+    TS_CMP_LE = 0,     /* x <= threshold goes to children_left */
+    TS_CMP_LT = 1,     /* x <  threshold goes to children_left */
+    TS_CMP_GE = 2,     /* x >= threshold goes to children_left */
+    TS_CMP_GT = 3,     /* x >  threshold goes to children_left */
+    TS_CMP_IN = 4,     /* x's category in the node's set goes to children_left */
+    TS_CMP_NOT_IN = 5  /* x's category in the node's set goes to children_right */
+} ts_compare;
+
+typedef enum ts_input_type {
+    TS_INPUT_FLOAT32 = 0, /* x rounded to float32, compared in double (scikit-learn trees) */
+    TS_INPUT_FLOAT64 = 1  /* x compared as a double (HistGradientBoosting) */
+} ts_input_type;
+
+typedef enum ts_aggregation {
+    TS_AGG_SUM = 0,  /* base + sum of the trees (boosting) */
+    TS_AGG_MEAN = 1  /* (base + sum of the trees) / trees of the output (forests) */
+} ts_aggregation;
+
+typedef struct ts_tree_arrays {
+    size_t size;                    /* sizeof(ts_tree_arrays), set by ts_tree_arrays_init */
+    uint32_t n_nodes;               /* nodes, leaves included (scikit-learn's node_count) */
+    const int64_t *children_left;   /* n_nodes: child when the test is true, -1 at a leaf */
+    const int64_t *children_right;  /* n_nodes: child when it is false, -1 at a leaf */
+    const int64_t *feature;         /* n_nodes: column tested (< n_features); leaves: ignored */
+    const double *threshold;        /* n_nodes: not NaN (+-inf allowed); leaves: ignored */
+    ts_compare compare;             /* every node's test, unless `compares` is given; default LE */
+    const uint8_t *compares;        /* optional, n_nodes ts_compare values */
+    ts_input_type input;            /* default TS_INPUT_FLOAT32 */
+    const uint8_t *missing_left;    /* optional, n_nodes: 1 = NaN goes to children_left */
+    const double *values;           /* n_nodes * n_values leaf values (see above) */
+    uint32_t n_values;              /* 1 (default) or the builder's n_outputs */
+    uint32_t output;                /* n_values == 1: the output the tree adds to (default 0) */
+    double weight;                  /* multiplies every leaf value (default 1.0) */
+    const int64_t *category_set;    /* categorical nodes: index of their set, < n_category_sets */
+    const uint32_t *category_words; /* n_category_sets * category_set_words bitset words */
+    uint32_t n_category_sets;
+    uint32_t category_set_words;    /* at most 2^19 (categories below 2^24) */
+} ts_tree_arrays;
+
+/* Zero every field, then size, compare = TS_CMP_LE, input = TS_INPUT_FLOAT32,
+ * n_values = 1, weight = 1.0. Always call before setting fields. */
+TS_API void ts_tree_arrays_init(ts_tree_arrays *tree);
+
+/* A builder of models reading n_features columns (1 .. 2^24) with n_outputs scores per
+ * row (1 .. 65,536). On failure *out is NULL. */
+TS_API ts_status ts_model_builder_create(uint32_t n_features, uint32_t n_outputs, ts_model_builder **out,
+                                         ts_error *err);
+/* Validate, normalize and append one tree (the arrays are copied). */
+TS_API ts_status ts_model_builder_add_tree(ts_model_builder *builder, const ts_tree_arrays *tree, ts_error *err);
+/* TS_AGG_SUM (default) or TS_AGG_MEAN. */
+TS_API ts_status ts_model_builder_set_aggregation(ts_model_builder *builder, ts_aggregation aggregation,
+                                                  ts_error *err);
+/* n_outputs doubles, each output's base score (default 0.0); finite. */
+TS_API ts_status ts_model_builder_set_base_scores(ts_model_builder *builder, const double *base_scores,
+                                                  uint32_t n, ts_error *err);
+/* n_features NUL-terminated names (ts_model_feature_name). */
+TS_API ts_status ts_model_builder_set_feature_names(ts_model_builder *builder, const char *const *names,
+                                                    uint32_t n, ts_error *err);
+/* The model (at least one tree), into *out; the builder is spent: every later call but
+ * ts_model_builder_free fails with TS_ERR_INVALID_ARGUMENT. On failure *out is NULL. */
+TS_API ts_status ts_model_builder_finish(ts_model_builder *builder, ts_model **out, ts_error *err);
+/* Accepts NULL. */
+TS_API void ts_model_builder_free(ts_model_builder *builder);
+
+/* What the mean of output k divides the raw score by: 1.0 for a summed model, the
+ * number of trees adding to output k when ts_model_info.average_output is 1 (a builder
+ * model with TS_AGG_MEAN, a LightGBM random forest). */
+TS_API ts_status ts_model_output_divisor(const ts_model *model, uint32_t output, double *divisor, ts_error *err);
 
 /* ---- Engines and scorers ---------------------------------------------------------- */
 

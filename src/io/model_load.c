@@ -29,6 +29,7 @@ static int has_prefix(const char *p, size_t n, const char *prefix) {
 
 ts_model_format tsio_detect_model_format(const char *data, size_t size) {
     if (!data) return TS_FORMAT_AUTO;
+    if (tsio_is_catboost_cbm(data, size)) return TS_FORMAT_CATBOOST;
     if (tsu_looks_like_ubjson(data, size)) return TS_FORMAT_XGBOOST_UBJSON; /* binary: '{' then a length marker */
     size_t i = content_start(data, size);
     const char *p = data + i;
@@ -36,6 +37,7 @@ ts_model_format tsio_detect_model_format(const char *data, size_t size) {
     if (n == 0) return TS_FORMAT_AUTO;
     if (has_prefix(p, n, "tree") && (n == 4 || p[4] == '\n' || p[4] == '\r')) return TS_FORMAT_LIGHTGBM;
     if (has_prefix(p, n, "version=")) return TS_FORMAT_LIGHTGBM;
+    if (p[0] == '{' && tsio_is_catboost_json(p, n)) return TS_FORMAT_CATBOOST_JSON;
     if (p[0] == '[' || (p[0] == '{' && tsio_is_xgboost_dump(p, n))) return TS_FORMAT_XGBOOST_DUMP;
     if (p[0] == '{') return tsio_is_lightgbm_json(p, n) ? TS_FORMAT_LIGHTGBM_JSON : TS_FORMAT_XGBOOST_JSON;
     if (p[0] == '#' && tsio_is_ranklib_header(p, n)) return TS_FORMAT_RANKLIB;
@@ -56,6 +58,8 @@ static const char *format_clue(ts_model_format f) {
     case TS_FORMAT_XGBOOST_DUMP: return "XGBoost get_dump JSON, '[' or '{\"splits\"'";
     case TS_FORMAT_QUICKRANK_XML: return "QuickRank XML, '<' or '##' lines";
     case TS_FORMAT_RANKLIB: return "RankLib, a '## LambdaMART', '## MART' or '## Random Forests' header";
+    case TS_FORMAT_CATBOOST: return "CatBoost binary .cbm, starting with 'CBM1'";
+    case TS_FORMAT_CATBOOST_JSON: return "CatBoost JSON, '{' with \"oblivious_trees\" or \"features_info\"";
     }
     return NULL;
 }
@@ -107,6 +111,8 @@ static ts_status dispatch(const char *data, size_t size, ts_model_format format,
     case TS_FORMAT_RANKLIB: st = tsio_load_ranklib(data, size, name, out, err); break;
     case TS_FORMAT_XGBOOST_DUMP: st = tsio_load_xgboost_dump(data, size, name, out, err); break;
     case TS_FORMAT_XGBOOST_UBJSON: st = tsio_load_xgboost_ubjson(data, size, name, out, err); break;
+    case TS_FORMAT_CATBOOST: st = tsio_load_catboost(data, size, name, out, err); break;
+    case TS_FORMAT_CATBOOST_JSON: st = tsio_load_catboost_json(data, size, name, out, err); break;
     default: st = ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: unknown model format %d", name, (int)format); break;
     }
     guard_leave(&g);

@@ -517,6 +517,8 @@ const char *ts_model_format_name(ts_model_format f) {
     case TS_FORMAT_LIGHTGBM_JSON: return "lightgbm-json";
     case TS_FORMAT_RANKLIB: return "ranklib";
     case TS_FORMAT_XGBOOST_UBJSON: return "xgboost-ubjson";
+    case TS_FORMAT_CATBOOST: return "catboost";
+    case TS_FORMAT_CATBOOST_JSON: return "catboost-json";
     }
     return "unknown";
 }
@@ -528,7 +530,8 @@ ts_status ts_model_format_from_name(const char *name, ts_model_format *out) {
         {"quickrank", TS_FORMAT_QUICKRANK_XML}, {"quickrank-xml", TS_FORMAT_QUICKRANK_XML},
         {"xgboost-dump", TS_FORMAT_XGBOOST_DUMP}, {"lightgbm-json", TS_FORMAT_LIGHTGBM_JSON},
         {"ranklib", TS_FORMAT_RANKLIB}, {"xgboost-ubjson", TS_FORMAT_XGBOOST_UBJSON},
-        {"ubjson", TS_FORMAT_XGBOOST_UBJSON},
+        {"ubjson", TS_FORMAT_XGBOOST_UBJSON}, {"catboost", TS_FORMAT_CATBOOST},
+        {"catboost-json", TS_FORMAT_CATBOOST_JSON},
     };
     if (!name || !out) return TS_ERR_INVALID_ARGUMENT;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

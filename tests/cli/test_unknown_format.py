@@ -4,7 +4,8 @@ import re
 from cli_helpers import REPO
 
 # The canonical names (ts_model_format_name), one per ts_model_format value but auto.
-FORMATS = ["lightgbm", "lightgbm-json", "xgboost", "xgboost-ubjson", "xgboost-dump", "quickrank", "ranklib"]
+FORMATS = ["lightgbm", "lightgbm-json", "xgboost", "xgboost-ubjson", "xgboost-dump", "quickrank", "ranklib",
+           "catboost", "catboost-json"]
 
 
 def test_every_format_is_listed_here():
@@ -21,7 +22,7 @@ def test_undetected_model_names_every_format(ts, tmp_path):
     assert "unknown model format" in r.stderr, r
     for name in FORMATS:
         assert re.search(rf"\b{re.escape(name)} \(", r.stderr), f"{name} missing: {r!r}"
-    assert "UBJSON" in r.stderr and "RankLib" in r.stderr, r
+    assert "UBJSON" in r.stderr and "RankLib" in r.stderr and "CBM1" in r.stderr, r
 
 
 def test_unknown_model_format_option_names_every_format(ts, lgb_model, tmp_path):

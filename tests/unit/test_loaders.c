@@ -776,7 +776,7 @@ static void test_errors_general(void) {
         expect_error(garbage, sizeof garbage - 1, (ts_model_format)f, TS_ERR_PARSE, 0, NULL, __LINE__);
     expect_error("{\"a\":1}\x00 ", 9, TS_FORMAT_AUTO, TS_ERR_PARSE, 0, NULL, __LINE__);
     expect_error("<ensemble>\x00</ensemble>", 22, TS_FORMAT_AUTO, TS_ERR_PARSE, 0, NULL, __LINE__);
-    CHECK_STATUS(ts_model_load_buffer("tree", 4, (ts_model_format)9, "x", &m, &err), TS_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ts_model_load_buffer("tree", 4, (ts_model_format)TS_FORMAT_COUNT, "x", &m, &err), TS_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(ts_model_load_buffer(NULL, 4, TS_FORMAT_AUTO, "x", &m, &err), TS_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(ts_model_load_buffer("tree", 4, TS_FORMAT_AUTO, "x", NULL, &err), TS_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(ts_model_load_buffer("", 0, TS_FORMAT_AUTO, "x", &m, NULL), TS_ERR_PARSE);

@@ -1,0 +1,272 @@
+# test_catboost.py: CatBoost float-feature models (.cbm and JSON) score exactly CatBoost's predict(prediction_type="RawFormulaVal") in every engine.
+"""CatBoost models, float features (issue 24, first part).
+
+Every model is trained by the real CatBoost (PyPI `catboost`, pinned in
+tests/requirements.txt), saved both as .cbm (save_model's default) and as JSON
+(save_model(format="json")), and scored by `treescore score` with each engine; the
+scores must equal CatBoost's own predict(prediction_type="RawFormulaVal") bit for bit
+(== on the doubles), K columns for multi-dimensional models:
+
+- regression (RMSE: its bias, boost_from_average, is a last one-leaf tree), binary
+  Logloss, ranking (YetiRank with group ids), MultiClass (3 outputs) and MultiRMSE;
+- SymmetricTree of every depth 1 to 8, Depthwise and Lossguide (non-symmetric trees,
+  MultiClass included);
+- NaN in the training rows of some features (HasNans) and not others, nan_mode Min
+  (NaN compares below every border) and Max (above), and Forbidden, where CatBoost's
+  predict does not refuse a NaN input: it compares below every border, like Min;
+- scoring rows with NaN, +-inf, -0.0, and every border of the model (read from the JSON),
+  the float just below and just above it, in each feature, the other columns random.
+
+Refused with a clear message: categorical features (one-hot and CTR), a scale other than 1.
+Truncated .cbm files are refused without a crash.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import catmc as C
+import tshelpers as H
+
+N_FEATURES = 6
+N_TRAIN = 600
+F32 = np.float32
+
+
+def train_rows(seed=31, nan_cols=(1, 2, 4)):
+    """Float32 values (CatBoost reads float32); NaN in 12% of the cells of nan_cols only,
+    so column 0, 3 and 5 have no NaN in training (HasNans false there)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N_TRAIN, N_FEATURES)).astype(F32).astype(np.float64)
+    for j in nan_cols:
+        X[rng.random(N_TRAIN) < 0.12, j] = np.nan
+    z = np.nan_to_num(X, nan=0.3)
+    y = z[:, 0] + 0.8 * z[:, 1] ** 2 - 0.5 * z[:, 2] * z[:, 3] + 0.3 * np.isnan(X[:, 4]) + rng.normal(0, 0.1, N_TRAIN)
+    return X, y
+
+
+def model_borders(json_path):
+    """{flat column: borders} of the model's float features."""
+    j = json.loads(json_path.read_text())
+    return {f["flat_feature_index"]: [F32(b) for b in f["borders"]] for f in j["features_info"].get("float_features", [])}
+
+
+def score_rows(json_path, seed=32, n_random=300, max_borders=40):
+    """Random rows (NaN in 15% of the cells, and in every column), special values, then
+    for every column (at most max_borders of its borders) rows with the border, the
+    floats just below and just above it in that column."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_random, N_FEATURES)).astype(F32)
+    X[rng.random(X.shape) < 0.15] = np.nan
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, np.finfo(F32).max, -np.finfo(F32).max]
+    rows = [X]
+    for j in range(N_FEATURES):
+        S = rng.normal(size=(len(special), N_FEATURES)).astype(F32)
+        S[:, j] = special
+        rows.append(S)
+    for j, borders in sorted(model_borders(json_path).items()):
+        if len(borders) > max_borders:
+            borders = [borders[i] for i in sorted(rng.choice(len(borders), max_borders, replace=False))]
+        for b in borders:
+            with np.errstate(over="ignore"):  # the neighbours of the largest float are +-inf
+                vals = [np.nextafter(b, F32(-np.inf)), b, np.nextafter(b, F32(np.inf))]
+            R = rng.normal(size=(len(vals), N_FEATURES)).astype(F32)
+            R[:, j] = vals
+            rows.append(R)
+    return np.vstack(rows).astype(F32)
+
+
+def cb_model(name, params, X, y, group_id=None):
+    """(.cbm path, .json path) of a CatBoost model trained once per parameter set (cached)."""
+    import catboost
+    params = dict(dict(iterations=12, learning_rate=0.3, random_seed=1, thread_count=1, verbose=0,
+                       allow_writing_files=False), **params)
+    key = dict(params=params, catboost=catboost.__version__, data=f"{np.nansum(X):.17g} {np.sum(y):.17g}",
+               groups=None if group_id is None else int(np.sum(group_id)))
+
+    def build(path):
+        m = catboost.CatBoost(params)
+        m.fit(catboost.Pool(X, y, group_id=group_id))
+        m.save_model(str(path))
+
+    cbm = H.cached_file(f"cb-{name}", ".cbm", build, **key)
+
+    def build_json(path):
+        m = catboost.CatBoost()
+        m.load_model(str(cbm))
+        m.save_model(str(path), format="json")
+
+    return cbm, H.cached_file(f"cb-{name}", ".json", build_json, cbm=cbm.name, **key)
+
+
+def reference(cbm, X):
+    import catboost
+    m = catboost.CatBoost()
+    m.load_model(str(cbm))
+    ref = np.asarray(m.predict(np.asarray(X, dtype=np.float64), prediction_type="RawFormulaVal", thread_count=1))
+    return ref.reshape(len(X), -1), m
+
+
+def check(cbm, js, engine, workdir, X=None):
+    """Both files, scored by `engine` on float32 rows, equal CatBoost's RawFormulaVal."""
+    if X is None:
+        X = score_rows(js)
+    ref, _ = reference(cbm, X)
+    k = ref.shape[1]
+    raw = workdir / f"{cbm.stem}.f32"
+    C.write_raw(raw, X)
+    for path in (cbm, js):
+        ours = C.score_k(path, raw, len(X), k, engine, "--format", "raw")
+        for j in range(k):
+            H.assert_exact(ours[:, j], ref[:, j], X, None, f"{path.name} output {j} of {k}, engine {engine}")
+    return len(X)
+
+
+# name -> (CatBoost parameters, target kind, train rows' NaN columns)
+CASES = {
+    **{f"rmse-sym-d{d}-{mode.lower()}": (dict(depth=d, nan_mode=mode), "reg", (1, 2, 4))
+       for d, mode in [(1, "Min"), (2, "Max"), (3, "Min"), (4, "Max"), (5, "Min"), (6, "Max"), (7, "Min"),
+                       (8, "Max")]},
+    "rmse-depthwise": (dict(depth=6, grow_policy="Depthwise", nan_mode="Max"), "reg", (1, 2, 4)),
+    "rmse-lossguide": (dict(grow_policy="Lossguide", max_leaves=16, nan_mode="Min"), "reg", (1, 2, 4)),
+    "logloss": (dict(loss_function="Logloss", depth=5, nan_mode="Max"), "bin", (1, 2, 4)),
+    "yetirank": (dict(loss_function="YetiRank", depth=4), "rank", (1, 2, 4)),
+    "multiclass": (dict(loss_function="MultiClass", depth=4, nan_mode="Max"), "mc", (1, 2, 4)),
+    "multiclass-lossguide": (dict(loss_function="MultiClass", grow_policy="Lossguide", max_leaves=10), "mc",
+                             (1, 2, 4)),
+    "multirmse-depthwise": (dict(loss_function="MultiRMSE", depth=4, grow_policy="Depthwise", boost_from_average=True),
+                            "multi", (1, 2, 4)),
+    # no NaN in training: nan_mode Forbidden; CatBoost's predict takes NaN all the same
+    "rmse-forbidden": (dict(depth=4, nan_mode="Forbidden"), "reg", ()),
+}
+
+
+def case_model(name):
+    params, kind, nan_cols = CASES[name]
+    X, y = train_rows(nan_cols=nan_cols)
+    group_id = None
+    if kind == "bin":
+        y = (y > np.median(y)).astype(np.float64)
+    elif kind == "rank":
+        y = np.clip(np.round(y), 0, 4)
+        group_id = np.repeat(np.arange(N_TRAIN // 20), 20)
+    elif kind == "mc":
+        y = C.class_labels(y, 3)
+    elif kind == "multi":
+        y = np.stack([y, 2 * np.nan_to_num(X[:, 0]) - y], axis=1)
+    return cb_model(name, params, X, y, group_id)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_catboost_model(engine, workdir, name):
+    cbm, js = case_model(name)
+    check(cbm, js, engine, workdir)
+
+
+def test_catboost_tree_shapes():
+    """The cases hold what they claim: oblivious and non-symmetric trees, K outputs, biases."""
+    shapes = {}
+    for name in CASES:
+        _, js = case_model(name)
+        j = json.loads(js.read_text())
+        shapes[name] = ("oblivious_trees" in j, len(j["scale_and_bias"][1]))
+    assert shapes["rmse-sym-d8-max"] == (True, 1) and shapes["multiclass"] == (True, 3)
+    assert shapes["rmse-depthwise"][0] is False and shapes["multiclass-lossguide"] == (False, 3)
+    assert shapes["multirmse-depthwise"] == (False, 2)
+    _, js = case_model("rmse-sym-d8-max")
+    trees = json.loads(js.read_text())["oblivious_trees"]
+    assert max(len(t["splits"]) for t in trees) == 8
+    _, js = case_model("rmse-forbidden")
+    assert all(not f["has_nans"] for f in json.loads(js.read_text())["features_info"]["float_features"])
+
+
+def test_catboost_double_rows(engine, workdir):
+    """CSV rows (doubles): CatBoost converts them to float32, and so does treescore."""
+    cbm, js = case_model("rmse-sym-d6-max")
+    X = score_rows(js).astype(np.float64)
+    X[:200] += np.random.default_rng(5).normal(0, 1e-9, size=(200, N_FEATURES))  # not float32 values
+    ref, _ = reference(cbm, X)
+    csv = workdir / "cb-double.csv"
+    C.write_csv17(csv, X)
+    for path in (cbm, js):
+        ours = C.score_k(path, csv, len(X), 1, engine, "--format", "csv", "--no-header")
+        H.assert_exact(ours[:, 0], ref[:, 0], X, None, f"{path.name}, CSV rows, engine {engine}")
+
+
+def test_catboost_bias_and_scale(workdir):
+    """A bias set on a model without one is added after the trees; a scale other than 1 is refused."""
+    import catboost
+    cbm, js = case_model("logloss")
+    m = catboost.CatBoost()
+    m.load_model(str(cbm))
+    X = score_rows(js)
+    m.set_scale_and_bias(1.0, 0.375)
+    biased = workdir / "cb-biased.cbm"
+    m.save_model(str(biased))
+    m.save_model(str(workdir / "cb-biased.json"), format="json")
+    check(biased, workdir / "cb-biased.json", "naive", workdir, X)
+    m.set_scale_and_bias(2.0, 0.375)
+    scaled = workdir / "cb-scaled.cbm"
+    m.save_model(str(scaled))
+    m.save_model(str(workdir / "cb-scaled.json"), format="json")
+    for path in (scaled, workdir / "cb-scaled.json"):
+        p = H.run_cli(["info", "-m", path])
+        assert p.returncode == 1 and "scale 2" in p.stderr and "not supported" in p.stderr, p.stderr
+
+
+def test_catboost_categorical_refused(workdir):
+    """One-hot and CTR models: refused, naming the categorical feature and its column."""
+    import catboost
+    import pandas as pd
+    rng = np.random.default_rng(7)
+    df = pd.DataFrame({"a": rng.normal(size=400), "color": rng.choice(["red", "green", "blue", "grey"], 400),
+                       "b": rng.normal(size=400)})
+    y = df["a"] + (df["color"] == "red") + rng.normal(0, 0.1, 400)
+    for what, extra in (("ctr", {}), ("onehot", dict(one_hot_max_size=10))):
+        m = catboost.CatBoost(dict(iterations=5, depth=3, verbose=0, allow_writing_files=False, thread_count=1, **extra))
+        m.fit(catboost.Pool(df, y, cat_features=["color"]))
+        for fmt, suffix in (("cbm", ".cbm"), ("json", ".json")):
+            path = workdir / f"cb-cat-{what}{suffix}"
+            m.save_model(str(path), format=fmt)
+            p = H.run_cli(["info", "-m", path])
+            assert p.returncode == 1, p
+            assert "categorical feature" in p.stderr and "column 1" in p.stderr and "'color'" in p.stderr, p.stderr
+            assert "not supported yet" in p.stderr or "are supported yet" in p.stderr, p.stderr
+
+
+def test_catboost_formats_and_detection(workdir):
+    """Detected from content (whatever the file name), named by --model-format, and a
+    format named wrongly is an error, not scores."""
+    cbm, js = case_model("rmse-sym-d3-min")
+    for path, fmt in ((cbm, "catboost"), (js, "catboost-json")):
+        renamed = workdir / f"renamed-{path.suffix[1:]}.model"
+        renamed.write_bytes(path.read_bytes())
+        p = H.run_cli(["info", "-m", renamed])
+        assert p.returncode == 0 and f"format:           {fmt}" in p.stdout, p.stdout + p.stderr
+        p = H.run_cli(["info", "-m", path, "--model-format", fmt])
+        assert p.returncode == 0, p.stderr
+    p = H.run_cli(["info", "-m", js, "--model-format", "catboost"])
+    assert p.returncode == 1 and "CBM1" in p.stderr, p.stderr
+    p = H.run_cli(["info", "-m", cbm, "--model-format", "catboost-json"])
+    assert p.returncode == 1 and p.stderr.strip(), p.stderr
+
+
+def test_catboost_truncated_refused(workdir):
+    """Every prefix of a .cbm (and a few corrupted copies) is refused cleanly, never crashes."""
+    cbm, _ = case_model("multiclass-lossguide")
+    data = cbm.read_bytes()
+    cuts = sorted(set(list(range(0, 64)) + list(range(64, len(data), max(1, len(data) // 40)))))
+    path = workdir / "cb-cut.cbm"
+    for n in cuts:
+        path.write_bytes(data[:n])
+        p = H.run_cli(["info", "-m", path, "--model-format", "catboost"])
+        assert p.returncode == 1 and path.name in p.stderr, (n, p.returncode, p.stderr)
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        b = bytearray(data)
+        for i in rng.integers(8, len(b), 4):
+            b[i] = int(rng.integers(0, 256))
+        path.write_bytes(bytes(b))
+        p = H.run_cli(["info", "-m", path])
+        assert p.returncode in (0, 1), (p.returncode, p.stderr)
