@@ -568,7 +568,7 @@ typedef struct lj_arrays {
  * left), then added through io/lightgbm_tree.h. */
 static ts_status build_tree(lj_ctx *c, ts_model *m, uint32_t tree, lj_arrays *a) {
     const lj_tree *t = &c->trees[tree];
-    const lj_node *nodes = c->all_nodes + t->node0;
+    const lj_node *nodes = t->n_nodes ? c->all_nodes + t->node0 : NULL; /* a one-leaf tree has none */
     size_t n_cat = 0, n_words = 0;
     for (size_t i = 0; i < t->n_nodes; i++) {
         ts_status st = tslg_check_feature(tree, nodes[i].feature, c->max_feature, c->err);
