@@ -5,7 +5,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,26 +79,6 @@ int cli_ensure_scorer(const cli_opts *o, const ts_model *m, ts_scorer **s, const
     *s = cli_create_scorer(m, &so, so.engine);
     free(tmp);
     return *s ? 0 : -1;
-}
-
-/* Resolve AUTO here (the reader would too) because the width to ask for depends on it:
- * SVMlight is read into the model's width, the other formats bring their own. Only a
- * regular file is opened to look at its first bytes: reading a pipe here would take
- * data away from the reader. */
-static tsio_data_format resolve_format(const char *path, tsio_data_format f) {
-    if (f != TSIO_DATA_AUTO || strcmp(path, "-") == 0) return f;
-    const char *dot = strrchr(path, '.');
-    if (dot && strcasecmp(dot, ".csv") == 0) return TSIO_DATA_CSV;
-    if (dot && strcasecmp(dot, ".tsv") == 0) return TSIO_DATA_TSV;
-    if (dot && (strcasecmp(dot, ".f32") == 0 || strcasecmp(dot, ".raw") == 0)) return TSIO_DATA_RAW;
-    char magic[8] = {0};
-    FILE *fp = cli_is_regular_file(path) ? fopen(path, "rb") : NULL;
-    if (fp) {
-        size_t got = fread(magic, 1, sizeof magic, fp);
-        fclose(fp);
-        if (got == sizeof magic && memcmp(magic, TSIO_RAW_MAGIC, sizeof magic) == 0) return TSIO_DATA_RAW;
-    }
-    return f; /* let the reader decide (SVMlight, or raw on a pipe) */
 }
 
 /* Whether the first data line of a regular SVMlight file carries a qid: token. */
@@ -182,7 +161,9 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
         d.keep = o->keep;
         d.n_keep = o->n_keep;
     }
-    tsio_data_format f = resolve_format(o->data_path, d.format);
+    /* AUTO resolved here as the reader would, because the width to ask for depends on it:
+     * SVMlight is read into the model's width, the other formats bring their own. */
+    tsio_data_format f = tsio_data_format_resolve(o->data_path, d.format);
     if (f == TSIO_DATA_CSV || f == TSIO_DATA_TSV || f == TSIO_DATA_RAW) d.n_cols = 0;
     if (tsio_reader_open(o->data_path, &d, &r, &err) != TS_OK) {
         cli_error("%s", err.message);
@@ -196,7 +177,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
 }
 
 int cli_narrow_model(cli_opts *o, ts_model *m) {
-    tsio_data_format f = resolve_format(o->data_path, o->data_format);
+    tsio_data_format f = tsio_data_format_resolve(o->data_path, o->data_format);
     uint32_t *ids = NULL, n = 0;
     ts_error err;
     if (!(f == TSIO_DATA_SVMLIGHT || (f == TSIO_DATA_AUTO && cli_is_regular_file(o->data_path)))) return 0;

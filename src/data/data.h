@@ -20,7 +20,8 @@ typedef enum tsio_data_format {
     TSIO_DATA_SVMLIGHT = 1, /* label [qid:Q] id:v ... [# comment], LF or CRLF */
     TSIO_DATA_CSV = 2,      /* comma-separated; "nan", "NaN", "NA", "" are missing (NaN) */
     TSIO_DATA_TSV = 3,      /* the same with tabs */
-    TSIO_DATA_RAW = 4       /* header + float32 little-endian matrix, see below */
+    TSIO_DATA_RAW = 4,      /* header + float32 little-endian matrix, see below */
+    TSIO_DATA_COUNT         /* one past the last */
 } tsio_data_format;
 
 /* Raw float32 matrix file: a 24-byte header then n_rows * n_cols float32 values,
@@ -111,6 +112,11 @@ const char *tsio_reader_column_name(const tsio_reader *r, uint32_t j);
 tsio_data_format tsio_reader_format(const tsio_reader *r);
 const char *tsio_data_format_name(tsio_data_format f);         /* "auto", "svmlight", "csv", "tsv", "raw" */
 ts_status tsio_data_format_from_name(const char *name, tsio_data_format *out);
+/* The format a reader opened on `path` with format f would use, found without taking
+ * input away from it: f itself unless AUTO; else by the extension (see
+ * TSIO_DATA_AUTO), then, for a regular file, by its first bytes (the raw magic); AUTO
+ * when only reading would tell (standard input, a pipe: SVMlight or raw). */
+tsio_data_format tsio_data_format_resolve(const char *path, tsio_data_format f);
 
 /* Write a raw float32 matrix file (used by tests and `treescore convert`). */
 ts_status tsio_write_raw(const char *path, const float *x, uint64_t n_rows, uint32_t n_cols, ts_error *err);

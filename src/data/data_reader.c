@@ -1,6 +1,8 @@
 /* data_reader.c: the tsio_reader API above the formats: options, format resolution, chunks. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/error.h"
 #include "data/data_core.h"
@@ -32,6 +34,7 @@ const char *tsio_data_format_name(tsio_data_format f) {
     case TSIO_DATA_CSV: return "csv";
     case TSIO_DATA_TSV: return "tsv";
     case TSIO_DATA_RAW: return "raw";
+    case TSIO_DATA_COUNT: break;
     }
     return "unknown";
 }
@@ -69,6 +72,19 @@ static tsio_data_format format_from_extension(const char *path) {
     return TSIO_DATA_AUTO;
 }
 
+tsio_data_format tsio_data_format_resolve(const char *path, tsio_data_format f) {
+    if (f != TSIO_DATA_AUTO || !path || strcmp(path, "-") == 0) return f;
+    f = format_from_extension(path);
+    if (f != TSIO_DATA_AUTO) return f;
+    struct stat st;
+    char magic[sizeof TSIO_RAW_MAGIC - 1];
+    FILE *fp = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "rb") : NULL;
+    if (!fp) return TSIO_DATA_AUTO;
+    size_t got = fread(magic, 1, sizeof magic, fp);
+    fclose(fp);
+    return got == sizeof magic && memcmp(magic, TSIO_RAW_MAGIC, sizeof magic) == 0 ? TSIO_DATA_RAW : TSIO_DATA_AUTO;
+}
+
 static char *copy_string(const char *s) {
     size_t n = strlen(s) + 1;
     char *c = malloc(n);
@@ -79,7 +95,7 @@ static char *copy_string(const char *s) {
 /* ==== Opening and closing ============================================================= */
 
 static ts_status check_options(const tsio_data_options *o, ts_error *err) {
-    if ((int)o->format < TSIO_DATA_AUTO || (int)o->format > TSIO_DATA_RAW)
+    if ((int)o->format < TSIO_DATA_AUTO || (int)o->format >= TSIO_DATA_COUNT)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown data format %d", (int)o->format);
     if (o->csv_header < -1 || o->csv_header > 1)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "csv_header must be -1, 0 or 1, not %d", o->csv_header);
