@@ -103,3 +103,28 @@ def test_allowances(tree):
           "int tsimd_planted2(void *p) { return ((struct planted *)p)->tsio_load_lightgbm; }")
     p = run_checker(tree)
     assert p.returncode == 0, p.stdout
+
+
+def test_design_table_of_public_functions():
+    """docs/design.md's table "Where the public API lives" names, for every function of
+    include/treescore.h, the file that defines it, and nothing else."""
+    import re
+    sys.path.insert(0, str(REPO / "scripts"))
+    import check_layers
+    header = check_layers.blank_comments_and_strings((REPO / "include" / "treescore.h").read_text())
+    public = set(re.findall(r"^TS_API\b[^;]*?\b(ts_\w+)\s*\(", header, re.M))
+    assert len(public) > 20, public
+    defined = {}
+    for path in (REPO / "src").rglob("*.c"):
+        for name, local in check_layers.definitions(check_layers.blank_comments_and_strings(path.read_text())):
+            if name in public and not local:
+                defined[name] = path.relative_to(REPO).as_posix()
+    design = (REPO / "docs" / "design.md").read_text()
+    section = design.split("### Where the public API lives", 1)[1].split("\n#", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        m = re.match(r"\|\s*`([^`]+)`\s*\|(.*)\|\s*$", line)
+        if m:
+            for name in re.findall(r"`(ts_\w+)`", m.group(2)):
+                table[name] = m.group(1)
+    assert table == defined, (sorted(set(table.items()) ^ set(defined.items())))
