@@ -127,4 +127,8 @@ def test_design_table_of_public_functions():
         if m:
             for name in re.findall(r"`(ts_\w+)`", m.group(2)):
                 table[name] = m.group(1)
-    assert table == defined, (sorted(set(table.items()) ^ set(defined.items())))
+    missing = sorted(f"{name} ({path})" for name, path in defined.items() if table.get(name) != path)
+    extra = sorted(f"{name} ({path})" for name, path in table.items() if defined.get(name) != path)
+    assert not missing and not extra, (
+        f"docs/design.md, 'Where the public API lives': add {missing or 'nothing'}; "
+        f"drop or correct {extra or 'nothing'}")
