@@ -163,27 +163,38 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, void **out, char 
         tsg_layout_qs_params(l, &d->qp);
         d->qp.leaf_off = leaf_off;
         d->qp.leaves = leaves;
-        size_t n_words = l->tree_word[l->n_trees], n_entries = l->word_entry[n_words];
-        d->qp.cols = (const uint32_t *)upload(d, l->cols, (l->n_cols ? l->n_cols : 1) * sizeof(uint32_t));
+        d->qp.walk = kind == TSG_KIND_WALK;
+        size_t n_nodes = l->node_first[l->n_trees], n_words = l->tree_word[l->n_trees], ns = l->n_slots ? l->n_slots : 1;
+        d->qp.slot_feature = (const uint32_t *)upload(d, l->slot_feature, ns * sizeof(uint32_t));
+        d->qp.slot_flags = (const uint32_t *)upload(d, l->slot_flags, ns * sizeof(uint32_t));
+        d->qp.node_first = (const uint32_t *)upload(d, l->node_first, nt * sizeof(uint32_t));
         d->qp.tree_word = (const uint32_t *)upload(d, l->tree_word, nt * sizeof(uint32_t));
         d->qp.word_entry = (const uint32_t *)upload(d, l->word_entry, (n_words + 1) * sizeof(uint32_t));
-        d->qp.entries = (const tsg_entry *)upload(d, l->entries, n_entries * sizeof(tsg_entry));
         d->qp.block_tree = (const uint32_t *)upload(d, l->block_tree, ((size_t)l->n_blocks + 1) * sizeof(uint32_t));
-        if (!d->qp.cols || !d->qp.tree_word || !d->qp.word_entry || !d->qp.entries || !d->qp.block_tree) goto fail;
-        /* Shared memory: the tree block's entries, then the block's documents' used
-         * columns: 128 documents per block when they fit in 96 KiB with the entries,
-         * else 64 or 32; beyond that the columns are read from global memory. */
-        size_t e_bytes = (size_t)d->qp.smem_entries * sizeof(tsg_entry), limit = 96u * 1024u;
+        if (d->qp.walk) {
+            d->qp.entries = NULL;
+            d->qp.wnodes = (const tsg_wnode *)upload(d, l->wnodes, n_nodes * sizeof(tsg_wnode));
+        } else {
+            d->qp.wnodes = NULL;
+            d->qp.entries = (const tsg_entry *)upload(d, l->entries, n_nodes * sizeof(tsg_entry));
+        }
+        if (!d->qp.slot_feature || !d->qp.slot_flags || !d->qp.node_first || !d->qp.tree_word ||
+            !d->qp.word_entry || !d->qp.block_tree || !(d->qp.walk ? (const void *)d->qp.wnodes : (const void *)d->qp.entries))
+            goto fail;
+        /* Shared memory: the tree block's nodes, then the block's documents' slot
+         * values: 128 documents per block when they fit in 96 KiB with the nodes, else
+         * 64 or 32; beyond that the slots are read from global memory. */
+        size_t e_bytes = (size_t)d->qp.smem_nodes * TSG_NODE_BYTES, limit = 96u * 1024u;
         if ((size_t)device_optin_smem < limit) limit = (size_t)device_optin_smem;
         d->threads = 128;
         d->qp.x_shared = 0;
         for (unsigned t = 128; t >= 32; t /= 2)
-            if (e_bytes + (size_t)l->n_cols * t * sizeof(float) <= limit) {
+            if (e_bytes + (size_t)l->n_slots * t * sizeof(float) <= limit) {
                 d->threads = t;
                 d->qp.x_shared = 1;
                 break;
             }
-        d->smem = e_bytes + (d->qp.x_shared ? (size_t)l->n_cols * d->threads * sizeof(float) : 0);
+        d->smem = e_bytes + (d->qp.x_shared ? (size_t)l->n_slots * d->threads * sizeof(float) : 0);
         if (d->smem > 48u * 1024u)
             CU_TRY(cudaFuncSetAttribute(tsg_qs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)d->smem),
                    "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");

@@ -11,6 +11,9 @@
 #include "gpu/gpu_layout.h"
 #ifdef TS_HAVE_CUDA
 #include "gpu/gpu_cuda.h"
+_Static_assert(TSG_KIND_NAIVE == TSG_ENGINE_KIND_NAIVE && TSG_KIND_QS == TSG_ENGINE_KIND_QS &&
+                   TSG_KIND_WALK == TSG_ENGINE_KIND_WALK,
+               "gpu.h and gpu_cuda.h number the kernels alike");
 #endif
 
 typedef struct gpu_state {
@@ -76,16 +79,23 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
 #endif
 }
 
+ts_status tsg_engine_prepare_kind(const ts_model *m, int kind, void **state, ts_error *err) {
+    tse_layout layout;
+    static const char *const names[] = {"gpu-naive", "gpu", "gpu (walk)"};
+    if (kind < 0 || kind > 2) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "gpu: no kernel kind %d", kind);
+    return gpu_prepare_kind(names[kind], kind, m, state, &layout, err);
+}
+
 static ts_status gpu_naive_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                                    ts_error *err) {
     (void)cfg;
-    return gpu_prepare_kind("gpu-naive", 0, m, out, layout, err);
+    return gpu_prepare_kind("gpu-naive", TSG_ENGINE_KIND_NAIVE, m, out, layout, err);
 }
 
 static ts_status gpu_qs_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                                 ts_error *err) {
     (void)cfg;
-    return gpu_prepare_kind("gpu", 1, m, out, layout, err);
+    return gpu_prepare_kind("gpu", TSG_ENGINE_KIND_QS, m, out, layout, err);
 }
 
 /* A CUDA error leaves NaN in every out[r] (the contract has no error return; the

@@ -13,9 +13,9 @@
 extern "C" {
 #endif
 
-/* Trees per block of `gpu` are cut so that a block's entries fit this many (16 KiB of
- * shared memory); a tree of more entries is a block of its own, read from global memory. */
-#define TSG_BLOCK_ENTRIES 1024u
+/* Trees per block of `gpu` are cut so that a block's nodes fit this many (24 KiB of
+ * shared memory); a tree of more nodes is a block of its own, read from global memory. */
+#define TSG_BLOCK_NODES 1024u
 
 typedef struct tsg_layout {
     uint32_t n_features; /* row width the kernels may read (the model's n_features) */
@@ -26,26 +26,28 @@ typedef struct tsg_layout {
     /* gpu-naive */
     uint32_t *node_off;  /* n_trees + 1 */
     tsg_node *nodes;     /* node_off[n_trees] */
-    /* gpu */
-    uint32_t n_cols;
-    uint32_t *cols;       /* n_cols (at least one entry, 0, when no column is read) */
+    /* gpu (gpu_params.h, tsg_qs_params) */
+    uint32_t n_slots;
+    uint32_t *slot_feature, *slot_flags; /* n_slots (at least one entry allocated) */
+    uint32_t *node_first; /* n_trees + 1 (== node_off) */
     uint32_t *tree_word;  /* n_trees + 1 */
     uint32_t *word_entry; /* tree_word[n_trees] + 1 */
-    tsg_entry *entries;   /* word_entry[tree_word[n_trees]] */
+    tsg_entry *entries;   /* node_first[n_trees], grouped by word within each tree */
+    tsg_wnode *wnodes;    /* node_first[n_trees], preorder within each tree */
     uint32_t n_blocks;
     uint32_t *block_tree; /* n_blocks + 1 */
-    uint32_t block_entries;
+    uint32_t block_nodes;
 } tsg_layout;
 
 /* Both engines' arrays for a model with no categorical nodes (engines see views), trees
- * cut into blocks of at most block_entries entries (0: TSG_BLOCK_ENTRIES). Returns 0 on
+ * cut into blocks of at most block_nodes nodes (0: TSG_BLOCK_NODES). Returns 0 on
  * success, 1 when out of memory, 2 when the model is beyond 2^32 nodes or leaves. */
 struct ts_model;
-int tsg_layout_build(const struct ts_model *m, uint32_t block_entries, tsg_layout **out);
+int tsg_layout_build(const struct ts_model *m, uint32_t block_nodes, tsg_layout **out);
 void tsg_layout_free(tsg_layout *l);
 
 /* Kernel parameters pointing into the layout's host arrays (x, out and n_rows, stride
- * left for the caller; smem_entries = block_entries, x_shared 0). */
+ * left for the caller; smem_nodes = block_nodes, x_shared and walk 0). */
 void tsg_layout_naive_params(const tsg_layout *l, tsg_naive_params *p);
 void tsg_layout_qs_params(const tsg_layout *l, tsg_qs_params *p);
 

@@ -18,18 +18,34 @@ typedef struct tsg_node {
 #define TSG_ZERO_IS_MISSING 0x2u
 #define TSG_ZERO_RANGE 1e-35f
 
-/* gpu's entry: one internal node of a tree, 16 bytes. col_flags = column << 2 | flags
- * (column: index into the used columns, tsg_qs_params.cols); [lo, hi) are the leaves of
- * the node's LEFT subtree (canonical leaf numbering), which a false node (x goes right)
- * removes from the candidates for the exit leaf. A tree's entries are grouped by the
- * 64-leaf word holding lo (src/gpu/gpu_layout.c). */
+/* A slot is a column seen through one missing-value rule (flags): the kernels of gpu
+ * stage one float per slot and document, v = x where x is not missing for the rule,
+ * else -inf (missing goes left) or NaN (missing goes right), so that every node is then
+ * exactly `v <= threshold` (thresholds are never NaN; -inf <= t always holds, NaN <= t
+ * never), forest.h's tsm_node_goes_left without a missing-value test per node (the
+ * slots of trees-simd, design.md). */
+
+/* gpu's QuickScorer entry: one internal node, 24 bytes. A false node (v > threshold:
+ * the document goes right) removes the leaves of its LEFT subtree, [lo, hi) in the
+ * canonical left-to-right numbering, from the candidates for the exit leaf. Entries are
+ * grouped by the 64-leaf word holding lo; `keep` is the word's bits a false node keeps
+ * (those outside [lo, hi)), and hi, when it lies past the word, carries the removal
+ * into later words (src/gpu/kernels.cuh, tsg_qs_exit_leaf). */
 typedef struct tsg_entry {
+    uint64_t keep;
     float threshold;
-    uint32_t col_flags;
-    uint32_t lo, hi;
+    uint32_t slot;
+    uint32_t hi;
+    uint32_t pad;
 } tsg_entry;
 
-#define TSG_COL_SHIFT 2u
+/* gpu's walk node (the kernel variant TSG_KIND_WALK): the same nodes in the same places
+ * as the entries, in preorder, children relative to the tree (>= 0 a node, < 0 leaf ~c). */
+typedef struct tsg_wnode {
+    float threshold;
+    uint32_t slot;
+    int32_t left, right;
+} tsg_wnode;
 
 /* Scores of rows x[r * stride ...] (r < n_rows) into out[r], gpu-naive. */
 typedef struct tsg_naive_params {
@@ -44,30 +60,39 @@ typedef struct tsg_naive_params {
     const double *leaves;     /* weight * leaf value, the double product the score adds */
 } tsg_naive_params;
 
-/* The same for gpu (QuickScorer). Block b of trees is [block_tree[b], block_tree[b+1]),
- * its entries contiguous; a block of threads stages them in shared memory when they fit
- * in smem_entries, else reads them from global memory. Tree t's words are
- * [tree_word[t], tree_word[t+1]) and word k's entries [word_entry[k], word_entry[k+1]).
- * Dynamic shared memory: smem_entries entries (16 bytes each), then, when x_shared,
- * n_cols * blockDim.x floats (column-major: column j of the block's document d at
- * [j * blockDim.x + d]). blockDim.x is a multiple of 32. */
+/* The same for gpu. Block b of trees is [block_tree[b], block_tree[b+1]), its nodes
+ * contiguous: tree t's nodes (entries or wnodes) start at node_first[t] (n_trees + 1);
+ * a block of threads stages them in shared memory when they fit in smem_nodes, else
+ * reads them from global memory. Tree t's words are [tree_word[t], tree_word[t+1]) and
+ * word k's entries [word_entry[k], word_entry[k+1]). walk = 0: the QuickScorer kernel
+ * reads entries; walk = 1: each thread walks its document down every tree (wnodes).
+ * Dynamic shared memory: smem_nodes nodes (24 bytes each, either kind), then, when
+ * x_shared, n_slots * blockDim.x floats (slot s of the block's document d at
+ * [s * blockDim.x + d]). blockDim.x is a multiple of 32. */
 typedef struct tsg_qs_params {
     const float *x;
     uint64_t n_rows, stride;
     double *out;
     double base;
-    uint32_t n_cols;
-    const uint32_t *cols;       /* n_cols: used column j is feature cols[j] */
+    uint32_t n_slots;
+    const uint32_t *slot_feature; /* n_slots: the column of slot s */
+    const uint32_t *slot_flags;   /* n_slots: its rule (TSG_MISSING_LEFT | TSG_ZERO_IS_MISSING) */
     uint32_t n_trees;
-    const uint32_t *tree_word;  /* n_trees + 1 */
-    const uint32_t *leaf_off;   /* n_trees + 1 */
-    const uint32_t *word_entry; /* words + 1 */
+    const uint32_t *node_first;   /* n_trees + 1 */
+    const uint32_t *tree_word;    /* n_trees + 1 */
+    const uint32_t *leaf_off;     /* n_trees + 1 */
+    const uint32_t *word_entry;   /* words + 1 */
     const tsg_entry *entries;
+    const tsg_wnode *wnodes;
     const double *leaves;
     uint32_t n_blocks;
-    const uint32_t *block_tree; /* n_blocks + 1 */
-    uint32_t smem_entries;
+    const uint32_t *block_tree;   /* n_blocks + 1 */
+    uint32_t smem_nodes;
     uint32_t x_shared;
+    uint32_t walk;
 } tsg_qs_params;
+
+/* Bytes of shared memory per staged node (the larger of the two kinds). */
+#define TSG_NODE_BYTES 24u
 
 #endif /* TS_GPU_PARAMS_H */

@@ -15,6 +15,9 @@
 #define TS_GPU_KERNELS_CUH
 
 #include "gpu/gpu_params.h"
+#ifndef __CUDACC__
+#include <math.h>
+#endif
 
 #ifdef __CUDACC__
 #define TSG_DEVICE static __device__ __forceinline__
@@ -26,6 +29,13 @@
 #endif
 
 #define TSG_FULL_WARP 0xffffffffu
+#ifdef __CUDACC__
+#define TSG_INF __int_as_float(0x7f800000)
+#define TSG_NAN __int_as_float(0x7fc00000)
+#else
+#define TSG_INF INFINITY
+#define TSG_NAN NAN
+#endif
 
 /* forest.h's tsm_node_goes_left, on the node's fields. */
 TSG_DEVICE int tsg_goes_left(float x, float threshold, uint32_t flags) {
@@ -51,15 +61,23 @@ __global__ void tsg_naive_kernel(const tsg_naive_params p) {
     p.out[r] = score;
 }
 
-/* The exit leaf of one tree for this thread's document (QuickScorer, paper 003): the
+/* Slot s's value for this document (gpu_params.h): x, or -inf / NaN where x is missing
+ * for the slot's rule and goes left / right. */
+TSG_DEVICE float tsg_slot_value(float x, uint32_t flags) {
+    int missing = (x != x) || ((flags & TSG_ZERO_IS_MISSING) && x >= -TSG_ZERO_RANGE && x <= TSG_ZERO_RANGE);
+    if (!missing) return x;
+    return (flags & TSG_MISSING_LEFT) ? -TSG_INF : TSG_NAN;
+}
+
+/* The exit leaf of tree t for this thread's document (QuickScorer, paper 003): the
  * leftmost leaf outside the left subtree of every false node (a node whose test sends
  * the document right). Leaves in 64-bit words, left to right; a word starts from its
  * valid leaves minus those below `skip` (the largest hi of the false nodes met so far,
  * whose left subtrees run on into this word), and each entry of the word (a node whose
- * left subtree starts in it) clears [lo, hi) within the word when false. The first
- * non-empty word holds the exit leaf. Every thread of the warp evaluates every entry of
- * the word (same address for all lanes: a broadcast, no divergence); a tree of several
- * words stops once the warp's ballot says every lane has its leaf. */
+ * left subtree starts in it) keeps only its `keep` bits when false. The first non-empty
+ * word holds the exit leaf. Every thread of the warp evaluates every entry of the word
+ * (the same address for all lanes: a broadcast, no divergence); a tree of several words
+ * stops once the warp's ballot says every lane has its leaf. E points at entry e_base. */
 TSG_DEVICE uint32_t tsg_qs_exit_leaf(const tsg_qs_params *p, const tsg_entry *E, uint32_t e_base, uint32_t t,
                                      const float *xs, uint32_t xs_stride, const float *row) {
     uint32_t w0 = p->tree_word[t], w1 = p->tree_word[t + 1];
@@ -73,12 +91,9 @@ TSG_DEVICE uint32_t tsg_qs_exit_leaf(const tsg_qs_params *p, const tsg_entry *E,
         else if (skip > first) bv &= ~0ull << (skip - first);
         for (uint32_t k = p->word_entry[w]; k < p->word_entry[w + 1]; k++) {
             const tsg_entry *e = E + (k - e_base);
-            uint32_t col = e->col_flags >> TSG_COL_SHIFT;
-            float x = xs ? xs[col * xs_stride] : row[p->cols[col]];
-            if (!tsg_goes_left(x, e->threshold, e->col_flags & 3u)) {
-                uint32_t lo = e->lo - first, end = e->hi - first;
-                uint64_t m = end >= 64u ? ~0ull << lo : ((1ull << end) - 1ull) & (~0ull << lo);
-                bv &= ~m;
+            float v = xs ? xs[e->slot * xs_stride] : tsg_slot_value(row[p->slot_feature[e->slot]], p->slot_flags[e->slot]);
+            if (!(v <= e->threshold)) {
+                bv &= e->keep;
                 if (e->hi > skip) skip = e->hi;
             }
         }
@@ -95,40 +110,69 @@ TSG_DEVICE uint32_t tsg_qs_exit_leaf(const tsg_qs_params *p, const tsg_entry *E,
     return leaf;
 }
 
-/* gpu: a block of blockDim.x threads scores blockDim.x documents, one each; their used
- * columns are staged in shared memory (x_shared), then for each block of trees the
- * block's entries (when they fit), and each thread adds its document's exit leaves tree
+/* The exit leaf of tree t by a walk from the root (the walk variant): nodes from W, the
+ * tree's first node at W[0]. Lanes whose paths differ in length wait for the longest. */
+TSG_DEVICE uint32_t tsg_walk_exit_leaf(const tsg_qs_params *p, const tsg_wnode *W, uint32_t n_nodes, const float *xs,
+                                       uint32_t xs_stride, const float *row) {
+    int32_t c = n_nodes ? 0 : -1;
+    while (c >= 0) {
+        const tsg_wnode *n = W + c;
+        float v = xs ? xs[n->slot * xs_stride] : tsg_slot_value(row[p->slot_feature[n->slot]], p->slot_flags[n->slot]);
+        c = v <= n->threshold ? n->left : n->right;
+    }
+    return (uint32_t)~c;
+}
+
+/* gpu: a block of blockDim.x threads scores blockDim.x documents, one each. Their slot
+ * values are staged in shared memory (x_shared), then for each block of trees the
+ * block's nodes (when they fit), and each thread adds its document's exit leaves tree
  * by tree. Threads past the last row still run (on the last row's values) so that every
  * warp votes and every thread reaches the barriers; they store nothing. */
 __global__ void tsg_qs_kernel(const tsg_qs_params p) {
     TSG_DYNAMIC_SHARED(smem);
-    tsg_entry *s_entries = (tsg_entry *)(void *)smem;
-    float *s_x = (float *)(void *)(smem + (uint64_t)p.smem_entries * sizeof(tsg_entry));
+    float *s_x = (float *)(void *)(smem + (uint64_t)p.smem_nodes * TSG_NODE_BYTES);
     uint32_t tid = threadIdx.x, dpb = blockDim.x;
     uint64_t first_row = (uint64_t)blockIdx.x * dpb, r = first_row + tid;
     uint64_t rc = r < p.n_rows ? r : p.n_rows - 1;
     const float *row = p.x + rc * p.stride;
     if (p.x_shared) {
+        /* consecutive threads read consecutive slots of a row (mostly consecutive
+         * columns), and each writes its slot's value for that document */
         uint64_t n_docs = p.n_rows - first_row < dpb ? p.n_rows - first_row : dpb;
-        for (uint64_t i = tid; i < (uint64_t)p.n_cols * dpb; i += dpb) {
-            uint64_t d = i / p.n_cols, j = i % p.n_cols;
+        for (uint64_t i = tid; i < (uint64_t)p.n_slots * dpb; i += dpb) {
+            uint64_t d = i / p.n_slots, s = i % p.n_slots;
             uint64_t dr = first_row + (d < n_docs ? d : n_docs - 1);
-            s_x[j * dpb + d] = p.x[dr * p.stride + p.cols[j]];
+            s_x[s * dpb + d] = tsg_slot_value(p.x[dr * p.stride + p.slot_feature[s]], p.slot_flags[s]);
         }
     }
     const float *xs = p.x_shared ? s_x + tid : (const float *)0;
     double score = p.base;
     for (uint32_t b = 0; b < p.n_blocks; b++) {
         uint32_t t0 = p.block_tree[b], t1 = p.block_tree[b + 1];
-        uint32_t e0 = p.word_entry[p.tree_word[t0]], e1 = p.word_entry[p.tree_word[t1]];
-        int staged = e1 - e0 <= p.smem_entries;
-        __syncthreads(); /* the columns are staged; no thread still reads the last block */
-        if (staged)
-            for (uint32_t i = tid; i < e1 - e0; i += dpb) s_entries[i] = p.entries[e0 + i];
+        uint32_t e0 = p.node_first[t0], e1 = p.node_first[t1];
+        int staged = e1 - e0 <= p.smem_nodes;
+        __syncthreads(); /* the slots are staged; no thread still reads the last block */
+        if (staged) {
+            if (p.walk) {
+                tsg_wnode *s_w = (tsg_wnode *)(void *)smem;
+                for (uint32_t i = tid; i < e1 - e0; i += dpb) s_w[i] = p.wnodes[e0 + i];
+            } else {
+                tsg_entry *s_e = (tsg_entry *)(void *)smem;
+                for (uint32_t i = tid; i < e1 - e0; i += dpb) s_e[i] = p.entries[e0 + i];
+            }
+        }
         __syncthreads();
-        const tsg_entry *E = staged ? s_entries : p.entries + e0;
-        for (uint32_t t = t0; t < t1; t++)
-            score += p.leaves[p.leaf_off[t] + tsg_qs_exit_leaf(&p, E, e0, t, xs, dpb, row)];
+        if (p.walk) {
+            const tsg_wnode *W = staged ? (const tsg_wnode *)(const void *)smem : p.wnodes + e0;
+            for (uint32_t t = t0; t < t1; t++)
+                score += p.leaves[p.leaf_off[t] + tsg_walk_exit_leaf(&p, W + (p.node_first[t] - e0),
+                                                                     p.node_first[t + 1] - p.node_first[t], xs, dpb,
+                                                                     row)];
+        } else {
+            const tsg_entry *E = staged ? (const tsg_entry *)(const void *)smem : p.entries + e0;
+            for (uint32_t t = t0; t < t1; t++)
+                score += p.leaves[p.leaf_off[t] + tsg_qs_exit_leaf(&p, E, e0, t, xs, dpb, row)];
+        }
     }
     if (r < p.n_rows) p.out[r] = score;
 }

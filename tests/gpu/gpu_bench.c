@@ -1,7 +1,7 @@
 /* gpu_bench.c: the benchmark of tests/gpu/run.sh. For one model (a file, or a synthetic
  * forest of exactly TREES trees of LEAVES leaves on FEATURES features) and each batch
  * size, it times
- *   - gpu and gpu-naive: kernel only (rows already on the device; CUDA events) and end
+ *   - gpu, its walk variant (gpu:walk) and gpu-naive: kernel only (rows already on the device; CUDA events) and end
  *     to end (ts_scorer_score's path: rows through pinned buffers, copies overlapped
  *     with scoring, scores back), and checks the first rows against naive bit for bit;
  *   - a CPU engine through the public API (default rapid, every core), end to end, on at
@@ -179,17 +179,19 @@ int main(int argc, char **argv) {
     tse_engine_naive.score(nst, x, check, F, ref, NULL);
     tse_engine_naive.free(nst);
 
-    /* The GPU engines, prepared once (the model uploaded once). */
-    static const ts_engine gpus[] = {TS_ENGINE_GPU, TS_ENGINE_GPU_NAIVE};
-    void *gst[2] = {NULL, NULL};
-    for (int g = 0; g < 2; g++) {
+    /* The GPU kernels, each prepared once (the model uploaded once): gpu (QuickScorer),
+     * its walk variant, gpu-naive. */
+    static const int kinds[] = {TSG_ENGINE_KIND_QS, TSG_ENGINE_KIND_WALK, TSG_ENGINE_KIND_NAIVE};
+    static const char *const labels[] = {"gpu", "gpu:walk", "gpu-naive"};
+    enum { N_KINDS = 3 };
+    void *gst[N_KINDS] = {NULL, NULL, NULL};
+    for (int g = 0; g < N_KINDS; g++) {
         double t0 = now_s();
-        if (tse_engine_get(gpus[g])->prepare(m, &cfg, &gst[g], &lay, &err) != TS_OK) {
+        if (tsg_engine_prepare_kind(m, kinds[g], &gst[g], &err) != TS_OK) {
             fprintf(stderr, "gpu_bench: %s\n", err.message);
             return 1;
         }
-        fprintf(stderr, "# %s: %s prepared (layout and upload) in %.3f s\n", name, ts_engine_name(gpus[g]),
-                now_s() - t0);
+        fprintf(stderr, "# %s: %s prepared (layout and upload) in %.3f s\n", name, labels[g], now_s() - t0);
     }
     /* The CPU engine through the public API. */
     ts_scorer_options o;
@@ -230,23 +232,23 @@ int main(int argc, char **argv) {
         printf("%s\t%u\t%u\t%u\t%zu\t%s\t-\t%.5f\t1\t%zu\t%zu\n", name, m->n_trees, leaves_max, F, n, cpu_label, cpu_us,
                cpu_checked, cpu_bad);
         any_bad |= cpu_bad != 0;
-        for (int g = 0; g < 2; g++) {
+        for (int g = 0; g < N_KINDS; g++) {
             double kernel_s = 0, e2e_s = 0;
             for (size_t r = 0; r < n; r++) out[r] = -1.0;
             if (tsg_engine_time(gst[g], x, n, F, out, reps, &kernel_s, &e2e_s) != 0) {
-                fprintf(stderr, "gpu_bench: %s: CUDA error while timing\n", ts_engine_name(gpus[g]));
+                fprintf(stderr, "gpu_bench: %s: CUDA error while timing\n", labels[g]);
                 return 1;
             }
             size_t checked = n < check ? n : check, bad = 0;
             for (size_t r = 0; r < checked; r++) bad += memcmp(&out[r], &ref[r], sizeof ref[r]) != 0;
             double e2e_us = e2e_s * 1e6 / (double)n;
             printf("%s\t%u\t%u\t%u\t%zu\t%s\t%.5f\t%.5f\t%.1f\t%zu\t%zu\n", name, m->n_trees, leaves_max, F, n,
-                   ts_engine_name(gpus[g]), kernel_s * 1e6 / (double)n, e2e_us, cpu_us / e2e_us, checked, bad);
+                   labels[g], kernel_s * 1e6 / (double)n, e2e_us, cpu_us / e2e_us, checked, bad);
             any_bad |= bad != 0;
         }
         fflush(stdout);
     }
-    for (int g = 0; g < 2; g++) tse_engine_get(gpus[g])->free(gst[g]);
+    for (int g = 0; g < N_KINDS; g++) tse_engine_gpu.free(gst[g]);
     ts_scorer_free(cpu);
     ts_model_free(m);
     free(x), free(out), free(ref);

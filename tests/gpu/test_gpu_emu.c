@@ -19,31 +19,34 @@
 static void run_naive(const void *a) { tsg_naive_kernel(*(const tsg_naive_params *)a); }
 static void run_qs(const void *a) { tsg_qs_kernel(*(const tsg_qs_params *)a); }
 
-/* A launch configuration: which kernel, threads per block, and for gpu the tree-block
- * size of the layout, the entries staged in shared memory and whether the block's
- * columns are. */
+/* A launch configuration: which kernel (gpu-naive, gpu's QuickScorer or walk variant),
+ * threads per block, and for gpu the tree-block size of the layout, the nodes staged in
+ * shared memory and whether the block's slot values are. */
 typedef struct emu_config {
     const char *name;
-    int qs;
+    int qs, walk;
     unsigned threads;
-    uint32_t block_entries, smem_entries;
+    uint32_t block_nodes, smem_nodes;
     uint32_t x_shared;
 } emu_config;
 
 static const emu_config configs[] = {
-    {"gpu-naive 128", 0, 128, 0, 0, 0},
-    {"gpu-naive 32", 0, 32, 0, 0, 0},
-    {"gpu 128, entries and columns in shared memory", 1, 128, TSG_BLOCK_ENTRIES, TSG_BLOCK_ENTRIES, 1},
-    {"gpu 64, columns from global memory", 1, 64, TSG_BLOCK_ENTRIES, TSG_BLOCK_ENTRIES, 0},
-    {"gpu 32, blocks of 40 entries (larger trees from global)", 1, 32, 40, 40, 1},
-    {"gpu 96, no entries in shared memory", 1, 96, 200, 0, 1},
+    {"gpu-naive 128", 0, 0, 128, 0, 0, 0},
+    {"gpu-naive 32", 0, 0, 32, 0, 0, 0},
+    {"gpu 128, nodes and slots in shared memory", 1, 0, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
+    {"gpu 64, slots from global memory", 1, 0, 64, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 0},
+    {"gpu 32, blocks of 40 nodes (larger trees from global)", 1, 0, 32, 40, 40, 1},
+    {"gpu 96, no nodes in shared memory", 1, 0, 96, 200, 0, 1},
+    {"gpu walk 128, nodes and slots in shared memory", 1, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
+    {"gpu walk 32, blocks of 40 nodes, slots from global", 1, 1, 32, 40, 40, 0},
+    {"gpu walk 64, no nodes in shared memory", 1, 1, 64, 300, 0, 1},
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
 /* The configuration's scores of n rows under the emulator. */
 static void emu_score(const ts_model *m, const emu_config *c, const float *x, size_t n, size_t stride, double *out) {
     tsg_layout *l = NULL;
-    CHECK(tsg_layout_build(m, c->block_entries, &l) == 0);
+    CHECK(tsg_layout_build(m, c->block_nodes, &l) == 0);
     if (!l) return;
     unsigned blocks = (unsigned)((n + c->threads - 1) / c->threads);
     if (!c->qs) {
@@ -55,9 +58,10 @@ static void emu_score(const ts_model *m, const emu_config *c, const float *x, si
         tsg_qs_params p;
         tsg_layout_qs_params(l, &p);
         p.x = x, p.n_rows = n, p.stride = stride, p.out = out;
-        p.smem_entries = c->smem_entries;
+        p.smem_nodes = c->smem_nodes;
         p.x_shared = c->x_shared;
-        size_t smem = (size_t)p.smem_entries * sizeof(tsg_entry) + (p.x_shared ? (size_t)p.n_cols * c->threads * 4 : 0);
+        p.walk = (uint32_t)c->walk;
+        size_t smem = (size_t)p.smem_nodes * TSG_NODE_BYTES + (p.x_shared ? (size_t)p.n_slots * c->threads * 4 : 0);
         CHECK(tsg_emu_launch(blocks, c->threads, smem, run_qs, &p) == 0);
     }
     tsg_layout_free(l);
@@ -185,7 +189,7 @@ static void test_large_batch(void) {
     ts_model *m = random_model(8, 2, 80, 3);
     const size_t stride = n_features + 5, n = 20011;
     float *x = random_rows(n, stride);
-    check_rows(m, x, n, stride, 1u << 0 | 1u << 2 | 1u << 4, "20,011 rows");
+    check_rows(m, x, n, stride, 1u << 0 | 1u << 2 | 1u << 4 | 1u << 6, "20,011 rows");
     free(x);
     ts_model_free(m);
 }
