@@ -1,6 +1,6 @@
 /* data.h: streaming readers of feature matrices (SVMlight/LETOR text, CSV/TSV, raw float32). */
-#ifndef TS_IO_DATA_H
-#define TS_IO_DATA_H
+#ifndef TS_DATA_DATA_H
+#define TS_DATA_DATA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -121,4 +121,4 @@ tsio_data_format tsio_data_format_resolve(const char *path, tsio_data_format f);
 /* Write a raw float32 matrix file (used by tests and `treescore convert`). */
 ts_status tsio_write_raw(const char *path, const float *x, uint64_t n_rows, uint32_t n_cols, ts_error *err);
 
-#endif /* TS_IO_DATA_H */
+#endif /* TS_DATA_DATA_H */

@@ -1,6 +1,6 @@
 /* data_core.h: reader core of the data readers: reader state, format hooks, query file, comments, errors. */
-#ifndef TS_IO_DATA_CORE_H
-#define TS_IO_DATA_CORE_H
+#ifndef TS_DATA_DATA_CORE_H
+#define TS_DATA_DATA_CORE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@
  *   data_reader.c                       the tsio_reader API: options, format resolution, chunks
  *   data_svmlight.c data_csv.c data_raw.c   one format each, behind a tsio_format_ops
  *   data_core.{h,c}                     reader state, query file, comments, token errors
- *   source.{h,c} num.{h,c} text.{h,c}   line source, number parser, messages
+ *   io/source, io/num, io/text          line source, number parser, messages (io's reader core)
  * A format keeps its own state in r->fmt (allocated by its init, freed by its close).
  */
 
@@ -86,4 +86,4 @@ ts_status tsio_fail_token(tsio_reader *r, const tsio_line *ln, const char *tok, 
 /* "NAME:LINE: NUL byte in a text line" when the line holds a NUL byte, else TS_OK. */
 ts_status tsio_check_text_line(const tsio_reader *r, const tsio_line *ln, ts_error *err);
 
-#endif /* TS_IO_DATA_CORE_H */
+#endif /* TS_DATA_DATA_CORE_H */
