@@ -236,11 +236,11 @@ TS_API float ts_model_absent_value(const ts_model *model);
  *   children_right when 0 (missing_left NULL: right, where "NaN OP t", false, sends it).
  *   TS_CMP_IN / TS_CMP_NOT_IN: a categorical test. The node's set (category_set[i], a
  *   bitset of category_set_words words in category_words: category c is in it when bit
- *   c % 32 of word c / 32 is set) holds categories c = (int)x (truncated) of the float32
- *   value x; IN sends the set's members to children_left, NOT_IN to children_right. A
- *   non-member, NaN, x < 0 and x >= 2^24 go to the other child (missing_left is not read
- *   at categorical nodes). For TS_INPUT_FLOAT64 trees the value is rounded to float32
- *   first: exact for integer categories below 2^24.
+ *   c % 32 of word c / 32 is set) holds categories c = (int)x, truncated, of the input
+ *   value x as the tree's input type reads it (rounded to float32 for TS_INPUT_FLOAT32,
+ *   the double itself for TS_INPUT_FLOAT64); IN sends the set's members to
+ *   children_left, NOT_IN to children_right. A non-member, NaN, x < 0 and x >= 2^24 go to
+ *   the other child (missing_left is not read at categorical nodes).
  *
  * Leaf values: `values` holds n_values doubles per node (node i's at values + i *
  * n_values; only leaves are read; they must be finite). n_values == 1: the tree adds
