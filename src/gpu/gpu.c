@@ -27,7 +27,7 @@ int ts_gpu_info(char *buf, size_t size) {
     if (buf && size) snprintf(buf, size, ok ? "%s" : "none: no usable CUDA device (%s)", desc);
     return ok;
 #else
-    if (buf && size) snprintf(buf, size, "none: this treescore was built without CUDA (nvcc not found)");
+    if (buf && size) snprintf(buf, size, "none: this treescore was built without CUDA (no nvcc when it was configured, or TS_CUDA=OFF)");
     return 0;
 #endif
 }
@@ -49,8 +49,8 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
     (void)m;
     (void)layout;
     return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE,
-                   "%s needs CUDA: this treescore was built without it (nvcc was not found when it was "
-                   "configured; docs/gpu.md)",
+                   "%s needs CUDA: this treescore was built without it (no nvcc when it was configured, "
+                   "or TS_CUDA=OFF; docs/gpu.md)",
                    name);
 #else
     char msg[320];
