@@ -174,6 +174,21 @@ class Model:
             return cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
         raise TypeError(f"from_booster: expected a LightGBM or XGBoost model, not {type(booster).__name__}")
 
+    @classmethod
+    def from_sklearn(cls, estimator, **kwargs) -> "Model":
+        """A Model from a fitted scikit-learn ``DecisionTree``, ``RandomForest``,
+        ``ExtraTrees``, ``GradientBoosting`` or ``HistGradientBoosting`` regressor or
+        classifier, built in memory through the C model builder (no file). ``predict(X)``
+        returns the estimator's ``predict`` (regressors) or ``predict_proba`` (classifiers),
+        same shape, computed as scikit-learn computes it (float32 X for its trees, float64
+        for HistGradientBoosting; sums in tree order, then the forest's division);
+        ``raw_score=True`` gives ``decision_function`` where the estimator has one. Other
+        estimators, multi-output classifiers and non-constant GradientBoosting ``init``
+        estimators are refused with ``Error``. ``kwargs``: the options of ``Model()``
+        (engine, isa, threads, batch_hint, sample)."""
+        from . import _sklearn
+        return _sklearn.SklearnModel._create(_sklearn.convert(estimator), type(estimator).__name__, **kwargs)
+
     # ---- scoring ----------------------------------------------------------------------
 
     def predict(self, X, raw_score: bool = False, n_jobs=None):

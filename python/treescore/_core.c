@@ -581,12 +581,170 @@ static PyObject *core_cpu_count(PyObject *mod, PyObject *unused) {
     return PyLong_FromUnsignedLong(ts_cpu_count());
 }
 
+/* ---- _core.build: a model from arrays (ts_model_builder) --------------------------- */
+
+/* A C-contiguous buffer of n items of `itemsize` bytes whose format is a number of kind
+ * 'i' (signed integer), 'u' (unsigned) or 'f' (float); NULL-able when obj is None. */
+static int tree_buffer(PyObject *obj, Py_buffer *b, int itemsize, char kind, Py_ssize_t n, const char *what,
+                       int optional) {
+    b->obj = NULL;
+    b->buf = NULL;
+    if (obj == Py_None && optional) return 0;
+    if (PyObject_GetBuffer(obj, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) return -1;
+    const char *f = b->format ? b->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<') f++;
+    int ok = b->itemsize == itemsize && f[0] && !f[1] &&
+             (kind == 'i' ? strchr("bhilq", f[0]) != NULL
+                          : kind == 'u' ? strchr("BHILQ", f[0]) != NULL : strchr("fd", f[0]) != NULL);
+    if (!ok || b->len != n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "build: %s must be %zd %s of %d bytes (got format '%s', %zd bytes)", what,
+                     n, kind == 'f' ? "floats" : "integers", itemsize, b->format ? b->format : "B", b->len);
+        PyBuffer_Release(b);
+        b->obj = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* build(n_features, n_outputs, aggregation, base_scores, feature_names, trees) -> Model.
+ * trees: a sequence of tuples (children_left, children_right, feature, threshold,
+ * compares, missing_left, values, n_values, output, weight, input, category_set,
+ * category_words, n_category_sets, category_set_words): int64 / float64 / uint8 / uint32
+ * C-contiguous arrays (compares, missing_left and the category arrays may be None). */
+static PyObject *core_build(PyObject *mod, PyObject *args) {
+    (void)mod;
+    unsigned int n_features, n_outputs;
+    int aggregation;
+    PyObject *base, *names, *trees;
+    if (!PyArg_ParseTuple(args, "IIiOOO:build", &n_features, &n_outputs, &aggregation, &base, &names, &trees))
+        return NULL;
+    ts_error err;
+    memset(&err, 0, sizeof err);
+    ts_model_builder *b = NULL;
+    ts_status st = ts_model_builder_create(n_features, n_outputs, &b, &err);
+    if (st != TS_OK) return raise_ts(st, &err);
+    PyObject *seq = PySequence_Fast(trees, "build: trees must be a sequence");
+    if (!seq) goto fail;
+    for (Py_ssize_t t = 0; t < PySequence_Fast_GET_SIZE(seq); t++) {
+        PyObject *tup = PySequence_Fast_GET_ITEM(seq, t);
+        PyObject *o[15];
+        if (!PyTuple_Check(tup) || PyTuple_GET_SIZE(tup) != 15) {
+            PyErr_SetString(PyExc_TypeError, "build: each tree is a tuple of 15 items");
+            goto fail_seq;
+        }
+        for (int i = 0; i < 15; i++) o[i] = PyTuple_GET_ITEM(tup, i);
+        Py_ssize_t n = PyObject_Length(o[0]);
+        unsigned long nv = PyLong_AsUnsignedLong(o[7]), out = PyLong_AsUnsignedLong(o[8]);
+        double weight = PyFloat_AsDouble(o[9]);
+        long input = PyLong_AsLong(o[10]);
+        unsigned long n_sets = PyLong_AsUnsignedLong(o[13]), set_words = PyLong_AsUnsignedLong(o[14]);
+        if (n < 0 || PyErr_Occurred()) goto fail_seq;
+        if (n > UINT32_MAX || nv > UINT32_MAX || out > UINT32_MAX || n_sets > UINT32_MAX || set_words > UINT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "build: a count past 2^32");
+            goto fail_seq;
+        }
+        Py_buffer bl, br, bf, bt, bc, bm, bv, bs, bw;
+        Py_buffer *all[9] = {&bl, &br, &bf, &bt, &bc, &bm, &bv, &bs, &bw};
+        for (int i = 0; i < 9; i++) all[i]->obj = NULL;
+        int bad = tree_buffer(o[0], &bl, 8, 'i', n, "children_left", 0) ||
+                  tree_buffer(o[1], &br, 8, 'i', n, "children_right", 0) ||
+                  tree_buffer(o[2], &bf, 8, 'i', n, "feature", 0) ||
+                  tree_buffer(o[3], &bt, 8, 'f', n, "threshold", 0) ||
+                  tree_buffer(o[4], &bc, 1, 'u', n, "compares", 1) ||
+                  tree_buffer(o[5], &bm, 1, 'u', n, "missing_left", 1) ||
+                  tree_buffer(o[6], &bv, 8, 'f', n * (Py_ssize_t)nv, "values", 0) ||
+                  tree_buffer(o[11], &bs, 8, 'i', n, "category_set", 1) ||
+                  tree_buffer(o[12], &bw, 4, 'u', (Py_ssize_t)(n_sets * set_words), "category_words", 1);
+        if (!bad) {
+            ts_tree_arrays a;
+            ts_tree_arrays_init(&a);
+            a.n_nodes = (uint32_t)n;
+            a.children_left = bl.buf;
+            a.children_right = br.buf;
+            a.feature = bf.buf;
+            a.threshold = bt.buf;
+            a.compares = bc.obj ? bc.buf : NULL;
+            a.missing_left = bm.obj ? bm.buf : NULL;
+            a.values = bv.buf;
+            a.n_values = (uint32_t)nv;
+            a.output = (uint32_t)out;
+            a.weight = weight;
+            a.input = input == 1 ? TS_INPUT_FLOAT64 : input == 0 ? TS_INPUT_FLOAT32 : (ts_input_type)input;
+            a.category_set = bs.obj ? bs.buf : NULL;
+            a.category_words = bw.obj ? bw.buf : NULL;
+            a.n_category_sets = (uint32_t)n_sets;
+            a.category_set_words = (uint32_t)set_words;
+            st = ts_model_builder_add_tree(b, &a, &err);
+        }
+        for (int i = 0; i < 9; i++)
+            if (all[i]->obj) PyBuffer_Release(all[i]);
+        if (bad) goto fail_seq;
+        if (st != TS_OK) {
+            Py_DECREF(seq);
+            ts_model_builder_free(b);
+            return raise_ts(st, &err);
+        }
+    }
+    Py_DECREF(seq);
+    seq = NULL;
+    if (aggregation) st = ts_model_builder_set_aggregation(b, (ts_aggregation)aggregation, &err);
+    if (st == TS_OK && base != Py_None) {
+        PyObject *bs = PySequence_Fast(base, "build: base_scores must be a sequence");
+        if (!bs) goto fail;
+        Py_ssize_t nb = PySequence_Fast_GET_SIZE(bs);
+        double *v = PyMem_Malloc((size_t)(nb + 1) * sizeof *v);
+        for (Py_ssize_t i = 0; v && i < nb; i++) v[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(bs, i));
+        Py_DECREF(bs);
+        if (!v || PyErr_Occurred()) {
+            PyMem_Free(v);
+            if (!PyErr_Occurred()) PyErr_NoMemory();
+            goto fail;
+        }
+        st = ts_model_builder_set_base_scores(b, v, (uint32_t)nb, &err);
+        PyMem_Free(v);
+    }
+    if (st == TS_OK && names != Py_None) {
+        PyObject *ns = PySequence_Fast(names, "build: feature_names must be a sequence");
+        if (!ns) goto fail;
+        Py_ssize_t nn = PySequence_Fast_GET_SIZE(ns);
+        const char **v = PyMem_Malloc((size_t)(nn + 1) * sizeof *v);
+        for (Py_ssize_t i = 0; v && i < nn; i++) v[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(ns, i));
+        if (!v || PyErr_Occurred()) {
+            PyMem_Free(v);
+            Py_DECREF(ns);
+            if (!PyErr_Occurred()) PyErr_NoMemory();
+            goto fail;
+        }
+        st = ts_model_builder_set_feature_names(b, v, (uint32_t)nn, &err);
+        PyMem_Free(v);
+        Py_DECREF(ns);
+    }
+    ts_model *model = NULL;
+    if (st == TS_OK) st = ts_model_builder_finish(b, &model, &err);
+    ts_model_builder_free(b);
+    if (st != TS_OK) return raise_ts(st, &err);
+    CoreModel *self = PyObject_New(CoreModel, &CoreModelType);
+    if (!self) {
+        ts_model_free(model);
+        return NULL;
+    }
+    self->model = model;
+    return (PyObject *)self;
+fail_seq:
+    Py_XDECREF(seq);
+fail:
+    ts_model_builder_free(b);
+    return NULL;
+}
+
 static PyMethodDef core_methods[] = {
     {"load", core_load, METH_VARARGS, "load(data, format, name) -> Model: ts_model_load_buffer (GIL released)."},
     {"_set_numpy", core_set_numpy, METH_O, "_set_numpy(numpy.empty): how outputs are allocated."},
     {"transform_values", core_transform_values, METH_VARARGS,
      "transform_values(values, k, transform, param, divisor) -> list: the output transform alone."},
     {"cpu_count", core_cpu_count, METH_NOARGS, "cpu_count() -> int: ts_cpu_count()."},
+    {"build", core_build, METH_VARARGS,
+     "build(n_features, n_outputs, aggregation, base_scores, feature_names, trees) -> Model: ts_model_builder."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef core_module = {
