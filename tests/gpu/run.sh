@@ -39,7 +39,8 @@ stage() {
     fi
     [ "$limit" -gt "$(left)" ] && limit=$(left)
     log "## $name (limit ${limit} s, at $(elapsed) s)"
-    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$RESULTS"
+    # through bash -c, so that CMD may be one of the exported functions below
+    timeout --kill-after=10 "$limit" bash -c '"$@"' stage "$@" 2>&1 | tee -a "$RESULTS"
     rc=${PIPESTATUS[0]}
     if [ "$rc" -ne 0 ]; then
         log "## $name: FAILED (exit status $rc$([ "$rc" -eq 124 ] && echo ', time limit'))"
@@ -67,6 +68,8 @@ configure() {
     grep -q 'CUDA engines gpu and gpu-naive built' "$BUILD/configure.log" ||
         { echo "nvcc not found: put the CUDA toolkit's bin on PATH (or set CUDACXX)"; return 1; }
 }
+export BUILD
+export -f configure
 if ! stage configure 120 configure || ! stage build 300 cmake --build "$BUILD" -j"$JOBS"; then
     log "# build failed: nothing else can run"
     exit 1
