@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "engines/quant.h"
 #include "engines/tsimd.h"
 
 /* Supernode levels K (tsimd.h): 2 measured fastest of 2 to 5 on a 500 x 64-leaf LightGBM
@@ -30,6 +31,10 @@ static void tss_free_layout(tss *L) {
     free(L->groups);
     free(L->exit);
     free(L->leaves);
+    free(L->cnd);
+    free(L->slot_j);
+    if (L->qd) tsq_free(L->qd);
+    free(L->qd);
 }
 
 static void tsimd_free(void *p) {
@@ -219,6 +224,51 @@ done:
 }
 
 /*
+ * Double keys: for a model that compares double inputs with double thresholds
+ * (LightGBM), double rows are scored without rounding them to floats (the scorer's
+ * fallback, src/scorer/f64.c, which costs more than the walk on wide rows). Each node's
+ * key is then k, the index of its double threshold D among its feature's distinct ones
+ * (quant.h "Double codes"), and a slot's key the code of the row's value, c = #{D' <
+ * snap(v)}: snap(v) <= D iff c <= k, so the step's unsigned compare "k < c: right" is
+ * the float step's. A missing value takes 0 (missing goes left: below every k) or the
+ * feature's count n (right: above every k <= n - 1), and slot 0 (padding, leaves) keys 0
+ * against k = 0: always left. cnd is cn with these keys; L->cnd stays NULL when the
+ * model compares floats or its double codes do not exist.
+ */
+static ts_status build_double_keys(tss *L, const ts_model *m, uint64_t n, ts_error *err) {
+    if (!m->compares_double) return TS_OK;
+    tsq *q = calloc(1, sizeof *q);
+    if (!q) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    ts_status st = tsq_build_f64(q, m, err);
+    if (st != TS_OK || !q->doubles) {
+        if (st == TS_OK) tsq_free(q);
+        free(q);
+        return st;
+    }
+    L->qd = q;
+    L->cnd = malloc(n * sizeof *L->cnd);
+    L->slot_j = calloc(L->n_slots_pad, sizeof *L->slot_j);
+    if (!L->cnd || !L->slot_j) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    for (uint32_t s = 1; s < L->n_slots; s++) L->slot_j[s] = tsq_feature_of(q, L->slot_col[s]);
+    return TS_OK;
+}
+
+/* One document's double keys (above), without a branch on the value: zero-range values
+ * search as 0.0, NaN finds code 0 (it is below no threshold), then the missing code is
+ * selected where the slot's rule makes the value missing. */
+static inline void tss_slot_keys_d(const tss *L, const double *row, uint32_t *k) {
+    const tsq *q = L->qd;
+    k[0] = 0;
+    for (uint32_t s = 1; s < L->n_slots; s++) {
+        const double v = row[L->slot_col[s]];
+        const uint32_t j = L->slot_j[s], miss = L->slot_miss[s] != L->slot_miss[s] ? q->f[j].n_thr : 0;
+        const int zero = fabs(v) <= (double)TSM_ZERO_RANGE;
+        const uint32_t c = tsq_code_d(q, j, zero ? 0.0 : v);
+        k[s] = (v != v) | (zero & (int)L->slot_zero[s]) ? miss : c;
+    }
+}
+
+/*
  * Depth steps: each tree's nodes and leaves as 8-byte entries (tss_cnode), breadth
  * first, a node's two children side by side at e + delta (left) and e + delta + 1
  * (right): the step is e += delta + !(v <= t) (a compare and an add with carry). A leaf
@@ -248,6 +298,12 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
         free(cn);
         return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     }
+    ts_status st = build_double_keys(L, m, n, err);
+    if (st != TS_OK) {
+        free(queue);
+        free(cn);
+        return st;
+    }
     /* trees by depth, deepest first (stable) */
     uint32_t maxd = 0, k = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) maxd = m->trees[t].depth > maxd ? m->trees[t].depth : maxd;
@@ -255,6 +311,7 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
         for (uint32_t t = 0; t < m->n_trees; t++)
             if (m->trees[t].depth == d) L->gtree[k++] = t;
     cn[0] = (tss_cnode){0, 0, 0};
+    if (L->cnd) L->cnd[0] = cn[0];
     L->lval[0] = 0.0;
     uint32_t next = 1;
     for (uint32_t i = 0; i < m->n_trees; i++) {
@@ -267,10 +324,17 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
             int32_t c = (int32_t)queue[q];
             if (c < 0) {
                 cn[base + q] = (tss_cnode){0, 0, 0};
+                if (L->cnd) L->cnd[base + q] = cn[base + q];
                 L->lval[base + q] = tr->weight * tr->leaf_values[~c];
             } else {
                 const tsm_node *nd = &tr->nodes[c];
                 cn[base + q] = (tss_cnode){tss_key(nd->threshold), (uint16_t)slot_of(keys, nk, slot_key(nd)), (uint16_t)(qn - q)};
+                if (L->cnd) {
+                    const tsq *qd = L->qd;
+                    double d = tr->thresholds_d ? tr->thresholds_d[c] : (double)nd->threshold;
+                    L->cnd[base + q] = cn[base + q];
+                    L->cnd[base + q].thr = tsq_code_d(qd, tsq_feature_of(qd, nd->feature), d);
+                }
                 L->lval[base + q] = 0.0;
                 queue[qn++] = (uint32_t)nd->left;
                 queue[qn++] = (uint32_t)nd->right;
@@ -326,15 +390,22 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
         TSS_STEP(e12); TSS_STEP(e13); TSS_STEP(e14); TSS_STEP(e15);                              \
     } while (0)
 
-static void tss_steps(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+/* The walk, for float rows (x, the entries cn) or double rows (xd, the entries cnd). */
+static inline __attribute__((always_inline)) void steps_core(const tss *L, const tss_cnode *C, const float *x,
+                                                             const double *xd, size_t n_rows, size_t stride,
+                                                             double *out, void *scratch) {
     const size_t nsp = L->n_slots_pad, nt = L->n_trees;
     uint32_t *V = scratch;
     double *D = (double *)((char *)scratch + tss_round64((size_t)TSS_RB * nsp * sizeof(float)));
-    const tss_cnode *C = L->cn;
     const double *lval = L->lval;
     for (size_t r0 = 0; r0 < n_rows; r0 += TSS_RB) {
         const size_t nr = n_rows - r0 < TSS_RB ? n_rows - r0 : TSS_RB;
-        for (size_t r = 0; r < nr; r++) tss_slot_keys(L, x + (r0 + r) * stride, V + r * nsp);
+        for (size_t r = 0; r < nr; r++) {
+            if (xd)
+                tss_slot_keys_d(L, xd + (r0 + r) * stride, V + r * nsp);
+            else
+                tss_slot_keys(L, x + (r0 + r) * stride, V + r * nsp);
+        }
         /* the step's asm reads C and V, and says no memory: nothing moves across this */
         __asm__ volatile("" ::: "memory");
         for (uint32_t gi = 0; gi < L->n_groups; gi++) {
@@ -360,6 +431,13 @@ static void tss_steps(const tss *L, const float *x, size_t n_rows, size_t stride
     }
 }
 
+static void tss_steps(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    steps_core(L, L->cn, x, NULL, n_rows, stride, out, scratch);
+}
+
+static void tss_steps_f64(const tss *L, const double *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    steps_core(L, L->cnd, NULL, x, n_rows, stride, out, scratch);
+}
 
 /* The scalar kernel: tree by tree, the same layout and steps as the SIMD kernels. */
 static void tss_scalar(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
@@ -419,7 +497,17 @@ static void tsimd_score(const void *p, const float *x, size_t n_rows, size_t str
     s->kernel(&s->L, x, n_rows, stride, out, scratch);
 }
 
+/* Double rows by the depth steps on double keys ("Double keys"); 0 where the model
+ * compares floats, its double codes do not exist, or another kernel was asked for. */
+static int tsimd_score_f64(const void *p, const double *x, size_t n_rows, size_t stride, double *out,
+                           void *scratch) {
+    const tss_state *s = p;
+    if (s->kernel != tss_steps || !s->L.cnd) return 0;
+    tss_steps_f64(&s->L, x, n_rows, stride, out, scratch);
+    return 1;
+}
+
 const tse_engine tse_engine_trees_simd = {
     .id = TS_ENGINE_TREES_SIMD, .name = "trees-simd", .prepare = tsimd_prepare, .score = tsimd_score,
-    .free = tsimd_free, .plan_candidate = tse_plan_always,
+    .free = tsimd_free, .plan_candidate = tse_plan_always, .score_f64 = tsimd_score_f64,
 };

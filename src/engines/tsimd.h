@@ -96,6 +96,11 @@ typedef struct tss {
     uint32_t *gtree;        /* the same trees' indices */
     tss_group *groups;      /* TSS_PG trees of groot at a time */
     uint32_t n_groups;
+    /* Double rows (tsimd.c "Double keys"): set for a model that compares doubles
+     * (LightGBM) whose double codes exist (quant.h "Double codes"), else NULL: */
+    tss_cnode *cnd;         /* cn's entries with thr = the node's double-threshold index k */
+    void *qd;               /* the double codes (tsq), owned */
+    uint32_t *slot_j;       /* n_slots_pad: a slot's feature in qd (slot 0: unused) */
 } tss;
 
 /*

@@ -180,7 +180,7 @@ static void test_crowded_gaps(void) {
         ref[r] = ref_score(n_trees, x + r * cols);
     }
     for (size_t i = 0; i < (size_t)n_rows * cols; i++) xf[i] = (float)x[i];
-    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID};
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD};
     for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
         ts_scorer_options o;
         ts_scorer_options_init(&o);
@@ -209,7 +209,7 @@ static void test_crowded_gaps(void) {
     free(xf);
 }
 
-/* rapid's double codes (engines/quant.h "Double codes") at every ISA level this CPU has
+/* rapid's double codes (engines/quant.h "Double codes") and trees-simd's double keys at every ISA level this CPU has
  * and every batch size from 1 to 300, on the crowded gaps plus features of 300 and 100
  * thresholds (code segments, block tables; pairs in one float gap) and one of thresholds
  * around the zero range: bit for bit LightGBM's double decisions, and naive's double path
@@ -245,25 +245,27 @@ static void test_double_codes(void) {
     CHECK(memcmp(naive, ref, n_rows * sizeof *ref) == 0);
     ts_scorer_free(s);
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
-    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
-        if (isas[i] > ts_cpu_isa()) continue;
-        o.engine = TS_ENGINE_RAPID;
-        o.max_isa = isas[i];
+    for (size_t i = 0; i < 2 * sizeof isas / sizeof isas[0]; i++) {
+        if (isas[i % 3] > ts_cpu_isa()) continue;
+        /* rapid's double codes; trees-simd's double keys (its depth steps at any level) */
+        o.engine = i < 3 ? TS_ENGINE_RAPID : TS_ENGINE_TREES_SIMD;
+        const char *name = ts_engine_name(o.engine);
+        o.max_isa = isas[i % 3];
         o.n_threads = 1;
         s = NULL;
         CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
         if (!s) continue;
-        CHECK(ts_scorer_isa(s) == isas[i]);
+        if (i < 3) CHECK(ts_scorer_isa(s) == isas[i]);
         uint32_t bad = 0;
         for (uint32_t n = 1; n <= 300; n++) { /* rows [r0, r0 + n) */
             const uint32_t r0 = (n * 7) % (n_rows - n + 1);
             CHECK_STATUS(ts_scorer_score_f64(s, x + (size_t)r0 * cols, n, cols, cols, got, &err), TS_OK);
             for (uint32_t r = 0; r < n; r++)
                 if (memcmp(&got[r], &ref[r0 + r], sizeof *got) != 0 && bad++ < 3)
-                    fprintf(stderr, "rapid %s batch %u row %u: %.17g != %.17g\n", ts_isa_name(isas[i]), n, r0 + r,
+                    fprintf(stderr, "%s %s batch %u row %u: %.17g != %.17g\n", name, ts_isa_name(isas[i % 3]), n, r0 + r,
                             got[r], ref[r0 + r]);
         }
-        CHECK_MSG(bad == 0, "rapid %s: %u rows differ from LightGBM's double decisions", ts_isa_name(isas[i]), bad);
+        CHECK_MSG(bad == 0, "%s %s: %u rows differ from LightGBM's double decisions", name, ts_isa_name(isas[i % 3]), bad);
         ts_scorer_free(s);
     }
     ts_model_free(m);
