@@ -35,6 +35,19 @@ import numpy as np
 from . import _core
 
 _CMP_LE, _CMP_IN, _CMP_NOT_IN = 0, 4, 5
+
+
+def _version():
+    import sklearn
+
+    parts = []
+    for p in sklearn.__version__.split(".")[:2]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+_SKLEARN_VERSION = (0, 0)
 _F32, _F64 = 0, 1
 _SUM, _MEAN = 0, 1
 
@@ -85,8 +98,16 @@ def _decision_tree(tree_est, classifier: bool):
             raise _fail("TS_ERR_UNSUPPORTED", "from_sklearn: multi-output classifiers are not supported "
                         f"({n_out} outputs: predict_proba returns a list of arrays)")
         k = int(np.asarray(tree_est.n_classes_).reshape(-1)[0])
-        # predict_proba is tree_.predict(X)[:, :n_classes_]: the stored fractions
-        return t.value[:, 0, :k], k
+        proba = t.value[:, 0, :k]
+        if _SKLEARN_VERSION < (1, 4):
+            # before 1.4, value held weighted counts and predict_proba normalized each row
+            # (the same numpy operations on the same rows: the same bits)
+            proba = np.array(proba, dtype=np.float64)
+            normalizer = proba.sum(axis=1)[:, np.newaxis]
+            normalizer[normalizer == 0.0] = 1.0
+            proba /= normalizer
+        # since 1.4, predict_proba is tree_.predict(X)[:, :n_classes_]: the stored fractions
+        return proba, k
     return t.value[:, :, 0], n_out
 
 
@@ -94,6 +115,9 @@ def convert(est) -> dict:
     """The build spec of a fitted estimator: what ``_core.build`` takes, and how the raw
     scores become ``predict``'s output."""
     from sklearn import ensemble, tree  # noqa: F401  (imported only when used)
+
+    global _SKLEARN_VERSION
+    _SKLEARN_VERSION = _version()
 
     name = type(est).__name__
     mod = type(est).__module__
