@@ -248,3 +248,22 @@ def test_ifelse_engine(data_nan, data_dense):
             (ensemble.GradientBoostingRegressor(n_estimators=10, random_state=0).fit(Xd, yd), Xd)]
     for est, data in ests:
         check(est, rows_for(est, data[:200]), engines=["ifelse"])
+
+
+def test_pandas_categorical_columns():
+    """HistGradientBoosting on a DataFrame with a pandas categorical column (numeric
+    categories, categorical_features="from_dtype"): the column's values, not its codes."""
+    import pandas as pd
+
+    rng = np.random.default_rng(8)
+    n = 600
+    df = pd.DataFrame({"a": rng.normal(size=n), "cat": pd.Categorical(rng.choice([3, 10, 20, 31], size=n)),
+                       "b": rng.normal(size=n)})
+    y = df["a"].to_numpy() + np.where(df["cat"].astype(int).isin([10, 31]), 2.0, 0.0)
+    est = ensemble.HistGradientBoostingRegressor(max_iter=10, random_state=0).fit(df, y)
+    m = treescore.Model.from_sklearn(est, engine="naive")
+    assert m.info()["n_categorical_splits"] > 0
+    test = df.iloc[:200].copy()
+    test.loc[test.index[:10], "cat"] = np.nan
+    assert np.array_equal(m.predict(test), est.predict(test))
+    assert np.array_equal(m.predict(test[["b", "cat", "a"]]), est.predict(test))  # by name

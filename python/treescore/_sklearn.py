@@ -376,6 +376,25 @@ class SklearnModel(_Model):
             y = self._predict_converted(s, X, tr)
         return finish(self._spec, y, raw_score)
 
+    def _as_matrix(self, X):
+        # scikit-learn reads a DataFrame by its names (feature_names_in_) and a categorical
+        # column by its values (its OrdinalEncoder maps them): take the values, not the
+        # pandas codes that Model takes for LightGBM's sake
+        if _inputs.is_dataframe(X):
+            if self._names is not None:
+                missing = [c for c in self._names if c not in X.columns]
+                if missing:
+                    raise _fail("TS_ERR_SHAPE", f"the DataFrame lacks the estimator's feature(s) {missing[:5]}")
+                X = X[self._names]
+            cols = []
+            for c in range(X.shape[1]):
+                col = X.iloc[:, c]
+                if hasattr(col, "cat"):
+                    col = col.astype(object)
+                cols.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
+            return np.ascontiguousarray(np.column_stack(cols) if cols else np.empty((len(X), 0)))
+        return _inputs.dense_matrix(X)
+
     @property
     def estimator(self) -> str:
         """The class name of the estimator the model was built from."""
