@@ -171,30 +171,47 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, void **out, char 
         d->qp.tree_word = (const uint32_t *)upload(d, l->tree_word, nt * sizeof(uint32_t));
         d->qp.word_entry = (const uint32_t *)upload(d, l->word_entry, (n_words + 1) * sizeof(uint32_t));
         d->qp.block_tree = (const uint32_t *)upload(d, l->block_tree, ((size_t)l->n_blocks + 1) * sizeof(uint32_t));
+        d->qp.codes = kind == TSG_KIND_CODES;
+        d->qp.entries = NULL;
+        d->qp.wnodes = NULL;
+        d->qp.centries = NULL;
+        const void *nodes_up = NULL;
         if (d->qp.walk) {
-            d->qp.entries = NULL;
-            d->qp.wnodes = (const tsg_wnode *)upload(d, l->wnodes, n_nodes * sizeof(tsg_wnode));
+            nodes_up = d->qp.wnodes = (const tsg_wnode *)upload(d, l->wnodes, n_nodes * sizeof(tsg_wnode));
+        } else if (d->qp.codes) {
+            if (!l->codes_ok) {
+                snprintf(msg, size, "the byte-code kernel takes fewer than 2^24 byte slots");
+                tsg_cuda_free(d);
+                return 1;
+            }
+            size_t nb = l->n_bslots ? l->n_bslots : 1;
+            d->qp.slot_thr = (const uint32_t *)upload(d, l->slot_thr, (ns + 1) * sizeof(uint32_t));
+            d->qp.thr = (const float *)upload(d, l->thr, l->slot_thr[l->n_slots] * sizeof(float));
+            d->qp.bslot_slot = (const uint32_t *)upload(d, l->bslot_slot, nb * sizeof(uint32_t));
+            d->qp.bslot_base = (const uint32_t *)upload(d, l->bslot_base, nb * sizeof(uint32_t));
+            if (!d->qp.slot_thr || !d->qp.thr || !d->qp.bslot_slot || !d->qp.bslot_base) goto fail;
+            nodes_up = d->qp.centries = (const tsg_centry *)upload(d, l->centries, n_nodes * sizeof(tsg_centry));
         } else {
-            d->qp.wnodes = NULL;
-            d->qp.entries = (const tsg_entry *)upload(d, l->entries, n_nodes * sizeof(tsg_entry));
+            nodes_up = d->qp.entries = (const tsg_entry *)upload(d, l->entries, n_nodes * sizeof(tsg_entry));
         }
         if (!d->qp.slot_feature || !d->qp.slot_flags || !d->qp.node_first || !d->qp.tree_word ||
-            !d->qp.word_entry || !d->qp.block_tree || !(d->qp.walk ? (const void *)d->qp.wnodes : (const void *)d->qp.entries))
+            !d->qp.word_entry || !d->qp.block_tree || !nodes_up)
             goto fail;
         /* Shared memory: the tree block's nodes, then the block's documents' slot
-         * values: 128 documents per block when they fit in 96 KiB with the nodes, else
+         * values (or byte codes): 128 documents per block when they fit in 96 KiB with the nodes, else
          * 64 or 32; beyond that the slots are read from global memory. */
         size_t e_bytes = (size_t)d->qp.smem_nodes * TSG_NODE_BYTES, limit = 96u * 1024u;
         if ((size_t)device_optin_smem < limit) limit = (size_t)device_optin_smem;
         d->threads = 128;
         d->qp.x_shared = 0;
+        size_t per_doc = d->qp.codes ? (size_t)l->n_bslots : (size_t)l->n_slots * sizeof(float);
         for (unsigned t = 128; t >= 32; t /= 2)
-            if (e_bytes + (size_t)l->n_slots * t * sizeof(float) <= limit) {
+            if (e_bytes + per_doc * t <= limit) {
                 d->threads = t;
                 d->qp.x_shared = 1;
                 break;
             }
-        d->smem = e_bytes + (d->qp.x_shared ? (size_t)l->n_slots * d->threads * sizeof(float) : 0);
+        d->smem = e_bytes + (d->qp.x_shared ? per_doc * d->threads : 0);
         if (d->smem > 48u * 1024u)
             CU_TRY(cudaFuncSetAttribute(tsg_qs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)d->smem),
                    "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");

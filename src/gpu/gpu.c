@@ -12,7 +12,7 @@
 #ifdef TS_HAVE_CUDA
 #include "gpu/gpu_cuda.h"
 _Static_assert(TSG_KIND_NAIVE == TSG_ENGINE_KIND_NAIVE && TSG_KIND_QS == TSG_ENGINE_KIND_QS &&
-                   TSG_KIND_WALK == TSG_ENGINE_KIND_WALK,
+                   TSG_KIND_WALK == TSG_ENGINE_KIND_WALK && TSG_KIND_CODES == TSG_ENGINE_KIND_CODES,
                "gpu.h and gpu_cuda.h number the kernels alike");
 #endif
 
@@ -81,8 +81,8 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
 
 ts_status tsg_engine_prepare_kind(const ts_model *m, int kind, void **state, ts_error *err) {
     tse_layout layout;
-    static const char *const names[] = {"gpu-naive", "gpu", "gpu (walk)"};
-    if (kind < 0 || kind > 2) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "gpu: no kernel kind %d", kind);
+    static const char *const names[] = {"gpu-naive", "gpu", "gpu (walk)", "gpu (codes)"};
+    if (kind < 0 || kind > 3) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "gpu: no kernel kind %d", kind);
     return gpu_prepare_kind(names[kind], kind, m, state, &layout, err);
 }
 

@@ -13,10 +13,12 @@ int tsg_engine_time(const void *state, const float *x, size_t n_rows, size_t str
                     double *kernel_s, double *e2e_s);
 
 /* Kernels a gpu state can run (tsg_engine_prepare_kind): gpu-naive's, gpu's QuickScorer
- * (the engine gpu's) and the walk variant (for the benchmark's comparison). */
+ * (the engine gpu's), and for the benchmark's comparison the walk and byte-code variants
+ * (docs/gpu.md). */
 #define TSG_ENGINE_KIND_NAIVE 0
 #define TSG_ENGINE_KIND_QS 1
 #define TSG_ENGINE_KIND_WALK 2
+#define TSG_ENGINE_KIND_CODES 3
 
 /* A prepared state (freed by tse_engine_gpu.free) for this kernel kind. */
 ts_status tsg_engine_prepare_kind(const ts_model *m, int kind, void **state, ts_error *err);

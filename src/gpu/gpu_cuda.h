@@ -15,6 +15,7 @@ extern "C" {
 #define TSG_KIND_NAIVE 0 /* gpu-naive */
 #define TSG_KIND_QS 1    /* gpu: QuickScorer entries, a warp per 32 documents */
 #define TSG_KIND_WALK 2  /* gpu's walk variant: nodes and slots in shared memory */
+#define TSG_KIND_CODES 3 /* gpu's byte-code variant: QuickScorer entries on rapid's codes */
 
 /* 1 when a CUDA device can run the kernels (desc: its name, compute capability and
  * memory), else 0 (desc: why not, e.g. "cudaGetDeviceCount: no CUDA-capable device is

@@ -19,7 +19,81 @@ void tsg_layout_free(tsg_layout *l) {
     free(l->entries);
     free(l->wnodes);
     free(l->block_tree);
+    free(l->slot_thr);
+    free(l->thr);
+    free(l->bslot_slot);
+    free(l->bslot_base);
+    free(l->centries);
     free(l);
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The byte-code arrays (gpu_params.h, tsg_centry) from the built entries: 0, or 1 when
+ * out of memory. */
+static int build_codes(tsg_layout *l) {
+    uint32_t n_nodes = l->node_first[l->n_trees], ns = l->n_slots;
+    l->slot_thr = calloc((size_t)ns + 2, sizeof *l->slot_thr);
+    l->thr = malloc(((size_t)n_nodes + 1) * sizeof *l->thr);
+    uint32_t *bfirst = malloc(((size_t)ns + 1) * sizeof *bfirst);
+    if (!l->slot_thr || !l->thr || !bfirst) {
+        free(bfirst);
+        return 1;
+    }
+    /* every slot's thresholds, sorted and made distinct in place */
+    for (uint32_t i = 0; i < n_nodes; i++) l->slot_thr[l->entries[i].slot + 2]++;
+    for (uint32_t s = 0; s < ns; s++) l->slot_thr[s + 2] += l->slot_thr[s + 1];
+    for (uint32_t i = 0; i < n_nodes; i++) l->thr[l->slot_thr[l->entries[i].slot + 1]++] = l->entries[i].threshold;
+    uint32_t out = 0;
+    for (uint32_t s = 0; s < ns; s++) {
+        uint32_t a = l->slot_thr[s], b = l->slot_thr[s + 1], first = out;
+        qsort(l->thr + a, b - a, sizeof *l->thr, cmp_float);
+        for (uint32_t i = a; i < b; i++)
+            if (out == first || l->thr[out - 1] < l->thr[i]) l->thr[out++] = l->thr[i];
+        l->slot_thr[s] = first;
+    }
+    l->slot_thr[ns] = out;
+    /* byte slots: 255 thresholds each */
+    uint64_t nb = 0;
+    for (uint32_t s = 0; s < ns; s++) {
+        bfirst[s] = (uint32_t)nb;
+        nb += (l->slot_thr[s + 1] - l->slot_thr[s] + 254u) / 255u;
+    }
+    if (nb >= (1u << 24)) {
+        free(bfirst);
+        return 0; /* codes_ok stays 0 */
+    }
+    l->n_bslots = (uint32_t)nb;
+    l->bslot_slot = malloc((nb + 1) * sizeof *l->bslot_slot);
+    l->bslot_base = malloc((nb + 1) * sizeof *l->bslot_base);
+    l->centries = malloc(((size_t)n_nodes + 1) * sizeof *l->centries);
+    if (!l->bslot_slot || !l->bslot_base || !l->centries) {
+        free(bfirst);
+        return 1;
+    }
+    if (!nb) l->bslot_slot[0] = l->bslot_base[0] = 0;
+    for (uint32_t s = 0; s < ns; s++)
+        for (uint32_t b = bfirst[s], base = 0; base < l->slot_thr[s + 1] - l->slot_thr[s]; b++, base += 255u) {
+            l->bslot_slot[b] = s;
+            l->bslot_base[b] = base;
+        }
+    for (uint32_t i = 0; i < n_nodes; i++) {
+        const tsg_entry *e = &l->entries[i];
+        const float *T = l->thr + l->slot_thr[e->slot];
+        uint32_t lo = 0, hi = l->slot_thr[e->slot + 1] - l->slot_thr[e->slot];
+        while (lo < hi) { /* the threshold's index: the first one >= it */
+            uint32_t mid = lo + (hi - lo) / 2u;
+            if (T[mid] < e->threshold) lo = mid + 1u;
+            else hi = mid;
+        }
+        l->centries[i] = (tsg_centry){e->keep, e->hi, (bfirst[e->slot] + lo / 255u) << 8 | lo % 255u};
+    }
+    free(bfirst);
+    l->codes_ok = 1;
+    return 0;
 }
 
 int tsg_layout_build(const ts_model *m, uint32_t block_nodes, tsg_layout **out) {
@@ -132,6 +206,10 @@ int tsg_layout_build(const ts_model *m, uint32_t block_nodes, tsg_layout **out) 
     l->block_tree[nb] = m->n_trees;
     l->n_blocks = nb;
     free(slot_of), free(lo), free(hi), free(count);
+    if (build_codes(l)) {
+        tsg_layout_free(l);
+        return 1;
+    }
     *out = l;
     return 0;
 }
@@ -163,4 +241,10 @@ void tsg_layout_qs_params(const tsg_layout *l, tsg_qs_params *p) {
     p->n_blocks = l->n_blocks;
     p->block_tree = l->block_tree;
     p->smem_nodes = l->block_nodes;
+    p->centries = l->centries;
+    p->n_bslots = l->n_bslots;
+    p->bslot_slot = l->bslot_slot;
+    p->bslot_base = l->bslot_base;
+    p->slot_thr = l->slot_thr;
+    p->thr = l->thr;
 }

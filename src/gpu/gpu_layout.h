@@ -37,6 +37,13 @@ typedef struct tsg_layout {
     uint32_t n_blocks;
     uint32_t *block_tree; /* n_blocks + 1 */
     uint32_t block_nodes;
+    /* the byte-code variant (tsg_centry): every slot's distinct thresholds, ascending */
+    uint32_t *slot_thr;   /* n_slots + 1 */
+    float *thr;           /* slot_thr[n_slots] */
+    uint32_t n_bslots;
+    uint32_t *bslot_slot, *bslot_base; /* n_bslots */
+    tsg_centry *centries; /* node_first[n_trees], in the entries' order */
+    int codes_ok;         /* 0 when the byte slots number 2^24 or more (no centries) */
 } tsg_layout;
 
 /* Both engines' arrays for a model with no categorical nodes (engines see views), trees

@@ -39,6 +39,19 @@ typedef struct tsg_entry {
     uint32_t pad;
 } tsg_entry;
 
+/* gpu's byte-code entry (the kernel variant TSG_KIND_CODES, 16 bytes): the node as
+ * rapid's exact codes see it (design.md, "Codes"). A slot's distinct thresholds T
+ * ascending; a value's code is the number of them below it (NaN: all of them), so
+ * v <= T[k] exactly when code <= k. A slot of more than 255 thresholds is cut into
+ * byte slots of 255 (base 0, 255, ...), each code clamped to [0, 255] after subtracting
+ * its base, so every code is one byte; node k of segment j tests byte slot (s, j)
+ * against k - 255 j. bslot_k = byte slot << 8 | that k. */
+typedef struct tsg_centry {
+    uint64_t keep;
+    uint32_t hi;
+    uint32_t bslot_k;
+} tsg_centry;
+
 /* gpu's walk node (the kernel variant TSG_KIND_WALK): the same nodes in the same places
  * as the entries, in preorder, children relative to the tree (>= 0 a node, < 0 leaf ~c). */
 typedef struct tsg_wnode {
@@ -64,11 +77,12 @@ typedef struct tsg_naive_params {
  * contiguous: tree t's nodes (entries or wnodes) start at node_first[t] (n_trees + 1);
  * a block of threads stages them in shared memory when they fit in smem_nodes, else
  * reads them from global memory. Tree t's words are [tree_word[t], tree_word[t+1]) and
- * word k's entries [word_entry[k], word_entry[k+1]). walk = 0: the QuickScorer kernel
- * reads entries; walk = 1: each thread walks its document down every tree (wnodes).
- * Dynamic shared memory: smem_nodes nodes (24 bytes each, either kind), then, when
- * x_shared, n_slots * blockDim.x floats (slot s of the block's document d at
- * [s * blockDim.x + d]). blockDim.x is a multiple of 32. */
+ * word k's entries [word_entry[k], word_entry[k+1]). The QuickScorer kernel reads entries
+ * (walk = 0, codes = 0) or byte-code entries (codes = 1); walk = 1: each thread walks its
+ * document down every tree (wnodes). Dynamic shared memory: smem_nodes nodes (24 bytes
+ * each, any kind), then, when x_shared, n_slots * blockDim.x floats (slot s of the
+ * block's document d at [s * blockDim.x + d]) or, for codes, n_bslots * blockDim.x
+ * bytes. blockDim.x is a multiple of 32. */
 typedef struct tsg_qs_params {
     const float *x;
     uint64_t n_rows, stride;
@@ -84,12 +98,20 @@ typedef struct tsg_qs_params {
     const uint32_t *word_entry;   /* words + 1 */
     const tsg_entry *entries;
     const tsg_wnode *wnodes;
+    const tsg_centry *centries;
     const double *leaves;
     uint32_t n_blocks;
     const uint32_t *block_tree;   /* n_blocks + 1 */
     uint32_t smem_nodes;
     uint32_t x_shared;
     uint32_t walk;
+    /* the byte-code variant (codes = 1): staged one byte per byte slot and document */
+    uint32_t codes;
+    uint32_t n_bslots;
+    const uint32_t *bslot_slot;   /* n_bslots: its slot */
+    const uint32_t *bslot_base;   /* n_bslots: its first threshold (a multiple of 255) */
+    const uint32_t *slot_thr;     /* n_slots + 1: slot s's thresholds thr[slot_thr[s] ..] */
+    const float *thr;             /* ascending and distinct within a slot */
 } tsg_qs_params;
 
 /* Bytes of shared memory per staged node (the larger of the two kinds). */

@@ -110,6 +110,61 @@ TSG_DEVICE uint32_t tsg_qs_exit_leaf(const tsg_qs_params *p, const tsg_entry *E,
     return leaf;
 }
 
+/* Byte slot b's code for a row (gpu_params.h, tsg_centry): the number of the slot's
+ * thresholds below the slot value (all of them for NaN), minus the byte slot's base,
+ * clamped to [0, 255]. */
+TSG_DEVICE uint32_t tsg_code(const tsg_qs_params *p, uint32_t b, const float *row) {
+    uint32_t s = p->bslot_slot[b];
+    float v = tsg_slot_value(row[p->slot_feature[s]], p->slot_flags[s]);
+    const float *T = p->thr + p->slot_thr[s];
+    uint32_t n = p->slot_thr[s + 1] - p->slot_thr[s], c = n;
+    if (v == v) {
+        uint32_t lo = 0, hi = n; /* the first threshold >= v */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2u;
+            if (T[mid] < v) lo = mid + 1u;
+            else hi = mid;
+        }
+        c = lo;
+    }
+    uint32_t base = p->bslot_base[b];
+    return c <= base ? 0u : (c - base >= 255u ? 255u : c - base);
+}
+
+/* tsg_qs_exit_leaf on byte codes: a node is false when its byte slot's code exceeds k. */
+TSG_DEVICE uint32_t tsg_codes_exit_leaf(const tsg_qs_params *p, const tsg_centry *E, uint32_t e_base, uint32_t t,
+                                        const unsigned char *cs, uint32_t cs_stride, const float *row) {
+    uint32_t w0 = p->tree_word[t], w1 = p->tree_word[t + 1];
+    uint32_t n_leaves = p->leaf_off[t + 1] - p->leaf_off[t];
+    uint32_t skip = 0, leaf = 0;
+    int found = 0;
+    for (uint32_t w = w0; w < w1; w++) {
+        uint32_t first = (w - w0) * 64u, left = n_leaves - first;
+        uint64_t bv = left >= 64u ? ~0ull : (1ull << left) - 1ull;
+        if (skip >= first + 64u) bv = 0;
+        else if (skip > first) bv &= ~0ull << (skip - first);
+        for (uint32_t k = p->word_entry[w]; k < p->word_entry[w + 1]; k++) {
+            const tsg_centry *e = E + (k - e_base);
+            uint32_t b = e->bslot_k >> 8;
+            uint32_t code = cs ? cs[b * cs_stride] : tsg_code(p, b, row);
+            if (code > (e->bslot_k & 255u)) {
+                bv &= e->keep;
+                if (e->hi > skip) skip = e->hi;
+            }
+        }
+        if (!found && bv) {
+            found = 1;
+#ifdef __CUDACC__
+            leaf = first + (uint32_t)(__ffsll((long long)bv) - 1);
+#else
+            leaf = first + (uint32_t)tsg_emu_ctz64(bv);
+#endif
+        }
+        if (w + 1 < w1 && __ballot_sync(TSG_FULL_WARP, !found) == 0) break;
+    }
+    return leaf;
+}
+
 /* The exit leaf of tree t by a walk from the root (the walk variant): nodes from W, the
  * tree's first node at W[0]. Lanes whose paths differ in length wait for the longest. */
 TSG_DEVICE uint32_t tsg_walk_exit_leaf(const tsg_qs_params *p, const tsg_wnode *W, uint32_t n_nodes, const float *xs,
@@ -135,17 +190,24 @@ __global__ void tsg_qs_kernel(const tsg_qs_params p) {
     uint64_t first_row = (uint64_t)blockIdx.x * dpb, r = first_row + tid;
     uint64_t rc = r < p.n_rows ? r : p.n_rows - 1;
     const float *row = p.x + rc * p.stride;
+    unsigned char *s_c = (unsigned char *)(void *)s_x;
     if (p.x_shared) {
         /* consecutive threads read consecutive slots of a row (mostly consecutive
-         * columns), and each writes its slot's value for that document */
+         * columns), and each writes its slot's value (or byte slot's code) for that
+         * document */
         uint64_t n_docs = p.n_rows - first_row < dpb ? p.n_rows - first_row : dpb;
-        for (uint64_t i = tid; i < (uint64_t)p.n_slots * dpb; i += dpb) {
-            uint64_t d = i / p.n_slots, s = i % p.n_slots;
+        uint32_t n = p.codes ? p.n_bslots : p.n_slots;
+        for (uint64_t i = tid; i < (uint64_t)n * dpb; i += dpb) {
+            uint64_t d = i / n, s = i % n;
             uint64_t dr = first_row + (d < n_docs ? d : n_docs - 1);
-            s_x[s * dpb + d] = tsg_slot_value(p.x[dr * p.stride + p.slot_feature[s]], p.slot_flags[s]);
+            if (p.codes)
+                s_c[s * dpb + d] = (unsigned char)tsg_code(&p, (uint32_t)s, p.x + dr * p.stride);
+            else
+                s_x[s * dpb + d] = tsg_slot_value(p.x[dr * p.stride + p.slot_feature[s]], p.slot_flags[s]);
         }
     }
     const float *xs = p.x_shared ? s_x + tid : (const float *)0;
+    const unsigned char *cs = p.x_shared ? s_c + tid : (const unsigned char *)0;
     double score = p.base;
     for (uint32_t b = 0; b < p.n_blocks; b++) {
         uint32_t t0 = p.block_tree[b], t1 = p.block_tree[b + 1];
@@ -156,6 +218,9 @@ __global__ void tsg_qs_kernel(const tsg_qs_params p) {
             if (p.walk) {
                 tsg_wnode *s_w = (tsg_wnode *)(void *)smem;
                 for (uint32_t i = tid; i < e1 - e0; i += dpb) s_w[i] = p.wnodes[e0 + i];
+            } else if (p.codes) {
+                tsg_centry *s_ce = (tsg_centry *)(void *)smem;
+                for (uint32_t i = tid; i < e1 - e0; i += dpb) s_ce[i] = p.centries[e0 + i];
             } else {
                 tsg_entry *s_e = (tsg_entry *)(void *)smem;
                 for (uint32_t i = tid; i < e1 - e0; i += dpb) s_e[i] = p.entries[e0 + i];
@@ -168,6 +233,10 @@ __global__ void tsg_qs_kernel(const tsg_qs_params p) {
                 score += p.leaves[p.leaf_off[t] + tsg_walk_exit_leaf(&p, W + (p.node_first[t] - e0),
                                                                      p.node_first[t + 1] - p.node_first[t], xs, dpb,
                                                                      row)];
+        } else if (p.codes) {
+            const tsg_centry *E = staged ? (const tsg_centry *)(const void *)smem : p.centries + e0;
+            for (uint32_t t = t0; t < t1; t++)
+                score += p.leaves[p.leaf_off[t] + tsg_codes_exit_leaf(&p, E, e0, t, cs, dpb, row)];
         } else {
             const tsg_entry *E = staged ? (const tsg_entry *)(const void *)smem : p.entries + e0;
             for (uint32_t t = t0; t < t1; t++)

@@ -1,7 +1,7 @@
 /* gpu_bench.c: the benchmark of tests/gpu/run.sh. For one model (a file, or a synthetic
  * forest of exactly TREES trees of LEAVES leaves on FEATURES features) and each batch
  * size, it times
- *   - gpu, its walk variant (gpu:walk) and gpu-naive: kernel only (rows already on the device; CUDA events) and end
+ *   - gpu, its byte-code and walk variants (gpu:codes, gpu:walk) and gpu-naive: kernel only (rows already on the device; CUDA events) and end
  *     to end (ts_scorer_score's path: rows through pinned buffers, copies overlapped
  *     with scoring, scores back), and checks the first rows against naive bit for bit;
  *   - a CPU engine through the public API (default rapid, every core), end to end, on at
@@ -180,11 +180,11 @@ int main(int argc, char **argv) {
     tse_engine_naive.free(nst);
 
     /* The GPU kernels, each prepared once (the model uploaded once): gpu (QuickScorer),
-     * its walk variant, gpu-naive. */
-    static const int kinds[] = {TSG_ENGINE_KIND_QS, TSG_ENGINE_KIND_WALK, TSG_ENGINE_KIND_NAIVE};
-    static const char *const labels[] = {"gpu", "gpu:walk", "gpu-naive"};
-    enum { N_KINDS = 3 };
-    void *gst[N_KINDS] = {NULL, NULL, NULL};
+     * its byte-code and walk variants, gpu-naive. */
+    static const int kinds[] = {TSG_ENGINE_KIND_QS, TSG_ENGINE_KIND_CODES, TSG_ENGINE_KIND_WALK, TSG_ENGINE_KIND_NAIVE};
+    static const char *const labels[] = {"gpu", "gpu:codes", "gpu:walk", "gpu-naive"};
+    enum { N_KINDS = 4 };
+    void *gst[N_KINDS] = {NULL, NULL, NULL, NULL};
     for (int g = 0; g < N_KINDS; g++) {
         double t0 = now_s();
         if (tsg_engine_prepare_kind(m, kinds[g], &gst[g], &err) != TS_OK) {

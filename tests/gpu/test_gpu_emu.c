@@ -24,22 +24,25 @@ static void run_qs(const void *a) { tsg_qs_kernel(*(const tsg_qs_params *)a); }
  * shared memory and whether the block's slot values are. */
 typedef struct emu_config {
     const char *name;
-    int qs, walk;
+    int qs, walk, codes;
     unsigned threads;
     uint32_t block_nodes, smem_nodes;
     uint32_t x_shared;
 } emu_config;
 
 static const emu_config configs[] = {
-    {"gpu-naive 128", 0, 0, 128, 0, 0, 0},
-    {"gpu-naive 32", 0, 0, 32, 0, 0, 0},
-    {"gpu 128, nodes and slots in shared memory", 1, 0, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
-    {"gpu 64, slots from global memory", 1, 0, 64, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 0},
-    {"gpu 32, blocks of 40 nodes (larger trees from global)", 1, 0, 32, 40, 40, 1},
-    {"gpu 96, no nodes in shared memory", 1, 0, 96, 200, 0, 1},
-    {"gpu walk 128, nodes and slots in shared memory", 1, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
-    {"gpu walk 32, blocks of 40 nodes, slots from global", 1, 1, 32, 40, 40, 0},
-    {"gpu walk 64, no nodes in shared memory", 1, 1, 64, 300, 0, 1},
+    {"gpu-naive 128", 0, 0, 0, 128, 0, 0, 0},
+    {"gpu-naive 32", 0, 0, 0, 32, 0, 0, 0},
+    {"gpu 128, nodes and slots in shared memory", 1, 0, 0, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
+    {"gpu 64, slots from global memory", 1, 0, 0, 64, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 0},
+    {"gpu 32, blocks of 40 nodes (larger trees from global)", 1, 0, 0, 32, 40, 40, 1},
+    {"gpu 96, no nodes in shared memory", 1, 0, 0, 96, 200, 0, 1},
+    {"gpu walk 128, nodes and slots in shared memory", 1, 1, 0, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
+    {"gpu walk 32, blocks of 40 nodes, slots from global", 1, 1, 0, 32, 40, 40, 0},
+    {"gpu walk 64, no nodes in shared memory", 1, 1, 0, 64, 300, 0, 1},
+    {"gpu codes 128, nodes and codes in shared memory", 1, 0, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
+    {"gpu codes 32, blocks of 40 nodes, codes from global", 1, 0, 1, 32, 40, 40, 0},
+    {"gpu codes 64, no nodes in shared memory", 1, 0, 1, 64, 250, 0, 1},
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
@@ -61,7 +64,10 @@ static void emu_score(const ts_model *m, const emu_config *c, const float *x, si
         p.smem_nodes = c->smem_nodes;
         p.x_shared = c->x_shared;
         p.walk = (uint32_t)c->walk;
-        size_t smem = (size_t)p.smem_nodes * TSG_NODE_BYTES + (p.x_shared ? (size_t)p.n_slots * c->threads * 4 : 0);
+        p.codes = (uint32_t)c->codes;
+        CHECK(!c->codes || l->codes_ok);
+        size_t per_doc = c->codes ? (size_t)p.n_bslots : (size_t)p.n_slots * 4;
+        size_t smem = (size_t)p.smem_nodes * TSG_NODE_BYTES + (p.x_shared ? per_doc * c->threads : 0);
         CHECK(tsg_emu_launch(blocks, c->threads, smem, run_qs, &p) == 0);
     }
     tsg_layout_free(l);
@@ -183,13 +189,43 @@ static void test_nan_and_thresholds(void) {
     ts_model_free(m);
 }
 
+/* Features of more than 255 distinct thresholds: the byte-code variant's segments of
+ * 255 (codes clamped to [0, 255] per byte slot), on thresholds and between them. */
+static void test_many_thresholds(void) {
+    n_features = 3;
+    ts_model *m = random_model(150, 20, 40, 0);
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            if (nd->flags & TSM_ZERO_IS_MISSING) continue; /* keep the zero-range invariant */
+            nd->threshold = (float)((int)rnd_below(1400) - 700) / 64.0f;
+            nd->flags = TSM_MISSING_LEFT; /* one slot per feature gets them all */
+        }
+    const size_t n = 301, stride = n_features;
+    float *x = random_rows(n, stride);
+    for (size_t i = 0; i < n * stride; i++)
+        if (rnd_below(4)) {
+            float v = (float)((int)rnd_below(1440) - 720) / 64.0f;
+            x[i] = rnd_below(3) == 0 ? v : nextafterf(v, rnd_below(2) ? INFINITY : -INFINITY);
+        }
+    check_rows(m, x, n, stride, ALL_CONFIGS, "features of ~1,000 thresholds");
+    tsg_layout *l = NULL;
+    CHECK(tsg_layout_build(m, 0, &l) == 0);
+    if (l) {
+        CHECK_MSG(l->n_bslots > l->n_slots, "%u byte slots for %u slots", l->n_bslots, l->n_slots);
+        tsg_layout_free(l);
+    }
+    free(x);
+    ts_model_free(m);
+}
+
 /* One large batch (many blocks), the default CUDA shapes of both kernels. */
 static void test_large_batch(void) {
     n_features = 16;
     ts_model *m = random_model(8, 2, 80, 3);
     const size_t stride = n_features + 5, n = 20011;
     float *x = random_rows(n, stride);
-    check_rows(m, x, n, stride, 1u << 0 | 1u << 2 | 1u << 4 | 1u << 6, "20,011 rows");
+    check_rows(m, x, n, stride, 1u << 0 | 1u << 2 | 1u << 4 | 1u << 6 | 1u << 9, "20,011 rows");
     free(x);
     ts_model_free(m);
 }
@@ -280,6 +316,7 @@ int main(void) {
     RUN_TEST(test_tree_sizes);
     RUN_TEST(test_random_forests);
     RUN_TEST(test_nan_and_thresholds);
+    RUN_TEST(test_many_thresholds);
     RUN_TEST(test_large_batch);
     RUN_TEST(test_model_files);
     fprintf(stderr, "emulator: %llu fiber switches\n", (unsigned long long)tsg_emu_switches());
