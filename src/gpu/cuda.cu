@@ -212,8 +212,12 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, void **out, char 
                 break;
             }
         d->smem = e_bytes + (d->qp.x_shared ? per_doc * d->threads : 0);
+        /* The kernel's limit is one per process, not per state: raised once to all a block
+         * may opt in to (states of other models then launch with their own smaller
+         * sizes); it permits, the launch's size decides the occupancy. */
         if (d->smem > 48u * 1024u)
-            CU_TRY(cudaFuncSetAttribute(tsg_qs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)d->smem),
+            CU_TRY(cudaFuncSetAttribute(tsg_qs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        device_optin_smem),
                    "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
     }
     for (int i = 0; i < N_STREAMS; i++) CU_TRY(cudaStreamCreateWithFlags(&d->stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
