@@ -146,7 +146,17 @@ static ts_status oblivious_trees(build *b) {
             return ts_fail(b->err, d < 0 ? TS_ERR_PARSE : TS_ERR_LIMIT, "%s: tree %u: depth %d is outside [0, %d]",
                            b->name, t, (int)d, TSCB_MAX_DEPTH);
         if ((uint32_t)d > max_depth) max_depth = (uint32_t)d;
+        /* what the trees claim must be in the file before anything of that size is allocated */
+        size_t values = ((size_t)1 << d) * dim;
+        if (values > cb->n_leaves - leaf_at || (size_t)d > cb->n_splits - split_at)
+            return ts_fail(b->err, TS_ERR_PARSE,
+                           "%s: tree %u: depth %d needs %zu leaf values and %d splits, more than the model lists "
+                           "after the trees before it (%zu values, %zu splits in all)",
+                           b->name, t, (int)d, values, (int)d, cb->n_leaves, cb->n_splits);
+        leaf_at += values;
+        split_at += (size_t)d;
     }
+    split_at = leaf_at = 0;
     size_t leaves_max = (size_t)1 << max_depth;
     b->nodes = malloc(leaves_max * sizeof *b->nodes);
     b->values = malloc(leaves_max * sizeof *b->values);
