@@ -270,3 +270,29 @@ def test_catboost_truncated_refused(workdir):
         path.write_bytes(bytes(b))
         p = H.run_cli(["info", "-m", path])
         assert p.returncode in (0, 1), (p.returncode, p.stderr)
+
+
+def test_catboost_feature_names(workdir):
+    """A model trained on a DataFrame names its features: a CSV header in the model's order
+    scores CatBoost's values, a reordered one is refused rather than scored wrong."""
+    import catboost
+    import pandas as pd
+    rng = np.random.default_rng(9)
+    df = pd.DataFrame({"alpha": rng.normal(size=300), "beta": rng.normal(size=300), "gamma": rng.normal(size=300)})
+    y = 2 * df["alpha"] + df["beta"] - df["gamma"] ** 2
+    m = catboost.CatBoost(dict(iterations=6, depth=3, verbose=0, allow_writing_files=False, thread_count=1,
+                               random_seed=1))
+    m.fit(df, y)
+    rows = df[:40].astype(np.float32).astype(np.float64)
+    ref = np.asarray(m.predict(rows, prediction_type="RawFormulaVal"))
+    rows.to_csv(workdir / "cb-named.csv", index=False)
+    rows[["beta", "alpha", "gamma"]].to_csv(workdir / "cb-named-swapped.csv", index=False)
+    for fmt in ("cbm", "json"):
+        path = workdir / f"cb-named.{fmt}"
+        m.save_model(str(path), format=fmt)
+        p = H.run_cli(["info", "-m", path])
+        assert "feature names:    alpha beta gamma" in p.stdout, p.stdout
+        ours = H.score(path, workdir / "cb-named.csv", len(rows), "naive")
+        H.assert_exact(ours, ref, rows.to_numpy(), None, f"{path.name}, CSV with a header")
+        p = H.run_cli(["score", "-m", path, "-d", workdir / "cb-named-swapped.csv"])
+        assert p.returncode == 1 and "is named 'beta'" in p.stderr, p.stderr
