@@ -125,9 +125,11 @@ typedef enum ts_model_format {
     TS_FORMAT_RANKLIB = 6,        /* RankLib LambdaMART, MART and random forests */
     TS_FORMAT_XGBOOST_UBJSON = 7, /* XGBoost UBJSON (save_model("x.ubj"), the default since 2.1) */
     TS_FORMAT_CATBOOST = 8,       /* CatBoost binary model (save_model("m.cbm"), "CBM1"); float features */
-    TS_FORMAT_CATBOOST_JSON = 9   /* CatBoost save_model(format="json"); float features */
+    TS_FORMAT_CATBOOST_JSON = 9,  /* CatBoost save_model(format="json"); float features */
+    TS_FORMAT_ONNX = 10           /* ONNX-ML tree ensemble (TreeEnsembleRegressor/Classifier, TreeEnsemble);
+                                     scores are the ensemble's before post_transform */
 } ts_model_format;
-#define TS_FORMAT_COUNT 10
+#define TS_FORMAT_COUNT 11
 
 /* "auto", "lightgbm", "xgboost", "quickrank", "xgboost-dump", "lightgbm-json", "ranklib",
  * "xgboost-ubjson", "catboost", "catboost-json". */

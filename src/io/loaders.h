@@ -44,6 +44,15 @@ int tsio_is_catboost_cbm(const char *data, size_t size);
  * (looked for in its first bytes only). */
 int tsio_is_catboost_json(const char *data, size_t size);
 
+/* ONNX-ML tree ensembles (model_onnx.c, on the protobuf reader protobuf.h): a ModelProto
+ * whose graph holds one TreeEnsembleRegressor / TreeEnsembleClassifier (ai.onnx.ml 1, 3)
+ * or TreeEnsemble (ai.onnx.ml 5) node, built through the model builder. */
+ts_status tsio_load_onnx(const char *data, size_t size, const char *name, ts_model **out, ts_error *err);
+/* 1 when the input parses as a protobuf message whose first field is ir_version (field 1,
+ * varint) and which holds a graph (field 7, length-delimited), every top-level field
+ * within the input. */
+int tsio_is_onnx(const char *data, size_t size);
+
 /* Guess the format from the first bytes: "CBM1" -> CatBoost, "tree\n"/"version=v" -> LightGBM, '{' -> XGBoost
  * JSON, '<' or "##" comment lines then '<' -> QuickRank XML. TS_FORMAT_AUTO when unknown. */
 ts_model_format tsio_detect_model_format(const char *data, size_t size);

@@ -30,6 +30,7 @@ static int has_prefix(const char *p, size_t n, const char *prefix) {
 ts_model_format tsio_detect_model_format(const char *data, size_t size) {
     if (!data) return TS_FORMAT_AUTO;
     if (tsio_is_catboost_cbm(data, size)) return TS_FORMAT_CATBOOST;
+    if (tsio_is_onnx(data, size)) return TS_FORMAT_ONNX;
     if (tsu_looks_like_ubjson(data, size)) return TS_FORMAT_XGBOOST_UBJSON; /* binary: '{' then a length marker */
     size_t i = content_start(data, size);
     const char *p = data + i;
@@ -60,6 +61,7 @@ static const char *format_clue(ts_model_format f) {
     case TS_FORMAT_RANKLIB: return "RankLib, a '## LambdaMART', '## MART' or '## Random Forests' header";
     case TS_FORMAT_CATBOOST: return "CatBoost binary .cbm, starting with 'CBM1'";
     case TS_FORMAT_CATBOOST_JSON: return "CatBoost JSON, '{' with \"oblivious_trees\" or \"features_info\"";
+    case TS_FORMAT_ONNX: return "ONNX ModelProto, binary protobuf starting with ir_version (0x08) and holding a graph";
     }
     return NULL;
 }
@@ -113,6 +115,7 @@ static ts_status dispatch(const char *data, size_t size, ts_model_format format,
     case TS_FORMAT_XGBOOST_UBJSON: st = tsio_load_xgboost_ubjson(data, size, name, out, err); break;
     case TS_FORMAT_CATBOOST: st = tsio_load_catboost(data, size, name, out, err); break;
     case TS_FORMAT_CATBOOST_JSON: st = tsio_load_catboost_json(data, size, name, out, err); break;
+    case TS_FORMAT_ONNX: st = tsio_load_onnx(data, size, name, out, err); break;
     default: st = ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: unknown model format %d", name, (int)format); break;
     }
     guard_leave(&g);

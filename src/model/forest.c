@@ -519,6 +519,7 @@ const char *ts_model_format_name(ts_model_format f) {
     case TS_FORMAT_XGBOOST_UBJSON: return "xgboost-ubjson";
     case TS_FORMAT_CATBOOST: return "catboost";
     case TS_FORMAT_CATBOOST_JSON: return "catboost-json";
+    case TS_FORMAT_ONNX: return "onnx";
     }
     return "unknown";
 }
@@ -531,7 +532,7 @@ ts_status ts_model_format_from_name(const char *name, ts_model_format *out) {
         {"xgboost-dump", TS_FORMAT_XGBOOST_DUMP}, {"lightgbm-json", TS_FORMAT_LIGHTGBM_JSON},
         {"ranklib", TS_FORMAT_RANKLIB}, {"xgboost-ubjson", TS_FORMAT_XGBOOST_UBJSON},
         {"ubjson", TS_FORMAT_XGBOOST_UBJSON}, {"catboost", TS_FORMAT_CATBOOST},
-        {"catboost-json", TS_FORMAT_CATBOOST_JSON},
+        {"catboost-json", TS_FORMAT_CATBOOST_JSON}, {"onnx", TS_FORMAT_ONNX},
     };
     if (!name || !out) return TS_ERR_INVALID_ARGUMENT;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
