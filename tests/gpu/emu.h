@@ -12,7 +12,8 @@
  * the emulator prints which threads wait where and aborts. Shared memory: the launch's
  * dynamic bytes per block, filled with a garbage pattern before each block (0xA5), so a
  * kernel reading what it did not write is not hidden by zeros. threadIdx, blockIdx,
- * blockDim and gridDim are x-only (y = z = 0, or 1 for dimensions). */
+ * blockDim and gridDim are x-only (y = z = 0, or 1 for dimensions); __shfl_sync moves
+ * unsigned ints only (C has no overloads); no atomics (the kernels use none). */
 #ifndef TS_TESTS_GPU_EMU_H
 #define TS_TESTS_GPU_EMU_H
 
