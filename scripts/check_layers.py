@@ -23,14 +23,17 @@ and every use of its name in another file is checked like an #include of the def
 file (so a forward declaration written by hand does not get around the include rule):
 no use up or sideways across layers, the io rules above (a format using a function of
 another format, e.g. model_lightgbm_json.c calling model_lightgbm.c's loader, fails),
-and inside src/engines/: a file of one engine may not use a function of another engine's
-files unless that function is declared in a shared header. An engine is the stem of the
-file defining `tse_engine_<id>` (qs, vqs, rapid, tsimd, ...); its files are that stem
-and <stem>_* (x86/ included: x86/rapid_avx2.c is rapid's; src/gpu/ is the gpu engines'
-family); ENGINE_VARIANTS lists the
-engines that may use their base engine's files (the layouts shared by a pair); every
-other engines/ file (engine.h, registry.c, quant, coder, blocks) is shared, and the
-functions declared in a shared header are the engines' common interface.
+and inside src/engines/: a file of one engine may neither include another engine's
+header nor use a function of another engine's files unless that function is declared in
+a shared header. An engine is the stem of the file defining `tse_engine_<id>` (qs, vqs,
+rapid, tsimd, ...); its files are that stem and <stem>_* (x86/ and templates/ included:
+x86/rapid_avx2.c and templates/rapid_template.h are rapid's; src/gpu/ is the gpu
+engines' family). Every other engines/ file is shared: engine.h and registry.c, and
+src/engines/common/ (codes and the quantizer interface, block sizing, the
+layouts and the scalar QuickScorer kernel that an engine and its variant both use, the
+kernels per ISA), whatever its name; a shared file includes no engine's header either
+(no arrow back up), and the functions declared in a shared header are the engines'
+common interface.
 The dispatchers are the one documented allowance: they call every format (that is what
 they are for), as their includes already say.
 
@@ -58,9 +61,9 @@ LAYERS = [  # (name, folder relative to the repository, height)
 ]
 IO_DISPATCHERS = {"data_reader", "model_load"}
 FORMAT_LAYERS = ("io", "data")  # folders of formats: core <- formats <- dispatchers
-# An engine's variant may use its base engine's files (docs/design.md: a layout shared
-# by an engine and its variant stays that pair's).
-ENGINE_VARIANTS = {"vqs": "qs", "block_vpred": "vpred", "block_naive": "naive"}
+# What engines share (a layout an engine and its variant both use included) lives here,
+# never in one engine's files (docs/design.md).
+ENGINES_SHARED = "src/engines/common/"
 IO_FORMAT = re.compile(r"^(data|model)_\w+$")
 CONFIG_FILE = "src/platform/config.c"
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
@@ -176,7 +179,7 @@ def engine_owner(repo, path, engines):
     rel = path.relative_to(repo).as_posix()
     if rel.startswith("src/gpu/"):
         return "gpu"  # gpu and gpu-naive share their layout: one family
-    if not rel.startswith("src/engines/"):
+    if not rel.startswith("src/engines/") or rel.startswith(ENGINES_SHARED):
         return None
     stem = path.name.split(".")[0]
     best = None
@@ -186,8 +189,17 @@ def engine_owner(repo, path, engines):
     return best
 
 
-def check_calls(repo, files, problems):
-    texts = {p: blank_comments_and_strings(p.read_text(encoding="utf-8", errors="replace")) for p in files}
+def engine_stems(repo, texts):
+    """The engines: the stems of the engines/ .c files defining a tse_engine_<id>."""
+    engines = set()
+    for p, t in texts.items():
+        if p.relative_to(repo).as_posix().startswith("src/engines/") and p.suffix == ".c":
+            if re.search(r"\btse_engine\s+tse_engine_\w+\s*=", t):
+                engines.add(p.name.split(".")[0])
+    return engines
+
+
+def check_calls(repo, texts, engines, problems):
     defined = {}  # function name -> set of the .c files defining it (not static)
     own = {}      # file -> every function name it defines (static too): a use of it there is its own
     for p, t in texts.items():
@@ -195,11 +207,6 @@ def check_calls(repo, files, problems):
             own.setdefault(p, set()).add(name)
             if p.suffix == ".c" and not local:
                 defined.setdefault(name, set()).add(p)
-    engines = set()
-    for p, t in texts.items():
-        if p.relative_to(repo).as_posix().startswith("src/engines/") and p.suffix == ".c":
-            if re.search(r"\btse_engine\s+tse_engine_\w+\s*=", t):
-                engines.add(p.name.split(".")[0])
     shared_decls = set()
     for p, t in texts.items():
         if p.suffix == ".h" and p.relative_to(repo).as_posix().startswith("src/engines/") \
@@ -234,7 +241,7 @@ def check_calls(repo, files, problems):
                         problems.append(f"{where}: {why.replace('includes', 'uses')}")
                 elif src_layer[0] == "engines" and dst_layer[0] == "engines":
                     a, b = engine_owner(repo, src, engines), engine_owner(repo, dst, engines)
-                    if b is not None and a != b and ENGINE_VARIANTS.get(a) != b and name not in shared_decls:
+                    if b is not None and a != b and name not in shared_decls:
                         who = f"the engine {a}" if a else "a shared engines/ file"
                         problems.append(f"{where}: {who} uses a function of the engine {b} "
                                         f"(share it through a module of its own, docs/design.md)")
@@ -248,7 +255,7 @@ def source_files(repo):
             yield from sorted(p for p in root.rglob("*") if p.suffix in (".c", ".h") and p.is_file())
 
 
-def check_file(repo, path, problems):
+def check_file(repo, path, engines, problems):
     src_layer = layer_of(repo, path)
     rel = path.relative_to(repo).as_posix()
     for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
@@ -273,15 +280,23 @@ def check_file(repo, path, problems):
             why = io_violation(path, dst, src_layer[0])
             if why:
                 problems.append(f'{rel}:{n}: #include "{m.group(1)}": {why}')
+        elif src_layer[0] == dst_layer[0] == "engines":
+            a, b = engine_owner(repo, path, engines), engine_owner(repo, dst, engines)
+            if b is not None and a != b:
+                who = f"the engine {a}" if a else "a shared engines/ file"
+                problems.append(f'{rel}:{n}: #include "{m.group(1)}": {who} includes a header of the engine {b} '
+                                f'(share it through a module of src/engines/common/, docs/design.md)')
 
 
 def main():
     repo = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent).resolve()
     problems = []
-    files = list(source_files(repo))
+    files = [p.resolve() for p in source_files(repo)]
+    texts = {p: blank_comments_and_strings(p.read_text(encoding="utf-8", errors="replace")) for p in files}
+    engines = engine_stems(repo, texts)
     for path in files:
-        check_file(repo, path.resolve(), problems)
-    n_functions = check_calls(repo, [p.resolve() for p in files], problems)
+        check_file(repo, path, engines, problems)
+    n_functions = check_calls(repo, texts, engines, problems)
     for p in problems:
         print(p)
     order = "common <- platform, model <- io, engines <- data, scorer <- cli, python"

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "engines/engine.h"
-#include "engines/blocks.h"
+#include "engines/common/blocks.h"
 #include "platform/cpu_caches.h"
 
 /*

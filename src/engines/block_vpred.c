@@ -2,9 +2,9 @@
 #include <stdlib.h>
 
 #include "common/error.h"
-#include "engines/blocks.h"
+#include "engines/common/blocks.h"
 #include "engines/engine.h"
-#include "engines/vpred_layout.h"
+#include "engines/common/vpred_layout.h"
 #include "platform/cpu_caches.h"
 
 /*

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "engines/quant.h"
+#include "engines/common/quant.h"
 
 /*
  * Row-major codes, one byte per slot (quant.h), from the quantizer of the ISA kernels

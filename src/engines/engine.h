@@ -60,7 +60,7 @@ typedef struct tse_engine {
      * scratch_bytes, out[r] the same bits as the reference). Returns 1 when it scored, 0
      * (having written nothing) when this prepared state cannot: the scorer then rounds the
      * rows to floats for score (src/scorer/f64.c). rapid: its codes computed from the
-     * double values (engines/quant.h "Double codes"); trees-simd: its depth steps on
+     * double values (engines/common/quant.h "Double codes"); trees-simd: its depth steps on
      * the same codes as keys (tsimd.c "Double keys"). */
     int (*score_f64)(const void *state, const double *x, size_t n_rows, size_t row_stride, double *out, void *scratch);
     /* Optional (NULL: not offered): one row's trees split across threads. The scorer

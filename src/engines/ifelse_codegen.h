@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engines/quant.h"
+#include "engines/common/quant.h"
 #include "model/forest.h"
 #include "treescore.h"
 

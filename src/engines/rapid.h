@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 #include "engines/engine.h"
-#include "engines/quant.h"
+#include "engines/common/kernels.h"
+#include "engines/common/quant.h"
 
 /*
  * rapid: RapidScorer's data layout (Ye et al., KDD 2018) on exact feature codes
@@ -131,14 +132,9 @@ typedef struct rs_kernels {
     rs_kernel_f64 kernel_f64;
 } rs_kernels;
 
-extern const rs_kernels tse_rapid_scalar;
-#if defined(__x86_64__) || defined(__i386__)
-#define TS_HAVE_RAPID_X86 1
-extern const rs_kernels tse_rapid_avx2, tse_rapid_avx512, tse_rapid_avx512gf;
-#endif
-
-/* The kernels of the best level up to isa (at AVX-512, the GFNI kernel where rapid.c
- * picks it: rs_use_gfni). */
+/* The kernels per ISA (tse_rapid_scalar, tse_rapid_avx2, ...) and the rule that picks
+ * one, tsk_rapid: common/kernels.h. rs_kernels_for: tsk_rapid with rapid.c's choice of
+ * the GFNI kernel at AVX-512 (rs_use_gfni). */
 const rs_kernels *rs_kernels_for(ts_isa isa);
 
 typedef struct rs_scratch {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "engines/quant.h"
+#include "engines/common/quant.h"
 #include "engines/tsimd.h"
 
 /* Supernode levels K (tsimd.h): 2 measured fastest of 2 to 5 on a 500 x 64-leaf LightGBM
@@ -42,16 +42,6 @@ static void tsimd_free(void *p) {
     if (!s) return;
     tss_free_layout(&s->L);
     free(s);
-}
-
-static const tss_kernels *kernels_for(ts_isa isa) {
-#ifdef TS_HAVE_TSIMD_X86
-    if (isa >= TS_ISA_AVX512) return &tse_tsimd_avx512;
-    if (isa >= TS_ISA_AVX2) return &tse_tsimd_avx2;
-#else
-    (void)isa;
-#endif
-    return NULL;
 }
 
 /* A node's slot key: its feature and missing rule. */
@@ -461,7 +451,7 @@ static void tss_scalar(const tss *L, const float *x, size_t n_rows, size_t strid
 
 static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                                ts_error *err) {
-    const tss_kernels *k = kernels_for(cfg->isa);
+    const tss_kernels *k = tsk_tsimd(cfg->isa);
     tss_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     s->L.base_score = m->base_score;
@@ -477,7 +467,7 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
      * cost about 0.7 ns per element (docs/benchmarks.md). */
     s->kernel = s->L.cn ? tss_steps : tss_scalar;
     if (cfg->lanes >= 8) {
-        if (k && k->lanes > cfg->lanes) k = kernels_for(TS_ISA_AVX2);
+        if (k && k->lanes > cfg->lanes) k = tsk_tsimd(TS_ISA_AVX2);
         s->kernel = k ? k->kernel : tss_scalar;
     } else {
         k = NULL;

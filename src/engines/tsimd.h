@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engines/common/kernels.h"
 #include "engines/engine.h"
 
 /*
@@ -115,10 +116,8 @@ typedef struct tss_kernels {
     tss_kernel kernel;
 } tss_kernels;
 
-#if defined(__x86_64__) || defined(__i386__)
-#define TS_HAVE_TSIMD_X86 1
-extern const tss_kernels tse_tsimd_avx2, tse_tsimd_avx512;
-#endif
+/* The kernels per ISA (tse_tsimd_avx2, tse_tsimd_avx512) and tsk_tsimd, which picks
+ * one: common/kernels.h. */
 
 static inline size_t tss_round64(size_t n) { return (n + 63) & ~(size_t)63; }
 /* Scratch: the supernode kernels use one row's slot values and n_trees + 64 exit leaves;

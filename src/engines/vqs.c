@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "common/error.h"
-#include "engines/qs.h"
+#include "engines/common/qs_layout.h"
 #include "engines/vqs.h"
 
 /*
@@ -14,7 +14,7 @@
  *   - score computation: the exit leaf of every lane (count of trailing zeros) indexes
  *     the tree's leaf values with a gather, added to a register of double scores.
  * The layout (qs_layout.h) is QuickScorer's; only the bitvectors are interleaved per
- * lane. Kernels are written once (x86/vqs_template.h) and built per ISA in
+ * lane. Kernels are written once (templates/vqs_template.h) and built per ISA in
  * x86/vqs_{sse42,avx2,avx512}.c with that ISA's flags; this file is generic and only
  * picks one, at prepare time, from the ISA the scorer resolved (cpu.h). Without SIMD
  * (TS_ISA_SCALAR or another architecture) it scores with the scalar qs kernel.
@@ -42,18 +42,6 @@ static void vqs_free(void *p) {
     free(s);
 }
 
-/* The kernels of the best ISA at most `isa`, or NULL for scalar. */
-static const vqs_kernels *kernels_for(ts_isa isa) {
-#ifdef TS_HAVE_X86_KERNELS
-    if (isa >= TS_ISA_AVX512) return &tse_vqs_avx512;
-    if (isa >= TS_ISA_AVX2) return &tse_vqs_avx2;
-    if (isa >= TS_ISA_SSE42) return &tse_vqs_sse42;
-#else
-    (void)isa;
-#endif
-    return NULL;
-}
-
 static int all_trees_within(const ts_model *m, uint32_t leaves) {
     for (uint32_t t = 0; t < m->n_trees; t++)
         if (m->trees[t].n_leaves > leaves) return 0;
@@ -66,7 +54,7 @@ static vqs_kernel pick(const vqs_kernels *k, uint32_t word_bits, uint32_t words)
 
 static ts_status vqs_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                              ts_error *err) {
-    const vqs_kernels *k = kernels_for(cfg->isa);
+    const vqs_kernels *k = tsk_vqs(cfg->isa);
     uint32_t words = qsl_words64(m), tau, delta;
     if (words == 0) words = 1; /* qsl_build reports the error */
     uint32_t word_bits = k && words == 1 && all_trees_within(m, 32) ? 32 : 64;
@@ -92,10 +80,10 @@ static ts_status vqs_prepare(const ts_model *m, const tse_config *cfg, void **ou
          * scratch and delta of k's level suit them (delta is a multiple of 16, 8, 4). */
         s->small[s->n_small++] = NULL;
         for (ts_isa lvl = TS_ISA_SSE42; lvl < k->isa; lvl++)
-            s->small[s->n_small++] = pick(kernels_for(lvl), word_bits, words);
+            s->small[s->n_small++] = pick(tsk_vqs(lvl), word_bits, words);
     }
-    size_t scratch = k ? vqs_scratch_bytes(&s->L, delta) : qs_scratch_bytes(&s->L, delta);
-    size_t chunk = qs_rows_per_chunk(&s->L) / 4 + 1; /* vqs is about 4x faster per row than qs */
+    size_t scratch = k ? vqs_scratch_bytes(&s->L, delta) : qsl_scratch_bytes(&s->L, delta);
+    size_t chunk = qsl_rows_per_chunk(&s->L) / 4 + 1; /* vqs is about 4x faster per row than qs */
     if (chunk < lanes) chunk = lanes;
     *layout = (tse_layout){k ? k->isa : TS_ISA_SCALAR, s->L.tau, delta, scratch, chunk, 0};
     *out = s;
@@ -113,7 +101,7 @@ static void vqs_score(const void *p, const float *x, size_t n_rows, size_t strid
     if (kernel)
         kernel(&s->L, s->delta, x, n_rows, stride, out, scratch);
     else
-        qs_score_layout(&s->L, s->delta, x, n_rows, stride, out, scratch);
+        qsl_score(&s->L, s->delta, x, n_rows, stride, out, scratch);
 }
 
 /* The planner times vqs whenever the CPU has SIMD (qs otherwise). */
@@ -124,6 +112,6 @@ static int vqs_plan_candidate(const ts_model *m, const tse_config *cfg) {
 
 const tse_engine tse_engine_vqs = {
     .id = TS_ENGINE_VQS, .name = "vqs", .prepare = vqs_prepare, .score = vqs_score, .free = vqs_free,
-    .plan_candidate = vqs_plan_candidate, .tree_groups = qs_tree_groups,
-    .tree_group_first = qs_tree_group_first, .tree_values = qs_tree_values,
+    .plan_candidate = vqs_plan_candidate, .tree_groups = qsl_hook_tree_groups,
+    .tree_group_first = qsl_hook_tree_group_first, .tree_values = qsl_hook_tree_values,
 };

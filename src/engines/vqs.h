@@ -2,7 +2,8 @@
 #ifndef TS_ENGINES_VQS_H
 #define TS_ENGINES_VQS_H
 
-#include "engines/qs_layout.h"
+#include "engines/common/kernels.h"
+#include "engines/common/qs_layout.h"
 
 /*
  * A kernel scores n_rows rows with a layout, `delta` documents per block (a multiple of
@@ -27,10 +28,7 @@ typedef struct vqs_kernels {
     vqs_kernel wn;           /* word_bits 64, several words: wider trees */
 } vqs_kernels;
 
-#if defined(__x86_64__) || defined(__i386__)
-#define TS_HAVE_X86_KERNELS 1
-extern const vqs_kernels tse_vqs_sse42, tse_vqs_avx2, tse_vqs_avx512;
-#endif
+/* The kernels per ISA (tse_vqs_sse42, ...) and tsk_vqs, which picks one: common/kernels.h. */
 
 /* Byte offsets of the scratch parts, and the total. */
 static inline size_t vqs_round64(size_t n) { return (n + 63) & ~(size_t)63; }

@@ -3,7 +3,8 @@
 Each case copies the tree's sources (src/, include/, cli/, python/treescore/) to a temporary
 directory, plants one violation and expects the checker to exit 1 naming it: a format calling
 another format's loader (the call the LightGBM JSON loader used to make), an engine calling
-another engine's own function, a call up the layers; and the allowances stay allowed (a
+another engine's own function, an engine or a shared engines/common/ file including an
+engine's header, a call up the layers; and the allowances stay allowed (a
 dispatcher calling a format, an engine calling a function its shared headers declare). No
 binary is needed.
 """
@@ -77,6 +78,19 @@ def test_engine_calling_another_engines_function_fails(tree):
     p = run_checker(tree)
     assert p.returncode == 1, p.stdout
     assert "rs_kernels_for() of src/engines/rapid.c" in p.stdout and "the engine tsimd" in p.stdout, p.stdout
+
+
+def test_engine_including_another_engines_header_fails(tree):
+    """An engine including another engine's header (as vqs.c included qs.h before the
+    shared layout moved to src/engines/common/), and a shared file including an engine's
+    header (an arrow back up inside engines/)."""
+    plant(tree, "src/engines/tsimd.c", '#include "engines/rapid.h"')
+    plant(tree, "src/engines/common/blocks.c", '#include "engines/vqs.h"')
+    p = run_checker(tree)
+    assert p.returncode == 1, p.stdout
+    assert "the engine tsimd includes a header of the engine rapid" in p.stdout, p.stdout
+    assert "src/engines/common/blocks.c" in p.stdout and "a shared engines/ file includes a header of the engine vqs" \
+        in p.stdout, p.stdout
 
 
 def test_call_up_the_layers_fails(tree):

@@ -611,7 +611,7 @@ def _libtreescore():
 def test_lightgbm_f64_batches(name, isa, engine, lgb_case):
     """ts_scorer_score_f64 on the float64 matrix == booster.predict(X64, raw_score=True), bit for
     bit, in batches of 1 to 300 rows and whole, at each instruction set level (one the CPU lacks
-    is lowered to its best): rapid codes the doubles itself (engines/quant.h "Double codes"),
+    is lowered to its best): rapid codes the doubles itself (engines/common/quant.h "Double codes"),
     the other engines round them (src/scorer/f64.c)."""
     import ctypes
 

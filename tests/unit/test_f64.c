@@ -209,7 +209,7 @@ static void test_crowded_gaps(void) {
     free(xf);
 }
 
-/* rapid's double codes (engines/quant.h "Double codes") and trees-simd's double keys at every ISA level this CPU has
+/* rapid's double codes (engines/common/quant.h "Double codes") and trees-simd's double keys at every ISA level this CPU has
  * and every batch size from 1 to 300, on the crowded gaps plus features of 300 and 100
  * thresholds (code segments, block tables; pairs in one float gap) and one of thresholds
  * around the zero range: bit for bit LightGBM's double decisions, and naive's double path

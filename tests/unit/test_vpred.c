@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engines/vpred_layout.h"
+#include "engines/common/vpred_layout.h"
 #include "model/forest.h"
 #include "platform/config.h"
 #include "platform/cpu_caches.h"

@@ -257,7 +257,7 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *c
 
 #define RS_UPDATE rs_update8
 #define RS(name) rs_avx2_##name
-#include "engines/rapid_template.h"
+#include "engines/templates/rapid_template.h"
 
 const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize, rs_avx2_kernel_f64};
 

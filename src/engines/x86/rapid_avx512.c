@@ -406,7 +406,7 @@ static void rs_columns8_f64(const double *x, size_t stride, size_t nd, uint32_t 
 #define RS_UPDATE rs_update8
 #define RS_GROUPS 8
 #define RS(name) rs_avx512_##name
-#include "engines/rapid_template.h"
+#include "engines/templates/rapid_template.h"
 #undef RS_UPDATE
 #undef RS
 
@@ -475,7 +475,7 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS_UPDATE_FEW rs_update8
 #define RS_UPDATE_SKIP_FEW rs_update_skip
 #define RS(name) rs_avx512gf_##name
-#include "engines/rapid_template.h"
+#include "engines/templates/rapid_template.h"
 
 const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize,
                                        rs_avx512gf_kernel_f64};

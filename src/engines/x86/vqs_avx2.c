@@ -88,7 +88,7 @@ static inline void vqs_leaves64(const uint64_t *bv, const double *leaves, double
 
 #define VQS_LANES 8
 #define VQS(name) vqs_avx2_##name
-#include "engines/x86/vqs_template.h"
+#include "engines/templates/vqs_template.h"
 
 const vqs_kernels tse_vqs_avx2 = {TS_ISA_AVX2, VQS_LANES, vqs_avx2_w32, vqs_avx2_w64, vqs_avx2_wn};
 

@@ -66,7 +66,7 @@ static inline void vqs_leaves64(const uint64_t *bv, const double *leaves, double
 
 #define VQS_LANES 16
 #define VQS(name) vqs_avx512_##name
-#include "engines/x86/vqs_template.h"
+#include "engines/templates/vqs_template.h"
 
 const vqs_kernels tse_vqs_avx512 = {TS_ISA_AVX512, VQS_LANES, vqs_avx512_w32, vqs_avx512_w64, vqs_avx512_wn};
 

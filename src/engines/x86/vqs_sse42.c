@@ -67,7 +67,7 @@ static inline void vqs_leaves64(const uint64_t *bv, const double *leaves, double
 
 #define VQS_LANES 4
 #define VQS(name) vqs_sse42_##name
-#include "engines/x86/vqs_template.h"
+#include "engines/templates/vqs_template.h"
 
 const vqs_kernels tse_vqs_sse42 = {TS_ISA_SSE42, VQS_LANES, vqs_sse42_w32, vqs_sse42_w64, vqs_sse42_wn};
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "engines/quant.h"
+#include "engines/common/quant.h"
 
 typedef struct pair {
     uint32_t feature;

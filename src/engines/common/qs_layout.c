@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "engines/blocks.h"
-#include "engines/qs_layout.h"
+#include "engines/common/blocks.h"
+#include "engines/common/qs_layout.h"
 #include "platform/cpu_caches.h"
 
 void qsl_free(qsl *L) {

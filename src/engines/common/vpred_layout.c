@@ -1,5 +1,5 @@
 /* vpred_layout.c: builds the VPred node arrays and key columns, turns rows into keys, and runs the branch-free kernel. */
-#include "engines/vpred_layout.h"
+#include "engines/common/vpred_layout.h"
 
 #include <stdlib.h>
 #include <string.h>

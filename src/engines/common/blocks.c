@@ -1,5 +1,5 @@
 /* blocks.c: block sizes of the 2D-blocked engines, rows per thread chunk, and the equal-blocks step (blocks.h). */
-#include "engines/blocks.h"
+#include "engines/common/blocks.h"
 
 size_t tsb_rows_per_chunk(uint64_t steps_per_row, double ns_per_step) {
     double ns = (double)steps_per_row * ns_per_step + 1.0;

@@ -113,4 +113,21 @@ typedef struct qsl_sizing {
 void qsl_block_sizes(const ts_model *m, const tse_config *cfg, const qsl_sizing *z, uint32_t *tau,
                      uint32_t *delta);
 
+/* The scalar kernel (qs_kernel.c): the qs engine's, and the vqs engine's without SIMD and
+ * for small batches. Score rows with a layout (32- or 64-bit words), delta documents per
+ * block; bv is scratch of qsl_scratch_bytes(L, delta) bytes. */
+void qsl_score(const qsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
+               uint64_t *bv);
+size_t qsl_scratch_bytes(const qsl *L, uint32_t delta);
+/* Rows worth a thread of their own for this layout. */
+size_t qsl_rows_per_chunk(const qsl *L);
+/* tree_values over the layout's tree blocks (the groups): one document's exit-leaf
+ * values of blocks [b0, b1), bv of qsl_scratch_bytes(L, 1) bytes at least. The engine
+ * hooks (qsl_hook_*) take a state whose first member is its qsl (qs's and vqs's). */
+uint32_t qsl_group_first(const qsl *L, uint32_t g);
+void qsl_tree_values(const qsl *L, const float *x, uint32_t b0, uint32_t b1, double *vals, void *bv);
+uint32_t qsl_hook_tree_groups(const void *state);
+uint32_t qsl_hook_tree_group_first(const void *state, uint32_t g);
+void qsl_hook_tree_values(const void *state, const float *x, uint32_t g0, uint32_t g1, double *vals, void *scratch);
+
 #endif /* TS_ENGINES_QS_LAYOUT_H */
