@@ -117,16 +117,19 @@ import zoo  # noqa: E402  (its sets of model names)
 
 SCHEMA = 1
 CACHE = HERE / ".cache" / "peers"
-SYSTEMS = ("treescore", "treescore-py", "lightgbm", "xgboost", "tl2cgen", "lleaves", "onnxruntime", "daal4py", "ydf")
+SYSTEMS = ("treescore", "treescore-py", "lightgbm", "xgboost", "sklearn", "tl2cgen", "lleaves", "onnxruntime", "daal4py",
+           "ydf")
 APPLIES = {  # which model libraries each system can run
-    "treescore": ("lightgbm", "xgboost"), "treescore-py": ("lightgbm", "xgboost"), "lightgbm": ("lightgbm",), "xgboost": ("xgboost",),
-    "tl2cgen": ("lightgbm", "xgboost"), "lleaves": ("lightgbm",), "onnxruntime": ("lightgbm", "xgboost"),
+    "treescore": ("lightgbm", "xgboost", "sklearn"), "treescore-py": ("lightgbm", "xgboost", "sklearn"),
+    "lightgbm": ("lightgbm",), "xgboost": ("xgboost",), "sklearn": ("sklearn",),
+    "tl2cgen": ("lightgbm", "xgboost"), "lleaves": ("lightgbm",), "onnxruntime": ("lightgbm", "xgboost", "sklearn"),
     "daal4py": ("lightgbm", "xgboost"), "ydf": ("ydf",),
 }
 TOLERANCE = {
     "treescore": "exact: bit for bit (LightGBM: its predict; XGBoost: the double sum of its own exit leaves)",
     "treescore-py": "exact, as treescore (the same library behind the Python package)",
     "lightgbm": "bound32 (it is the reference of LightGBM models: expected exact)",
+    "sklearn": "bound32 (it is the reference of scikit-learn models: expected exact)",
     "xgboost": "bound32 against the exact leaf sum (it adds in float32)",
     "tl2cgen": "bound32", "lleaves": "bound32", "onnxruntime": "bound32", "daal4py": "bound32",
     "ydf": "1e-6 x max(1, |score|) against YDF's own predictions",
@@ -242,6 +245,10 @@ class Treescore:
         lib.ts_scorer_isa.argtypes = [vp]
         lib.ts_isa_name.restype = ctypes.c_char_p
         lib.ts_cpu_isa.restype = ctypes.c_int
+        self.has_divisor = hasattr(lib, "ts_model_output_divisor")
+        if self.has_divisor:
+            lib.ts_model_output_divisor.argtypes = [vp, ctypes.c_uint32, ctypes.POINTER(ctypes.c_double),
+                                                    ctypes.POINTER(TsError)]
         self.lib = lib
         self.version = lib.ts_version_string().decode()
         self.cpu_isa = lib.ts_isa_name(lib.ts_cpu_isa()).decode()
@@ -265,6 +272,13 @@ class Treescore:
         if self.lib.ts_scorer_create(model, ctypes.byref(opts), ctypes.byref(s), ctypes.byref(err)) != 0:
             raise RuntimeError(err.message.decode(errors="replace"))
         return s
+
+    def divisor(self, model) -> float:
+        """What output 0's mean divides the raw score by (1.0 unless the model averages)."""
+        d, err = ctypes.c_double(1.0), TsError()
+        if self.has_divisor:
+            self.lib.ts_model_output_divisor(model, 0, ctypes.byref(d), ctypes.byref(err))
+        return d.value
 
     def engine_of(self, s) -> str:
         return self.lib.ts_engine_name(self.lib.ts_scorer_engine(s)).decode()
@@ -406,22 +420,40 @@ class TreescoreSys(System):
     def prepare(self):
         if self.ts is None:
             raise Unavailable(self.args.ts_error)
-        # the model is kept for the scorers of the timed cells (one per threads x batch)
-        self.m = self.ts.load(self.model["model_path"])
+        # the model is kept for the scorers of the timed cells (one per threads x batch);
+        # scikit-learn models have no file of their own: skl2onnx's ONNX file
+        path = self.model["model_path"]
+        if self.model["library"] == "sklearn":
+            path = sklearn_onnx(self.model, self.args)
+            self.note = "the skl2onnx ONNX file"
+        try:
+            self.m = self.ts.load(path)
+        except Exception as e:  # a library without the ONNX loader
+            if self.model["library"] != "sklearn":
+                raise
+            raise Unavailable(f"cannot load the ONNX file: {e}")
         # auto's planner times the engines on rows of the data, as the CLI does
         X = self.model.get("X")
         self.sample = None if X is None else np.ascontiguousarray(X[:4096], dtype=np.float32)
         self.first = self.ts.scorer(self.m, self.engine, 0, 1000, self.sample)
+        # a forest's mean (ONNX AVERAGE): the raw sum divided once, as scikit-learn does
+        self.div = self.ts.divisor(self.m) if self.model["library"] == "sklearn" else 1.0
+
+    def _fn(self, s):
+        fn, div = self.ts.scorer_fn(s), self.div
+        if div == 1.0:
+            return fn
+        return lambda X: np.divide(fn(X), div)
 
     def runner(self, threads, batch):
         key = (threads, batch)
         if key not in self.scorers:
             self.scorers[key] = self.ts.scorer(self.m, self.engine, threads, batch, self.sample)
             self.engines_used[f"{threads}x{batch}"] = self.ts.engine_of(self.scorers[key])
-        return self.ts.scorer_fn(self.scorers[key])
+        return self._fn(self.scorers[key])
 
     def first_runner(self):
-        return self.ts.scorer_fn(self.first)
+        return self._fn(self.first)
 
 
 class TreescorePySys(System):
@@ -435,22 +467,36 @@ class TreescorePySys(System):
         self.ts = treescore
         X = self.model.get("X")
         self.sample = None if X is None else X[:4096]
-        self.mod = treescore.Model(model_file=str(self.model["model_path"]), batch_hint=1000, sample=self.sample)
+        self.est = None
+        if self.model["library"] == "sklearn":   # Model.from_sklearn on the estimator itself
+            import pickle
+            self.est = pickle.loads(Path(self.model["model_path"]).read_bytes())
+            self.note = "Model.from_sklearn(estimator); predict (the forest's mean)"
+        self.mod = self._model(0, 1000)
         self.mods = {}
         self.engines_used = {}
+
+    def _model(self, threads, batch):
+        if self.est is not None:
+            return self.ts.Model.from_sklearn(self.est, threads=threads, batch_hint=batch, sample=self.sample)
+        return self.ts.Model(model_file=str(self.model["model_path"]), threads=threads, batch_hint=batch,
+                             sample=self.sample)
+
+    def _predict(self, mod):
+        # scikit-learn models: predict is est.predict (a forest's mean, not its raw sum)
+        if self.est is not None:
+            return lambda X: mod.predict(X)
+        return lambda X: mod.predict(X, raw_score=True)
 
     def runner(self, threads, batch):
         key = (threads, batch)
         if key not in self.mods:
-            self.mods[key] = self.ts.Model(model_file=str(self.model["model_path"]), threads=threads,
-                                           batch_hint=batch, sample=self.sample)
+            self.mods[key] = self._model(threads, batch)
             self.engines_used[f"{threads}x{batch}"] = self.mods[key].engine
-        mod = self.mods[key]
-        return lambda X: mod.predict(X, raw_score=True)
+        return self._predict(self.mods[key])
 
     def first_runner(self):
-        mod = self.mod
-        return lambda X: mod.predict(X, raw_score=True)
+        return self._predict(self.mod)
 
 
 class LightgbmSys(System):
@@ -533,6 +579,36 @@ class LleavesSys(System):
         return lambda X: mod.predict(X, n_jobs=threads)
 
 
+def sklearn_onnx(m: dict, args) -> Path:
+    """skl2onnx's ONNX file of a scikit-learn model (cached), converted in a subprocess."""
+    path = CACHE / m["name"] / "model.onnx"
+    code = ("import pickle\nfrom skl2onnx import convert_sklearn\n"
+            "from skl2onnx.common.data_types import FloatTensorType\n"
+            f"est = pickle.loads(open({str(m['model_path'])!r}, 'rb').read())\n"
+            f"om = convert_sklearn(est, initial_types=[('input', FloatTensorType([None, {m['features']}]))], "
+            "target_opset={'': 17, 'ai.onnx.ml': 3})\n"
+            f"open({str(path)!r}, 'wb').write(om.SerializeToString())\n")
+    comp = cached_compile("skl2onnx", m, path, code, args.compile_timeout)
+    if not comp["ok"]:
+        raise Unavailable("skl2onnx conversion failed: " + comp.get("error", "?"))
+    return path
+
+
+class SklearnSys(System):
+    """scikit-learn's own predict (a forest's n_jobs = the thread count)."""
+    name = "sklearn"
+
+    def prepare(self):
+        import pickle
+        self.est = pickle.loads(Path(self.model["model_path"]).read_bytes())
+
+    def runner(self, threads, batch):
+        est = self.est
+        if hasattr(est, "n_jobs"):
+            est.n_jobs = threads
+        return lambda X: est.predict(X)
+
+
 class OnnxSys(System):
     name = "onnxruntime"
 
@@ -541,6 +617,12 @@ class OnnxSys(System):
         m = self.model
         path = CACHE / m["name"] / "model.onnx"
         feats = m["features"]
+        if m["library"] == "sklearn":
+            self.path = sklearn_onnx(m, self.args)
+            self.sessions = {}
+            self.note = "skl2onnx: TreeEnsembleRegressor (ai.onnx.ml 3), float32 thresholds and sums"
+            self._session(os.cpu_count())
+            return
         if m["library"] == "lightgbm":
             conv = (f"import lightgbm as lgb\nb = lgb.Booster(model_file={str(m['model_path'])!r})\n"
                     f"om = onnxmltools.convert_lightgbm(b, initial_types=[('input', FloatTensorType([None, {feats}]))])\n")
@@ -611,10 +693,10 @@ class YdfSys(System):
         return run
 
 
-CLASSES = {"treescore-py": TreescorePySys, "lightgbm": LightgbmSys, "xgboost": XgboostSys, "tl2cgen": Tl2cgenSys, "lleaves": LleavesSys,
-           "onnxruntime": OnnxSys, "daal4py": DaalSys, "ydf": YdfSys}
-IMPORTS = {"treescore-py": "treescore", "lightgbm": "lightgbm", "xgboost": "xgboost", "tl2cgen": "tl2cgen", "lleaves": "lleaves",
-           "onnxruntime": "onnxruntime", "daal4py": "daal4py", "ydf": "ydf"}
+CLASSES = {"treescore-py": TreescorePySys, "lightgbm": LightgbmSys, "xgboost": XgboostSys, "sklearn": SklearnSys,
+           "tl2cgen": Tl2cgenSys, "lleaves": LleavesSys, "onnxruntime": OnnxSys, "daal4py": DaalSys, "ydf": YdfSys}
+IMPORTS = {"treescore-py": "treescore", "lightgbm": "lightgbm", "xgboost": "xgboost", "sklearn": "sklearn",
+           "tl2cgen": "tl2cgen", "lleaves": "lleaves", "onnxruntime": "onnxruntime", "daal4py": "daal4py", "ydf": "ydf"}
 
 
 # ---- checking --------------------------------------------------------------------------
@@ -637,9 +719,9 @@ def check(system: str, model: dict, got: np.ndarray, rows: np.ndarray) -> dict:
     bound = model["bound32"][rows]
     # treescore on LightGBM models and each library on its own models: the library's
     # scores; treescore on XGBoost models and every other peer: the exact leaf sum
-    own = (system, model["library"]) in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"))
+    own = (system, model["library"]) in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"), ("sklearn", "sklearn"))
     ours = system in ("treescore", "treescore-py")
-    target = ref if own or (ours and model["library"] == "lightgbm") else exact
+    target = ref if own or (ours and model["library"] in ("lightgbm", "sklearn")) else exact
     err_t = np.abs(got - target)
     err_e = np.abs(got - exact)
     res.update(max_abs_err=float(err_t.max()), bit_exact_rows=int((got == target).sum()),

@@ -111,7 +111,7 @@ LR = 0.02
 
 SYNTHETIC = ("msn", "istella", "yahoo")
 REAL = ("mq2008", "yahoo_sample")
-LIBS = ("lgb", "xgb", "ydf")
+LIBS = ("lgb", "xgb", "ydf", "sgb", "srf")
 
 # The quick set: small models of every data set; on msn three tree counts (the smaller cut
 # from the 500-tree models, no extra training) for the plot of time against trees.
@@ -157,6 +157,7 @@ PER_TREE_S = {
     ("yahoo", "xgb", 256): 0.691, ("yahoo", "ydf", 64): 1.220,
     ("mq2008", "lgb", 32): 0.005, ("mq2008", "xgb", 32): 0.010,
     ("yahoo_sample", "lgb", 32): 0.005, ("yahoo_sample", "xgb", 32): 0.012,
+    ("msn", "sgb", 64): 0.25, ("msn", "srf", 4096): 0.6,   # estimates (one core each for sgb)
 }
 FEATURE_COST = {"msn": 1.0, "istella": 1.5, "yahoo": 3.5, "mq2008": 0.3, "yahoo_sample": 0.35}
 
@@ -173,7 +174,7 @@ def estimate_per_tree(ds: str, lib: str, leaves: int) -> float:
 
 # ---- names and recipes -------------------------------------------------------------
 
-NAME_RE = re.compile(r"^(msn|istella|yahoo|mq2008|yahoo_sample)-(lgb|xgb|ydf)-(\d+)x(\d+)$")
+NAME_RE = re.compile(r"^(msn|istella|yahoo|mq2008|yahoo_sample)-(lgb|xgb|ydf|sgb|srf)-(\d+)x(\d+)$")
 
 
 def parse_name(name: str):
@@ -205,10 +206,19 @@ def lib_params(lib: str, leaves: int, threads: int, seed: int = 1) -> dict:
         return dict(growing_strategy="BEST_FIRST_GLOBAL", max_num_nodes=leaves, max_depth=-1, min_examples=2,
                     shrinkage=LR, early_stopping="NONE", validation_ratio=0.0, num_candidate_attributes=-1,
                     l2_regularization=0.0, num_threads=threads, random_seed=seed)
+    if lib == "sgb":   # GradientBoostingRegressor: best-first trees of exactly `leaves` leaves
+        return dict(loss="squared_error", learning_rate=0.1, max_leaf_nodes=leaves, max_depth=None,
+                    min_samples_leaf=1, min_samples_split=2, subsample=1.0, random_state=seed)
+    if lib == "srf":   # RandomForestRegressor: bootstrap, every feature, grown to `leaves` at most
+        return dict(max_leaf_nodes=leaves, max_depth=None, min_samples_leaf=1, max_features=1.0,
+                    bootstrap=True, n_jobs=threads, random_state=seed)
     raise ValueError(lib)
 
 
 def lib_version(lib: str) -> str:
+    if lib in ("sgb", "srf"):
+        import sklearn
+        return "scikit-learn " + sklearn.__version__
     if lib == "lgb":
         import lightgbm
         return "lightgbm " + lightgbm.__version__
@@ -306,18 +316,31 @@ def dataset(ds: str, leaves: int):
     return _DATA_CACHE[key]
 
 
-def write_test_data(root: Path, ds: str, leaves: int) -> Path:
-    """The test rows of a data set under data/DS/ (written once); returns the directory."""
-    out = root / "data" / ds
+def dense(sets):
+    """The sets with NaN (missing) replaced by 0.0: scikit-learn's GradientBoosting refuses
+    NaN, and its forests take it only in recent versions (and skl2onnx not at all)."""
+    return tuple((np.nan_to_num(X, nan=0.0), y, g) for X, y, g in sets)
+
+
+def data_of(ds: str, lib: str, leaves: int):
+    """(train, test) for a model of lib: dense for scikit-learn's."""
+    sets = dataset(ds, leaves)
+    return dense(sets) if lib in ("sgb", "srf") else sets
+
+
+def write_test_data(root: Path, ds: str, leaves: int, lib: str = "lgb") -> Path:
+    """The test rows of a data set under data/DS/ (DS-dense/ for scikit-learn's models:
+    NaN as 0.0; written once); returns the directory."""
+    out = root / "data" / (ds + "-dense" if lib in ("sgb", "srf") else ds)
     if (out / "test.f32").exists() and (out / "info.json").exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
-    _, (X, y, groups) = dataset(ds, leaves)
+    _, (X, y, groups) = data_of(ds, lib, leaves)
     letor_gen.write_raw(out / "test.f32.tmp", X)
     (out / "test.query").write_text("".join(f"{g}\n" for g in groups))
     np.save(out / "test.labels.npy", y)
     src = (f"bench/letor_gen.py make_shaped({ds!r}, 10000, seed=1001)" if ds in SYNTHETIC
-           else f"{REAL_DIR}/{ds}")
+           else f"{REAL_DIR}/{ds}") + (", NaN as 0.0" if lib in ("sgb", "srf") else "")
     info = dict(dataset=ds, rows=int(X.shape[0]), columns=int(X.shape[1]), queries=int(len(groups)),
                 source=src, missing_fraction=float(np.isnan(X).mean()), zero_fraction=float((X == 0).mean()))
     (out / "info.json").write_text(json.dumps(info, indent=2) + "\n")
@@ -396,8 +419,22 @@ def train_ydf(train, leaves: int, trees: int, threads: int, out: Path) -> None:
     m.save(str(out / "model.ydf"))
 
 
-TRAIN = {"lgb": train_lgb, "xgb": train_xgb, "ydf": train_ydf}
-MODEL_FILE = {"lgb": "model.txt", "xgb": "model.json", "ydf": "model.ydf"}
+def train_sklearn(lib: str):
+    def train(train, leaves: int, trees: int, threads: int, out: Path) -> None:
+        import pickle
+        from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+        X, y, _ = train
+        cls = GradientBoostingRegressor if lib == "sgb" else RandomForestRegressor
+        print(f"  {out.name}: scikit-learn {cls.__name__} training {trees} trees (no progress bar)",
+              file=sys.stderr, flush=True)
+        est = cls(n_estimators=trees, **lib_params(lib, leaves, threads)).fit(X, y.astype(np.float64))
+        (out / "model.pkl").write_bytes(pickle.dumps(est))
+    return train
+
+
+TRAIN = {"lgb": train_lgb, "xgb": train_xgb, "ydf": train_ydf, "sgb": train_sklearn("sgb"),
+         "srf": train_sklearn("srf")}
+MODEL_FILE = {"lgb": "model.txt", "xgb": "model.json", "ydf": "model.ydf", "sgb": "model.pkl", "srf": "model.pkl"}
 
 
 def cut_model(lib: str, src: Path, trees: int, out: Path) -> None:
@@ -409,6 +446,15 @@ def cut_model(lib: str, src: Path, trees: int, out: Path) -> None:
         import xgboost as xgb
         b = xgb.Booster(model_file=str(src / "model.json"))
         b[:trees].save_model(str(out / "model.json"))
+    elif lib in ("sgb", "srf"):
+        import pickle
+        est = pickle.loads((src / "model.pkl").read_bytes())
+        est.estimators_ = est.estimators_[:trees]
+        est.n_estimators = trees
+        if lib == "sgb":
+            est.n_estimators_ = trees
+            est.train_score_ = est.train_score_[:trees]
+        (out / "model.pkl").write_bytes(pickle.dumps(est))
     else:
         import ydf
         m = ydf.load_model(str(src / "model.ydf"))
@@ -478,6 +524,8 @@ def references(lib: str, out: Path, X: np.ndarray, threads: int) -> dict:
             return b.predict(xgb.DMatrix(X[a:z], nthread=threads), pred_leaf=True).astype(np.int32).reshape(z - a, -1)
         exact, bound = exact_and_bound(leaf_ids, node_vals, base, X.shape[0])
         leaves = [sum(1 for c in t["left_children"] if c == -1) for t in trees]
+    elif lib in ("sgb", "srf"):
+        ref, exact, bound, leaves = sklearn_references(lib, out, X)
     else:
         import ydf
         m = ydf.load_model(str(out / "model.ydf"))
@@ -494,6 +542,30 @@ def references(lib: str, out: Path, X: np.ndarray, threads: int) -> dict:
         shape["reference_vs_exact"] = dict(max_abs=float(err.max()), bit_exact_rows=int((ref == exact).sum()),
                                            within_bound32=bool((err <= bound).all()))
     return shape
+
+
+def sklearn_references(lib: str, out: Path, X: np.ndarray):
+    """scikit-learn's predict on the float32 rows (one job: a forest then adds its trees in
+    order), and the exact sum and float32 bound of the same leaves (GradientBoosting: the
+    init constant + learning_rate * value per tree; a forest: the sum of its trees' values
+    divided once by their count, as scikit-learn averages)."""
+    import pickle
+    est = pickle.loads((out / "model.pkl").read_bytes())
+    if lib == "srf":
+        est.n_jobs = 1
+        trees = list(est.estimators_)
+        vals = [t.tree_.value[:, 0, 0].astype(np.float64) for t in trees]
+        base = 0.0
+    else:
+        trees = [e[0] for e in est.estimators_]
+        vals = [est.learning_rate * t.tree_.value[:, 0, 0].astype(np.float64) for t in trees]
+        base = float(est._raw_predict_init(X[:1])[0, 0])
+    ref = est.predict(X).astype(np.float64)
+    exact, bound = exact_and_bound(lambda a, z: est.apply(X[a:z]).reshape(z - a, -1).astype(np.int64), vals, base,
+                                   X.shape[0])
+    if lib == "srf":
+        exact, bound = exact / len(trees), bound / len(trees)
+    return ref, exact, bound, [int(t.tree_.n_leaves) for t in trees]
 
 
 def ydf_leaves(node) -> int:
@@ -513,7 +585,7 @@ def read_manifest(d: Path):
 
 def versions() -> dict:
     v = {"python": platform.python_version(), "numpy": np.__version__}
-    for mod, name in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"), ("ydf", "ydf")):
+    for mod, name in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"), ("ydf", "ydf"), ("sklearn", "scikit-learn")):
         try:
             v[name] = __import__(mod).__version__
         except ImportError:
@@ -524,10 +596,12 @@ def versions() -> dict:
 def write_manifest(root: Path, name: str, rec: dict, trained: dict, shape: dict, data_dir: Path) -> None:
     ds, lib, trees, leaves = parse_name(name)
     out = root / "models" / name
-    train = dataset(ds, leaves)[0]
+    train = data_of(ds, lib, leaves)[0]
     m = dict(
-        name=name, dataset=ds, library={"lgb": "lightgbm", "xgb": "xgboost", "ydf": "ydf"}[lib],
-        format={"lgb": "lightgbm", "xgb": "xgboost-json", "ydf": "ydf"}[lib],
+        name=name, dataset=ds,
+        library={"lgb": "lightgbm", "xgb": "xgboost", "ydf": "ydf", "sgb": "sklearn", "srf": "sklearn"}[lib],
+        format={"lgb": "lightgbm", "xgb": "xgboost-json", "ydf": "ydf", "sgb": "sklearn-pickle",
+                "srf": "sklearn-pickle"}[lib],
         model=MODEL_FILE[lib], trees=trees, leaves=leaves, features=int(train[0].shape[1]), grown=shape,
         test_rows=os.path.relpath(data_dir / "test.f32", out),
         test_query=os.path.relpath(data_dir / "test.query", out),
@@ -535,7 +609,9 @@ def write_manifest(root: Path, name: str, rec: dict, trained: dict, shape: dict,
         reference_kind={"lgb": "LightGBM Booster.predict(X, raw_score=True) on the float32 test rows",
                         "xgb": "XGBoost Booster.inplace_predict(X, predict_type='margin') on the float32 test rows "
                                "(XGBoost adds in float32)",
-                        "ydf": "YDF model.predict() on the float32 test rows (a different model of the same shape)"}[lib],
+                        "ydf": "YDF model.predict() on the float32 test rows (a different model of the same shape)",
+                        "sgb": "scikit-learn GradientBoostingRegressor.predict on the float32 test rows",
+                        "srf": "scikit-learn RandomForestRegressor.predict (n_jobs=1) on the float32 test rows"}[lib],
         exact="exact.npy" if lib != "ydf" else None, bound32="bound32.npy" if lib != "ydf" else None,
         train=dict(rows=int(train[0].shape[0]), queries=int(len(train[2])), **trained),
         params=rec["params"], recipe_key=recipe_key(rec), recipe=rec, versions=versions(),
@@ -567,8 +643,8 @@ def build(root: Path, name: str, threads: int, force: bool) -> str:
     if not force and up_to_date(root, name, rec):
         m = read_manifest(out)
         return f"{name}: cached ({m['grown']['leaves_min']}-{m['grown']['leaves_max']} leaves)"
-    data_dir = write_test_data(root, ds, leaves)
-    train, test = dataset(ds, leaves)
+    data_dir = write_test_data(root, ds, leaves, lib)
+    train, test = data_of(ds, lib, leaves)
     tmp = root / "models" / (name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -636,7 +712,7 @@ def time_trees(name: str, rounds: int, threads: int) -> None:
     """Trains `rounds` trees of the named recipe (nothing saved) and prints seconds per tree."""
     import tempfile
     ds, lib, _, leaves = parse_name(name)
-    train, _ = dataset(ds, leaves)
+    train, _ = data_of(ds, lib, leaves)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         TRAIN[lib](train, leaves, rounds, threads, Path(tmp))
