@@ -425,7 +425,9 @@ class TreescoreSys(System):
         path = self.model["model_path"]
         if self.model["library"] == "sklearn":
             path = sklearn_onnx(self.model, self.args)
-            self.note = "the skl2onnx ONNX file"
+            self.note = "the skl2onnx ONNX file (checked against its own exact sum: it rounds scikit-learn's doubles)"
+            if "onnx_exact" not in self.model:
+                self.model["onnx_exact"] = onnx_exact(path, self.model["X"])
         try:
             self.m = self.ts.load(path)
         except Exception as e:  # a library without the ONNX loader
@@ -594,6 +596,59 @@ def sklearn_onnx(m: dict, args) -> Path:
     return path
 
 
+def onnx_exact(path: Path, X: np.ndarray) -> np.ndarray:
+    """The exact score of a TreeEnsembleRegressor file (one target) on float32 rows: its
+    float32 thresholds and leaf weights as ONNX Runtime stores them, the weights added in
+    double in tree order from the base (what treescore computes for the file; ONNX Runtime
+    adds in float32); AVERAGE: the sum divided by the tree count. The reference of
+    treescore on a converted scikit-learn model (the file rounds scikit-learn's doubles)."""
+    import onnx
+    from onnx import numpy_helper
+    g = onnx.load(str(path)).graph
+    node = next(n for n in g.node if n.op_type == "TreeEnsembleRegressor")
+    at = {}
+    for a in node.attribute:
+        v = onnx.helper.get_attribute_value(a)
+        at[a.name] = numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v
+    f32 = lambda k: np.asarray(at.get(k, at.get(k + "_as_tensor", [])), dtype=np.float32)
+    tids, nids = np.asarray(at["nodes_treeids"]), np.asarray(at["nodes_nodeids"])
+    feat, thr = np.asarray(at["nodes_featureids"]), f32("nodes_values")
+    modes = [m.decode() if isinstance(m, bytes) else m for m in at["nodes_modes"]]
+    tru, fal = np.asarray(at["nodes_truenodeids"]), np.asarray(at["nodes_falsenodeids"])
+    miss = np.asarray(at.get("nodes_missing_value_tracks_true", [0] * len(tids)))
+    w_t, w_n, w = np.asarray(at["target_treeids"]), np.asarray(at["target_nodeids"]), f32("target_weights")
+    base = f32("base_values")
+    s = np.full(X.shape[0], float(base[0]) if base.size else 0.0)
+    trees = np.unique(tids)
+    for t in trees:
+        sel = np.flatnonzero(tids == t)
+        n = int(nids[sel].max()) + 1
+        F, T, M = np.zeros(n, np.int64), np.zeros(n, np.float32), np.full(n, "LEAF", dtype=object)
+        TR, FA, MI = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)
+        F[nids[sel]], T[nids[sel]], TR[nids[sel]], FA[nids[sel]] = feat[sel], thr[sel], tru[sel], fal[sel]
+        MI[nids[sel]] = miss[sel] != 0
+        for i in sel:
+            M[nids[i]] = modes[i]
+        W = np.zeros(n)
+        ws = np.flatnonzero(w_t == t)
+        np.add.at(W, w_n[ws], w[ws].astype(np.float64))
+        idx = np.zeros(X.shape[0], np.int64)
+        while True:
+            live = np.flatnonzero(M[idx] != "LEAF")
+            if live.size == 0:
+                break
+            k = idx[live]
+            x, th, md = X[live, F[k]], T[k], M[k]
+            c = np.where(md == "BRANCH_LEQ", x <= th, np.where(md == "BRANCH_LT", x < th,
+                         np.where(md == "BRANCH_GTE", x >= th, x > th)))
+            c = np.where(np.isnan(x), MI[k], c)
+            idx[live] = np.where(c, TR[k], FA[k])
+        s = s + W[idx]
+    if at.get("aggregate_function", b"SUM") in (b"AVERAGE", "AVERAGE"):
+        s = s / len(trees)
+    return s
+
+
 class SklearnSys(System):
     """scikit-learn's own predict (a forest's n_jobs = the thread count)."""
     name = "sklearn"
@@ -722,6 +777,8 @@ def check(system: str, model: dict, got: np.ndarray, rows: np.ndarray) -> dict:
     own = (system, model["library"]) in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"), ("sklearn", "sklearn"))
     ours = system in ("treescore", "treescore-py")
     target = ref if own or (ours and model["library"] in ("lightgbm", "sklearn")) else exact
+    if system == "treescore" and model.get("onnx_exact") is not None:   # the ONNX file's own exact sum
+        target = model["onnx_exact"][rows]
     err_t = np.abs(got - target)
     err_e = np.abs(got - exact)
     res.update(max_abs_err=float(err_t.max()), bit_exact_rows=int((got == target).sum()),
