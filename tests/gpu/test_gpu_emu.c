@@ -114,7 +114,10 @@ static float *random_rows(size_t n, size_t stride) {
 
 #define ALL_CONFIGS ((1u << N_CONFIGS) - 1u)
 
-/* Every batch size from 1 to 300, every configuration. */
+/* Every batch size from 1 to 300: each kernel in the shape cuda.cu launches (128
+ * threads, nodes and slots or codes staged), and one other configuration in turn, so
+ * that every configuration sees sizes of every residue around its block size. */
+#define DEFAULT_SHAPES (1u << 0 | 1u << 2 | 1u << 6 | 1u << 9)
 static void test_every_batch_size(void) {
     n_features = 12;
     ts_model *m = random_model(12, 1, 70, 4);
@@ -123,7 +126,7 @@ static void test_every_batch_size(void) {
     char what[64];
     for (size_t n = 1; n <= 300; n++) {
         snprintf(what, sizeof what, "batch %zu", n);
-        check_rows(m, x + (300 - n) * stride, n, stride, ALL_CONFIGS, what);
+        check_rows(m, x + (300 - n) * stride, n, stride, DEFAULT_SHAPES | 1u << (n % N_CONFIGS), what);
     }
     free(x);
     ts_model_free(m);
