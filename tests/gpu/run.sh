@@ -96,7 +96,17 @@ else
     FAILED+=("conformance (skipped)")
 fi
 
-# 4. The benchmark: synthetic forests of exactly TREES x LEAVES on 136 features (the
+# 4. Real models, when bench/.cache has any (bench/make_model.py: LightGBM models of
+# exactly N trees x L leaves with their test rows; git-ignored, so carried to the GPU
+# machine or made there): the CLI's own benchmark, which first checks that every engine
+# gives rapid's scores bit for bit on the model's test rows, then times them end to end.
+for dir in bench/.cache/lgb_*/; do
+    if [ ! -f "$dir/model.txt" ] || [ ! -f "$dir/test.f32" ]; then continue; fi
+    stage "treescore bench $(basename "$dir")" 120 "$TS" bench -m "$dir/model.txt" -d "$dir/test.f32" \
+        --engines "rapid:threads=$JOBS,gpu,gpu-naive" --repeat 3 --format tsv --quiet
+done
+
+# 5. The benchmark: synthetic forests of exactly TREES x LEAVES on 136 features (the
 # shape of MSLR / the issue's XGBoost model): first 20,000 x 64, the shape of issue 26's
 # targets, then the others smallest first, so that a spent budget drops the largest.
 # The CPU engine: rapid on every core (the fastest CPU engine on large batches,
