@@ -13,9 +13,9 @@ static const char usage[] =
     "timings of the candidate engines (us/doc per range), the wisdom file's earlier\n"
     "answers, or the rule of thumb (--planner rule).\n"
     "\n"
-    "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib: see --model-format)\n"
+    "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib, ONNX: see --model-format)\n"
     "      --model-format F    auto (default), lightgbm, lightgbm-json, xgboost, xgboost-ubjson,\n"
-    "                          xgboost-dump, quickrank, ranklib, catboost, catboost-json\n"
+    "                          xgboost-dump, quickrank, ranklib, catboost, catboost-json, onnx\n"
     CLI_FEATURES_HELP
     "      --plan              show the planner's choice\n"
     "      --batch N           plan only for calls of N rows (the scorer's batch_hint;\n"

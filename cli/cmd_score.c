@@ -14,9 +14,9 @@ static const char usage[] =
     "sum(weight * output). DATA is read and scored in chunks, so files of any size run in\n"
     "bounded memory.\n"
     "\n"
-    "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib: see --model-format)\n"
+    "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib, ONNX: see --model-format)\n"
     "      --model-format F    auto (default), lightgbm, lightgbm-json, xgboost, xgboost-ubjson,\n"
-    "                          xgboost-dump, quickrank, ranklib, catboost, catboost-json\n"
+    "                          xgboost-dump, quickrank, ranklib, catboost, catboost-json, onnx\n"
     CLI_FEATURES_HELP
     "  -d, --data FILE         data file, or - for standard input\n"
     "  -f, --format F          auto (default: from the extension, else SVMlight), svmlight,\n"
@@ -82,7 +82,7 @@ int cmd_score(int argc, char **argv) {
     if (rc >= 0) return rc;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
-    if (cli_narrow_model(&o, m)) {
+    if (cli_choose_columns(&o, m)) {
         ts_model_free(m);
         return CLI_FAILED;
     }

@@ -232,7 +232,7 @@ def test_errors(lgb_file, test_rows):
     with pytest.raises(treescore.Error, match="isa"):
         treescore.Model(model_file=lgb_file, isa="mmx")
     with pytest.raises(treescore.Error, match="model_format"):
-        treescore.Model(model_file=lgb_file, model_format="onnx")
+        treescore.Model(model_file=lgb_file, model_format="pmml")
     with pytest.raises(TypeError):
         treescore.Model.from_booster(object())
 

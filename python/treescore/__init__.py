@@ -133,6 +133,9 @@ class Model:
         if self._info["average_output"]:
             divisor = float(self._info["n_trees"] // max(1, self._scorer.n_outputs))
         self._transform = (code, param, divisor)
+        # ONNX: raw scores are the tree node's (the mean for AVERAGE); predict applies its
+        # post_transform as ONNX Runtime does (_objectives.onnx_post_transform)
+        self._onnx_post = _objectives.onnx_post_transform(self._info["objective"]) if fmt == "onnx" else None
 
     def _make_scorer(self, threads: int):
         return self._core.scorer(self._engine_arg, self._isa_arg or "auto", threads, self._batch_hint,
@@ -228,6 +231,14 @@ class Model:
         scorer for it (with ``engine="auto"``, the planner's timing), and the last few
         counts used are kept for the next calls."""
         s = self._scorer if n_jobs is None else self._scorer_for(n_jobs)
+        if self._onnx_post is not None:
+            y = s.score(X, *self._transform)
+            if y is NotImplemented:
+                y = self._predict_converted(s, X, self._transform)
+            try:
+                return y if raw_score else self._onnx_post(y)
+            except ValueError as e:
+                raise Error(f"{self._name}: {e}") from None
         # the fast path (a dense float32/float64 matrix) is one C call: keep it short
         y = s.score(X) if raw_score else s.score(X, *self._transform)
         if y is NotImplemented:

@@ -81,3 +81,79 @@ def transform_for(fmt: str, objective: str, objective_line: str, n_outputs: int)
             return (XGB_HINGE, 1.0)
         return (NONE, 1.0)
     return (NONE, 1.0)
+
+
+# ---- ONNX-ML tree ensembles: post_transform as ONNX Runtime applies it ---------------------------
+#
+# The C loader (src/io/model_onnx.c) records the tree node's post_transform in the model's
+# objective: "onnx post_transform=NAME", with " binary" or " binary_positive" when the model
+# is a two-class classifier with one score column (class 0's weights only). ONNX Runtime
+# (onnxruntime/core/providers/cpu/ml/ml_common.h, write_scores; tree_ensemble_aggregator.h)
+# then writes, per row, from the raw scores s (checked against ONNX Runtime 1.32 by
+# tests/conformance/test_onnx.py::test_onnx_predict_post_transform):
+#   one score column of a regressor: PROBIT -> probit(s); every other transform is ignored;
+#   one column of a binary classifier: LOGISTIC -> [sigmoid(-s), sigmoid(s)]; NONE, SOFTMAX,
+#     SOFTMAX_ZERO -> [1 - s, s] when every weight is >= 0, else [-s, s]; PROBIT: ONNX
+#     Runtime writes an undefined second column, refused;
+#   two or more columns: LOGISTIC per score, SOFTMAX and SOFTMAX_ZERO per row, PROBIT per
+#     score. ONNX Runtime computes them in float32; these are the same formulas in float64.
+
+def onnx_post_transform(objective: str):
+    """A function raw scores (n,) or (n, K) -> ONNX Runtime's output for an ONNX model's
+    objective string, or None when it is not one."""
+    words = objective.split()
+    if not words or words[0] != "onnx":
+        return None
+    kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    post = kv.get("post_transform", "NONE")
+    binary = "binary" in words[1:] or "binary_positive" in words[1:]
+    positive = "binary_positive" in words[1:]
+    if post not in ("NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"):
+        raise ValueError(f"post_transform {post} is unknown")
+
+    def apply(y):
+        import numpy as np
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim == 1:
+            if binary:
+                if post == "LOGISTIC":
+                    return np.stack([_logistic(-y), _logistic(y)], axis=1)
+                if post == "PROBIT":
+                    raise ValueError("post_transform PROBIT of a one-column binary classifier: ONNX Runtime's "
+                                     "output is not defined; use raw_score=True")
+                return np.stack([1.0 - y if positive else -y, y], axis=1)
+            return _probit(y) if post == "PROBIT" else y
+        if post == "LOGISTIC":
+            return _logistic(y)
+        if post == "SOFTMAX":
+            e = np.exp(y - y.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+        if post == "SOFTMAX_ZERO":
+            m = y.max(axis=1, keepdims=True)
+            nz = np.abs(y) > 1e-7
+            e = np.where(nz, np.exp(y - m), y * np.exp(-m))
+            return e / np.where(nz, e, 0.0).sum(axis=1, keepdims=True)
+        if post == "PROBIT":
+            return _probit(y)
+        return y
+
+    return apply
+
+
+def _logistic(v):
+    import numpy as np
+    e = 1.0 / (1.0 + np.exp(-np.abs(v)))
+    return np.where(v < 0, 1.0 - e, e)
+
+
+def _probit(v):
+    """ONNX Runtime's ComputeProbit: sqrt(2) * ErfInv(2 v - 1) with its approximation of ErfInv."""
+    import numpy as np
+    x = 2.0 * v - 1.0
+    sgn = np.where(x < 0, -1.0, 1.0)
+    x = (1.0 - x) * (1.0 + x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lg = np.log(x)
+        a = 2.0 / (3.14159 * 0.147) + 0.5 * lg
+        b = 1.0 / 0.147 * lg
+        return 1.41421356 * sgn * np.sqrt(-a + np.sqrt(a * a - b))

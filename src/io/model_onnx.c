@@ -832,7 +832,12 @@ static ts_status read_v5(ox *c, const gnode *n) {
                  agg == 2 ? "MIN" : agg == 3 ? "MAX" : "(unknown)"));
     TRY(attr_int(c, n, "post_transform", &post, &p));
     if (post < 0 || post > 4) TRY(fail(c, TS_ERR_UNSUPPORTED, "post_transform %lld is unknown", (long long)post));
-    e->post = (int)post;
+    /* The spec numbers them NONE 0, SOFTMAX 1, LOGISTIC 2, SOFTMAX_ZERO 3, PROBIT 4;
+     * ONNX Runtime (1.32) casts the integer to its own POST_EVAL_TRANSFORM enum, where 1 is
+     * LOGISTIC and 2 SOFTMAX, and so applies the other one. The raw scores do not depend
+     * on it; the recorded name is what ONNX Runtime applies. */
+    static const int ort_post[] = {0, 2, 1, 3, 4};
+    e->post = ort_post[post];
     e->K = (uint32_t)K;
     e->base = calloc((size_t)K, sizeof *e->base);
     /* xnodes: N internal nodes, then one per leaf */

@@ -59,7 +59,7 @@ def test_unknown_engine(ts, lgb_model, ok_data):
 
 def test_unknown_formats(ts, lgb_model, ok_data):
     usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, "--format", "parquet")
-    usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, "--model-format", "onnx")
+    usage_error(ts, "score", "-m", lgb_model, "-d", ok_data, "--model-format", "pmml")
 
 
 def test_missing_required_options(ts, lgb_model, ok_data):

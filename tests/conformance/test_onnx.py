@@ -142,7 +142,8 @@ class Ens:
         self.K = int(at["n_targets"])
         self.base = np.zeros(self.K)
         self.agg = {0: "AVERAGE", 1: "SUM"}[at.get("aggregate_function", 1)]
-        self.post = ["NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"][at.get("post_transform", 0)]
+        # as ONNX Runtime 1.32 reads the integer (1 LOGISTIC, 2 SOFTMAX: the spec swaps them)
+        self.post = ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"][at.get("post_transform", 0)]
 
     def exits(self, X, root):
         """The node each row of X reaches from root."""
