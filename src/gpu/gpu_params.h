@@ -114,7 +114,21 @@ typedef struct tsg_qs_params {
     const float *thr;             /* ascending and distinct within a slot */
 } tsg_qs_params;
 
-/* Bytes of shared memory per staged node (the larger of the two kinds). */
+/* Bytes of shared memory per staged node (the largest of the three kinds). */
 #define TSG_NODE_BYTES 24u
+
+/* The host compilers (gcc or clang for gpu_layout.c, g++ under nvcc for cuda.cu) lay
+ * these out for the device compiler: fixed sizes, no padding to guess. */
+#ifdef __cplusplus
+#define TSG_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define TSG_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+TSG_STATIC_ASSERT(sizeof(tsg_node) == 20 && sizeof(tsg_wnode) == 16 && sizeof(tsg_entry) == 24 &&
+                      sizeof(tsg_centry) == 16,
+                  "the GPU layouts' sizes");
+TSG_STATIC_ASSERT(sizeof(tsg_entry) <= TSG_NODE_BYTES && sizeof(tsg_wnode) <= TSG_NODE_BYTES &&
+                      sizeof(tsg_centry) <= TSG_NODE_BYTES,
+                  "a staged node fits TSG_NODE_BYTES");
 
 #endif /* TS_GPU_PARAMS_H */
