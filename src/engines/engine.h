@@ -54,7 +54,7 @@ typedef struct tse_engine {
     int (*plan_candidate)(const ts_model *model, const tse_config *cfg);
     /* Optional (NULL: not offered): double rows, for a model whose library compares
      * double inputs with double thresholds (model->compares_double: LightGBM), scored as
-     * that library decides them (tsr_f64_score_row in src/scorer/f64.c is the reference),
+     * that library decides them (tsp_f64_score_row in src/scorer/f64.c is the reference),
      * from the caller's rows without a float copy. Rows have at least n_features readable
      * doubles; otherwise score's rules (concurrent, no writes to state, scratch of
      * scratch_bytes, out[r] the same bits as the reference). Returns 1 when it scored, 0

@@ -12,7 +12,7 @@
 
 typedef struct f64_feature {
     uint32_t feature;
-    uint32_t begin, end;   /* its sorted distinct double thresholds in tsr_f64.thr */
+    uint32_t begin, end;   /* its sorted distinct double thresholds in tsp_f64.thr */
     /* Bloom filter of the float gaps holding a threshold of this feature (bit
      * bloom_bit(float floor)): a clear bit proves the gap empty without touching the
      * hash table, and the filters of all features stay in L1. */
@@ -25,7 +25,7 @@ typedef struct f64_feature {
 typedef struct gap_entry {
     uint32_t feature;      /* UINT32_MAX: empty slot */
     uint32_t lo_bits;
-    uint32_t first, count; /* in tsr_f64.thr */
+    uint32_t first, count; /* in tsp_f64.thr */
 } gap_entry;
 
 typedef struct f64_node {
@@ -39,7 +39,7 @@ typedef struct f64_tree {
     uint32_t node_offset, leaf_offset, n_nodes;
 } f64_tree;
 
-struct tsr_f64 {
+struct tsp_f64 {
     uint32_t n_used;
     f64_feature *used;     /* features read by some split, ascending */
     double *thr;
@@ -53,7 +53,7 @@ struct tsr_f64 {
     double *leaves;        /* weight * leaf value */
 };
 
-void tsr_f64_free(tsr_f64 *f) {
+void tsp_f64_free(tsp_f64 *f) {
     if (!f) return;
     free(f->used);
     free(f->thr);
@@ -83,7 +83,7 @@ static double node_threshold_d(const tsm_tree *t, uint32_t i) {
 
 /* Sorted distinct thresholds per used feature; can_fail when two share a float gap or
  * one sits in the gap at an edge of the zero range. */
-static ts_status build_thresholds(tsr_f64 *f, const ts_model *m, ts_error *err) {
+static ts_status build_thresholds(tsp_f64 *f, const ts_model *m, ts_error *err) {
     size_t n = 0, k = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) n += m->trees[t].n_nodes;
     thr_pair *p = malloc((n + 1) * sizeof *p);
@@ -127,7 +127,7 @@ static uint32_t gap_hash(uint32_t feature, uint32_t lo_bits) {
     return (uint32_t)(k >> 32);
 }
 
-static const gap_entry *gap_find(const tsr_f64 *f, uint32_t feature, float lo) {
+static const gap_entry *gap_find(const tsp_f64 *f, uint32_t feature, float lo) {
     uint32_t bits = float_bits(lo);
     for (uint32_t h = gap_hash(feature, bits) & f->gap_mask;; h = (h + 1) & f->gap_mask) {
         const gap_entry *g = &f->gaps[h];
@@ -137,7 +137,7 @@ static const gap_entry *gap_find(const tsr_f64 *f, uint32_t feature, float lo) {
 }
 
 /* One entry per (feature, float floor) group of the sorted thresholds. */
-static ts_status build_gaps(tsr_f64 *f, ts_error *err) {
+static ts_status build_gaps(tsp_f64 *f, ts_error *err) {
     uint32_t n = f->n_used ? f->used[f->n_used - 1].end : 0, cap = 16;
     while (cap < 2 * n + 2) cap *= 2;
     f->gaps = malloc(cap * sizeof *f->gaps);
@@ -159,7 +159,7 @@ static ts_status build_gaps(tsr_f64 *f, ts_error *err) {
 }
 
 /* The exact double traversal: every tree with its double thresholds. */
-static ts_status build_traversal(tsr_f64 *f, const ts_model *m, ts_error *err) {
+static ts_status build_traversal(tsp_f64 *f, const ts_model *m, ts_error *err) {
     size_t n_nodes = 0, n_leaves = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) {
         n_nodes += m->trees[t].n_nodes;
@@ -185,17 +185,17 @@ static ts_status build_traversal(tsr_f64 *f, const ts_model *m, ts_error *err) {
     return TS_OK;
 }
 
-ts_status tsr_f64_prepare(const ts_model *m, tsr_f64 **out, ts_error *err) {
+ts_status tsp_f64_prepare(const ts_model *m, tsp_f64 **out, ts_error *err) {
     *out = NULL;
     if (!m->compares_double) return TS_OK;
-    tsr_f64 *f = calloc(1, sizeof *f);
+    tsp_f64 *f = calloc(1, sizeof *f);
     if (!f) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory preparing double inputs");
     f->base_score = m->base_score;
     ts_status st = build_thresholds(f, m, err);
     if (st == TS_OK) st = build_gaps(f, err);
     if (st == TS_OK && f->can_fail) st = build_traversal(f, m, err);
     if (st != TS_OK) {
-        tsr_f64_free(f);
+        tsp_f64_free(f);
         return st;
     }
     *out = f;
@@ -216,7 +216,7 @@ static inline float float_step(float x, int up) {
 }
 
 /* The float for v on the right side of every threshold of u (see f64.h); 0 if none. */
-static int round_value(const tsr_f64 *f, const f64_feature *u, double v, float *out) {
+static int round_value(const tsp_f64 *f, const f64_feature *u, double v, float *out) {
     if (v != v) {
         *out = NAN;
         return 1;
@@ -253,7 +253,7 @@ static int round_value(const tsr_f64 *f, const f64_feature *u, double v, float *
     return 1;
 }
 
-int tsr_f64_round_row(const tsr_f64 *f, const double *in, float *out) {
+int tsp_f64_round_row(const tsp_f64 *f, const double *in, float *out) {
     for (uint32_t i = 0; i < f->n_used; i++) {
         const f64_feature *u = &f->used[i];
         if (!round_value(f, u, in[u->feature], &out[u->feature])) return 0;
@@ -263,7 +263,7 @@ int tsr_f64_round_row(const tsr_f64 *f, const double *in, float *out) {
 
 /* ---- exact traversal ------------------------------------------------------------------ */
 
-double tsr_f64_score_row(const tsr_f64 *f, const double *row) {
+double tsp_f64_score_row(const tsp_f64 *f, const double *row) {
     double score = f->base_score;
     for (uint32_t t = 0; t < f->n_trees; t++) {
         const f64_tree *tr = &f->trees[t];

@@ -11,7 +11,7 @@
  * The engines compare float32 values with float32 thresholds. A library that compares
  * double inputs with double thresholds (LightGBM) can send a double value v another way
  * than the float nearest to v would go, when a threshold lies in the same float gap as
- * v. For each used feature tsr_f64 keeps the sorted distinct double thresholds, and
+ * v. For each used feature tsp_f64 keeps the sorted distinct double thresholds, and
  * rounds v to the float on the correct side of every one of them:
  *
  *   lo < v < hi adjacent floats; a threshold t has the float threshold T(t), the
@@ -26,18 +26,18 @@
  * When the model has no gap with two thresholds (nor one at the zero-range edge), no
  * row ever needs the fallback, and its tables are not built.
  */
-typedef struct tsr_f64 tsr_f64;
+typedef struct tsp_f64 tsp_f64;
 
 /* NULL in *out (and TS_OK) when the model converts inputs to float32 first
  * (!m->compares_double): then (float)v is exact. */
-ts_status tsr_f64_prepare(const ts_model *m, tsr_f64 **out, ts_error *err);
-void tsr_f64_free(tsr_f64 *f);
+ts_status tsp_f64_prepare(const ts_model *m, tsp_f64 **out, ts_error *err);
+void tsp_f64_free(tsp_f64 *f);
 
 /* Round the first n_features values of a double row to floats for the engines.
- * Returns 0 when the row cannot be represented (score it with tsr_f64_score_row). */
-int tsr_f64_round_row(const tsr_f64 *f, const double *in, float *out);
+ * Returns 0 when the row cannot be represented (score it with tsp_f64_score_row). */
+int tsp_f64_round_row(const tsp_f64 *f, const double *in, float *out);
 
 /* The exact double score of one row (base score included). */
-double tsr_f64_score_row(const tsr_f64 *f, const double *row);
+double tsp_f64_score_row(const tsp_f64 *f, const double *row);
 
 #endif /* TS_SCORER_F64_H */

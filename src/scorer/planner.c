@@ -44,9 +44,9 @@
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
-const uint32_t tsr_range_first[TSR_RANGES] = {1, 2, 8, 16, 128};
-const uint32_t tsr_range_batch[TSR_RANGES] = {1, 4, 11, 48, DEFAULT_BATCH};
-_Static_assert(TSR_RANGES == 5, "tsr_range_of, tsr_range_first and tsr_range_batch agree on the ranges");
+const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 16, 128};
+const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 11, 48, DEFAULT_BATCH};
+_Static_assert(TSP_RANGES == 5, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
 /* ---- report text -------------------------------------------------------------------- */
@@ -92,7 +92,7 @@ static uint32_t max_leaves(const ts_model *m) {
  * waste more on tiny batches, hence a margin. */
 #define RAPID_RULE_BATCH 32u
 
-ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size) {
+ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size) {
     uint32_t w = max_leaves(m);
     ts_engine e;
     tse_config cfg = {isa, 0, 0, 0, 1};
@@ -136,7 +136,7 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
 }
 
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config, batch and threads. */
-static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, tsr_wisdom_key *k) {
+static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, tsp_wisdom_key *k) {
     tsm_hash h = tsm_model_hash(m);
     tsm_hash_hex(&h, k->model);
     char brand[TSR_CPU_BRAND_SIZE];
@@ -252,8 +252,8 @@ static double time_call(candidate *c, const float *x, size_t n, size_t avail, si
     size_t grain = tsr_grain(threads, n, c->layout.rows_per_chunk);
     double t0 = tsr_now();
     for (size_t k = 0; k < reps; k++) {
-        tsr_score_job j = {c->engine, c->state, c->layout.scratch_bytes, x + (k * n % slots) * width, width, out};
-        if (tsr_parallel_for(threads, n, grain, tsr_score_chunk, &j) != TS_OK) return -1;
+        tsp_score_job j = {c->engine, c->state, c->layout.scratch_bytes, x + (k * n % slots) * width, width, out};
+        if (tsr_parallel_for(threads, n, grain, tsp_score_chunk, &j) != TS_OK) return -1;
     }
     return (tsr_now() - t0) / (double)reps;
 }
@@ -263,7 +263,7 @@ static double time_split(candidate *c, double base, const float *x, size_t avail
                          unsigned threads, size_t reps) {
     double t0 = tsr_now();
     for (size_t k = 0; k < reps; k++)
-        if (tsr_score_split(c->engine, c->state, &c->layout, base, x + (k % avail) * width, threads, out) != TS_OK)
+        if (tsp_score_split(c->engine, c->state, &c->layout, base, x + (k % avail) * width, threads, out) != TS_OK)
             return -1;
     return (tsr_now() - t0) / (double)reps;
 }
@@ -411,27 +411,27 @@ typedef struct range_choice {
     ts_engine engine;   /* TS_ENGINE_AUTO while unknown */
     int split;
     double us;
-    tsr_wisdom_key key;
+    tsp_wisdom_key key;
 } range_choice;
 
 /* The engines prepared so far, by id (each at most once, shared by the ranges). */
 typedef struct prepared_set {
-    tsr_prepared e[32];
+    tsp_prepared e[32];
 } prepared_set;
 
 static void say_range(text *t, unsigned r, unsigned batch) {
-    if (r + 1 < TSR_RANGES)
-        say(t, "range %u-%u rows", tsr_range_first[r], tsr_range_first[r + 1] - 1);
+    if (r + 1 < TSP_RANGES)
+        say(t, "range %u-%u rows", tsp_range_first[r], tsp_range_first[r + 1] - 1);
     else
-        say(t, "range %u+ rows", tsr_range_first[r]);
+        say(t, "range %u+ rows", tsp_range_first[r]);
     say(t, " (planned at %u row%s per call)", batch, batch == 1 ? "" : "s");
 }
 
-int tsr_split_rule(const ts_model *m, const tse_engine *e, const void *state, unsigned n_threads) {
-    if (n_threads < 2 || !tsr_can_split(e, state)) return 0;
+int tsp_split_rule(const ts_model *m, const tse_engine *e, const void *state, unsigned n_threads) {
+    if (n_threads < 2 || !tsp_can_split(e, state)) return 0;
     uint64_t nodes = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) nodes += m->trees[t].n_nodes;
-    return nodes >= TSR_SPLIT_RULE_NODES;
+    return nodes >= TSP_SPLIT_RULE_NODES;
 }
 
 /* The one-row range with several threads: each candidate that can split a row's trees
@@ -443,11 +443,11 @@ static int decide_split(const ts_model *m, candidate *c, int n, int *best, const
                         size_t width, double *out, unsigned threads, size_t rows, text *t) {
     unsigned knob = tsr_config_get()->split_trees;
     if (threads < 2 || knob == 2) return 0;
-    if (knob == 1) return tsr_can_split(c[*best].engine, c[*best].state);
+    if (knob == 1) return tsp_can_split(c[*best].engine, c[*best].state);
     double best_us = c[*best].median_us;
     int split = 0;
     for (int i = 0; i < n; i++) {
-        if (c[i].skipped[0] || !tsr_can_split(c[i].engine, c[i].state) || c[i].median_us > threads * best_us)
+        if (c[i].skipped[0] || !tsp_can_split(c[i].engine, c[i].state) || c[i].median_us > threads * best_us)
             continue;
         double times[SPLIT_ROUNDS];
         int k = 0;
@@ -471,9 +471,9 @@ static int decide_split(const ts_model *m, candidate *c, int n, int *best, const
  * prepared candidates go into `have`. */
 static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
                              range_choice *rc, unsigned threads, prepared_set *have, text *t, ts_error *err) {
-    const tsr_wisdom_key *k0 = NULL;
+    const tsp_wisdom_key *k0 = NULL;
     unsigned max_batch = 0;
-    for (unsigned r = 0; r < TSR_RANGES; r++)
+    for (unsigned r = 0; r < TSP_RANGES; r++)
         if (rc[r].planned && rc[r].engine == TS_ENGINE_AUTO) {
             k0 = &rc[r].key;
             if (rc[r].batch > max_batch) max_batch = rc[r].batch;
@@ -489,10 +489,10 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
     double *scores = malloc(avail * sizeof *scores);
     ts_status st = TS_OK;
     if (!x || !scores) st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's sample");
-    tsr_wisdom_file wf;
-    int can_store = st == TS_OK && tsr_wisdom_open(&wf, 1) == 0;
+    tsp_wisdom_file wf;
+    int can_store = st == TS_OK && tsp_wisdom_open(&wf, 1) == 0;
     /* largest batches first: the range with the full budget warms the caches */
-    for (int r = TSR_RANGES - 1; r >= 0 && st == TS_OK; r--) {
+    for (int r = TSP_RANGES - 1; r >= 0 && st == TS_OK; r--) {
         if (!rc[r].planned || rc[r].engine != TS_ENGINE_AUTO) continue;
         unsigned batch = rc[r].batch;
         int small = batch < 16; /* a share of the budget when larger ranges are planned too */
@@ -515,7 +515,7 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         rc[r].split = r == 0 && decide_split(m, c, n, &best, x, avail, width, scores, threads, rows_timed, t);
         rc[r].engine = c[best].engine->id;
         rc[r].us = c[best].median_us;
-        if (can_store && tsr_wisdom_store(&rc[r].key, &wf, rc[r].engine, rc[r].split, rc[r].us) == 0)
+        if (can_store && tsp_wisdom_store(&rc[r].key, &wf, rc[r].engine, rc[r].split, rc[r].us) == 0)
             say(t, "choice: %s%s (remembered in %s/%s)\n", c[best].engine->name, rc[r].split ? ", split" : "",
                 wf.dir.path, wf.name);
         else
@@ -529,7 +529,7 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
     for (int i = 0; i < n; i++) {
         if (!c[i].state) continue;
         if (st == TS_OK && !have->e[c[i].engine->id].engine)
-            have->e[c[i].engine->id] = (tsr_prepared){c[i].engine, c[i].state, c[i].layout};
+            have->e[c[i].engine->id] = (tsp_prepared){c[i].engine, c[i].state, c[i].layout};
         else
             c[i].engine->free(c[i].state);
     }
@@ -545,7 +545,7 @@ static void free_set(prepared_set *have) {
 /* Prepare engine id into `have` unless it is there. */
 static ts_status ensure(const ts_model *m, const tse_config *cfg, ts_engine id, prepared_set *have, ts_error *err) {
     if ((unsigned)id >= 32) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "engine %d out of range", (int)id);
-    tsr_prepared *p = &have->e[id];
+    tsp_prepared *p = &have->e[id];
     if (p->engine) return TS_OK;
     const tse_engine *e = tse_engine_get(id);
     if (!e) return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "engine %s is not built in", ts_engine_name(id));
@@ -556,16 +556,16 @@ static ts_status ensure(const ts_model *m, const tse_config *cfg, ts_engine id, 
 
 /* Moves the chosen engines from `have` into out (each once, in range order), frees the
  * others, and appends the table. */
-static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned threads, tsr_plan *out, text *t) {
+static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned threads, tsp_plan *out, text *t) {
     int first = -1, n_planned = 0;
-    for (unsigned r = 0; r < TSR_RANGES; r++)
+    for (unsigned r = 0; r < TSP_RANGES; r++)
         if (rc[r].planned) {
             if (first < 0) first = (int)r;
             n_planned++;
         }
     if (first < 0) return TS_OK; /* never: plan() plans one range at least */
     say(t, "plan: rows per call -> engine%s\n", n_planned == 1 ? " (batch_hint: one engine for every call)" : "");
-    for (unsigned r = 0; r < TSR_RANGES; r++) {
+    for (unsigned r = 0; r < TSP_RANGES; r++) {
         /* a range outside the plan uses the engine of the nearest planned range */
         unsigned q = r;
         if (!rc[q].planned) q = (unsigned)first;
@@ -578,10 +578,10 @@ static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned t
         }
         out->pick[r] = (uint8_t)i;
         char range[32];
-        if (r + 1 < TSR_RANGES)
-            snprintf(range, sizeof range, "%u-%u", tsr_range_first[r], tsr_range_first[r + 1] - 1);
+        if (r + 1 < TSP_RANGES)
+            snprintf(range, sizeof range, "%u-%u", tsp_range_first[r], tsp_range_first[r + 1] - 1);
         else
-            snprintf(range, sizeof range, "%u+", tsr_range_first[r]);
+            snprintf(range, sizeof range, "%u+", tsp_range_first[r]);
         if (r == 0) snprintf(range, sizeof range, "1");
         say(t, "  %-8s %s", range, ts_engine_name(id));
         if (r == 0 && rc[q].split) say(t, ", calls of fewer rows than threads split across trees (%u threads)", threads);
@@ -593,19 +593,19 @@ static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned t
 }
 
 static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg, unsigned n_threads,
-                      tsr_plan *out, ts_error *err) {
+                      tsp_plan *out, ts_error *err) {
     text t = {.len = 0};
     t.buf[0] = '\0';
     memset(out, 0, sizeof *out);
-    range_choice rc[TSR_RANGES];
+    range_choice rc[TSP_RANGES];
     memset(rc, 0, sizeof rc);
-    for (unsigned r = 0; r < TSR_RANGES; r++) {
+    for (unsigned r = 0; r < TSP_RANGES; r++) {
         rc[r].engine = TS_ENGINE_AUTO;
         rc[r].planned = opts->batch_hint == 0;
-        rc[r].batch = tsr_range_batch[r];
+        rc[r].batch = tsp_range_batch[r];
     }
     if (opts->batch_hint) {
-        unsigned r = tsr_range_of(opts->batch_hint);
+        unsigned r = tsp_range_of(opts->batch_hint);
         rc[r].planned = 1;
         rc[r].batch = opts->batch_hint;
     }
@@ -613,15 +613,15 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
     memset(&have, 0, sizeof have);
     ts_status st = TS_OK;
     if (plan_mode(opts) == TS_PLAN_RULE) {
-        for (unsigned r = 0; r < TSR_RANGES && st == TS_OK; r++) {
+        for (unsigned r = 0; r < TSP_RANGES && st == TS_OK; r++) {
             if (!rc[r].planned) continue;
             char why[256];
-            ts_engine e = tsr_plan_rule(m, cfg->isa, rc[r].batch, why, sizeof why);
+            ts_engine e = tsp_plan_rule(m, cfg->isa, rc[r].batch, why, sizeof why);
             ts_error ignored;
             if (e == TS_ENGINE_RAPID && ensure(m, cfg, e, &have, &ignored) != TS_OK) {
                 /* rapid could not prepare (out of memory, a tree past its leaf limit): the rule without it */
                 say(&t, "rapid: %s; ", ignored.message);
-                e = tsr_plan_rule(m, cfg->isa, 0, why, sizeof why);
+                e = tsp_plan_rule(m, cfg->isa, 0, why, sizeof why);
             }
             say_range(&t, r, rc[r].batch);
             say(&t, ": %s\n", why);
@@ -629,9 +629,9 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
             rc[r].engine = e;
             if (st == TS_OK && r == 0) {
                 unsigned knob = tsr_config_get()->split_trees;
-                const tsr_prepared *p = &have.e[e];
-                rc[r].split = knob == 2 ? 0 : knob == 1 ? n_threads > 1 && tsr_can_split(p->engine, p->state)
-                                                        : tsr_split_rule(m, p->engine, p->state, n_threads);
+                const tsp_prepared *p = &have.e[e];
+                rc[r].split = knob == 2 ? 0 : knob == 1 ? n_threads > 1 && tsp_can_split(p->engine, p->state)
+                                                        : tsp_split_rule(m, p->engine, p->state, n_threads);
             }
         }
         if (st == TS_OK) st = assemble(rc, &have, n_threads, out, &t);
@@ -641,22 +641,22 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
                        "planner sample: %zu rows of stride %zu, but the model reads %u columns (need rows >= 1 and "
                        "stride >= columns)", opts->sample_rows, opts->sample_stride, m->n_features);
-    tsr_wisdom_file wf;
-    int open_ok = tsr_wisdom_open(&wf, 0) == 0;
-    for (unsigned r = 0; r < TSR_RANGES; r++) {
+    tsp_wisdom_file wf;
+    int open_ok = tsp_wisdom_open(&wf, 0) == 0;
+    for (unsigned r = 0; r < TSP_RANGES; r++) {
         if (!rc[r].planned) continue;
         make_key(m, cfg, rc[r].batch, n_threads, &rc[r].key);
         if (opts->sample) rc[r].key.rows = "data";
         ts_engine e;
         double us;
         int split = 0;
-        if (!open_ok || !tsr_wisdom_lookup(&rc[r].key, &wf, &e, &us, &split)) continue;
+        if (!open_ok || !tsp_wisdom_lookup(&rc[r].key, &wf, &e, &us, &split)) continue;
         ts_error ignored;
         if (ensure(m, cfg, e, &have, &ignored) != TS_OK) continue; /* say, a rebuilt library without it: measure */
-        const tsr_prepared *p = &have.e[e];
+        const tsp_prepared *p = &have.e[e];
         rc[r].engine = e;
         rc[r].us = us;
-        rc[r].split = r == 0 && split && n_threads > 1 && tsr_can_split(p->engine, p->state);
+        rc[r].split = r == 0 && split && n_threads > 1 && tsp_can_split(p->engine, p->state);
         say(&t, "wisdom: %s/%s measured %s%s fastest (%.4f us/doc) for this model, batch %u, %u threads, isa %s, "
                 "this CPU\n", wf.dir.path, wf.name, ts_engine_name(e), rc[r].split ? " (split)" : "", us,
             rc[r].batch, n_threads, ts_isa_name(cfg->isa));
@@ -667,18 +667,18 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
 done:
     free_set(&have);
     if (st != TS_OK) {
-        tsr_plan_free(out);
+        tsp_plan_free(out);
         return st;
     }
     out->report = text_dup(&t);
     if (!out->report) {
-        tsr_plan_free(out);
+        tsp_plan_free(out);
         return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
     }
     return TS_OK;
 }
 
-void tsr_plan_free(tsr_plan *p) {
+void tsp_plan_free(tsp_plan *p) {
     for (unsigned i = 0; i < p->n_eng; i++)
         if (p->eng[i].engine) p->eng[i].engine->free(p->eng[i].state);
     free(p->report);
@@ -686,7 +686,7 @@ void tsr_plan_free(tsr_plan *p) {
 }
 
 /* The notes said while planning (engines preparing, warnings), appended to the report. */
-static ts_status append_notes(tsr_plan *out, char *notes, ts_error *err) {
+static ts_status append_notes(tsp_plan *out, char *notes, ts_error *err) {
     char warnings[2048];
     size_t nw = tsr_notes_warnings(warnings, sizeof warnings);
     if (!notes && !nw) return TS_OK;
@@ -712,8 +712,8 @@ static ts_status append_notes(tsr_plan *out, char *notes, ts_error *err) {
     return TS_OK;
 }
 
-ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
-                          unsigned n_threads, tsr_plan *out, ts_error *err) {
+ts_status tsp_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                          unsigned n_threads, tsp_plan *out, ts_error *err) {
     tse_config never_build = *cfg;
     never_build.no_build = 1; /* creating a scorer with auto never starts a compile */
     tsr_notes_begin();
@@ -724,6 +724,6 @@ ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, cons
         return st;
     }
     st = append_notes(out, notes, err);
-    if (st != TS_OK) tsr_plan_free(out);
+    if (st != TS_OK) tsp_plan_free(out);
     return st;
 }

@@ -7,54 +7,54 @@
 
 /* Batch-size ranges: a scorer keeps an engine per range and each ts_scorer_score call
  * uses the engine of the range its n_rows falls in. Range r holds batches of
- * tsr_range_first[r] .. tsr_range_first[r + 1] - 1 rows (the last: and more); the
- * planner times range r at tsr_range_batch[r] rows. Chosen from measurements on
+ * tsp_range_first[r] .. tsp_range_first[r + 1] - 1 rows (the last: and more); the
+ * planner times range r at tsp_range_batch[r] rows. Chosen from measurements on
  * 500 x 64 and 1,000 x 64-leaf trees (docs/benchmarks.md, 2026-11-26): trees-simd wins
  * one row and a few, rapid from about 8 to 16 rows, and its lead grows to 4x past 100.
  * rapid's cost per row falls about as 1/n below 64 rows (a group of 64 lanes), so a
  * range must not span much more than a factor of 2-4 below 16 rows: 2-15 timed at 6 rows
  * once kept rapid for 2-row calls that trees-simd scores 3x faster. */
-#define TSR_RANGES 5
-extern const uint32_t tsr_range_first[TSR_RANGES];
-extern const uint32_t tsr_range_batch[TSR_RANGES];
+#define TSP_RANGES 5
+extern const uint32_t tsp_range_first[TSP_RANGES];
+extern const uint32_t tsp_range_batch[TSP_RANGES];
 
-static inline unsigned tsr_range_of(size_t n_rows) {
+static inline unsigned tsp_range_of(size_t n_rows) {
     return n_rows < 2 ? 0u : n_rows < 8 ? 1u : n_rows < 16 ? 2u : n_rows < 128 ? 3u : 4u;
 }
 
 /* One prepared engine. */
-typedef struct tsr_prepared {
+typedef struct tsp_prepared {
     const tse_engine *engine;
     void *state;        /* engine->prepare's state (the scorer owns it from here) */
     tse_layout layout;
-} tsr_prepared;
+} tsp_prepared;
 
 /* What the planner hands the scorer: the engines chosen, already prepared, each once. */
-typedef struct tsr_plan {
-    tsr_prepared eng[TSR_RANGES];  /* n_eng distinct engines */
+typedef struct tsp_plan {
+    tsp_prepared eng[TSP_RANGES];  /* n_eng distinct engines */
     unsigned n_eng;
-    uint8_t pick[TSR_RANGES];      /* range -> index into eng */
+    uint8_t pick[TSP_RANGES];      /* range -> index into eng */
     int split;          /* 1: calls of fewer rows than threads split one row's trees
                            across threads (the one-row range's engine can) */
     char *report;       /* malloc'd text: why (ts_scorer_plan_report) */
-} tsr_plan;
+} tsp_plan;
 
 /* Frees the engines' states and the report. */
-void tsr_plan_free(tsr_plan *p);
+void tsp_plan_free(tsp_plan *p);
 
 /* The rule for splitting one row's trees across n_threads threads: the engine can, and
  * a row has enough work (internal nodes) to pay the pool's hand-off. */
-#define TSR_SPLIT_RULE_NODES 200000u
-int tsr_split_rule(const ts_model *m, const tse_engine *e, const void *state, unsigned n_threads);
+#define TSP_SPLIT_RULE_NODES 200000u
+int tsp_split_rule(const ts_model *m, const tse_engine *e, const void *state, unsigned n_threads);
 
 /*
  * The planner, for opts->engine == TS_ENGINE_AUTO:
- *   - ranges: opts->batch_hint 0 plans every batch-size range (tsr_range_first); a
+ *   - ranges: opts->batch_hint 0 plans every batch-size range (tsp_range_first); a
  *     nonzero batch_hint plans only its range, timed at batch_hint rows, and that
  *     engine scores every call;
  *   - plan mode: opts->plan, where TS_PLAN_DEFAULT means TREESCORE_PLAN ("rule" or
  *     "measure"; measure when unset);
- *   - rule: tsr_plan_rule's engine per range, no timing;
+ *   - rule: tsp_plan_rule's engine per range, no timing;
  *   - measure: per range, first the wisdom file (an earlier answer for the same model
  *     fingerprint, batch size, thread count, ISA level, CPU, block settings and candidate
  *     set); the ranges it does not answer are timed: every candidate engine is prepared
@@ -75,11 +75,11 @@ int tsr_split_rule(const ts_model *m, const tse_engine *e, const void *state, un
  * (artifacts.h). What engines and the environment said while planning (notes.h) is
  * appended to the report after a line "notes:".
  */
-ts_status tsr_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
-                          unsigned n_threads, tsr_plan *out, ts_error *err);
+ts_status tsp_plan_engine(const ts_model *m, const ts_scorer_options *opts, const tse_config *cfg,
+                          unsigned n_threads, tsp_plan *out, ts_error *err);
 
 /* The rule of thumb (TS_PLAN_RULE) for batches of `batch` rows, and why, in `why` (at
  * least 160 bytes). */
-ts_engine tsr_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size);
+ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size);
 
 #endif /* TS_SCORER_PLANNER_H */

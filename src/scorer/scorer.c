@@ -9,31 +9,30 @@
 #include "platform/config.h"
 #include "platform/notes.h"
 #include "platform/pool.h"
-#include "platform/scratch.h"
 #include "scorer/chunk.h"
 #include "scorer/f64.h"
 #include "scorer/planner.h"
 
 /* One output's prepared engines: a model with K outputs has K parts. A part holds an
- * engine per batch-size range (planner.h: tsr_range_of), each distinct engine prepared
+ * engine per batch-size range (planner.h: tsp_range_of), each distinct engine prepared
  * once; engine/state/layout are the largest batches' (what ts_scorer_engine reports and
  * double rows use), with layout.scratch_bytes the most any of its engines needs. */
-typedef struct tsr_part {
+typedef struct tsp_part {
     const tse_engine *engine;
     void *state;                 /* the engine's read-only layout */
     tse_layout layout;           /* what the engine chose: ISA, blocks, scratch, chunk size */
-    tsr_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
-    tsr_prepared eng[TSR_RANGES];/* n_eng distinct engines (owned) */
+    tsp_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
+    tsp_prepared eng[TSP_RANGES];/* n_eng distinct engines (owned) */
     unsigned n_eng;
-    uint8_t pick[TSR_RANGES];    /* range -> eng index */
+    uint8_t pick[TSP_RANGES];    /* range -> eng index */
     int split;                   /* calls of fewer rows than threads: one row's trees split
                                     across threads (eng[pick[0]] offers tree_values) */
     double base;                 /* the base score the split adds the trees to */
-} tsr_part;
+} tsp_part;
 
 /* The engine of a call of n rows. */
-static inline const tsr_prepared *part_engine(const tsr_part *p, size_t n_rows) {
-    return &p->eng[p->pick[tsr_range_of(n_rows)]];
+static inline const tsp_prepared *part_engine(const tsp_part *p, size_t n_rows) {
+    return &p->eng[p->pick[tsp_range_of(n_rows)]];
 }
 
 /* Immutable after ts_scorer_create: ts_scorer_score only reads it, which is what makes
@@ -50,7 +49,7 @@ static inline const tsr_prepared *part_engine(const tsr_part *p, size_t n_rows) 
  * the scratch rows (gather[c] is the caller's column of column c), so neither the
  * engines' layouts, the planner's sample nor any buffer is sized by the declared count. */
 struct ts_scorer {
-    tsr_part *parts;             /* n_outputs; parts[lead] is the one reported */
+    tsp_part *parts;             /* n_outputs; parts[lead] is the one reported */
     uint32_t n_outputs;          /* K >= 1 */
     uint32_t lead;               /* the part the planner chose for (the largest) */
     int expand;                  /* K > 1 or categorical splits: the general path */
@@ -214,8 +213,8 @@ static ts_status copy_catsets(ts_scorer *s, const ts_model *m, ts_error *err) {
 
 /* The part's summary fields from its engines: the largest batches' engine, the most
  * scratch any of them needs. */
-static void finish_part(tsr_part *p) {
-    const tsr_prepared *top = &p->eng[p->pick[TSR_RANGES - 1]];
+static void finish_part(tsp_part *p) {
+    const tsp_prepared *top = &p->eng[p->pick[TSP_RANGES - 1]];
     p->engine = top->engine;
     p->state = top->state;
     p->layout = top->layout;
@@ -225,10 +224,10 @@ static void finish_part(tsr_part *p) {
 }
 
 /* The test knob TREESCORE_SPLIT_TREES, else `decided`. */
-static int split_setting(const tsr_part *p, unsigned n_threads, int decided) {
+static int split_setting(const tsp_part *p, unsigned n_threads, int decided) {
     unsigned knob = tsr_config_get()->split_trees;
-    const tsr_prepared *one = &p->eng[p->pick[0]];
-    if (knob == 2 || n_threads < 2 || !tsr_can_split(one->engine, one->state)) return 0;
+    const tsp_prepared *one = &p->eng[p->pick[0]];
+    if (knob == 2 || n_threads < 2 || !tsp_can_split(one->engine, one->state)) return 0;
     return knob == 1 ? 1 : decided;
 }
 
@@ -236,13 +235,13 @@ static int split_setting(const tsr_part *p, unsigned n_threads, int decided) {
  * the requested engine (like != NULL: the engines and range table of another part);
  * then its double-input tables. */
 static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, ts_engine engine, unsigned n_threads,
-                              const tsr_part *like, tsr_part *p, char **report, ts_error *err) {
+                              const tsp_part *like, tsp_part *p, char **report, ts_error *err) {
     tse_config cfg = {.isa = tsr_isa_resolve(opts->max_isa), .tau = opts->tau, .delta = opts->delta, .lanes = opts->lanes};
     ts_status st = TS_OK;
     p->base = m->base_score;
     if (like) {
         for (unsigned i = 0; i < like->n_eng && st == TS_OK; i++) {
-            tsr_prepared *e = &p->eng[i];
+            tsp_prepared *e = &p->eng[i];
             e->engine = like->eng[i].engine;
             st = e->engine->prepare(m, &cfg, &e->state, &e->layout, err);
             if (st != TS_OK) e->engine = NULL;
@@ -251,8 +250,8 @@ static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, 
         memcpy(p->pick, like->pick, sizeof p->pick);
         if (st == TS_OK) p->split = split_setting(p, n_threads, like->split);
     } else if (engine == TS_ENGINE_AUTO) {
-        tsr_plan plan;
-        st = tsr_plan_engine(m, opts, &cfg, n_threads, &plan, err);
+        tsp_plan plan;
+        st = tsp_plan_engine(m, opts, &cfg, n_threads, &plan, err);
         if (st == TS_OK) {
             memcpy(p->eng, plan.eng, sizeof p->eng);
             p->n_eng = plan.n_eng;
@@ -262,7 +261,7 @@ static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, 
             else free(plan.report);
         }
     } else {
-        tsr_prepared *e = &p->eng[0];
+        tsp_prepared *e = &p->eng[0];
         e->engine = tse_engine_get(engine);
         tsr_notes_begin(); /* what preparing says (cache hits, warnings) goes into the report */
         st = e->engine ? e->engine->prepare(m, &cfg, &e->state, &e->layout, err)
@@ -271,7 +270,7 @@ static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, 
         char *notes = tsr_notes_end();
         if (st == TS_OK) {
             p->n_eng = 1;
-            p->split = split_setting(p, n_threads, tsr_split_rule(m, e->engine, e->state, n_threads));
+            p->split = split_setting(p, n_threads, tsp_split_rule(m, e->engine, e->state, n_threads));
         } else {
             e->engine = NULL;
         }
@@ -283,14 +282,14 @@ static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, 
     }
     if (st != TS_OK) return st;
     finish_part(p);
-    return tsr_f64_prepare(m, &p->f64, err);
+    return tsp_f64_prepare(m, &p->f64, err);
 }
 
 static void free_parts(ts_scorer *s) {
     for (uint32_t k = 0; s->parts && k < s->n_outputs; k++) {
         for (unsigned i = 0; i < s->parts[k].n_eng; i++)
             if (s->parts[k].eng[i].engine) s->parts[k].eng[i].engine->free(s->parts[k].eng[i].state);
-        tsr_f64_free(s->parts[k].f64);
+        tsp_f64_free(s->parts[k].f64);
     }
     free(s->parts);
 }
@@ -386,7 +385,7 @@ static void size_expand(ts_scorer *s) {
         if (s->parts[k].layout.scratch_bytes > most) most = s->parts[k].layout.scratch_bytes;
         if (s->parts[k].layout.rows_per_chunk > chunk) chunk = s->parts[k].layout.rows_per_chunk;
     }
-    s->engine_scratch = (most + 63) & ~(size_t)63;
+    s->engine_scratch = tsp_align64(most);
     size_t rows = chunk < 64 ? 64 : chunk;
     if (rows > EXPAND_MAX_ROWS) rows = EXPAND_MAX_ROWS;
     if (rows * s->width > EXPAND_MAX_FLOATS) rows = EXPAND_MAX_FLOATS / s->width;
@@ -424,7 +423,7 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
         ts_scorer_free(s);
         return st;
     }
-    const tsr_part *lead = &s->parts[s->lead];
+    const tsp_part *lead = &s->parts[s->lead];
     s->rows_per_chunk = lead->layout.rows_per_chunk;
     if (s->expand) size_expand(s);
     if (s->rows_per_chunk == 0) s->rows_per_chunk = 1;
@@ -485,7 +484,7 @@ static size_t grain_for(const ts_scorer *s, size_t n_rows) {
 }
 
 /* One batch handed to the pool (the general path and double rows; plain float rows go
- * through tsr_score_chunk). */
+ * through tsp_score_chunk). */
 typedef struct score_job {
     const ts_scorer *s;
     const void *x;
@@ -507,25 +506,24 @@ static void score_parts(const ts_scorer *s, const float *x, size_t n, size_t str
                         double *out) {
     uint32_t K = s->n_outputs;
     for (uint32_t k = 0; k < K; k++) {
-        const tsr_prepared *e = part_engine(&s->parts[k], n); /* the engine of calls of n rows */
+        const tsp_prepared *e = part_engine(&s->parts[k], n); /* the engine of calls of n rows */
         e->engine->score(e->state, x, n, stride, part, scratch);
         for (size_t i = 0; i < n; i++) out[i * K + k] = part[i];
     }
 }
 
-static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
-
-/* Rows [begin, end) of a float batch on the general path. One scratch buffer per chunk:
+/* Rows [begin, end) of a float batch on the general path. The chunk's scratch (tsp_chunk_scratch):
  * [engine scratch | expanded rows | one output's scores]. */
 static ts_status score_expand_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
-    size_t per = s->block_rows, rows_bytes = copies_rows(s) ? align64(per * s->width * sizeof(float)) : 0;
-    char *mem = tsr_scratch(s->engine_scratch + rows_bytes + per * sizeof(double));
-    if (!mem) return TS_ERR_NO_MEMORY;
-    void *scratch = s->engine_scratch ? mem : NULL;
-    float *rows = (float *)(mem + s->engine_scratch);
-    double *part = (double *)(mem + s->engine_scratch + rows_bytes);
+    size_t per = s->block_rows;
+    const size_t bytes[2] = {copies_rows(s) ? per * s->width * sizeof(float) : 0, per * sizeof(double)};
+    tsp_chunk_mem mem;
+    TS_TRY(tsp_chunk_scratch(s->engine_scratch, bytes, 2, &mem));
+    void *scratch = mem.engine;
+    float *rows = mem.part[0];
+    double *part = mem.part[1];
     const float *x = j->x;
     for (size_t r0 = begin; r0 < end; r0 += per) {
         size_t n = end - r0 < per ? end - r0 : per;
@@ -547,8 +545,8 @@ static void score_f64_expanded(const ts_scorer *s, const double *x, size_t n, si
                                uint32_t *idx, double *part, void *scratch, double *out) {
     uint32_t K = s->n_outputs;
     for (uint32_t k = 0; k < K; k++) {
-        const tsr_part *p = &s->parts[k];
-        const tsr_prepared *e = part_engine(p, n); /* the engine of calls of n rows */
+        const tsp_part *p = &s->parts[k];
+        const tsp_prepared *e = part_engine(p, n); /* the engine of calls of n rows */
         if (e->engine->score_f64 && e->engine->score_f64(e->state, x, n, stride, part, scratch)) {
             for (size_t i = 0; i < n; i++) out[i * K + k] = part[i]; /* the engine read the doubles */
             continue;
@@ -556,10 +554,10 @@ static void score_f64_expanded(const ts_scorer *s, const double *x, size_t n, si
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             const double *row = x + i * stride;
-            if (tsr_f64_round_row(p->f64, row, fbuf + m * s->width))
+            if (tsp_f64_round_row(p->f64, row, fbuf + m * s->width))
                 idx[m++] = (uint32_t)i;
             else
-                out[i * K + k] = tsr_f64_score_row(p->f64, row);
+                out[i * K + k] = tsp_f64_score_row(p->f64, row);
         }
         if (m == 0) continue;
         e->engine->score(e->state, fbuf, m, s->width, part, scratch);
@@ -573,16 +571,16 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
     size_t per = s->block_rows, W = s->width;
-    size_t fbytes = align64(per * W * sizeof(float));
-    size_t dbytes = s->compares_double && copies_rows(s) ? align64(per * W * sizeof(double)) : 0;
-    size_t pbytes = align64(per * sizeof(double));
-    char *mem = tsr_scratch(s->engine_scratch + fbytes + dbytes + pbytes + per * sizeof(uint32_t));
-    if (!mem) return TS_ERR_NO_MEMORY;
-    void *scratch = s->engine_scratch ? mem : NULL;
-    float *fbuf = (float *)(mem + s->engine_scratch);
-    double *dbuf = (double *)(mem + s->engine_scratch + fbytes);
-    double *part = (double *)(mem + s->engine_scratch + fbytes + dbytes);
-    uint32_t *idx = (uint32_t *)(mem + s->engine_scratch + fbytes + dbytes + pbytes);
+    const size_t bytes[4] = {per * W * sizeof(float),
+                             s->compares_double && copies_rows(s) ? per * W * sizeof(double) : 0,
+                             per * sizeof(double), per * sizeof(uint32_t)};
+    tsp_chunk_mem mem;
+    TS_TRY(tsp_chunk_scratch(s->engine_scratch, bytes, 4, &mem));
+    void *scratch = mem.engine;
+    float *fbuf = mem.part[0];
+    double *dbuf = mem.part[1];
+    double *part = mem.part[2];
+    uint32_t *idx = mem.part[3];
     const double *x = j->x;
     /* Columns no split reads are never written by the rounding: zero them, for tidiness. */
     memset(fbuf, 0, per * W * sizeof *fbuf);
@@ -623,16 +621,16 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
         st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_expand_chunk, &job);
     } else if (s->parts[0].split && n_rows < s->n_threads) {
         /* fewer rows than threads: each row's trees across the threads (chunk.h) */
-        const tsr_part *p = &s->parts[0];
-        const tsr_prepared *e = &p->eng[p->pick[0]];
+        const tsp_part *p = &s->parts[0];
+        const tsp_prepared *e = &p->eng[p->pick[0]];
         for (size_t r = 0; r < n_rows && st == TS_OK; r++)
-            st = tsr_score_split(e->engine, e->state, &e->layout, p->base, x + r * row_stride, s->n_threads, out + r);
+            st = tsp_score_split(e->engine, e->state, &e->layout, p->base, x + r * row_stride, s->n_threads, out + r);
     } else {
-        const tsr_prepared *e = part_engine(&s->parts[0], n_rows);
+        const tsp_prepared *e = part_engine(&s->parts[0], n_rows);
         size_t min_rows = tsr_config_get()->chunk_rows ? s->rows_per_chunk : e->layout.rows_per_chunk;
-        tsr_score_job job = {e->engine, e->state, e->layout.scratch_bytes, x, row_stride, out};
+        tsp_score_job job = {e->engine, e->state, e->layout.scratch_bytes, x, row_stride, out};
         st = tsr_parallel_for(s->n_threads, n_rows, tsr_grain(s->n_threads, n_rows, min_rows ? min_rows : 1),
-                              tsr_score_chunk, &job);
+                              tsp_score_chunk, &job);
     }
     return st == TS_OK ? TS_OK : no_scratch(s, err);
 }
@@ -647,7 +645,7 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
 #define F64_BATCH 64
 
 /* Convert rows [r0, r0 + n) into buf; idx gets the rows the engine will score. */
-static size_t convert_rows(const tsr_part *p, uint32_t n_features, const double *x, size_t r0, size_t n,
+static size_t convert_rows(const tsp_part *p, uint32_t n_features, const double *x, size_t r0, size_t n,
                            size_t stride, float *buf, size_t width, uint32_t *idx, double *out) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -658,10 +656,10 @@ static size_t convert_rows(const tsr_part *p, uint32_t n_features, const double 
             idx[k++] = (uint32_t)i;
             continue;
         }
-        if (tsr_f64_round_row(p->f64, row, dst)) /* writes the columns splits read */
+        if (tsp_f64_round_row(p->f64, row, dst)) /* writes the columns splits read */
             idx[k++] = (uint32_t)i;
         else
-            out[r0 + i] = tsr_f64_score_row(p->f64, row);
+            out[r0 + i] = tsp_f64_score_row(p->f64, row);
     }
     return k;
 }
@@ -671,26 +669,26 @@ static size_t convert_rows(const tsr_part *p, uint32_t n_features, const double 
 static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
-    const tsr_part *p = &s->parts[0];
-    const tsr_prepared *e = part_engine(p, j->n_call); /* as float rows: by the call's size */
+    const tsp_part *p = &s->parts[0];
+    const tsp_prepared *e = part_engine(p, j->n_call); /* as float rows: by the call's size */
     if (p->f64 && e->engine->score_f64) { /* the engine reads the doubles itself (rapid) */
-        void *es = p->layout.scratch_bytes ? tsr_scratch(p->layout.scratch_bytes) : NULL;
-        if (p->layout.scratch_bytes && !es) return TS_ERR_NO_MEMORY;
+        tsp_chunk_mem es;
+        TS_TRY(tsp_chunk_scratch(p->layout.scratch_bytes, NULL, 0, &es));
         if (e->engine->score_f64(e->state, (const double *)j->x + begin * j->stride, end - begin, j->stride,
-                                 j->out + begin, es))
+                                 j->out + begin, es.engine))
             return TS_OK;
     }
     size_t width = s->n_features ? s->n_features : 1;
     size_t per = F64_BUF_FLOATS / width, n_rows = end - begin;
     if (per == 0) per = 1;
     if (per > F64_BATCH) per = F64_BATCH;
-    size_t sbytes = align64(p->layout.scratch_bytes), fbytes = align64(per * width * sizeof(float));
-    char *mem = tsr_scratch(sbytes + fbytes + per * (sizeof(double) + sizeof(uint32_t)));
-    if (!mem) return TS_ERR_NO_MEMORY;
-    void *scratch = p->layout.scratch_bytes ? mem : NULL;
-    float *buf = (float *)(mem + sbytes);
-    double *part = (double *)(mem + sbytes + fbytes);
-    uint32_t *idx = (uint32_t *)(part + per);
+    const size_t bytes[3] = {per * width * sizeof(float), per * sizeof(double), per * sizeof(uint32_t)};
+    tsp_chunk_mem mem;
+    TS_TRY(tsp_chunk_scratch(p->layout.scratch_bytes, bytes, 3, &mem));
+    void *scratch = mem.engine;
+    float *buf = mem.part[0];
+    double *part = mem.part[1];
+    uint32_t *idx = mem.part[2];
     /* Columns no split reads are never written: zero them once, for tidiness. */
     if (p->f64) memset(buf, 0, (n_rows < per ? n_rows : per) * width * sizeof *buf);
     for (size_t r0 = begin; r0 < end; r0 += per) {

@@ -13,7 +13,7 @@
 
 /* 0 when the wisdom file may be used; -1 when it is off or has no place (or its
  * directory is not trusted: then a warning says so once). Close with tsr_cache_close. */
-int tsr_wisdom_open(tsr_wisdom_file *w, int create) {
+int tsp_wisdom_open(tsp_wisdom_file *w, int create) {
     const char *env = tsr_config_get()->wisdom;
     w->dir.fd = -1;
     if (env && (strcmp(env, "off") == 0 || !*env)) return -1;
@@ -38,7 +38,7 @@ int tsr_wisdom_open(tsr_wisdom_file *w, int create) {
 
 /* One line per answer (one per batch-size range planned):
  *   treescore-wisdom-4 MODEL CPU BATCH THREADS ISA TAU DELTA LANES ROWS CANDS ENGINE SPLIT US_PER_DOC
- * (BATCH: the rows per call timed, tsr_range_batch or the caller's batch_hint; ROWS:
+ * (BATCH: the rows per call timed, tsp_range_batch or the caller's batch_hint; ROWS:
  * "data" when the caller gave sample rows, "synthetic" otherwise; CANDS: the
  * candidates' bit set in hex; SPLIT: 1 when one row's trees are split across threads,
  * else 0. Format 3 had no SPLIT: its lines are ignored)
@@ -71,7 +71,7 @@ static int wisdom_parse(const char *line, wisdom_line *w) {
            (unsigned)w->engine < 32 && (w->cands >> w->engine & 1u);
 }
 
-static int wisdom_matches(const wisdom_line *w, const tsr_wisdom_key *k) {
+static int wisdom_matches(const wisdom_line *w, const tsp_wisdom_key *k) {
     return !strcmp(w->model, k->model) && !strcmp(w->cpu, k->cpu) && w->batch == k->batch &&
            w->threads == k->threads && !strcmp(w->isa, ts_isa_name(k->isa)) && w->tau == k->tau &&
            w->delta == k->delta && w->lanes == k->lanes && !strcmp(w->rows, k->rows) && w->cands == k->cands &&
@@ -92,7 +92,7 @@ static void each_line(char *buf, void (*fn)(const char *line, size_t len, void *
 }
 
 typedef struct lookup_ctx {
-    const tsr_wisdom_key *k;
+    const tsp_wisdom_key *k;
     ts_engine engine;
     double us;
     int found, split;
@@ -115,7 +115,7 @@ static int is_wisdom_text(const char *buf, size_t len) {
     return len == 0 || (len >= sizeof WISDOM_MAGIC - 1 && memcmp(buf, WISDOM_MAGIC, sizeof WISDOM_MAGIC - 1) == 0);
 }
 
-static void warn_not_wisdom(const tsr_wisdom_file *f, const char *why) {
+static void warn_not_wisdom(const tsp_wisdom_file *f, const char *why) {
     static atomic_int warned;
     tsr_note_once(&warned,
                   "treescore: not using %s/%s as the planner's wisdom file: %s (a wisdom file starts with '"
@@ -124,7 +124,7 @@ static void warn_not_wisdom(const tsr_wisdom_file *f, const char *why) {
 }
 
 /* The file's text when it is a wisdom file (malloc'd, NUL-terminated); else NULL. */
-static char *wisdom_read(const tsr_wisdom_file *f, size_t *len) {
+static char *wisdom_read(const tsp_wisdom_file *f, size_t *len) {
     char why[TSR_WHY_SIZE];
     char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, len, why, sizeof why);
     if (buf && !is_wisdom_text(buf, *len)) {
@@ -135,7 +135,7 @@ static char *wisdom_read(const tsr_wisdom_file *f, size_t *len) {
     return buf;
 }
 
-int tsr_wisdom_lookup(const tsr_wisdom_key *k, const tsr_wisdom_file *f, ts_engine *engine, double *us, int *split) {
+int tsp_wisdom_lookup(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine *engine, double *us, int *split) {
     size_t len;
     char *buf = wisdom_read(f, &len);
     if (!buf) return 0;
@@ -197,7 +197,7 @@ static int cmp_size(const void *a, const void *b) {
     return (i > j) - (i < j);
 }
 
-size_t tsr_wisdom_compact_text(char *buf, char *out) {
+size_t tsp_wisdom_compact_text(char *buf, char *out) {
     /* lines point into buf, whose '\n's each_line restores after each call */
     compact_ctx c = {NULL, NULL, 0, 0};
     each_line(buf, collect_line, &c);
@@ -223,7 +223,7 @@ size_t tsr_wisdom_compact_text(char *buf, char *out) {
     return used;
 }
 
-int tsr_wisdom_line_valid(const char *line) {
+int tsp_wisdom_line_valid(const char *line) {
     wisdom_line w;
     return wisdom_parse(line, &w);
 }
@@ -231,12 +231,12 @@ int tsr_wisdom_line_valid(const char *line) {
 /* Rewrite the file with the newest valid line per key, in file order (atomically:
  * tsr_replace_file). Planning processes appending meanwhile may lose their line: the
  * file is an optimization. Not thread-safe (sort_lines): called under compact_lock. */
-static void wisdom_compact_locked(const tsr_wisdom_file *f) {
+static void wisdom_compact_locked(const tsp_wisdom_file *f) {
     size_t len;
     char *buf = wisdom_read(f, &len); /* only a wisdom file is ever replaced */
     if (!buf) return;
     char *out = malloc(len + 1);
-    size_t used = out ? tsr_wisdom_compact_text(buf, out) : (size_t)-1;
+    size_t used = out ? tsp_wisdom_compact_text(buf, out) : (size_t)-1;
     if (used != (size_t)-1) tsr_replace_file(f->dir.fd, f->name, out, used);
     free(out);
     free(buf);
@@ -244,7 +244,7 @@ static void wisdom_compact_locked(const tsr_wisdom_file *f) {
 
 static pthread_mutex_t compact_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void wisdom_compact(const tsr_wisdom_file *f) {
+static void wisdom_compact(const tsp_wisdom_file *f) {
     pthread_mutex_lock(&compact_lock);
     wisdom_compact_locked(f);
     pthread_mutex_unlock(&compact_lock);
@@ -254,7 +254,7 @@ static void wisdom_compact(const tsr_wisdom_file *f) {
  * links, created 0600, checked), so that processes planning at the same time never
  * interleave parts of lines; past WISDOM_COMPACT_BYTES the file is compacted. Failure
  * is silent: the wisdom file is an optimization. */
-int tsr_wisdom_store(const tsr_wisdom_key *k, const tsr_wisdom_file *f, ts_engine e, int split, double us) {
+int tsp_wisdom_store(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine e, int split, double us) {
     char line[512], why[TSR_WHY_SIZE];
     int n = snprintf(line, sizeof line, "treescore-wisdom-4 %s %s %u %u %s %u %u %u %s %x %s %d %.6g\n", k->model,
                      k->cpu, k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows, k->cands,

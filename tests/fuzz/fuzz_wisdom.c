@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * The input is a wisdom file's text (what tsr_read_trusted hands the planner: the file's
  * bytes, NUL-terminated; an embedded NUL ends the text as it does there). Contracts:
  *   - compaction writes at most strlen(text) bytes and leaves the text as it was;
- *   - what it writes is whole '\n'-ended lines, each valid (tsr_wisdom_line_valid: it
+ *   - what it writes is whole '\n'-ended lines, each valid (tsp_wisdom_line_valid: it
  *     parses and its engine is in its candidate set), each a line of the input, in the
  *     input's order;
  *   - compacting the result again changes nothing (one line per key is left).
@@ -31,13 +31,13 @@ static int line_valid(const char *line, size_t len) {
         if (!big) return 1;
         memcpy(big, line, len);
         big[len] = '\0';
-        int v = tsr_wisdom_line_valid(big);
+        int v = tsp_wisdom_line_valid(big);
         free(big);
         return v;
     }
     memcpy(tmp, line, len);
     tmp[len] = '\0';
-    return tsr_wisdom_line_valid(tmp);
+    return tsp_wisdom_line_valid(tmp);
 }
 
 /* Checks that out (n bytes) is whole valid lines, each a line of text in order. */
@@ -69,14 +69,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(text, data, size);
     text[size] = '\0';
     memcpy(copy, text, size + 1);
-    size_t n = tsr_wisdom_compact_text(text, out);
+    size_t n = tsp_wisdom_compact_text(text, out);
     if (n == (size_t)-1) goto done; /* out of memory */
     if (memcmp(text, copy, size + 1) != 0) die("compaction changed its input");
     if (n > strlen(text)) die("compaction wrote more than its input");
     check_lines(text, out, n);
     out[n] = '\0';
     memcpy(copy, out, n + 1);
-    size_t m = tsr_wisdom_compact_text(out, again);
+    size_t m = tsp_wisdom_compact_text(out, again);
     if (m == (size_t)-1) goto done;
     if (m != n || memcmp(again, copy, n) != 0) die("compacting a compacted file changed it");
 done:

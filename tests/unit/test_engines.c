@@ -66,7 +66,7 @@ static const config configs[] = {
     {TS_ENGINE_GPU, TS_ISA_AUTO, 0, 0, 2},
 };
 
-/* LightGBM's decision on a double input (as tsr_f64_score_row in src/scorer/f64.c): the
+/* LightGBM's decision on a double input (as tsp_f64_score_row in src/scorer/f64.c): the
  * reference of ts_scorer_score_f64 for a model comparing doubles. */
 static double reference_score_f64(const ts_model *m, const double *row) {
     double s = m->base_score;
