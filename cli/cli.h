@@ -81,7 +81,7 @@ typedef struct cli_opts {
     int has_base_score;
     int help;
     uint32_t *keep;              /* SVMlight, a model reading few of many columns: the columns
-                                    it reads (cli_narrow_model; free it); else NULL */
+                                    it reads (cli_choose_columns; free it); else NULL */
     uint32_t n_keep, keep_of;    /* n_keep of the model's keep_of columns */
     int keep_strict;             /* ids past keep_of are an error (the model declared them) */
 } cli_opts;
@@ -145,12 +145,13 @@ int cli_ensure_scorer(const cli_opts *o, const ts_model *m, ts_scorer **s, const
  * double (LightGBM) gets its exact decisions. Message and NULL on failure. */
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles);
 /* SVMlight data and a model that reads few of many declared columns (a handful of
- * 16,777,216: tsm_features_are_sparse): renumber the model's features to the columns it
- * reads, and have cli_open_data read only those (o->keep), so that rows, chunks and the
- * planner's sample hold the columns read, not the declared count. Scores are the same.
- * A no-op for other models and formats (and on standard input, whose format is not
- * known yet). Message and -1 on failure. */
-int cli_narrow_model(cli_opts *o, ts_model *m);
+ * 16,777,216): the columns a scorer reads (ts_scorer_columns_for, the scorer's own rule)
+ * go to o->keep, cli_open_data reads only those, packed, and cli_create_scorer asks for
+ * such rows (ts_scorer_options.packed_columns), so that rows, chunks and the planner's
+ * sample hold the columns read, not the declared count. The model is not changed and
+ * scores are the same. A no-op for other models and formats (and on standard input,
+ * whose format is not known yet). Message and -1 on failure. */
+int cli_choose_columns(cli_opts *o, const ts_model *m);
 /* Check a chunk's width against the model; message and nonzero on mismatch. */
 int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols);
 

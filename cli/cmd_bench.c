@@ -299,7 +299,7 @@ static void print_false_nodes(const cli_opts *o, const ts_model *m, const matrix
     size_t step = (mx->rows + want - 1) / want;
     if (step < 1) step = 1;
     size_t n = (mx->rows + step - 1) / step;
-    double fn = tsm_false_nodes_per_tree(m, mx->x, n, step * mx->cols);
+    double fn = tsm_false_nodes_per_tree(m, mx->x, n, step * mx->cols, o->keep, o->n_keep);
     char over[96];
     if (n == mx->rows) snprintf(over, sizeof over, "mean over %zu rows", n);
     else snprintf(over, sizeof over, "mean over %zu of the %zu rows, evenly spaced", n, mx->rows);
@@ -409,7 +409,7 @@ int cmd_bench(int argc, char **argv) {
     if (!m) return CLI_FAILED;
     matrix mx = {0};
     rc = CLI_FAILED;
-    if (cli_narrow_model(&o, m) == 0 && load_rows(&o, m, &mx) == 0) rc = bench_engines(&o, m, &mx, specs, n_engines);
+    if (cli_choose_columns(&o, m) == 0 && load_rows(&o, m, &mx) == 0) rc = bench_engines(&o, m, &mx, specs, n_engines);
     free(mx.x);
     free(mx.xd);
     free(o.keep);

@@ -193,7 +193,7 @@ int cmd_rank(int argc, char **argv) {
     double t0 = cli_now();
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
-    if (cli_narrow_model(&o, m)) {
+    if (cli_choose_columns(&o, m)) {
         ts_model_free(m);
         return CLI_FAILED;
     }

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "model/forest.h"
 /* Rows per chunk: small enough that a chunk (text as doubles: 8 bytes a column) is still
  * in L2 when it is scored after parsing. 2.1 GB SVMlight file: 23.0 s with 256 rows,
  * 26-28 s with 4,096. */
@@ -53,6 +52,7 @@ ts_scorer *cli_create_scorer(const ts_model *m, const cli_opts *o, ts_engine eng
     so.sample = o->sample;
     so.sample_rows = o->sample_rows;
     so.sample_stride = o->sample_stride;
+    so.packed_columns = o->keep != NULL; /* cli_choose_columns: rows of o->keep's columns */
     if (ts_scorer_create(m, &so, &s, &err) != TS_OK) {
         cli_error("%s: engine %s: %s", o->model_path, ts_engine_name(engine), err.message);
         return NULL;
@@ -155,7 +155,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
      * declare no count (QuickRank) simply never read the extra columns. */
     d.n_cols = info.n_features ? info.n_features : 1;
     d.strict_cols = info.n_features_declared > 0;
-    if (o->keep) { /* cli_narrow_model: ids keep the model's original columns */
+    if (o->keep) { /* cli_choose_columns: ids keep the model's original columns */
         d.n_cols = o->keep_of;
         d.strict_cols = o->keep_strict;
         d.keep = o->keep;
@@ -176,23 +176,20 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     return r;
 }
 
-int cli_narrow_model(cli_opts *o, ts_model *m) {
+int cli_choose_columns(cli_opts *o, const ts_model *m) {
     tsio_data_format f = tsio_data_format_resolve(o->data_path, o->data_format);
     uint32_t *ids = NULL, n = 0;
+    ts_model_info info;
     ts_error err;
     if (!(f == TSIO_DATA_SVMLIGHT || (f == TSIO_DATA_AUTO && cli_is_regular_file(o->data_path)))) return 0;
-    if (m->n_features <= 1024) return 0; /* never sparse: spare the walk */
-    if (tsm_used_features(m, &ids, &n, &err) != TS_OK) {
+    if (ts_scorer_columns_for(m, &ids, &n, &err) != TS_OK) {
         cli_error("%s", err.message);
         return -1;
     }
-    if (!tsm_features_are_sparse(m->n_features, n)) {
-        free(ids);
-        return 0;
-    }
-    o->keep_of = m->n_features;
-    o->keep_strict = m->n_features_declared > 0;
-    tsm_model_renumber(m, ids, n, m->n_features);
+    if (!ids) return 0; /* every column: rows of the model's width */
+    ts_model_get_info(m, &info, NULL);
+    o->keep_of = info.n_features;
+    o->keep_strict = info.n_features_declared > 0;
     o->keep = ids;
     o->n_keep = n;
     return 0;
@@ -200,6 +197,7 @@ int cli_narrow_model(cli_opts *o, ts_model *m) {
 
 int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols) {
     ts_model_info info;
+    if (o->keep) return 0; /* packed rows of the columns read: the reader checked every id */
     ts_model_get_info(m, &info, NULL);
     if (info.n_features_declared && n_cols != info.n_features_declared && n_cols != info.n_features) {
         cli_error("%s: the data has %u feature columns but the model %s was trained on %u", o->data_path, n_cols,

@@ -455,7 +455,14 @@ typedef struct ts_scorer_options {
                              real data, whose paths the branch predictor learns */
     size_t sample_rows;
     size_t sample_stride; /* floats */
-    unsigned reserved[2]; /* zero */
+    unsigned packed_columns; /* 0 (default): rows have the model's columns. Nonzero: rows
+                             hold only the columns ts_scorer_columns_for(model) names, in
+                             that order (all of them when it names none), and
+                             ts_scorer_n_features is their count: for callers that read a
+                             model of many declared columns and few used ones (SVMlight
+                             data for LightGBM's max_feature_idx=16777215) into rows of
+                             those alone. The sample is such rows too */
+    unsigned reserved[1]; /* zero */
 } ts_scorer_options;
 
 /* Fill with defaults, size included. Always call before setting fields. */
@@ -473,6 +480,13 @@ TS_API ts_status ts_scorer_create(const ts_model *model, const ts_scorer_options
                            ts_error *err);
 /* Accepts NULL. */
 TS_API void ts_scorer_free(ts_scorer *scorer);
+
+/* The columns a scorer of `model` reads from each row, by ts_scorer_create's own rule:
+ * *cols = NULL and *n = 0 when it reads rows of the model's full width; else, for a model
+ * reading few of many declared columns (more than 4 x used + 1024), the n columns its
+ * splits read, ascending, in *cols (malloc'ed: release it with free()). With
+ * ts_scorer_options.packed_columns, rows hold exactly these columns in this order. */
+TS_API ts_status ts_scorer_columns_for(const ts_model *model, uint32_t **cols, uint32_t *n, ts_error *err);
 
 /* The engine actually used for the largest batches (never TS_ENGINE_AUTO) and the
  * columns a row must have. */

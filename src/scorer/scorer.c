@@ -47,7 +47,10 @@ static inline const tsp_prepared *part_engine(const tsp_part *p, size_t n_rows) 
  * of 16,777,216 and a handful of splits) takes the general path too, on views whose
  * features are renumbered to the columns read: a row's n_read columns are gathered into
  * the scratch rows (gather[c] is the caller's column of column c), so neither the
- * engines' layouts, the planner's sample nor any buffer is sized by the declared count. */
+ * engines' layouts, the planner's sample nor any buffer is sized by the declared count.
+ * With ts_scorer_options.packed_columns the caller's rows hold only those columns, in
+ * that order (ts_scorer_columns_for): nothing is gathered, and a plain model takes the
+ * first way, on a view renumbered to them. */
 struct ts_scorer {
     tsp_part *parts;             /* n_outputs; parts[lead] is the one reported */
     uint32_t n_outputs;          /* K >= 1 */
@@ -57,8 +60,11 @@ struct ts_scorer {
     uint32_t width;              /* columns the engines read: n_read + categorical sets */
     uint32_t n_read;             /* the caller's columns the engines see: n_features, or the
                                     columns read when gathered */
-    uint32_t *gather;            /* sparse models: gather[c] = the caller's column of engine
+    uint32_t *columns;           /* sparse models: columns[c] = the model's column of engine
                                     column c (ascending, n_read of them); else NULL */
+    const uint32_t *gather;      /* columns, when rows are gathered from the caller's rows of
+                                    the model's width; NULL when packed_columns (rows hold
+                                    those columns already) or not sparse */
     ts_model *cats;              /* expand with category sets: a model holding only them */
     struct cat_col *cols;        /* cats->n_catsets: the derived columns, in column order */
     int compares_double;         /* as the model's: double rows keep their doubles */
@@ -161,30 +167,50 @@ static inline void load_f64(const ts_scorer *s, double *dst, const double *src) 
 /* Expanded rows are copies (derived or gathered columns), not the caller's rows. */
 static inline int copies_rows(const ts_scorer *s) { return s->cats != NULL || s->gather != NULL; }
 
-/* The engine column of the caller's column f (a column the model reads). */
+/* The engine column of the model's column f (a column the model reads). */
 static uint32_t gathered_column(const ts_scorer *s, uint32_t f) {
     uint32_t lo = 0, hi = s->n_read;
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (s->gather[mid] <= f) lo = mid;
+        if (s->columns[mid] <= f) lo = mid;
         else hi = mid;
     }
     return lo;
 }
 
-/* Which columns the engines see: all n_features, or, for a model reading few of many,
- * only those it reads (s->gather). */
-static ts_status choose_columns(ts_scorer *s, const ts_model *m, ts_error *err) {
-    uint32_t *ids = NULL, n = 0;
-    s->n_read = m->n_features;
+/* The one rule of which columns a scorer of m reads: *ids = NULL (all of them), or, for
+ * a model reading few of many (tsm_features_are_sparse), the n it reads, ascending. */
+static ts_status columns_read(const ts_model *m, uint32_t **ids, uint32_t *n, ts_error *err) {
+    *ids = NULL;
+    *n = 0;
     if (m->n_features <= 1024) return TS_OK; /* never sparse: spare the walk */
-    TS_TRY(tsm_used_features(m, &ids, &n, err));
-    if (!tsm_features_are_sparse(m->n_features, n)) {
-        free(ids);
-        return TS_OK;
+    TS_TRY(tsm_used_features(m, ids, n, err));
+    if (!tsm_features_are_sparse(m->n_features, *n)) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
     }
-    s->gather = ids;
+    return TS_OK;
+}
+
+ts_status ts_scorer_columns_for(const ts_model *m, uint32_t **cols, uint32_t *n, ts_error *err) {
+    if (cols) *cols = NULL;
+    if (n) *n = 0;
+    if (!m || !cols || !n)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_scorer_columns_for: model, cols and n must not be NULL");
+    return columns_read(m, cols, n, err);
+}
+
+/* Which columns the engines see: all n_features, or, for a model reading few of many,
+ * only those it reads (s->columns): gathered from each row, or the packed rows' own. */
+static ts_status choose_columns(ts_scorer *s, const ts_model *m, int packed, ts_error *err) {
+    uint32_t n = 0;
+    s->n_read = m->n_features;
+    TS_TRY(columns_read(m, &s->columns, &n, err));
+    if (!s->columns) return TS_OK;
     s->n_read = n;
+    if (packed) s->n_features = n; /* rows of those columns only */
+    else s->gather = s->columns;
     return TS_OK;
 }
 
@@ -204,7 +230,7 @@ static ts_status copy_catsets(ts_scorer *s, const ts_model *m, ts_error *err) {
     if (!s->cols) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
     for (uint32_t j = 0; j < m->n_catsets; j++) {
         const tsm_catset *c = &s->cats->catsets[j];
-        uint32_t f = s->gather ? gathered_column(s, c->feature) : c->feature;
+        uint32_t f = s->columns ? gathered_column(s, c->feature) : c->feature;
         s->cols[j] = (cat_col){s->cats->cat_words + c->word0, c->n_words, f, c->rule == TSM_CAT_LIGHTGBM,
                                (c->flags & TSM_MISSING_LEFT) != 0};
     }
@@ -334,7 +360,7 @@ static ts_status prepare_views(ts_scorer *s, const ts_model *m, const ts_scorer_
     uint64_t best = 0;
     for (uint32_t k = 0; k < s->n_outputs && st == TS_OK; k++) {
         st = tsm_model_view(m, k, &views[k], err);
-        if (st == TS_OK && s->gather) tsm_model_renumber(views[k], s->gather, s->n_read, m->n_features);
+        if (st == TS_OK && s->columns) tsm_model_renumber(views[k], s->columns, s->n_read, m->n_features);
         uint64_t nodes = 0;
         for (uint32_t t = 0; st == TS_OK && t < views[k]->n_trees; t++) nodes += views[k]->trees[t].n_nodes;
         if (st == TS_OK && (k == 0 || nodes > best)) {
@@ -410,12 +436,21 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     s->n_threads = opts->n_threads ? opts->n_threads : ts_cpu_count();
     if (s->n_threads > MAX_THREADS) s->n_threads = MAX_THREADS;
     s->parts = calloc(s->n_outputs, sizeof *s->parts);
-    ts_status st = s->parts ? choose_columns(s, m, err) : ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    ts_status st = s->parts ? choose_columns(s, m, opts->packed_columns, err)
+                            : ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
     s->expand = s->n_outputs > 1 || m->n_catsets > 0 || s->gather != NULL;
     s->width = s->n_read + m->n_catsets;
     if (st == TS_OK) st = copy_catsets(s, m, err);
     if (st == TS_OK && s->expand) {
         st = prepare_views(s, m, opts, err);
+    } else if (st == TS_OK && s->columns) { /* packed rows: the model renumbered to them */
+        ts_model *v = NULL;
+        st = tsm_model_view(m, 0, &v, err);
+        if (st == TS_OK) {
+            tsm_model_renumber(v, s->columns, s->n_read, m->n_features);
+            st = prepare_part(v, opts, opts->engine, s->n_threads, NULL, &s->parts[0], &s->plan_report, err);
+        }
+        tsm_view_free(v);
     } else if (st == TS_OK) {
         st = prepare_part(m, opts, opts->engine, s->n_threads, NULL, &s->parts[0], &s->plan_report, err);
     }
@@ -439,7 +474,7 @@ void ts_scorer_free(ts_scorer *s) {
     free_parts(s);
     ts_model_free(s->cats);
     free(s->cols);
-    free(s->gather);
+    free(s->columns);
     free(s->plan_report);
     free(s);
 }
