@@ -127,7 +127,8 @@ static void test_every_engine(void) {
     ts_model_free(m);
 }
 
-/* The renumbering the CLI applies (cli_narrow_model): the model then reads 4 columns. */
+/* tsm_model_renumber, which the scorer applies to its views of such a model: the model
+ * then reads 4 columns. */
 static void test_renumber(void) {
     ts_model *m = load();
     if (!m) return;
@@ -150,6 +151,78 @@ static void test_renumber(void) {
     ts_model_free(m);
 }
 
+/* The CLI's way (cli_choose_columns): ts_scorer_columns_for names the columns the scorer
+ * reads, and a scorer created with packed_columns scores rows of those alone, every
+ * engine, float and double rows: the same scores, the model unchanged. The model above
+ * has a categorical split (the general path); a copy without it takes the plain path on
+ * a renumbered view. */
+static void check_packed(ts_model *m, const double *want) {
+    uint32_t *ids = NULL, n = 0;
+    ts_error err;
+    CHECK(ts_scorer_columns_for(m, &ids, &n, &err) == TS_OK);
+    CHECK(n == 4 && ids && ids[0] == 2 && ids[1] == 5 && ids[2] == 16777000 && ids[3] == 16777001);
+    if (!ids) return;
+    float rf[N_ROWS][4];
+    double rd[N_ROWS][4];
+    for (int r = 0; r < N_ROWS; r++)
+        for (uint32_t j = 0; j < 4; j++) {
+            rf[r][j] = xf[(size_t)r * WIDE + ids[j]];
+            rd[r][j] = xd[(size_t)r * WIDE + ids[j]];
+        }
+    for (int e = TS_ENGINE_AUTO; e < TS_ENGINE_COUNT; e++) {
+        if (e == TS_ENGINE_IFELSE || e == TS_ENGINE_GPU || e == TS_ENGINE_GPU_NAIVE) continue;
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = (ts_engine)e;
+        o.n_threads = 2;
+        o.packed_columns = 1;
+        o.sample = &rf[0][0];
+        o.sample_rows = N_ROWS;
+        o.sample_stride = 4;
+        ts_scorer *s = NULL;
+        ts_status st = ts_scorer_create(m, &o, &s, &err);
+        CHECK_MSG(st == TS_OK, "engine %s, packed: %s", ts_engine_name((ts_engine)e), err.message);
+        if (st != TS_OK) continue;
+        CHECK(ts_scorer_n_features(s) == 4);
+        double out[N_ROWS];
+        CHECK(ts_scorer_score(s, &rf[0][0], N_ROWS, 4, 4, out, &err) == TS_OK);
+        for (int r = 0; r < N_ROWS; r++) CHECK_SAME_DOUBLE(out[r], want[r]);
+        CHECK(ts_scorer_score_f64(s, &rd[0][0], N_ROWS, 4, 4, out, &err) == TS_OK);
+        for (int r = 0; r < N_ROWS; r++) CHECK_SAME_DOUBLE(out[r], want[r]);
+        CHECK(ts_scorer_score(s, &rf[0][0], N_ROWS, 3, 3, out, &err) == TS_ERR_SHAPE); /* 4 columns */
+        ts_scorer_free(s);
+    }
+    ts_model_info info;
+    CHECK(ts_model_get_info(m, &info, NULL) == TS_OK && info.n_features == WIDE); /* not renumbered */
+    free(ids);
+}
+
+static void test_packed_columns(void) {
+    ts_model *m = load();
+    if (!m) return;
+    check_packed(m, expected);
+    ts_model_free(m);
+    /* tree 2 as a numerical split on the same column: no category set, so the model
+     * takes the plain path */
+    char text[sizeof model_text];
+    memcpy(text, model_text, sizeof model_text);
+    char *cat = strstr(text, "Tree=2\n");
+    CHECK(cat != NULL);
+    if (!cat) return;
+    const char tail[] = "Tree=2\nnum_leaves=2\nnum_cat=0\nsplit_feature=16777001\nthreshold=1.5\ndecision_type=2\n"
+                        "left_child=-1\nright_child=-2\nleaf_value=1 -2\n\nend of trees\n";
+    CHECK((size_t)(cat - text) + sizeof tail <= sizeof text);
+    memcpy(cat, tail, sizeof tail);
+    ts_error err;
+    ts_status st = ts_model_load_buffer(text, strlen(text), TS_FORMAT_LIGHTGBM, "wide-plain", &m, &err);
+    CHECK_MSG(st == TS_OK, "%s", err.message);
+    if (st != TS_OK) return;
+    /* tree 2 is now x <= 1.5 on 16777001: rows 1.0 (left), 2.5 and 3.0 (right) */
+    const double want[N_ROWS] = {0.25 + 0.125 + 1.0, 3.0 - 0.5 - 2.0, -1.5 + 0.125 - 2.0};
+    check_packed(m, want);
+    ts_model_free(m);
+}
+
 int main(void) {
     setenv("TREESCORE_WISDOM", "off", 1); /* the planner times, and remembers nothing */
     setenv("TREESCORE_PLAN_MS", "50", 1);
@@ -166,6 +239,7 @@ int main(void) {
         RUN_TEST(test_default_options);
         RUN_TEST(test_every_engine);
         RUN_TEST(test_renumber);
+        RUN_TEST(test_packed_columns);
     }
     free(xf);
     free(xd);
