@@ -314,8 +314,9 @@ static ts_status tensor_values(ox *c, tspb_msg t, const char *what, double **out
         tspb_repeated(&t, 1, TSPB_S_VARINT, &nd, dims, NULL);
         for (size_t i = 0; i < nd; i++) {
             if (dims[i] < 0 || (dims[i] > 0 && elems > ((uint64_t)1 << 40) / (uint64_t)dims[i])) {
+                long long bad_dim = (long long)dims[i];
                 free(dims);
-                return fail(c, TS_ERR_PARSE, "%s: tensor dimension %lld out of range", what, (long long)dims[i]);
+                return fail(c, TS_ERR_PARSE, "%s: tensor dimension %lld out of range", what, bad_dim);
             }
             elems *= (uint64_t)dims[i];
         }
@@ -1026,7 +1027,7 @@ static ts_status emit_tree(ox *c, emitter *m, size_t tree, size_t root, int64_t 
             sorted = k ? malloc(k * sizeof *sorted) : NULL;
             if (k && !sorted) goto nomem;
             if (k) memcpy(sorted, e->members + x->mem_off, k * sizeof *sorted);
-            qsort(sorted, k, sizeof *sorted, cmp_double);
+            if (k) qsort(sorted, k, sizeof *sorted, cmp_double);
             for (size_t i = 0; i < k; i++)
                 if (u == 0 || sorted[i] != sorted[u - 1]) sorted[u++] = sorted[i];
             if (u == 0) { /* an empty set: false, NaN true only when it tracks true */
