@@ -49,7 +49,9 @@ class Model:
     Load from a file (``model_file``), from memory (``model_str``: ``str`` or ``bytes``), or
     from a live booster (``Model.from_booster``). The format is detected from the content;
     ``model_format`` forces it (any name the C library knows: ``"lightgbm"``,
-    ``"xgboost"``, ``"xgboost-ubjson"``, ``"lightgbm-json"``, ``"quickrank"``, ...).
+    ``"xgboost"``, ``"xgboost-ubjson"``, ``"lightgbm-json"``, ``"quickrank"``, ``"onnx"``, ...).
+    For an ONNX model ``predict`` applies the tree node's ``post_transform`` as ONNX Runtime
+    writes it and ``raw_score=True`` returns the scores before it.
 
     ``engine``: ``"auto"`` (the planner times the engines for this model and machine and
     keeps the fastest), or one of ``naive``, ``qs``, ``vqs``, ``ifelse``, ``vpred``,
