@@ -983,9 +983,9 @@ static ts_status emit_tree(ox *c, emitter *m, size_t tree, size_t root, int64_t 
         const xnode *x = &e->x[t.x];
         if (m->n + 4 + 2 * x->mem_n > *budget || m->n + 4 + 2 * x->mem_n > 2 * (size_t)TSM_MAX_LEAVES - 1) {
             free(sorted);
-            return fail(c, TS_ERR_LIMIT, "tree %zu: more than %zu builder nodes after expanding BRANCH_EQ, BRANCH_NEQ "
-                        "and BRANCH_MEMBER tests into comparisons (their subtrees are copied)", tree,
-                        *budget);
+            return fail(c, TS_ERR_LIMIT, "tree %zu: the forest grows past its limit of builder nodes (8 per node of the "
+                        "file plus 2^20, at most 2^26) when BRANCH_EQ, BRANCH_NEQ and BRANCH_MEMBER tests are expanded "
+                        "into comparisons (their subtrees are copied)", tree);
         }
         size_t P = t.parent;
         int S = t.side;
@@ -1118,7 +1118,9 @@ static ts_status build(ox *c, ts_model **out) {
     ts_model_builder *b = NULL;
     TS_TRY(ts_model_builder_create((uint32_t)nf, e->K, &b, c->err));
     emitter m = {0};
-    size_t budget = MAX_EXPANDED;
+    /* the copies of EQ/NEQ/MEMBER subtrees may grow a small file into a large forest: at
+     * most 8 builder nodes per node of the file, plus 2^20, and never above 2^26 */
+    size_t budget = e->n_x < (MAX_EXPANDED - (1u << 20)) / 8 ? 8 * e->n_x + (1u << 20) : MAX_EXPANDED;
     st = ts_model_builder_set_base_scores(b, e->base, e->K, c->err);
     if (st == TS_OK && e->agg == AGG_AVERAGE) st = ts_model_builder_set_aggregation(b, TS_AGG_MEAN, c->err);
     if (st != TS_OK) st = tsio_locate(c->err, st, c->name, 0, 0);

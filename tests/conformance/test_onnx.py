@@ -518,6 +518,20 @@ def test_onnx_refusals(workdir):
     m.graph.initializer.append(numpy_helper.from_array(np.array([2.0], np.float32), "two"))
     m.graph.node.append(helper.make_node("Mul", ["Y", "two"], ["Z"]))
     _refused(workdir, m, "mul2", "op_type 'Mul'", "constant other than 1")
+    # EQ nodes copy their false subtree: a chain of 30 would be 2^30 comparisons
+    T = onnx.TensorProto
+    n = 30
+    attrs = dict(nodes_modes=helper.make_tensor("m", T.UINT8, [n], [EQ] * n), nodes_featureids=[0] * n,
+                 nodes_splits=helper.make_tensor("s", T.FLOAT, [n], [float(i) for i in range(n)]),
+                 nodes_truenodeids=[0] * n, nodes_trueleafs=[1] * n,
+                 nodes_falsenodeids=list(range(1, n)) + [1], nodes_falseleafs=[0] * (n - 1) + [1],
+                 leaf_targetids=[0, 0], leaf_weights=helper.make_tensor("w", T.FLOAT, [2], [1.0, 2.0]),
+                 tree_roots=[0], n_targets=1)
+    g = helper.make_graph([helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attrs)], "g",
+                          [helper.make_tensor_value_info("X", T.FLOAT, [None, 2])],
+                          [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+    _refused(workdir, m, "eq-chain", "grows past its limit", "BRANCH_EQ")
     # no tree
     g = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "g",
                           [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, [None, 2])],
