@@ -199,6 +199,24 @@ TS_API ts_status ts_model_set_base_score(ts_model *model, double base_score, ts_
  * model: 0.0 for LightGBM and QuickRank, NaN (missing) for XGBoost. */
 TS_API float ts_model_absent_value(const ts_model *model);
 
+/* ---- Hashed categorical columns (CatBoost) -------------------------------------------
+ * A CatBoost model with categorical features (one-hot and CTR splits) reads each such
+ * column as a category id, not as the category itself: the loader numbers the categories
+ * the model knows for the column 0 .. n-1, and a row passes the id as a float in that
+ * column. Any other value (NaN, a negative number, an id the model does not know) is a
+ * category the model never saw, scored as CatBoost scores an unseen category.
+ * ts_model_category_id gives the id of a category's text: CatBoost hashes the bytes of
+ * its string (an integer category is its decimal text: 3 and "3" are one category); the
+ * id is NaN for a category the model never saw. ts_model_category_hash_id does the same
+ * from CatBoost's 32-bit hash of the text (CalcCatFeatureHash). Columns are the model's
+ * (after ts_model_map_features when it was called). TS_ERR_INVALID_ARGUMENT when the
+ * column is not such a column; thread-safe (the model is only read). */
+TS_API int ts_model_is_categorical(const ts_model *model, uint32_t column);
+TS_API ts_status ts_model_category_id(const ts_model *model, uint32_t column, const char *text, size_t len,
+                                      float *id, ts_error *err);
+TS_API ts_status ts_model_category_hash_id(const ts_model *model, uint32_t column, uint32_t hash, float *id,
+                                           ts_error *err);
+
 /* ---- Building a model in memory ----------------------------------------------------- */
 /*
  * A ts_model_builder makes a ts_model from arrays, for programs that hold a tree ensemble

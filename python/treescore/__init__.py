@@ -257,8 +257,10 @@ class Model:
 
     def _as_matrix(self, X):
         if _inputs.is_dataframe(X):
+            hashed = self._core.categorical_columns()
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
-                                        self._pandas_categories)
+                                        self._pandas_categories,
+                                        (hashed, self._core.category_ids) if hashed else None)
         return _inputs.dense_matrix(X)
 
     def _pandas_categories(self):

@@ -248,6 +248,73 @@ static PyObject *model_feature_names(CoreModel *self, PyObject *unused) {
     return list;
 }
 
+/* The hashed categorical columns (CatBoost) of the model, ascending. */
+static PyObject *model_categorical_columns(CoreModel *self, PyObject *unused) {
+    (void)unused;
+    ts_model_info in;
+    ts_error err;
+    ts_status st = ts_model_get_info(self->model, &in, &err);
+    if (st != TS_OK) return raise_ts(st, &err);
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (uint32_t i = 0; i < in.n_features; i++) {
+        if (!ts_model_is_categorical(self->model, i)) continue;
+        PyObject *v = PyLong_FromUnsignedLong(i);
+        if (!v || PyList_Append(list, v) != 0) {
+            Py_XDECREF(v);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return list;
+}
+
+/* category_ids(column, texts) -> bytes of len(texts) float32 ids (ts_model_category_id;
+ * NaN for a category the model never saw). texts: a sequence of str (hashed as UTF-8) or
+ * bytes. */
+static PyObject *model_category_ids(CoreModel *self, PyObject *args) {
+    unsigned int column;
+    PyObject *seq;
+    if (!PyArg_ParseTuple(args, "IO", &column, &seq)) return NULL;
+    PyObject *fast = PySequence_Fast(seq, "category_ids: texts must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(float));
+    if (!out) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    float *ids = (float *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(fast, i);
+        const char *text;
+        Py_ssize_t len;
+        if (PyUnicode_Check(o)) {
+            text = PyUnicode_AsUTF8AndSize(o, &len);
+            if (!text) goto fail;
+        } else if (PyBytes_Check(o)) {
+            text = PyBytes_AS_STRING(o);
+            len = PyBytes_GET_SIZE(o);
+        } else {
+            PyErr_Format(PyExc_TypeError, "category_ids: item %zd is %.80s, not str or bytes", i, Py_TYPE(o)->tp_name);
+            goto fail;
+        }
+        ts_error err;
+        ts_status st = ts_model_category_id(self->model, column, text, (size_t)len, &ids[i], &err);
+        if (st != TS_OK) {
+            raise_ts(st, &err);
+            goto fail;
+        }
+    }
+    Py_DECREF(fast);
+    return out;
+fail:
+    Py_DECREF(fast);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyObject *model_absent_value(CoreModel *self, PyObject *unused) {
     (void)unused;
     return PyFloat_FromDouble((double)ts_model_absent_value(self->model));
@@ -335,6 +402,10 @@ static PyMethodDef model_methods[] = {
     {"info", (PyCFunction)model_info, METH_NOARGS, "info() -> dict: ts_model_get_info's fields."},
     {"feature_names", (PyCFunction)model_feature_names, METH_NOARGS,
      "feature_names() -> list of str, or None when the model names no features."},
+    {"categorical_columns", (PyCFunction)model_categorical_columns, METH_NOARGS,
+     "categorical_columns() -> list of int: the hashed categorical columns (CatBoost)."},
+    {"category_ids", (PyCFunction)model_category_ids, METH_VARARGS,
+     "category_ids(column, texts) -> bytes: float32 ids of the categories (NaN: unseen)."},
     {"absent_value", (PyCFunction)model_absent_value, METH_NOARGS,
      "absent_value() -> float: what an absent sparse entry means (0.0, or NaN for XGBoost)."},
     {"scorer", (PyCFunction)model_scorer, METH_VARARGS,

@@ -210,18 +210,70 @@ def _column_values(col: Any, label: Any) -> np.ndarray:
         raise TypeError(f"column {label!r} must hold numbers: {e}") from None
 
 
+def _category_text(v: Any, label: Any) -> Any:
+    """A CatBoost category's text: a str or bytes as it is, an integer as its decimal text
+    (CatBoost hashes 3 and "3" alike); anything else is refused as CatBoost refuses it."""
+    if isinstance(v, (str, bytes)):
+        return v
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return str(int(v))
+    raise TypeError(f"column {label!r}: categorical value {v!r} ({type(v).__name__}): CatBoost's categorical "
+                    f"features take integers or strings (convert NaN and real numbers to strings)")
+
+
+def _category_ids(col: Any, label: Any, column: int, ids: Callable[[int, list], bytes]) -> np.ndarray:
+    """A CatBoost categorical column as the model's category ids (float64; NaN: a category
+    the model never saw), each distinct value hashed once."""
+    import pandas as pd
+    if str(col.dtype) == "category":
+        codes = col.cat.codes.to_numpy()
+        if (codes < 0).any():
+            raise TypeError(f"column {label!r}: a missing categorical value: CatBoost's categorical features take "
+                            f"integers or strings (convert NaN to a string)")
+        uniques = list(col.cat.categories)
+    else:
+        kind = getattr(col.dtype, "kind", "O")
+        if kind in "fcb" or (kind not in "iuOU" and not str(col.dtype).startswith("string")):
+            raise TypeError(f"column {label!r} has dtype {col.dtype}: CatBoost's categorical features take integers "
+                            f"or strings")
+        if col.isna().any():
+            raise TypeError(f"column {label!r}: a missing categorical value: CatBoost's categorical features take "
+                            f"integers or strings (convert NaN to a string)")
+        codes, uniques = pd.factorize(col, use_na_sentinel=False)
+        uniques = list(uniques)
+    texts = [_category_text(v, label) for v in uniques]
+    table = np.frombuffer(ids(column, texts), dtype=np.float32).astype(np.float64)
+    return table[np.asarray(codes, dtype=np.intp)] if len(table) else np.full(len(col), np.nan)
+
+
 def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm: bool,
-                 training_categories: Callable[[], Optional[list]]) -> np.ndarray:
+                 training_categories: Callable[[], Optional[list]],
+                 hashed: Optional[Tuple[List[int], Callable[[int, list], bytes]]] = None) -> np.ndarray:
     """A DataFrame as C-ordered float64 rows in the model's column order (``frame_columns``).
     Categorical columns become their codes (NaN for missing), after setting the training
     categories ``training_categories()`` (LightGBM's ``pandas_categorical``, one list per
-    categorical column in order; None when the model has none) as ``Booster.predict`` does."""
+    categorical column in order; None when the model has none) as ``Booster.predict`` does.
+    ``hashed`` (CatBoost): (the model's hashed categorical columns, a function giving the
+    float32 ids of a column's category texts); those columns become category ids from their
+    values (object, string, category or integer dtype), as CatBoost hashes them."""
     labels = list(df.columns)
     order = frame_columns(labels, names, n_features, lightgbm)
     if order is None:
         order = list(range(len(labels)))
     n = len(df)
     dtypes = list(df.dtypes)
+    hashed_cols = set(hashed[0]) if hashed else set()
+    if hashed_cols:
+        out = np.empty((n, len(order)), dtype=np.float64)
+        for i, j in enumerate(order):
+            col = df.iloc[:, j]
+            if i in hashed_cols:
+                out[:, i] = _category_ids(col, labels[j], i, hashed[1])
+            elif str(dtypes[j]) == "category":
+                raise TypeError(f"column {labels[j]!r} is categorical but the model reads it as a number")
+            else:
+                out[:, i] = _column_values(col, labels[j])
+        return out
     cat = {j for j in order if str(dtypes[j]) == "category"}
     categories = training_categories() if cat else None
     if categories is not None and cat and len(categories) != len(cat):

@@ -22,6 +22,23 @@ void tscb_model_clear(tscb_model *cb) {
     free(cb->node_leaf);
     free(cb->leaves);
     free(cb->bias);
+    for (uint32_t i = 0; i < cb->n_cats; i++) {
+        free(cb->cats[i].onehot);
+        free(cb->cats[i].name);
+    }
+    free(cb->cats);
+    for (uint32_t i = 0; i < cb->n_ctrs; i++) {
+        free(cb->ctrs[i].combination);
+        free(cb->ctrs[i].borders);
+        free(cb->ctrs[i].table_id);
+    }
+    free(cb->ctrs);
+    for (uint32_t i = 0; i < cb->n_tables; i++) {
+        free(cb->tables[i].id);
+        free(cb->tables[i].keys);
+        free(cb->tables[i].values);
+    }
+    free(cb->tables);
     memset(cb, 0, sizeof *cb);
 }
 
@@ -51,11 +68,60 @@ void tscb_params_objective(struct tsj_parser *p, char out[64]) {
     }
 }
 
-/* A binary feature (one border of one float feature). */
+/*
+ * Categorical features
+ * --------------------
+ * CatBoost binarizes a document into its binary features in this order
+ * (TModelTrees::CalcBinFeatures; a split_index counts them): every border of every float
+ * feature, then every one-hot value of every categorical feature (OneHotFeatures, in
+ * feature order), then every border of every CTR feature (CtrFeatures, in their order).
+ * A categorical value is the hash of its text, h = CityHash64(text) & 0xffffffff
+ * (CalcCatFeatureHash; cityhash.c); an integer category is the text of its decimal value.
+ *   One-hot split (feature j, value v): true when h == v.
+ *   CTR split (CTR c, border b): true when ctr_c(h) > b in float, where ctr_c(h) is
+ *   computed from c's table (catboost/libs/model/ctr_provider.h, static_ctr_provider.cpp,
+ *   TModelCtr::Calc, all in float): the row whose key is the projection hash
+ *   CalcHash(0, (ui64)(i64)(i32)h) = M * (M * h') mod 2^64 (M = 0x4906ba494954cb65,
+ *   h' the sign-extended hash) gives the counts, and
+ *       Calc(num, den) = ((num + PriorNum) / (den + PriorDenom) + Shift) * Scale
+ *   with (num, den) = (class 1, class 0 + class 1) for Borders of 2 classes; (classes above
+ *   TargetBorderIdx, all) for Borders of more; (class TargetBorderIdx, all) for Buckets;
+ *   (sum, count) for the mean value CTRs; (count, CounterDenominator) for Counter and
+ *   FeatureFreq. A category without a row (never seen) gets Calc(0, 0).
+ * Since M is odd the key is invertible: each row names one category hash. The categories
+ * the model knows for feature j are its one-hot values and the hashes of the rows of its
+ * CTRs' tables; sorted ascending they get the ids 0 .. n-1 (tsm_catmap), and the caller
+ * passes ids (ts_model_category_id). Every split on feature j is then decided by the id
+ * alone: a category set over the ids, rule TSM_CAT_LIGHTGBM (in the set goes left;
+ * NaN, negatives and ids not in the set go right). The node's right child is the side an
+ * unseen category takes (the one-hot split's false side; for a CTR split, the side of
+ * Calc(0, 0) > b), and the set holds the known ids that go the other way: so NaN and
+ * every id the model does not know score as CatBoost scores a category it never saw.
+ * CTRs over a combination of features (several categorical features, or one with
+ * binarized float or one-hot conditions) are refused by name.
+ */
+
+enum { BIN_FLOAT = 0, BIN_ONEHOT = 1, BIN_CTR = 2 };
+
+/* A binary feature: one border of one float feature, one one-hot value or one CTR border. */
 typedef struct bin_split {
-    uint32_t feature; /* index into cb->floats */
+    uint32_t kind;    /* BIN_* */
+    uint32_t feature; /* index into cb->floats, cb->cats or cb->ctrs */
     float border;
+    uint32_t value;   /* one-hot: the category hash */
 } bin_split;
+
+/* Per categorical feature: its known hashes (ids). */
+typedef struct cat_ids {
+    uint32_t *hashes;
+    uint32_t n, cap;
+} cat_ids;
+
+/* Per CTR: the value of each id of its feature, and of an unseen category. */
+typedef struct ctr_vals {
+    float *of_id;
+    float unseen;
+} ctr_vals;
 
 typedef struct build {
     const tscb_model *cb;
@@ -69,14 +135,207 @@ typedef struct build {
     uint32_t *leaf_at;  /* non-symmetric: the leaf value index of each IR leaf */
     int32_t *ir_of;     /* non-symmetric: IR index of each node of the tree, -1 when not met */
     size_t *stack;
+    cat_ids *ids;       /* n_cats */
+    ctr_vals *ctrv;     /* n_ctrs */
+    uint32_t *words;    /* scratch bitset */
 } build;
 
-/* The IR node of binary feature `bin`. */
-static ts_status split_node(build *b, uint32_t tree, int32_t bin, tsm_node *nd) {
+static const uint64_t CB_HASH_MULT = 0x4906ba494954cb65ULL;
+
+/* The category hash of a single-feature projection hash, or -1 when key is none. */
+static int64_t key_category(uint64_t key) {
+    uint64_t inv = CB_HASH_MULT; /* Newton's iteration for the inverse mod 2^64 of an odd M */
+    for (int i = 0; i < 6; i++) inv *= 2 - CB_HASH_MULT * inv;
+    uint64_t h = key * inv * inv;
+    if (h != (uint64_t)(int64_t)(int32_t)(uint32_t)h) return -1;
+    return (int64_t)(uint32_t)h;
+}
+
+static float ctr_calc(const tscb_ctr *c, float num, float den) {
+    float ctr = (num + c->prior_num) / (den + c->prior_denom);
+    return (ctr + c->shift) * c->scale;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static ts_status add_known(build *b, cat_ids *ci, uint32_t h) {
+    if (ci->n == ci->cap) {
+        uint32_t cap = ci->cap ? 2 * ci->cap : 16;
+        uint32_t *p = realloc(ci->hashes, (size_t)cap * sizeof *p);
+        if (!p) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+        ci->hashes = p;
+        ci->cap = cap;
+    }
+    ci->hashes[ci->n++] = h;
+    return TS_OK;
+}
+
+static const tscb_ctr_table *ctr_table(const tscb_model *cb, const tscb_ctr *c) {
+    for (uint32_t t = 0; t < cb->n_tables; t++)
+        if (c->table_id && !strcmp(cb->tables[t].id, c->table_id)) return &cb->tables[t];
+    return NULL;
+}
+
+/* The id of hash h among ci's (sorted) hashes, or -1. */
+static int64_t id_of(const uint32_t *hashes, uint32_t n, uint32_t h) {
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (hashes[mid] < h) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && hashes[lo] == h ? (int64_t)lo : -1;
+}
+
+/* The value of CTR c at table row r. */
+static float ctr_row_value(const tscb_ctr *c, const tscb_ctr_table *t, size_t r) {
+    const double *v = t->values + r * (t->stride - 1);
+    uint32_t k = t->stride - 1;
+    switch (c->type) {
+    case TSCB_CTR_BINARIZED_MEAN:
+    case TSCB_CTR_FLOAT_MEAN: return ctr_calc(c, (float)v[0], (float)(int64_t)v[1]);
+    case TSCB_CTR_COUNTER:
+    case TSCB_CTR_FEATURE_FREQ: return ctr_calc(c, (float)(int64_t)v[0], (float)t->counter_denominator);
+    case TSCB_CTR_BUCKETS: {
+        int64_t total = 0;
+        for (uint32_t j = 0; j < k; j++) total += (int64_t)v[j];
+        return ctr_calc(c, (float)(int64_t)v[c->target_border_idx], (float)total);
+    }
+    default: {
+        if (k > 2) {
+            int64_t good = 0, total = 0;
+            for (uint32_t j = 0; j <= c->target_border_idx; j++) total += (int64_t)v[j];
+            for (uint32_t j = c->target_border_idx + 1; j < k; j++) good += (int64_t)v[j];
+            return ctr_calc(c, (float)good, (float)(total + good));
+        }
+        return ctr_calc(c, (float)(int64_t)v[1], (float)((int64_t)v[0] + (int64_t)v[1]));
+    }
+    }
+}
+
+/* The categorical features: known hashes per feature, each CTR's value per id. */
+static ts_status check_categorical(build *b) {
+    const tscb_model *cb = b->cb;
+    if (cb->n_cats == 0 && cb->n_ctrs == 0) return TS_OK;
+    b->ids = calloc(cb->n_cats ? cb->n_cats : 1, sizeof *b->ids);
+    b->ctrv = calloc(cb->n_ctrs ? cb->n_ctrs : 1, sizeof *b->ctrv);
+    if (!b->ids || !b->ctrv) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+    for (uint32_t j = 0; j < cb->n_cats; j++) {
+        const tscb_cat *f = &cb->cats[j];
+        if (f->flat_index < 0 || (uint32_t)f->flat_index >= TSM_MAX_FEATURES)
+            return ts_fail(b->err, f->flat_index < 0 ? TS_ERR_PARSE : TS_ERR_LIMIT,
+                           "%s: categorical feature %u: flat index %d is outside [0, %u)", b->name, j,
+                           (int)f->flat_index, TSM_MAX_FEATURES);
+        for (uint32_t i = 0; i < cb->n_floats; i++)
+            if (cb->floats[i].flat_index == f->flat_index)
+                return ts_fail(b->err, TS_ERR_PARSE, "%s: column %d is both float feature %u and categorical feature %u",
+                               b->name, (int)f->flat_index, i, j);
+        for (uint32_t k = 0; k < f->n_onehot; k++) TS_TRY(add_known(b, &b->ids[j], f->onehot[k]));
+    }
+    for (uint32_t i = 0; i < cb->n_ctrs; i++) {
+        const tscb_ctr *c = &cb->ctrs[i];
+        if (c->combination)
+            return ts_fail(b->err, TS_ERR_UNSUPPORTED,
+                           "%s: CTR %u: a CTR over a combination of features (projection %s) is not supported yet: "
+                           "only CTRs of a single categorical feature are (train with max_ctr_complexity=1 to get "
+                           "only those)",
+                           b->name, i, c->combination);
+        if (c->cat < 0 || (uint32_t)c->cat >= cb->n_cats)
+            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: categorical feature %d is not one of the model's %u",
+                           b->name, i, (int)c->cat, cb->n_cats);
+        for (uint32_t k = 0; k < c->n_borders; k++)
+            if (c->borders[k] != c->borders[k])
+                return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: border %u is NaN", b->name, i, k);
+        const tscb_ctr_table *t = ctr_table(cb, c);
+        if (!t)
+            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: no table '%.80s' in ctr_data", b->name, i,
+                           c->table_id ? c->table_id : "");
+        /* values per row: a count (Counter, FeatureFreq); sum and count (mean values); a
+         * count per class (Borders, Buckets) */
+        uint32_t need = c->type == TSCB_CTR_COUNTER || c->type == TSCB_CTR_FEATURE_FREQ ? 1 : 2;
+        if (t->stride < 1 + need || ((c->type == TSCB_CTR_BORDERS || c->type == TSCB_CTR_BUCKETS) &&
+                                     c->target_border_idx >= t->stride - 1))
+            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: table '%.80s' has rows of %u values, too few for its "
+                           "type and target border %u", b->name, i, t->id, t->stride - 1, c->target_border_idx);
+        for (size_t r = 0; r < t->n_rows; r++) {
+            if (t->keys[r] == UINT64_MAX) continue; /* an empty bucket */
+            int64_t h = key_category(t->keys[r]);
+            if (h < 0)
+                return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: table key %llu is not the hash of one category",
+                               b->name, i, (unsigned long long)t->keys[r]);
+            TS_TRY(add_known(b, &b->ids[c->cat], (uint32_t)h));
+        }
+    }
+    for (uint32_t j = 0; j < cb->n_cats; j++) {
+        cat_ids *ci = &b->ids[j];
+        if (ci->n == 0) continue;
+        qsort(ci->hashes, ci->n, sizeof *ci->hashes, cmp_u32);
+        uint32_t w = 1;
+        for (uint32_t k = 1; k < ci->n; k++)
+            if (ci->hashes[k] != ci->hashes[w - 1]) ci->hashes[w++] = ci->hashes[k];
+        ci->n = w;
+        if (w > (1u << 24)) /* ids are passed as floats: exact up to 2^24 */
+            return ts_fail(b->err, TS_ERR_LIMIT, "%s: categorical feature %u: %u known categories (the limit is %u)",
+                           b->name, j, w, 1u << 24);
+    }
+    for (uint32_t i = 0; i < cb->n_ctrs; i++) {
+        const tscb_ctr *c = &cb->ctrs[i];
+        const tscb_ctr_table *t = ctr_table(cb, c);
+        const cat_ids *ci = &b->ids[c->cat];
+        ctr_vals *cv = &b->ctrv[i];
+        cv->unseen = ctr_calc(c, 0.0f, 0.0f);
+        cv->of_id = malloc((ci->n ? ci->n : 1) * sizeof *cv->of_id);
+        if (!cv->of_id) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+        for (uint32_t k = 0; k < ci->n; k++) cv->of_id[k] = cv->unseen;
+        for (size_t r = 0; r < t->n_rows; r++) {
+            if (t->keys[r] == UINT64_MAX) continue;
+            int64_t id = id_of(ci->hashes, ci->n, (uint32_t)key_category(t->keys[r]));
+            if (id >= 0) cv->of_id[id] = ctr_row_value(c, t, r);
+        }
+    }
+    size_t words = 1;
+    for (uint32_t j = 0; j < cb->n_cats; j++)
+        if (b->ids[j].n / 32 + 1 > words) words = b->ids[j].n / 32 + 1;
+    b->words = malloc(words * sizeof *b->words);
+    if (!b->words) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+    return TS_OK;
+}
+
+/* The IR node of a one-hot or CTR binary feature; *swap when its children must be
+ * exchanged (the true side left: unseen categories take the false side). */
+static ts_status categorical_node(build *b, const bin_split *s, tsm_node *nd, int *swap) {
+    const tscb_model *cb = b->cb;
+    uint32_t j = s->kind == BIN_ONEHOT ? s->feature : (uint32_t)cb->ctrs[s->feature].cat;
+    cat_ids *ci = &b->ids[j];
+    int unseen_true = s->kind == BIN_CTR ? b->ctrv[s->feature].unseen > s->border : 0;
+    uint32_t n_words = ci->n / 32 + 1;
+    memset(b->words, 0, n_words * sizeof *b->words);
+    for (uint32_t k = 0; k < ci->n; k++) {
+        int t = s->kind == BIN_ONEHOT ? ci->hashes[k] == s->value : b->ctrv[s->feature].of_id[k] > s->border;
+        if (t != unseen_true) b->words[k / 32] |= 1u << (k % 32);
+    }
+    uint32_t index;
+    TS_TRY(tsm_model_add_catset(b->m, (uint32_t)cb->cats[j].flat_index, TSM_CAT_LIGHTGBM, 0, b->words, n_words, &index,
+                                b->err));
+    nd->feature = (uint32_t)cb->cats[j].flat_index;
+    nd->threshold = (float)index;
+    nd->flags = TSM_CATEGORICAL;
+    *swap = !unseen_true;
+    return TS_OK;
+}
+
+/* The IR node of binary feature `bin` (its children are set by the caller, then exchanged
+ * when *swap). */
+static ts_status split_node(build *b, uint32_t tree, int32_t bin, tsm_node *nd, int *swap) {
+    *swap = 0;
     if (bin < 0 || (size_t)bin >= b->n_bins)
-        return ts_fail(b->err, TS_ERR_PARSE, "%s: tree %u: split %d is not one of the model's %zu float borders", b->name,
-                       tree, (int)bin, b->n_bins);
+        return ts_fail(b->err, TS_ERR_PARSE, "%s: tree %u: split %d is not one of the model's %zu binary features (float "
+                       "borders, one-hot values, CTR borders)", b->name, tree, (int)bin, b->n_bins);
     const bin_split *s = &b->bins[bin];
+    if (s->kind != BIN_FLOAT) return categorical_node(b, s, nd, swap);
     const tscb_float *f = &b->cb->floats[s->feature];
     /* x > border goes right (the bit is set); NaN is +inf (true) only for AsTrue with HasNans */
     int nan_true = f->has_nans && f->nan_treatment == TSCB_NAN_AS_TRUE && s->border < INFINITY;
@@ -109,13 +368,22 @@ static ts_status check_features(build *b) {
         }
         total += f->n_borders;
     }
+    for (uint32_t i = 0; i < cb->n_cats; i++) total += cb->cats[i].n_onehot;
+    for (uint32_t i = 0; i < cb->n_ctrs; i++) total += cb->ctrs[i].n_borders;
     b->n_bins = total;
     if (total == 0) return TS_OK;
     b->bins = malloc(total * sizeof *b->bins);
     if (!b->bins) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
     size_t j = 0;
     for (uint32_t i = 0; i < cb->n_floats; i++)
-        for (uint32_t k = 0; k < cb->floats[i].n_borders; k++) b->bins[j++] = (bin_split){i, cb->floats[i].borders[k]};
+        for (uint32_t k = 0; k < cb->floats[i].n_borders; k++)
+            b->bins[j++] = (bin_split){BIN_FLOAT, i, cb->floats[i].borders[k], 0};
+    for (uint32_t i = 0; i < cb->n_cats; i++)
+        for (uint32_t k = 0; k < cb->cats[i].n_onehot; k++)
+            b->bins[j++] = (bin_split){BIN_ONEHOT, i, 0.0f, cb->cats[i].onehot[k]};
+    for (uint32_t i = 0; i < cb->n_ctrs; i++)
+        for (uint32_t k = 0; k < cb->ctrs[i].n_borders; k++)
+            b->bins[j++] = (bin_split){BIN_CTR, i, cb->ctrs[i].borders[k], 0};
     return TS_OK;
 }
 
@@ -182,7 +450,8 @@ static ts_status oblivious_trees(build *b) {
             uint32_t level = 0;
             for (uint32_t x = i + 1; x > 1; x >>= 1) level++;
             tsm_node *nd = &b->nodes[i];
-            TS_TRY(split_node(b, t, cb->splits[split_at + d - 1 - level], nd));
+            int swap;
+            TS_TRY(split_node(b, t, cb->splits[split_at + d - 1 - level], nd, &swap));
             if (level + 1 < d) {
                 nd->left = (int32_t)(2 * i + 1);
                 nd->right = (int32_t)(2 * i + 2);
@@ -190,6 +459,11 @@ static ts_status oblivious_trees(build *b) {
                 uint32_t j = 2 * (i - (n_nodes >> 1));
                 nd->left = ~(int32_t)j;
                 nd->right = ~(int32_t)(j + 1);
+            }
+            if (swap) {
+                int32_t x = nd->left;
+                nd->left = nd->right;
+                nd->right = x;
             }
         }
         for (uint32_t j = 0; j < n_leaves; j++) first[j] = (uint32_t)(leaf_at + (size_t)j * dim);
@@ -258,7 +532,8 @@ static ts_status nonsymmetric_trees(build *b) {
         while (top > 0) {
             size_t n = b->stack[--top];
             tsm_node *nd = &b->nodes[b->ir_of[n - s]];
-            TS_TRY(split_node(b, t, cb->splits[n], nd));
+            int swap;
+            TS_TRY(split_node(b, t, cb->splits[n], nd, &swap));
             for (int side = 0; side < 2; side++) {
                 uint16_t diff = st[2 * n + (size_t)side];
                 int32_t ref = 0;
@@ -285,8 +560,31 @@ static ts_status nonsymmetric_trees(build *b) {
                 else
                     nd->right = ref;
             }
+            if (swap) {
+                int32_t x = nd->left;
+                nd->left = nd->right;
+                nd->right = x;
+            }
         }
         TS_TRY(add_outputs(b, t, n_nodes, n_leaves, b->leaf_at));
+    }
+    return TS_OK;
+}
+
+/* The category ids of every categorical feature, into the model (a feature no split
+ * reads too: its column holds categories all the same, and callers map them). */
+static ts_status add_catmaps(build *b) {
+    uint32_t n = b->ids ? b->cb->n_cats : 0;
+    if (n == 0) return TS_OK;
+    b->m->catmaps = calloc(n, sizeof *b->m->catmaps);
+    if (!b->m->catmaps) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+    for (uint32_t j = 0; j < b->cb->n_cats; j++) {
+        cat_ids *ci = &b->ids[j];
+        tsm_catmap *cm = &b->m->catmaps[b->m->n_catmaps++];
+        cm->feature = (uint32_t)b->cb->cats[j].flat_index;
+        cm->n = ci->n;
+        cm->hashes = ci->hashes; /* moved */
+        ci->hashes = NULL;
     }
     return TS_OK;
 }
@@ -320,6 +618,7 @@ ts_status tscb_build(const tscb_model *cb, ts_model_format format, const char *n
     ts_model *m = b.m;
     if (cb->dim > 1) st = tsm_model_set_outputs(m, cb->dim, err);
     if (st == TS_OK) st = check_features(&b);
+    if (st == TS_OK) st = check_categorical(&b);
     if (st == TS_OK) st = cb->oblivious ? oblivious_trees(&b) : nonsymmetric_trees(&b);
     if (st == TS_OK) {
         int zero_bias = 1;
@@ -336,16 +635,31 @@ ts_status tscb_build(const tscb_model *cb, ts_model_format format, const char *n
             }
         }
     }
+    if (st == TS_OK) st = add_catmaps(&b);
     if (st == TS_OK) {
         int32_t top = -1;
-        int names = cb->n_floats > 0;
-        for (uint32_t i = 0; i < cb->n_floats; i++) {
+        for (uint32_t i = 0; i < cb->n_floats; i++)
             if (cb->floats[i].flat_index > top) top = cb->floats[i].flat_index;
-            names &= cb->floats[i].flat_index == (int32_t)i && cb->floats[i].name && cb->floats[i].name[0];
-        }
+        for (uint32_t i = 0; i < cb->n_cats; i++)
+            if (cb->cats[i].flat_index > top) top = cb->cats[i].flat_index;
         m->n_features_declared = (uint32_t)(top + 1);
-        for (uint32_t i = 0; names && i < cb->n_floats && st == TS_OK; i++)
-            st = tsm_model_add_feature_name(m, cb->floats[i].name, strlen(cb->floats[i].name), err);
+        /* names when every column 0 .. top is a named feature */
+        uint32_t n_cols = (uint32_t)(top + 1), named = 0;
+        const char **names = n_cols ? calloc(n_cols, sizeof *names) : NULL;
+        if (n_cols && !names) st = ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
+        for (uint32_t i = 0; names && i < cb->n_floats; i++)
+            if (cb->floats[i].name && cb->floats[i].name[0] && !names[cb->floats[i].flat_index]) {
+                names[cb->floats[i].flat_index] = cb->floats[i].name;
+                named++;
+            }
+        for (uint32_t i = 0; names && i < cb->n_cats; i++)
+            if (cb->cats[i].name && cb->cats[i].name[0] && !names[cb->cats[i].flat_index]) {
+                names[cb->cats[i].flat_index] = cb->cats[i].name;
+                named++;
+            }
+        for (uint32_t i = 0; names && named == n_cols && i < n_cols && st == TS_OK; i++)
+            st = tsm_model_add_feature_name(m, names[i], strlen(names[i]), err);
+        free(names);
         if (st == TS_OK) {
             memcpy(m->objective, cb->objective, sizeof m->objective);
             m->objective[sizeof m->objective - 1] = '\0';
@@ -359,10 +673,41 @@ ts_status tscb_build(const tscb_model *cb, ts_model_format format, const char *n
     free(b.leaf_at);
     free(b.ir_of);
     free(b.stack);
+    for (uint32_t j = 0; b.ids && j < cb->n_cats; j++) free(b.ids[j].hashes);
+    free(b.ids);
+    for (uint32_t i = 0; b.ctrv && i < cb->n_ctrs; i++) free(b.ctrv[i].of_id);
+    free(b.ctrv);
+    free(b.words);
     if (st != TS_OK) {
         ts_model_free(m);
         return st;
     }
     *out = m;
     return TS_OK;
+}
+
+/* ---- category ids (public) --------------------------------------------------------- */
+
+static const tsm_catmap *catmap_of(const ts_model *m, uint32_t column) {
+    for (uint32_t i = 0; m && i < m->n_catmaps; i++)
+        if (m->catmaps[i].feature == column) return &m->catmaps[i];
+    return NULL;
+}
+
+int ts_model_is_categorical(const ts_model *model, uint32_t column) { return catmap_of(model, column) != NULL; }
+
+ts_status ts_model_category_hash_id(const ts_model *model, uint32_t column, uint32_t hash, float *id, ts_error *err) {
+    if (!model || !id) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_category_hash_id: model or id is NULL");
+    const tsm_catmap *cm = catmap_of(model, column);
+    if (!cm)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "column %u is not a hashed categorical column of the model", column);
+    int64_t k = id_of(cm->hashes, cm->n, hash);
+    *id = k < 0 ? NAN : (float)k;
+    return TS_OK;
+}
+
+ts_status ts_model_category_id(const ts_model *model, uint32_t column, const char *text, size_t len, float *id,
+                               ts_error *err) {
+    if (!text && len) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "ts_model_category_id: text is NULL");
+    return ts_model_category_hash_id(model, column, tscb_category_hash(text ? text : "", len), id, err);
 }

@@ -58,6 +58,41 @@ typedef struct tscb_float {
     char *name;                 /* FeatureId, or NULL */
 } tscb_float;
 
+/* Categorical features (catboost_core.c, "Categorical features", has the semantics). */
+typedef struct tscb_cat {
+    int32_t index, flat_index;  /* among categorical features; the column */
+    uint32_t *onehot;           /* the one-hot values (category hashes) of its one-hot splits */
+    uint32_t n_onehot;
+    char *name;                 /* FeatureId, or NULL */
+} tscb_cat;
+
+enum {
+    TSCB_CTR_BORDERS = 0, TSCB_CTR_BUCKETS, TSCB_CTR_BINARIZED_MEAN, TSCB_CTR_FLOAT_MEAN, TSCB_CTR_COUNTER,
+    TSCB_CTR_FEATURE_FREQ
+};
+
+/* A CTR table (ctr_data): rows of (projection hash, stride - 1 values). */
+typedef struct tscb_ctr_table {
+    char *id;                   /* its identifier (the CTR base: type and projection) */
+    uint32_t stride;            /* 1 + values per row */
+    long long counter_denominator;
+    uint64_t *keys;             /* n_rows */
+    double *values;             /* n_rows * (stride - 1) */
+    size_t n_rows;
+} tscb_ctr_table;
+
+/* A CTR feature (features_info.ctrs): a value of one categorical feature's table, binarized. */
+typedef struct tscb_ctr {
+    int type;                   /* TSCB_CTR_* */
+    int32_t cat;                /* the categorical feature (index among them); -1: a combination */
+    char *combination;          /* a description of a projection of several elements, or NULL */
+    uint32_t target_border_idx;
+    float prior_num, prior_denom, shift, scale;
+    float *borders;
+    uint32_t n_borders;
+    char *table_id;             /* the identifier of its table */
+} tscb_ctr;
+
 typedef struct tscb_model {
     uint32_t dim;               /* ApproxDimension */
     tscb_float *floats;
@@ -77,7 +112,18 @@ typedef struct tscb_model {
     double *bias;               /* dim values */
     uint32_t n_bias;
     char objective[64];         /* the loss function's name, or "" */
+    tscb_cat *cats;
+    uint32_t n_cats;
+    tscb_ctr *ctrs;
+    uint32_t n_ctrs;
+    tscb_ctr_table *tables;
+    uint32_t n_tables;
 } tscb_model;
+
+/* CatBoost's hash of a category's text: CityHash64 (util/digest/city.h, CityHash 1.0.x)
+ * of its bytes, low 32 bits (CalcCatFeatureHash). cityhash.c. */
+uint64_t tscb_cityhash64(const void *data, size_t len);
+uint32_t tscb_category_hash(const char *text, size_t len);
 
 /* The loss function's name (params.loss_function.type) from the training parameters
  * object the parser is at (consumed; best effort: out stays "" when it is not there). */

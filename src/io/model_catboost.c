@@ -33,7 +33,9 @@
  *   TKeyValue   0 Key:string  1 Value:string
  * The bias is MultiBias when it is present and not empty, else Bias for every output
  * (TModelTrees::SetScaleAndBias). What the arrays mean: catboost_core.h.
- * Categorical (one-hot, CTR), text and embedding features are refused by name.
+ * Categorical features with one-hot splits are read (catboost_core.c, "Categorical
+ * features"); CTR splits are refused (their tables are in the parts: the JSON model has
+ * them), and so are text and embedding features, by name.
  */
 
 #define CBM_MAGIC "CBM1"
@@ -80,10 +82,75 @@ static ts_status refuse_kind(cbm_ctx *c, const tsfb_table *trees, unsigned id, c
     char ex[64];
     tsio_excerpt(ex, sizeof ex, s, n);
     return tsio_fail(c->err, TS_ERR_UNSUPPORTED, c->name, 0, 0,
-                     "the model has %zu %s feature%s (the first: %s feature %d, column %d%s%s%s): only float features "
-                     "are supported yet (categorical one-hot and CTR splits, text and embedding features are not)",
+                     "the model has %zu %s feature%s (the first: %s feature %d, column %d%s%s%s): only float and "
+                     "categorical features are supported (text and embedding features are not)",
                      v.len, kind, v.len == 1 ? "" : "s", kind, (int)index, (int)flat, n ? ", '" : "", n ? ex : "",
                      n ? "'" : "");
+}
+
+/* CatFeatures (TCatFeature: 0 Index, 1 FlatIndex, 2 FeatureId) and OneHotFeatures
+ * (TOneHotFeature: 0 CatFeatureIndex, 1 Values:[int], 2 StringValues:[string]): the
+ * categorical features and their one-hot values. CtrFeatures are refused: their tables are
+ * in the model parts after the core, which this loader does not read yet. */
+static ts_status read_cat_features(cbm_ctx *c, const tsfb_table *trees) {
+    tsfb_vector v, oh;
+    if (tsfb_vector_field(trees, 4, 4, &v) < 0) return bad(c, "ModelTrees.CatFeatures");
+    if (tsfb_vector_field(trees, 7, 4, &oh) < 0) return bad(c, "ModelTrees.CtrFeatures");
+    if (oh.len)
+        return tsio_fail(c->err, TS_ERR_UNSUPPORTED, c->name, 0, 0,
+                         "the model has %zu CTR feature%s: CTR splits are read from CatBoost's JSON model only "
+                         "(save_model(path, format=\"json\") keeps the CTR tables); this .cbm loader reads float "
+                         "and one-hot splits",
+                         oh.len, oh.len == 1 ? "" : "s");
+    if (v.len > TSM_MAX_FEATURES)
+        return tsio_fail(c->err, TS_ERR_LIMIT, c->name, 0, 0, "%zu categorical features (the limit is %u)", v.len,
+                         TSM_MAX_FEATURES);
+    if (v.len == 0) return TS_OK;
+    c->cb.cats = calloc(v.len, sizeof *c->cb.cats);
+    if (!c->cb.cats) return oom(c);
+    c->cb.n_cats = (uint32_t)v.len;
+    for (size_t i = 0; i < v.len; i++) {
+        tscb_cat *f = &c->cb.cats[i];
+        tsfb_table ft;
+        const char *s;
+        size_t n;
+        if (tsfb_vector_table(&v, i, &ft) < 0 || tsfb_i32(&ft, 0, -1, &f->index) < 0 ||
+            tsfb_i32(&ft, 1, -1, &f->flat_index) < 0 || tsfb_string_field(&ft, 2, &s, &n) < 0)
+            return bad(c, "a CatFeatures entry");
+        if (f->index != (int32_t)i)
+            return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "categorical feature %zu has Index %d", i,
+                             (int)f->index);
+        if (n && !memchr(s, '\0', n)) {
+            f->name = malloc(n + 1);
+            if (!f->name) return oom(c);
+            memcpy(f->name, s, n);
+            f->name[n] = '\0';
+        }
+    }
+    if (tsfb_vector_field(trees, 6, 4, &oh) < 0) return bad(c, "ModelTrees.OneHotFeatures");
+    int32_t last = -1;
+    for (size_t i = 0; i < oh.len; i++) {
+        tsfb_table ft;
+        tsfb_vector vals;
+        int32_t cat;
+        if (tsfb_vector_table(&oh, i, &ft) < 0 || tsfb_i32(&ft, 0, -1, &cat) < 0 ||
+            tsfb_vector_field(&ft, 1, 4, &vals) < 0)
+            return bad(c, "a OneHotFeatures entry");
+        if (cat < 0 || (uint32_t)cat >= c->cb.n_cats || cat <= last)
+            return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0,
+                             "one-hot feature %zu names categorical feature %d (of %u, ascending expected)", i,
+                             (int)cat, c->cb.n_cats);
+        last = cat;
+        tscb_cat *f = &c->cb.cats[cat];
+        if (vals.len > TSM_MAX_LEAVES) return bad(c, "OneHotFeatures.Values");
+        f->n_onehot = (uint32_t)vals.len;
+        if (vals.len) {
+            f->onehot = malloc(vals.len * sizeof *f->onehot);
+            if (!f->onehot) return oom(c);
+            for (size_t k = 0; k < vals.len; k++) f->onehot[k] = (uint32_t)tsfb_vec_i32(&vals, k);
+        }
+    }
+    return TS_OK;
 }
 
 static ts_status read_float_features(cbm_ctx *c, const tsfb_table *trees) {
@@ -160,17 +227,15 @@ static ts_status read_core(cbm_ctx *c, const uint8_t *buf, size_t size) {
     int r = tsfb_table_field(&core, 1, &trees);
     if (r < 0) return bad(c, "TModelCore.ModelTrees");
     if (r == 0) return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "no ModelTrees in the model");
-    TS_TRY(refuse_kind(c, &trees, 4, "categorical"));
     TS_TRY(refuse_kind(c, &trees, 12, "text"));
     TS_TRY(refuse_kind(c, &trees, 18, "embedding"));
-    static const struct { unsigned id; const char *what; } also[] = {
-        {6, "one-hot categorical split"}, {7, "CTR"}, {13, "estimated (text or embedding)"}};
+    static const struct { unsigned id; const char *what; } also[] = {{13, "estimated (text or embedding)"}};
     for (size_t i = 0; i < sizeof also / sizeof also[0]; i++) {
         tsfb_vector v;
         if (tsfb_vector_field(&trees, also[i].id, 4, &v) < 0) return bad(c, also[i].what);
         if (v.len)
             return tsio_fail(c->err, TS_ERR_UNSUPPORTED, c->name, 0, 0,
-                             "the model has %zu %s feature%s: only float features are supported yet", v.len,
+                             "the model has %zu %s feature%s: only float and categorical features are supported", v.len,
                              also[i].what, v.len == 1 ? "" : "s");
     }
     int32_t dim;
@@ -180,6 +245,7 @@ static ts_status read_core(cbm_ctx *c, const uint8_t *buf, size_t size) {
                          "ApproxDimension %d is outside [1, %u]", (int)dim, TSM_MAX_OUTPUTS);
     c->cb.dim = (uint32_t)dim;
     TS_TRY(read_float_features(c, &trees));
+    TS_TRY(read_cat_features(c, &trees));
     size_t n_sizes, n_starts;
     TS_TRY(i32_vector(c, &trees, 1, "ModelTrees.TreeSplits", &c->cb.splits, &c->cb.n_splits));
     TS_TRY(i32_vector(c, &trees, 2, "ModelTrees.TreeSizes", &c->cb.tree_sizes, &n_sizes));

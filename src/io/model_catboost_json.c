@@ -1,5 +1,7 @@
 /* model_catboost_json.c: loader for CatBoost's JSON model (save_model(format="json")), read into CatBoost's model arrays as CatBoost's own JSON import does. */
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +37,12 @@
  * split's "float_feature_index" and "border", when present, name the very border its
  * split_index does (a file whose two disagree is refused rather than read one way).
  * What the arrays mean: catboost_core.h.
- * Categorical, text and embedding features are refused by name. Recursion over NODEs is
+ * Categorical features: "categorical_features" [{"feature_index", "flat_feature_index",
+ * "feature_id", "values"?: one-hot hashes}], "ctrs" [{"borders", "ctr_type", "elements",
+ * "identifier", priors, "scale", "shift", "target_border_idx"}] and "ctr_data"
+ * {identifier: {"counter_denominator", "hash_map": [key, value, ...], "hash_stride"}};
+ * splits "OneHotFeature" and "OnlineCtr" by their split_index as well (catboost_core.c,
+ * "Categorical features"). Text and embedding features are refused by name. Recursion over NODEs is
  * bounded by the JSON parser's nesting limit (TSJ_MAX_DEPTH).
  */
 
@@ -44,7 +51,7 @@ typedef struct cj_ctx {
     const char *name;
     ts_error *err;
     tscb_model cb;
-    size_t cap_floats, cap_sizes, cap_splits, cap_steps, cap_leaves;
+    size_t cap_floats, cap_sizes, cap_splits, cap_steps, cap_leaves, cap_cats, cap_ctrs, cap_tables;
     /* per split: the float feature and border it says it is (-1: not said) */
     int32_t *said_feature;
     float *said_border;
@@ -166,6 +173,305 @@ static ts_status read_float_feature(cj_ctx *c) {
     return TS_OK;
 }
 
+/* A categorical feature: {"feature_id", "feature_index", "flat_feature_index", "values"?:
+ * [hash, ...]} (values: its one-hot values, CatBoost's int32 view of the hashes). */
+static ts_status read_cat_feature(cj_ctx *c) {
+    char key[TSJ_KEY_MAX];
+    int has, more;
+    size_t at = tsj_offset(&c->p);
+    if (c->cb.n_cats >= TSM_MAX_FEATURES)
+        return tsj_fail(&c->p, TS_ERR_LIMIT, "more than %u categorical features", TSM_MAX_FEATURES);
+    TS_TRY(grow(c, (void **)&c->cb.cats, &c->cap_cats, c->cb.n_cats + 1, sizeof *c->cb.cats));
+    tscb_cat *f = &c->cb.cats[c->cb.n_cats++];
+    memset(f, 0, sizeof *f);
+    f->index = f->flat_index = -1;
+    size_t cap = 0;
+    char id[256] = "";
+    TS_TRY(tsj_object_begin(&c->p));
+    while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
+        long long v;
+        if (!strcmp(key, "feature_index")) {
+            TS_TRY(read_int(c, key, 0, TSM_MAX_FEATURES - 1, &v));
+            f->index = (int32_t)v;
+        } else if (!strcmp(key, "flat_feature_index")) {
+            TS_TRY(read_int(c, key, 0, TSM_MAX_FEATURES - 1, &v));
+            f->flat_index = (int32_t)v;
+        } else if (!strcmp(key, "values")) {
+            TS_TRY(tsj_array_begin(&c->p));
+            while (tsj_array_next(&c->p, &more) == TS_OK && more) {
+                if (f->n_onehot >= TSM_MAX_LEAVES) return tsj_fail(&c->p, TS_ERR_LIMIT, "too many one-hot values");
+                TS_TRY(grow(c, (void **)&f->onehot, &cap, (size_t)f->n_onehot + 1, sizeof *f->onehot));
+                TS_TRY(read_int(c, "values", INT32_MIN, UINT32_MAX, &v));
+                f->onehot[f->n_onehot++] = (uint32_t)v;
+            }
+            TS_TRY(c->p.status);
+        } else if (!strcmp(key, "feature_id") || !strcmp(key, "feature_name")) {
+            int truncated;
+            if (id[0] && key[8] == 'i') {
+                TS_TRY(tsj_skip(&c->p));
+                continue;
+            }
+            TS_TRY(tsj_string_prefix(&c->p, id, sizeof id, &truncated));
+            if (truncated) id[0] = '\0';
+        } else {
+            TS_TRY(tsj_skip(&c->p));
+        }
+    }
+    TS_TRY(c->p.status);
+    if (f->flat_index < 0 || f->index != (int32_t)(c->cb.n_cats - 1))
+        return tsj_fail_at(&c->p, TS_ERR_PARSE, at,
+                           "categorical feature %u: no \"flat_feature_index\", or its \"feature_index\" %d is not its "
+                           "position", c->cb.n_cats - 1, (int)f->index);
+    if (id[0]) {
+        f->name = malloc(strlen(id) + 1);
+        if (!f->name) return oom(c);
+        strcpy(f->name, id);
+    }
+    return TS_OK;
+}
+
+#define CJ_ID_MAX 4096
+
+static ts_status dup_string(cj_ctx *c, const char *s, char **out) {
+    *out = malloc(strlen(s) + 1);
+    if (!*out) return oom(c);
+    strcpy(*out, s);
+    return TS_OK;
+}
+
+static int ctr_type_of(const char *s) {
+    static const char *names[] = {"Borders", "Buckets", "BinarizedTargetMeanValue", "FloatTargetMeanValue", "Counter",
+                                  "FeatureFreq"};
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+/* One projection element {"cat_feature_index": i, "combination_element": "cat_feature_value"}
+ * (or a binarized float / one-hot condition): appended to desc; *cat the categorical
+ * feature when it is a plain categorical value, else -1. */
+static ts_status read_ctr_element(cj_ctx *c, char *desc, size_t cap, int32_t *cat) {
+    char key[TSJ_KEY_MAX], kind[64] = "";
+    int has, truncated;
+    long long cf = -1;
+    tsj_type t;
+    TS_TRY(tsj_object_begin(&c->p));
+    while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
+        if (!strcmp(key, "cat_feature_index") && tsj_peek(&c->p, &t) == TS_OK && t == TSJ_NUMBER) {
+            TS_TRY(read_int(c, key, 0, TSM_MAX_FEATURES - 1, &cf));
+        } else if (!strcmp(key, "combination_element")) {
+            TS_TRY(tsj_string_prefix(&c->p, kind, sizeof kind, &truncated));
+            for (char *q = kind; *q; q++)
+                if ((unsigned char)*q < 0x20 || *q == 0x7f || *q == '\'') *q = '?';
+        } else {
+            TS_TRY(tsj_skip(&c->p));
+        }
+    }
+    TS_TRY(c->p.status);
+    size_t len = strlen(desc);
+    if (len + 1 < cap)
+        snprintf(desc + len, cap - len, "%s%s%s%lld", len ? " x " : "",
+                 !strcmp(kind, "cat_feature_value") ? "categorical feature " : kind,
+                 !strcmp(kind, "cat_feature_value") ? "" : " ", cf);
+    *cat = !strcmp(kind, "cat_feature_value") && cf >= 0 ? (int32_t)cf : -1;
+    return TS_OK;
+}
+
+/* A "ctrs" entry: {"borders", "ctr_type", "elements", "identifier", "prior_denomerator",
+ * "prior_numerator", "scale", "shift", "target_border_idx"}. */
+static ts_status read_ctr(cj_ctx *c) {
+    char key[TSJ_KEY_MAX], desc[256] = "", *ident = NULL;
+    int has, more;
+    size_t at = tsj_offset(&c->p);
+    if (c->cb.n_ctrs >= TSM_MAX_FEATURES) return tsj_fail(&c->p, TS_ERR_LIMIT, "more than %u CTRs", TSM_MAX_FEATURES);
+    TS_TRY(grow(c, (void **)&c->cb.ctrs, &c->cap_ctrs, c->cb.n_ctrs + 1, sizeof *c->cb.ctrs));
+    tscb_ctr *r = &c->cb.ctrs[c->cb.n_ctrs++];
+    memset(r, 0, sizeof *r);
+    r->type = -1;
+    r->cat = -1;
+    r->prior_denom = 1.0f;
+    r->scale = 1.0f;
+    size_t cap = 0, n_elements = 0;
+    int32_t cat = -1, plain = 1;
+    TS_TRY(tsj_object_begin(&c->p));
+    while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
+        long long v;
+        if (!strcmp(key, "borders")) {
+            TS_TRY(tsj_array_begin(&c->p));
+            while (tsj_array_next(&c->p, &more) == TS_OK && more) {
+                if (r->n_borders >= UINT32_MAX / 2) return tsj_fail(&c->p, TS_ERR_LIMIT, "too many borders");
+                TS_TRY(grow(c, (void **)&r->borders, &cap, (size_t)r->n_borders + 1, sizeof *r->borders));
+                TS_TRY(read_float(c, "borders", &r->borders[r->n_borders]));
+                r->n_borders++;
+            }
+            TS_TRY(c->p.status);
+        } else if (!strcmp(key, "ctr_type")) {
+            char s[64];
+            int truncated;
+            size_t sat = tsj_offset(&c->p);
+            TS_TRY(tsj_string_prefix(&c->p, s, sizeof s, &truncated));
+            r->type = truncated ? -1 : ctr_type_of(s);
+            if (r->type < 0) {
+                for (char *q = s; *q; q++)
+                    if ((unsigned char)*q < 0x20 || *q == 0x7f) *q = '?';
+                return tsj_fail_at(&c->p, TS_ERR_UNSUPPORTED, sat, "CTR type \"%s\" is not supported", s);
+            }
+        } else if (!strcmp(key, "elements")) {
+            TS_TRY(tsj_array_begin(&c->p));
+            while (tsj_array_next(&c->p, &more) == TS_OK && more) {
+                int32_t e;
+                TS_TRY(read_ctr_element(c, desc, sizeof desc, &e));
+                if (e < 0) plain = 0;
+                cat = e;
+                n_elements++;
+            }
+            TS_TRY(c->p.status);
+        } else if (!strcmp(key, "identifier")) {
+            if (!ident && !(ident = malloc(CJ_ID_MAX))) return oom(c);
+            ts_status st = tsj_string(&c->p, ident, CJ_ID_MAX);
+            if (st != TS_OK) {
+                free(ident);
+                return st;
+            }
+            free(r->table_id);
+            r->table_id = ident;
+            ident = NULL;
+        } else if (!strcmp(key, "prior_numerator")) {
+            TS_TRY(read_float(c, key, &r->prior_num));
+        } else if (!strcmp(key, "prior_denomerator") || !strcmp(key, "prior_denominator")) {
+            TS_TRY(read_float(c, key, &r->prior_denom));
+        } else if (!strcmp(key, "scale")) {
+            TS_TRY(read_float(c, key, &r->scale));
+        } else if (!strcmp(key, "shift")) {
+            TS_TRY(read_float(c, key, &r->shift));
+        } else if (!strcmp(key, "target_border_idx")) {
+            TS_TRY(read_int(c, key, 0, 65535, &v));
+            r->target_border_idx = (uint32_t)v;
+        } else {
+            TS_TRY(tsj_skip(&c->p));
+        }
+    }
+    TS_TRY(c->p.status);
+    if (r->type < 0 || n_elements == 0 || !r->table_id)
+        return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "CTR %u: no \"ctr_type\", \"elements\" or \"identifier\"",
+                           c->cb.n_ctrs - 1);
+    if (n_elements == 1 && plain)
+        r->cat = cat;
+    else
+        TS_TRY(dup_string(c, desc, &r->combination));
+    return TS_OK;
+}
+
+/* "ctr_data": {identifier: {"counter_denominator", "hash_map": [key, v, ..., key, v, ...],
+ * "hash_stride": 1 + values per row}, ...}. Keys are longer than the parser's key buffer:
+ * each is decoded from its text in the input. */
+static ts_status read_ctr_table(cj_ctx *c, tscb_ctr_table *t) {
+    char key[TSJ_KEY_MAX];
+    int has, more;
+    size_t at = tsj_offset(&c->p), hash_at = 0;
+    long long v;
+    int has_map = 0;
+    tsj_parser saved;
+    TS_TRY(tsj_object_begin(&c->p));
+    while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
+        if (!strcmp(key, "counter_denominator")) {
+            TS_TRY(read_int(c, key, 0, INT32_MAX, &t->counter_denominator));
+        } else if (!strcmp(key, "hash_stride")) {
+            TS_TRY(read_int(c, key, 2, 65536, &v));
+            t->stride = (uint32_t)v;
+        } else if (!strcmp(key, "hash_map")) {
+            saved = c->p; /* read once the stride is known */
+            hash_at = tsj_offset(&c->p);
+            has_map = 1;
+            TS_TRY(tsj_skip(&c->p));
+        } else {
+            TS_TRY(tsj_skip(&c->p));
+        }
+    }
+    TS_TRY(c->p.status);
+    if (!has_map || t->stride == 0)
+        return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "a ctr_data table without \"hash_map\" or \"hash_stride\"");
+    tsj_parser end = c->p;
+    c->p = saved;
+    size_t cap_keys = 0, cap_vals = 0, col = 0, n_vals = 0;
+    TS_TRY(tsj_array_begin(&c->p));
+    while (tsj_array_next(&c->p, &more) == TS_OK && more) {
+        if (col == 0) {
+            char s[32];
+            tsj_type ty;
+            size_t kat = tsj_offset(&c->p);
+            TS_TRY(tsj_peek(&c->p, &ty));
+            if (ty == TSJ_STRING) {
+                TS_TRY(tsj_string(&c->p, s, sizeof s));
+            } else {
+                const char *tok;
+                size_t n;
+                TS_TRY(tsj_number(&c->p, &tok, &n));
+                if (n >= sizeof s) n = sizeof s - 1;
+                memcpy(s, tok, n);
+                s[n] = '\0';
+            }
+            char *e;
+            errno = 0;
+            unsigned long long k = strtoull(s, &e, 10);
+            if (!s[0] || *e || s[0] == '-' || errno == ERANGE)
+                return tsj_fail_at(&c->p, TS_ERR_PARSE, kat, "a ctr_data key is not an unsigned 64-bit integer");
+            if (t->n_rows >= ((size_t)1 << 32)) return tsj_fail(&c->p, TS_ERR_LIMIT, "a ctr_data table too large");
+            TS_TRY(grow(c, (void **)&t->keys, &cap_keys, t->n_rows + 1, sizeof *t->keys));
+            t->keys[t->n_rows++] = (uint64_t)k;
+        } else {
+            TS_TRY(grow(c, (void **)&t->values, &cap_vals, n_vals + 1, sizeof *t->values));
+            TS_TRY(read_double(c, "hash_map", &t->values[n_vals++]));
+        }
+        col = (col + 1) % t->stride;
+    }
+    TS_TRY(c->p.status);
+    if (col != 0)
+        return tsj_fail_at(&c->p, TS_ERR_PARSE, hash_at, "a ctr_data \"hash_map\" of %zu rows is cut short (stride %u)",
+                           t->n_rows, t->stride);
+    for (size_t i = 0; i < n_vals; i++)
+        if (!(t->values[i] >= -1e30 && t->values[i] <= 1e30))
+            return tsj_fail_at(&c->p, TS_ERR_PARSE, hash_at, "a ctr_data value is not finite");
+    c->p = end;
+    return TS_OK;
+}
+
+static ts_status read_ctr_data(cj_ctx *c) {
+    char key[TSJ_KEY_MAX];
+    int has;
+    TS_TRY(tsj_object_begin(&c->p));
+    for (;;) {
+        size_t kat = tsj_offset(&c->p);
+        TS_TRY(tsj_object_next(&c->p, key, &has));
+        if (!has) break;
+        size_t vat = tsj_offset(&c->p);
+        const char *q = memchr(c->p.data + kat, '"', vat - kat);
+        if (!q) return tsj_fail_at(&c->p, TS_ERR_PARSE, kat, "a ctr_data key");
+        tsj_parser kp;
+        tsj_init(&kp, q, (size_t)(c->p.data + vat - q), 0, c->name, NULL);
+        char *id = malloc(CJ_ID_MAX);
+        if (!id) return oom(c);
+        if (tsj_string(&kp, id, CJ_ID_MAX) != TS_OK) {
+            free(id);
+            return tsj_fail_at(&c->p, TS_ERR_LIMIT, kat, "a ctr_data key longer than %d bytes", CJ_ID_MAX - 1);
+        }
+        if (c->cb.n_tables >= TSM_MAX_FEATURES) {
+            free(id);
+            return tsj_fail(&c->p, TS_ERR_LIMIT, "too many ctr_data tables");
+        }
+        ts_status st = grow(c, (void **)&c->cb.tables, &c->cap_tables, c->cb.n_tables + 1, sizeof *c->cb.tables);
+        if (st != TS_OK) {
+            free(id);
+            return st;
+        }
+        tscb_ctr_table *t = &c->cb.tables[c->cb.n_tables++];
+        memset(t, 0, sizeof *t);
+        t->id = id;
+        TS_TRY(read_ctr_table(c, t));
+    }
+    return c->p.status;
+}
+
 /* A features_info entry of a kind the IR cannot score: refused, naming its first feature. */
 static ts_status refuse_features(cj_ctx *c, const char *kind) {
     size_t at = tsj_offset(&c->p);
@@ -208,8 +514,7 @@ static ts_status refuse_features(cj_ctx *c, const char *kind) {
     if (count == 0) return TS_OK;
     return tsj_fail_at(&c->p, TS_ERR_UNSUPPORTED, at,
                        "the model has %zu %s feature%s (the first: %s feature %lld, column %lld%s%s%s): only float "
-                       "features are supported yet (categorical one-hot and CTR splits, text and embedding features "
-                       "are not)",
+                       "and categorical features are supported (text and embedding features are not)",
                        count, kind, count == 1 ? "" : "s", kind, index, flat, id[0] ? ", '" : "", id, id[0] ? "'" : "");
 }
 
@@ -224,13 +529,17 @@ static ts_status read_features_info(cj_ctx *c) {
             while (tsj_array_next(&c->p, &more) == TS_OK && more) TS_TRY(read_float_feature(c));
             TS_TRY(c->p.status);
         } else if (!strcmp(key, "categorical_features")) {
-            TS_TRY(refuse_features(c, "categorical"));
+            TS_TRY(tsj_array_begin(&c->p));
+            while (tsj_array_next(&c->p, &more) == TS_OK && more) TS_TRY(read_cat_feature(c));
+            TS_TRY(c->p.status);
         } else if (!strcmp(key, "text_features")) {
             TS_TRY(refuse_features(c, "text"));
         } else if (!strcmp(key, "embedding_features")) {
             TS_TRY(refuse_features(c, "embedding"));
         } else if (!strcmp(key, "ctrs")) {
-            TS_TRY(refuse_features(c, "CTR"));
+            TS_TRY(tsj_array_begin(&c->p));
+            while (tsj_array_next(&c->p, &more) == TS_OK && more) TS_TRY(read_ctr(c));
+            TS_TRY(c->p.status);
         } else {
             TS_TRY(tsj_skip(&c->p));
         }
@@ -263,12 +572,12 @@ static ts_status read_split(cj_ctx *c) {
             int truncated;
             size_t sat = tsj_offset(&c->p);
             TS_TRY(tsj_string_prefix(&c->p, s, sizeof s, &truncated));
-            if (truncated || strcmp(s, "FloatFeature")) {
+            if (truncated || (strcmp(s, "FloatFeature") && strcmp(s, "OneHotFeature") && strcmp(s, "OnlineCtr"))) {
                 for (char *q = s; *q; q++)
                     if ((unsigned char)*q < 0x20 || *q == 0x7f) *q = '?';
                 return tsj_fail_at(&c->p, TS_ERR_UNSUPPORTED, sat,
-                                   "a split of type \"%s\": only float feature splits are supported yet (one-hot and "
-                                   "CTR splits of categorical features, and text and embedding features, are not)",
+                                   "a split of type \"%s\": only float feature, one-hot and CTR splits are supported "
+                                   "(text and embedding features are not)",
                                    s);
             }
         } else {
@@ -328,7 +637,13 @@ static ts_status read_oblivious_tree(cj_ctx *c) {
             }
             TS_TRY(c->p.status);
         } else if (!strcmp(key, "splits") && !has_splits) {
+            tsj_type t;
             has_splits = 1;
+            TS_TRY(tsj_peek(&c->p, &t));
+            if (t == TSJ_NULL) { /* a tree of depth 0 (CatBoost writes null for its empty splits) */
+                TS_TRY(tsj_skip(&c->p));
+                continue;
+            }
             TS_TRY(tsj_array_begin(&c->p));
             while (tsj_array_next(&c->p, &more) == TS_OK && more) TS_TRY(read_split(c));
             TS_TRY(c->p.status);
@@ -518,6 +833,8 @@ static ts_status parse_document(cj_ctx *c) {
     while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
         if (!strcmp(key, "features_info"))
             TS_TRY(read_features_info(c));
+        else if (!strcmp(key, "ctr_data"))
+            TS_TRY(read_ctr_data(c));
         else if (!strcmp(key, "oblivious_trees"))
             TS_TRY(read_trees(c, 1));
         else if (!strcmp(key, "trees"))

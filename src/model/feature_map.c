@@ -56,6 +56,8 @@ static void mark_used(const ts_model *m, unsigned char *used) {
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) used[m->trees[t].nodes[i].feature] = 1;
     for (uint32_t k = 0; k < m->n_catsets; k++)
         if (m->catsets[k].feature < m->n_features) used[m->catsets[k].feature] = 1;
+    for (uint32_t k = 0; k < m->n_catmaps; k++) /* a hashed categorical column is read even when unsplit */
+        if (m->catmaps[k].feature < m->n_features) used[m->catmaps[k].feature] = 1;
 }
 
 /* remap[f] = the column of used feature f; fails naming (the first few) absent names. */
@@ -123,6 +125,8 @@ static void apply(ts_model *m, const uint32_t *remap, char **names, uint32_t n_n
         if (c->feature < m->n_features) c->feature = remap[c->feature];
         c->hash = catset_rehash(m, c);
     }
+    for (uint32_t k = 0; k < m->n_catmaps; k++)
+        if (m->catmaps[k].feature < m->n_features) m->catmaps[k].feature = remap[m->catmaps[k].feature];
     for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
     free(m->feature_names);
     m->feature_names = names;

@@ -33,6 +33,8 @@ void ts_model_free(ts_model *m) {
     free(m->output_base);
     free(m->catsets);
     free(m->cat_words);
+    for (uint32_t i = 0; i < m->n_catmaps; i++) free(m->catmaps[i].hashes);
+    free(m->catmaps);
     free(m);
 }
 

@@ -94,6 +94,18 @@ typedef struct tsm_catset {
     uint32_t hash;      /* of all of the above but word0, for sharing */
 } tsm_catset;
 
+/* Category ids (CatBoost): a categorical column whose values are hashes of text (CatBoost's
+ * CityHash of the category's string) is scored on ids instead: the model knows n hashes
+ * for the column, ascending in `hashes`, and category id i (0 .. n-1) is hashes[i]. The
+ * loader writes the column's splits as category sets over these ids; any other value
+ * (NaN, an id >= n, a negative one) is a category the model never saw. ts_model_category_id
+ * maps a category's text to its id. */
+typedef struct tsm_catmap {
+    uint32_t feature;   /* the column */
+    uint32_t n;         /* known categories */
+    uint32_t *hashes;   /* n, ascending, distinct */
+} tsm_catmap;
+
 typedef struct tsm_tree {
     uint32_t n_nodes;      /* internal nodes */
     uint32_t n_leaves;     /* == n_nodes + 1 */
@@ -141,6 +153,9 @@ struct ts_model {
     uint32_t n_catsets, catsets_capacity;
     uint32_t *cat_words;
     size_t n_cat_words, cat_words_capacity;
+    /* Category ids of hashed categorical columns (CatBoost), one per such column. */
+    tsm_catmap *catmaps;
+    uint32_t n_catmaps;
 };
 
 /* ---- Building (loaders) ------------------------------------------------------------ */

@@ -17,7 +17,14 @@ scores must equal CatBoost's own predict(prediction_type="RawFormulaVal") bit fo
 - scoring rows with NaN, +-inf, -0.0, and every border of the model (read from the JSON),
   the float just below and just above it, in each feature, the other columns random.
 
-Refused with a clear message: categorical features (one-hot and CTR), a scale other than 1.
+Categorical features (test_catboost_categorical): one-hot and CTR splits of single
+categorical features (Borders, Buckets, Counter, BinarizedTargetMeanValue; RMSE, Logloss,
+MultiClass; oblivious, Depthwise, Lossguide), string, UTF-8 and integer categories of every
+CityHash length class, unseen categories; rows carry category ids computed here
+independently of the loader (CatBoost's own hashes, from its Python export, ranked among
+the hashes the JSON model holds).
+Refused with a clear message: CTRs over combinations of features, CTR models as .cbm,
+text features, a scale other than 1.
 Truncated .cbm files are refused without a crash.
 """
 
@@ -215,24 +222,222 @@ def test_catboost_bias_and_scale(workdir):
         assert p.returncode == 1 and "scale 2" in p.stderr and "not supported" in p.stderr, p.stderr
 
 
-def test_catboost_categorical_refused(workdir):
-    """One-hot and CTR models: refused, naming the categorical feature and its column."""
-    import catboost
+# ---- categorical features (issue 24, part 2) ---------------------------------------------
+
+CAT_HASH_MULT = 0x4906BA494954CB65
+CAT_KEY_INV = pow(CAT_HASH_MULT * CAT_HASH_MULT, -1, 1 << 64)  # CalcHash(0, h) = M * M * h mod 2^64
+# strings of every CityHash length class (0, 1-3, 4-8, 9-16, 17-32, 33-64, 65+), and UTF-8
+CITIES = ["", "a", "bc", "Oslo", "Helsinki", "Copenhagen", "Reykjavik-Nord", "Saint Petersburg", "Llanfairpwllgwyngyll",
+          "Rio de Janeiro, Estado do Rio de Janeiro", "x" * 64, "Tallinn " * 9, "Zürich", "東京", "1", "-7", "nan",
+          "Bergen", "Turku", "Aarhus"]
+TAGS = ["red", "green", "blue", "grey"]
+
+
+def cat_frame(n, seed, unseen=False):
+    """Float columns f0 (NaN in 10% of the rows) and f1, a string column city (20
+    categories), an integer column level (0..11) and a string column tag (4 values).
+    With unseen: categories training never saw in every categorical column."""
     import pandas as pd
-    rng = np.random.default_rng(7)
-    df = pd.DataFrame({"a": rng.normal(size=400), "color": rng.choice(["red", "green", "blue", "grey"], 400),
-                       "b": rng.normal(size=400)})
-    y = df["a"] + (df["color"] == "red") + rng.normal(0, 0.1, 400)
-    for what, extra in (("ctr", {}), ("onehot", dict(one_hot_max_size=10))):
-        m = catboost.CatBoost(dict(iterations=5, depth=3, verbose=0, allow_writing_files=False, thread_count=1, **extra))
-        m.fit(catboost.Pool(df, y, cat_features=["color"]))
-        for fmt, suffix in (("cbm", ".cbm"), ("json", ".json")):
-            path = workdir / f"cb-cat-{what}{suffix}"
-            m.save_model(str(path), format=fmt)
-            p = H.run_cli(["info", "-m", path])
-            assert p.returncode == 1, p
-            assert "categorical feature" in p.stderr and "column 1" in p.stderr and "'color'" in p.stderr, p.stderr
-            assert "not supported yet" in p.stderr or "are supported yet" in p.stderr, p.stderr
+    rng = np.random.default_rng(seed)
+    f0 = rng.normal(size=n).astype(F32).astype(np.float64)
+    f0[rng.random(n) < 0.1] = np.nan
+    df = pd.DataFrame({"f0": f0, "city": rng.choice(CITIES, n), "level": rng.integers(0, 12, n),
+                       "f1": rng.normal(size=n).astype(F32).astype(np.float64), "tag": rng.choice(TAGS, n)})
+    if unseen:
+        df.loc[df.index[::7], "city"] = "Atlantis"
+        df.loc[df.index[1::9], "level"] = 99
+        df.loc[df.index[2::11], "level"] = -3
+        df.loc[df.index[3::8], "tag"] = "mauve"
+    return df
+
+
+def cat_target(df, loss, seed=5):
+    rng = np.random.default_rng(seed)
+    city = df["city"].map({c: i for i, c in enumerate(CITIES)}).fillna(0).to_numpy()
+    z = (np.nan_to_num(df["f0"].to_numpy(), nan=0.5) + 0.3 * (city % 5) + 0.4 * (df["level"].to_numpy() % 4)
+         + 0.8 * (df["tag"] == "red") + 0.2 * df["f1"] + rng.normal(0, 0.1, len(df)))
+    if loss == "Logloss":
+        return (z > np.median(z)).astype(int)
+    if loss == "MultiClass":
+        return np.digitize(z, np.quantile(z, [0.33, 0.66]))
+    return z
+
+
+CAT_COLS = ["city", "level", "tag"]
+COMMON_CAT = dict(iterations=30, depth=4, max_ctr_complexity=1, one_hot_max_size=1)
+CAT_CASES = {
+    "onehot-rmse": ("RMSE", dict(one_hot_max_size=255)),
+    "onehot-multiclass-depthwise": ("MultiClass", dict(one_hot_max_size=255, grow_policy="Depthwise")),
+    "ctr-borders-rmse": ("RMSE", dict(simple_ctr=["Borders:TargetBorderCount=3"])),
+    "ctr-counter-mean-rmse": ("RMSE", dict(simple_ctr=["Counter", "BinarizedTargetMeanValue:TargetBorderCount=2"])),
+    "ctr-buckets-rmse": ("RMSE", dict(simple_ctr=["Buckets:TargetBorderCount=2"])),
+    "ctr-logloss": ("Logloss", {}),
+    "ctr-multiclass": ("MultiClass", dict(simple_ctr=["Borders", "Buckets", "Counter"])),
+    "mixed-depthwise": ("RMSE", dict(grow_policy="Depthwise", one_hot_max_size=4)),
+    "mixed-lossguide-multiclass": ("MultiClass", dict(grow_policy="Lossguide", one_hot_max_size=4, max_leaves=12)),
+}
+
+
+def cat_model(name):
+    """(.cbm, .json) of CAT_CASES[name], trained once on cat_frame (cached)."""
+    import catboost
+    loss, extra = CAT_CASES[name]
+    params = dict(dict(COMMON_CAT, loss_function=loss, random_seed=0, thread_count=1, verbose=0,
+                       allow_writing_files=False), **extra)
+    if params.get("grow_policy") == "Lossguide":
+        params.pop("depth")
+    df = cat_frame(900, 3)
+    y = cat_target(df, loss)
+    key = dict(params=params, catboost=catboost.__version__, cities=CITIES)
+
+    def build(path):
+        m = catboost.CatBoost(params)
+        m.fit(catboost.Pool(df, y, cat_features=CAT_COLS))
+        m.save_model(str(path))
+
+    cbm = H.cached_file(f"cb-cat-{name}", ".cbm", build, **key)
+
+    def build_json(path):
+        m = catboost.CatBoost()
+        m.load_model(str(cbm))
+        m.save_model(str(path), format="json")
+
+    return cbm, H.cached_file(f"cb-cat-{name}", ".json", build_json, cbm=cbm.name, **key)
+
+
+def catboost_hashes(cbm, df, workdir):
+    """{category text: CatBoost's 32-bit hash} of every value of df's categorical columns,
+    from CatBoost itself (its Python export writes the hashes of the pool's values; the
+    hash is the model's: any small oblivious model trained on df has them)."""
+    import ast
+    import catboost
+    m = catboost.CatBoost(dict(iterations=1, depth=1, verbose=0, allow_writing_files=False, thread_count=1))
+    m.fit(catboost.Pool(df, np.arange(len(df)) % 2, cat_features=CAT_COLS))
+    py = workdir / f"{cbm.stem}-hashes.py"
+    m.save_model(str(py), format="python", pool=catboost.Pool(df, cat_features=CAT_COLS))
+    text = py.read_text(encoding="utf-8")
+    block = text[text.index("cat_features_hashes = {") + len("cat_features_hashes = {"):]
+    block = block[:block.index("\n}")]
+    out = {}
+    for line in block.strip().splitlines():
+        k, v = line.rsplit(":", 1)
+        key = ast.literal_eval(k.strip())  # a str of the UTF-8 bytes' code points
+        out[key.encode("latin-1").decode("utf-8")] = int(v.strip().rstrip(",")) & 0xFFFFFFFF
+    return out
+
+
+def known_hashes(js):
+    """{column: sorted category hashes the model knows} from the JSON model, computed here
+    independently of the loader: one-hot values and the CTR tables' keys (M * M * h)."""
+    j = json.loads(js.read_text())
+    cats = j["features_info"].get("categorical_features", [])
+    known = {c["flat_feature_index"]: {v & 0xFFFFFFFF for v in c.get("values", [])} for c in cats}
+    flat = {c["feature_index"]: c["flat_feature_index"] for c in cats}
+    tables = j.get("ctr_data", {})
+    for ctr in j["features_info"].get("ctrs", []):
+        (el,) = ctr["elements"]
+        rows = tables[ctr["identifier"]]
+        stride = rows["hash_stride"]
+        for key in rows["hash_map"][::stride]:
+            key = int(key)
+            if key == (1 << 64) - 1:
+                continue
+            h = key * CAT_KEY_INV % (1 << 64)
+            assert h < (1 << 31) or h >= (1 << 64) - (1 << 31), key
+            known[flat[el["cat_feature_index"]]].add(h & 0xFFFFFFFF)
+    return {col: sorted(v) for col, v in known.items()}
+
+
+def cat_id_rows(cbm, js, df, workdir):
+    """df as float32 rows for the C API: float columns as they are, each categorical column
+    as the category's id (its rank among the model's known hashes); a category the model
+    never saw as NaN, -1, 1e6 or the first id past the known ones, in turn."""
+    hashes = catboost_hashes(cbm, df, workdir)
+    known = known_hashes(js)
+    X = np.empty((len(df), df.shape[1]), dtype=np.float64)
+    unseen = [np.nan, -1.0, 1e6, None]
+    n_unseen = 0
+    for c, label in enumerate(df.columns):
+        if label not in CAT_COLS:
+            X[:, c] = df[label].to_numpy()
+            continue
+        ids = {h: i for i, h in enumerate(known.get(c, []))}
+        for r, v in enumerate(df[label]):
+            i = ids.get(hashes[str(v)])
+            if i is None:
+                u = unseen[n_unseen % len(unseen)]
+                i = len(ids) if u is None else u
+                n_unseen += 1
+            X[r, c] = i
+    assert n_unseen > 0
+    return X
+
+
+@pytest.mark.parametrize("name", sorted(CAT_CASES))
+def test_catboost_categorical(engine, workdir, name):
+    """One-hot and CTR models (single categorical features), every engine, rows with NaN
+    float values and unseen categories: equal to CatBoost's RawFormulaVal on the DataFrame."""
+    import catboost
+    cbm, js = cat_model(name)
+    df = cat_frame(400, 4, unseen=True)
+    m = catboost.CatBoost()
+    m.load_model(str(cbm))
+    ref = np.asarray(m.predict(df, prediction_type="RawFormulaVal", thread_count=1)).reshape(len(df), -1)
+    k = ref.shape[1]
+    X = cat_id_rows(cbm, js, df, workdir)
+    raw = workdir / f"{cbm.stem}.f32"
+    C.write_raw(raw, X)
+    paths = [js] + ([cbm] if name.startswith("onehot") else [])
+    for path in paths:
+        ours = C.score_k(path, raw, len(X), k, engine, "--format", "raw")
+        for j in range(k):
+            H.assert_exact(ours[:, j], ref[:, j], X, None, f"{path.name} output {j} of {k}, engine {engine}")
+
+
+def test_catboost_categorical_shapes():
+    """The cases hold what they claim: one-hot only, CTRs of the named types, both."""
+    types = {}
+    for name in CAT_CASES:
+        _, js = cat_model(name)
+        j = json.loads(js.read_text())
+        fi = j["features_info"]
+        onehot = any(c.get("values") for c in fi["categorical_features"])
+        types[name] = (onehot, sorted({c["ctr_type"] for c in fi.get("ctrs", [])}))
+    assert types["onehot-rmse"] == (True, [])
+    assert types["ctr-borders-rmse"] == (False, ["Borders"])
+    assert types["ctr-counter-mean-rmse"] == (False, ["BinarizedTargetMeanValue", "Counter"])
+    assert types["ctr-buckets-rmse"] == (False, ["Buckets"])
+    assert types["ctr-multiclass"] == (False, ["Borders", "Buckets", "Counter"])
+    assert types["mixed-depthwise"][0] and types["mixed-depthwise"][1]
+
+
+def test_catboost_categorical_refused(workdir):
+    """CTRs over combinations of features (max_ctr_complexity > 1) are refused by name;
+    a .cbm with CTRs is refused, pointing to the JSON model; text features by name."""
+    import catboost
+    df = cat_frame(600, 8)
+    y = cat_target(df, "RMSE")
+    m = catboost.CatBoost(dict(iterations=40, depth=6, verbose=0, allow_writing_files=False, thread_count=1,
+                               random_seed=0, max_ctr_complexity=3, one_hot_max_size=1))
+    m.fit(catboost.Pool(df, y, cat_features=CAT_COLS))
+    js = workdir / "cb-cat-combination.json"
+    m.save_model(str(js), format="json")
+    assert any(len(c["elements"]) > 1 for c in json.loads(js.read_text())["features_info"]["ctrs"])
+    p = H.run_cli(["info", "-m", js])
+    assert p.returncode == 1, p
+    assert "CTR over a combination of features" in p.stderr and "not supported yet" in p.stderr, p.stderr
+    assert "categorical feature" in p.stderr and " x " in p.stderr, p.stderr
+    cbm, _ = cat_model("ctr-borders-rmse")
+    p = H.run_cli(["info", "-m", cbm])
+    assert p.returncode == 1, p
+    assert "CTR feature" in p.stderr and "format=\"json\"" in p.stderr, p.stderr
+    text = catboost.CatBoost(dict(iterations=3, depth=2, verbose=0, allow_writing_files=False, thread_count=1))
+    tdf = df.assign(note=[f"word{i % 5} other{i % 3}" for i in range(len(df))])[["f0", "note"]]
+    text.fit(catboost.Pool(tdf, y, text_features=["note"]))
+    path = workdir / "cb-text.cbm"
+    text.save_model(str(path))
+    p = H.run_cli(["info", "-m", path])
+    assert p.returncode == 1 and "text feature" in p.stderr and "'note'" in p.stderr, p
 
 
 def test_catboost_formats_and_detection(workdir):

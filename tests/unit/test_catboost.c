@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "io/catboost_core.h"
 #include "io/flatbuf.h"
 #include "io/loaders.h"
 #include "model/forest.h"
@@ -380,18 +381,180 @@ static void test_refusals(void) {
     t = edited("cb_small_oblivious.json", "\"split_index\": 2", "\"split_index\": 99", &n);
     if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "float borders");
     free(t);
-    t = edited("cb_small_oblivious.json", "\"FloatFeature\"", "\"OnlineCtr\"", &n);
-    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "OnlineCtr");
+    t = edited("cb_small_oblivious.json", "\"FloatFeature\"", "\"TextFeature\"", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "TextFeature");
     free(t);
     t = edited("cb_small_oblivious.json", "\"nan_value_treatment\": \"AsIs\"", "\"nan_value_treatment\": \"Maybe\"", &n);
     if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "nan_value_treatment");
     free(t);
-    t = edited("cb_small_oblivious.json", "\"features_info\": {", "\"features_info\": {\"categorical_features\": "
-               "[{\"feature_index\": 0, \"flat_feature_index\": 5, \"feature_id\": \"city\"}],", &n);
-    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "column 5, 'city'");
+    t = edited("cb_small_oblivious.json", "\"features_info\": {", "\"features_info\": {\"text_features\": "
+               "[{\"feature_index\": 0, \"flat_feature_index\": 5, \"feature_id\": \"note\"}],", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "column 5, 'note'");
     free(t);
     t = edited("cb_small_multiclass_depthwise.json", "\"value\": [", "\"value\": [0, ", &n);
     if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "values per leaf");
+    free(t);
+}
+
+/* ---- categorical features ------------------------------------------------------------ */
+
+/* CatBoost 1.2.10's hashes of these strings (CalcCatFeatureHash; read from the
+ * cat_features_hashes of its Python export), one or more of every CityHash length class. */
+static const struct { const char *text; uint32_t hash; } hash_vectors[] = {
+    {"", 797982799u},
+    {"a", 3489901818u},
+    {"ab", 4090249022u},
+    {"abc", 978243121u},
+    {"abcd", 345588365u},
+    {"3", 593172586u},
+    {"0", 2856682258u},
+    {"-1", 288298918u},
+    {"12345678", 1054993967u},
+    {"123456789", 1389760245u},
+    {"hello world!xyz", 559830919u},
+    {"xxxxxxxxxxxxxxxx", 2067776764u},
+    {"yyyyyyyyyyyyyyyyy", 782355611u},
+    {"0123456789abcdefghijklmnopqrstuv", 2366114102u},
+    {"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz", 2675455389u},
+    {"The quick brown fox jumps over the lazy dog, then again, and again and again!!!!", 265100789u},
+    {"\xc3\x9cn\xc3\xaf" "c\xc3\xb6" "d\xc3\xa9", 1012553189u},
+    {"nan", 761118297u},
+    {"None", 1875838226u},
+    {"1.5", 3968731103u},
+};
+/* the same character n times */
+static const struct { char c; size_t n; uint32_t hash; } hash_repeats[] = {
+    {'q', 64, 2229749267u},
+    {'r', 65, 1172359415u},
+    {'s', 128, 616771141u},
+    {'k', 200, 587922392u},
+};
+
+static void test_category_hash(void) {
+    for (size_t i = 0; i < COUNT(hash_vectors); i++) {
+        uint32_t h = tscb_category_hash(hash_vectors[i].text, strlen(hash_vectors[i].text));
+        CHECK_MSG(h == hash_vectors[i].hash, "hash of '%s': %u, CatBoost %u", hash_vectors[i].text, h,
+                  hash_vectors[i].hash);
+    }
+    for (size_t i = 0; i < COUNT(hash_repeats); i++) {
+        char buf[256];
+        memset(buf, hash_repeats[i].c, hash_repeats[i].n);
+        uint32_t h = tscb_category_hash(buf, hash_repeats[i].n);
+        CHECK_MSG(h == hash_repeats[i].hash, "hash of '%c' x %zu: %u, CatBoost %u", hash_repeats[i].c,
+                  hash_repeats[i].n, h, hash_repeats[i].hash);
+    }
+}
+
+/*
+ * cb_small_ctr.json (BinarizedTargetMeanValue CTRs of both categorical features) and
+ * cb_small_onehot.{cbm,json} (one-hot splits), columns f0 (float), city (strings), level
+ * (integers): CatBoost 1.2.10's RawFormulaVal of the DataFrame rows below (the last two
+ * with categories the models never saw), tests/data/PROVENANCE.md.
+ */
+struct cat_row {
+    float f0;
+    const char *city, *level;
+};
+static const struct cat_row cat_rows[] = {
+    {0x1.0000000000000p-2f, "Oslo", "0"},
+    {-0x1.0000000000000p+0f, "Bergen", "1"},
+    {NAN, "Turku", "2"},
+    {0x0.0p+0f, "Aarhus", "3"},
+    {0x1.8000000000000p+0f, "Saint Petersburg", "4"},
+    {-0x1.3333340000000p-2f, "Z\xc3\xbcrich", "5"},
+    {0x1.6666660000000p-1f, "Atlantis", "9"},
+    {0x1.0000000000000p+1f, "", "-1"},
+};
+static const double cat_ctr_ref[] = {0x1.7bf3e5d5500cfp-1, 0x1.a7542d7d07810p-4, 0x1.aa4b214c8b87bp-1,
+                                     0x1.62a30071505cbp+0, 0x1.49ceadd70cc95p+1, 0x1.84fe69e420ee1p+0,
+                                     0x1.f058b3b6b5955p+0, 0x1.24ab82af71772p+1};
+static const double cat_onehot_ref[] = {0x1.7c98ee27a84c2p+0, 0x1.08d7b67807e85p-1, 0x1.b4ca7db6b3451p-1,
+                                        0x1.1e222b6dbf104p+0, 0x1.f40dcf6813fd3p+0, 0x1.476ea331e1366p+0,
+                                        0x1.b09c0942fbb90p+0, 0x1.f40dcf6813fd3p+0};
+
+/* The rows as ids (ts_model_category_id), scored by `engine`; unseen categories also as
+ * every other value an unseen id may take. */
+static void check_categorical(const char *name, ts_model_format fmt, const double *ref, ts_engine engine) {
+    ts_model *m = load(name, fmt);
+    if (!m) return;
+    ts_error err;
+    CHECK(!ts_model_is_categorical(m, 0) && ts_model_is_categorical(m, 1) && ts_model_is_categorical(m, 2));
+    CHECK(!ts_model_is_categorical(m, 3) && !ts_model_is_categorical(NULL, 1));
+    float id;
+    CHECK(ts_model_category_id(m, 0, "x", 1, &id, &err) == TS_ERR_INVALID_ARGUMENT);
+    CHECK(ts_model_category_id(m, 1, NULL, 1, &id, &err) == TS_ERR_INVALID_ARGUMENT);
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = engine;
+    ts_scorer *s = NULL;
+    ts_status st = ts_scorer_create(m, &o, &s, &err);
+    CHECK_MSG(st == TS_OK, "%s: %s", name, err.message);
+    if (st != TS_OK) {
+        ts_model_free(m);
+        return;
+    }
+    static const float unseen[] = {NAN, -1.0f, 1e6f, 100.0f, -0.0f};
+    for (size_t i = 0; i < COUNT(cat_rows); i++) {
+        float row[3] = {cat_rows[i].f0, 0, 0}, h_id;
+        const char *texts[2] = {cat_rows[i].city, cat_rows[i].level};
+        int seen = 1;
+        for (int c = 0; c < 2; c++) {
+            CHECK(ts_model_category_id(m, (uint32_t)c + 1, texts[c], strlen(texts[c]), &row[c + 1], &err) == TS_OK);
+            CHECK(ts_model_category_hash_id(m, (uint32_t)c + 1, tscb_category_hash(texts[c], strlen(texts[c])), &h_id,
+                                            &err) == TS_OK);
+            CHECK(row[c + 1] == h_id || (row[c + 1] != row[c + 1] && h_id != h_id));
+            seen &= row[c + 1] == row[c + 1];
+        }
+        /* the CTR model knows every training category (its tables); the one-hot models
+         * only the values their splits test */
+        if (ref == cat_ctr_ref) CHECK_MSG(seen == (i < 6), "%s row %zu: seen %d", name, i, seen);
+        size_t variants = seen ? 1 : COUNT(unseen) - 1; /* -0.0 is id 0, a known category */
+        for (size_t v = 0; v < variants; v++) {
+            float x[3] = {row[0], row[1], row[2]};
+            for (int c = 1; c < 3 && !seen; c++)
+                if (x[c] != x[c]) x[c] = unseen[v];
+            double got;
+            st = ts_scorer_score(s, x, 1, 3, 3, &got, &err);
+            CHECK_MSG(st == TS_OK && got == ref[i], "%s engine %s row %zu (unseen as %g): %a, CatBoost %a (%s)", name,
+                      ts_engine_name(engine), i, (double)unseen[v], got, ref[i], st == TS_OK ? "" : err.message);
+        }
+    }
+    ts_scorer_free(s);
+    ts_model_free(m);
+}
+
+static void test_categorical_scores(void) {
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_AUTO};
+    for (size_t e = 0; e < COUNT(engines); e++) {
+        check_categorical("cb_small_ctr.json", TS_FORMAT_CATBOOST_JSON, cat_ctr_ref, engines[e]);
+        check_categorical("cb_small_onehot.json", TS_FORMAT_CATBOOST_JSON, cat_onehot_ref, engines[e]);
+        check_categorical("cb_small_onehot.cbm", TS_FORMAT_CATBOOST, cat_onehot_ref, engines[e]);
+    }
+}
+
+static void test_categorical_refusals(void) {
+    size_t n;
+    char *t = edited("cb_small_ctr.json", "\"combination_element\": \"cat_feature_value\"",
+                     "\"combination_element\": \"float_feature\"", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "CTR over a combination of features");
+    free(t);
+    t = edited("cb_small_ctr.json", "\"ctr_data\"", "\"ctr_data_x\"", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "in ctr_data");
+    free(t);
+    t = edited("cb_small_ctr.json", "\"hash_stride\": 3", "\"hash_stride\": 4", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "expected a number"); /* a key read as a value */
+    free(t);
+    t = edited("cb_small_ctr.json", "\"hash_map\": [\n    \"", "\"hash_map\": [\n    \"1", &n); /* > 2^64 */
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "not an unsigned 64-bit integer");
+    free(t);
+    t = edited("cb_small_ctr.json", "\"4113955880835662641\"", "\"4113955880835662642\"", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "not the hash of one category");
+    free(t);
+    t = edited("cb_small_ctr.json", "\"ctr_type\": \"BinarizedTargetMeanValue\"", "\"ctr_type\": \"Magic\"", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "Magic");
+    free(t);
+    t = edited("cb_small_ctr.json", "\"flat_feature_index\": 1", "\"flat_feature_index\": 0", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "both float feature");
     free(t);
 }
 
@@ -399,7 +562,8 @@ static void test_refusals(void) {
  * runs this too) and fail named when they fail. */
 static void test_truncated_and_corrupted(void) {
     static const char *const names[] = {"cb_small_oblivious.cbm", "cb_small_multiclass_depthwise.cbm",
-                                        "cb_small_oblivious.json", "cb_small_multiclass_depthwise.json"};
+                                        "cb_small_oblivious.json", "cb_small_multiclass_depthwise.json",
+                                        "cb_small_onehot.cbm", "cb_small_ctr.json"};
     for (size_t k = 0; k < COUNT(names); k++) {
         size_t size;
         char *data = read_data_file(names[k], &size);
@@ -444,5 +608,8 @@ int main(void) {
     RUN_TEST(test_flatbuf);
     RUN_TEST(test_refusals);
     RUN_TEST(test_truncated_and_corrupted);
+    RUN_TEST(test_category_hash);
+    RUN_TEST(test_categorical_scores);
+    RUN_TEST(test_categorical_refusals);
     return check_summary("test_catboost");
 }
