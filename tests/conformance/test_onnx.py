@@ -77,6 +77,15 @@ class Ens:
             self._v5(at, rnd)
         else:
             self._v3(at, rnd, tree.op_type == "TreeEnsembleClassifier")
+        # an Add of a constant to the scores (treescore folds it into the base)
+        inits = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+        score = tree.output[-1]
+        self.add = None
+        for n in g.node:
+            if n.op_type == "Add" and score in n.input:
+                other = [i for i in n.input if i != score][0]
+                self.add = (n, other, inits[other])
+                self.base = self.base + rnd(inits[other].astype(np.float64).ravel())
 
     def _v3(self, at, rnd, classifier):
         tids = np.asarray(at["nodes_treeids"])
@@ -243,12 +252,17 @@ def ort_raw(model, X):
         node = helper.make_node("TreeEnsembleRegressor", list(tree.input), ["raw"], domain="ai.onnx.ml", **keep)
         ml = 3
     x_in = [i for i in g.input if i.name not in {t.name for t in g.initializer}]
-    graph = helper.make_graph(before + [node], "raw", x_in,
-                              [helper.make_tensor_value_info("raw", onnx.TensorProto.FLOAT, None)])
+    after, out, inits = [], "raw", []
+    if ens.add is not None:  # the Add of a constant to the scores, as the graph has it
+        after = [helper.make_node("Add", ["raw", ens.add[1]], ["raw_add"])]
+        inits = [numpy_helper.from_array(ens.add[2], ens.add[1])]
+        out = "raw_add"
+    graph = helper.make_graph(before + [node] + after, "raw", x_in,
+                              [helper.make_tensor_value_info(out, onnx.TensorProto.FLOAT, None)], inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", ml)])
     m.ir_version = 8
     Xin = X.astype(np.float32 if x_in[0].type.tensor_type.elem_type == 1 else np.float64)
-    out = _session(m.SerializeToString()).run(["raw"], {x_in[0].name: Xin})[0]
+    out = _session(m.SerializeToString()).run([out], {x_in[0].name: Xin})[0]
     return np.asarray(out, dtype=np.float64).reshape(len(X), -1)
 
 
@@ -364,6 +378,25 @@ def _v3_modes_model(agg="SUM", double=False):
     return m
 
 
+def _cast_model():
+    """A double graph input cast to float before a TreeEnsembleRegressor (float thresholds),
+    an Add of a constant after it (folded into the base), then an Identity."""
+    T = onnx.TensorProto
+    m = _v3_modes_model("SUM")
+    tree = m.graph.node[0]
+    tree.input[0] = "Xf"
+    tree.output[0] = "raw"
+    cast = helper.make_node("Cast", ["X"], ["Xf"], to=T.FLOAT)
+    add = helper.make_node("Add", ["raw", "c"], ["sum"])
+    ident = helper.make_node("Identity", ["sum"], ["Y"])
+    g = helper.make_graph([cast, tree, add, ident], "cast", [helper.make_tensor_value_info("X", T.DOUBLE, [None, N_FEATURES])],
+                          [helper.make_tensor_value_info("Y", T.FLOAT, [None, 2])],
+                          [numpy_helper.from_array(np.array([0.5, -0.25], np.float32), "c")])
+    m2 = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    m2.ir_version = 8
+    return m2
+
+
 def _cases():
     from sklearn.ensemble import (ExtraTreesRegressor, GradientBoostingClassifier, GradientBoostingRegressor,
                                   RandomForestClassifier, RandomForestRegressor)
@@ -387,6 +420,7 @@ def _cases():
         "v3-modes": lambda: _v3_modes_model("SUM"),
         "v3-modes-average": lambda: _v3_modes_model("AVERAGE"),
         "v3-modes-double": lambda: _v3_modes_model("SUM", double=True),
+        "v3-cast-add": _cast_model,
     }
     try:
         import lightgbm as lgb
