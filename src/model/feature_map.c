@@ -210,8 +210,7 @@ int tsm_features_are_sparse(uint32_t n_features, uint32_t n_used) {
     return (uint64_t)n_features > 4 * (uint64_t)n_used + 1024;
 }
 
-/* The position of f in ids[0..n) (ascending; f must be there). */
-static uint32_t rank_of(const uint32_t *ids, uint32_t n, uint32_t f) {
+uint32_t tsm_column_rank(const uint32_t *ids, uint32_t n, uint32_t f) {
     uint32_t lo = 0, hi = n;
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -222,7 +221,7 @@ static uint32_t rank_of(const uint32_t *ids, uint32_t n, uint32_t f) {
 }
 
 static uint32_t renumbered(const uint32_t *ids, uint32_t n, uint32_t first_derived, uint32_t f) {
-    return f >= first_derived ? n + (f - first_derived) : rank_of(ids, n, f);
+    return f >= first_derived ? n + (f - first_derived) : tsm_column_rank(ids, n, f);
 }
 
 void tsm_model_renumber(ts_model *m, const uint32_t *ids, uint32_t n, uint32_t first_derived) {

@@ -216,6 +216,9 @@ int tsm_features_are_sparse(uint32_t n_features, uint32_t n_used);
  * category sets and feature names follow; n_features becomes n plus the derived
  * columns, n_features_declared 0. Pass first_derived = m->n_features for a loaded model. */
 void tsm_model_renumber(ts_model *m, const uint32_t *ids, uint32_t n, uint32_t first_derived);
+/* The position of f in ids[0..n) (ascending, f among them): the column a renumbered model,
+ * or a row of those columns alone, has for feature f. */
+uint32_t tsm_column_rank(const uint32_t *ids, uint32_t n, uint32_t f);
 
 /* Call once after the last tree: computes n_features, checks feature ids against
  * n_features_declared when it is set, checks every tree's output (< n_outputs) and

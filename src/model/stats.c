@@ -1,17 +1,10 @@
 /* stats.c: statistics of a forest on data (QuickScorer's false nodes per document and tree). */
 #include "model/stats.h"
 
-/* The row's column of the model's column f: f itself, or its index in cols (ascending,
- * n_cols of them, f among them: the columns the model reads). */
+/* The row's column of the model's column f: f itself, or its place in cols (the columns
+ * the model reads, f among them). */
 static uint32_t column_of(const uint32_t *cols, uint32_t n_cols, uint32_t f) {
-    if (!cols) return f;
-    uint32_t lo = 0, hi = n_cols;
-    while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (cols[mid] <= f) lo = mid;
-        else hi = mid;
-    }
-    return lo;
+    return cols ? tsm_column_rank(cols, n_cols, f) : f;
 }
 
 /* False nodes of one tree for one row: every internal node, in any order (categorical

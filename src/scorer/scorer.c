@@ -168,15 +168,7 @@ static inline void load_f64(const ts_scorer *s, double *dst, const double *src) 
 static inline int copies_rows(const ts_scorer *s) { return s->cats != NULL || s->gather != NULL; }
 
 /* The engine column of the model's column f (a column the model reads). */
-static uint32_t gathered_column(const ts_scorer *s, uint32_t f) {
-    uint32_t lo = 0, hi = s->n_read;
-    while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s->columns[mid] <= f) lo = mid;
-        else hi = mid;
-    }
-    return lo;
-}
+static uint32_t gathered_column(const ts_scorer *s, uint32_t f) { return tsm_column_rank(s->columns, s->n_read, f); }
 
 /* The one rule of which columns a scorer of m reads: *ids = NULL (all of them), or, for
  * a model reading few of many (tsm_features_are_sparse), the n it reads, ascending. */
