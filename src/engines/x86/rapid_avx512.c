@@ -199,6 +199,25 @@ static inline __m512i codes16(const tsq *q, const tsq_feature *f, __m512 v) {
     return pos;
 }
 
+/* Natural codes of 16 values v of feature f by a binary search of its padded table
+ * (quant.h "Search tables"), one gather of 16 thresholds per step, four registers in step
+ * so that their gathers overlap: for features of more than TSQ_BLOCK_MAX thresholds
+ * (scikit-learn's trees: hundreds to thousands per feature), where the linear scan costs
+ * as much as the largest code of the lanes. NaN and the padding lanes (-inf) stay at 0:
+ * no threshold is below them. */
+static inline void codes64_search(const tsq *q, const tsq_feature *f, const __m512 v[4], size_t nd, __m512i nat[4]) {
+    const float *t = q->thr + f->table;
+    const size_t nv = (nd + 15) / 16;
+    for (size_t c = 0; c < 4; c++) nat[c] = _mm512_setzero_si512();
+    for (uint32_t s = (1u << f->steps) >> 1; s; s >>= 1) {
+        const __m512i step = _mm512_set1_epi32((int)s), off = _mm512_set1_epi32((int)s - 1);
+        for (size_t c = 0; c < nv; c++) {
+            __m512 tv = _mm512_i32gather_ps(_mm512_add_epi32(nat[c], off), t, 4);
+            nat[c] = _mm512_mask_add_epi32(nat[c], _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ), nat[c], step);
+        }
+    }
+}
+
 #define RS_LANES 64
 
 /* 16 x 16 floats transposed in registers (unpacks, then 128-bit lane shuffles). */
@@ -275,6 +294,8 @@ static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, s
     }
     if (f->blocks != UINT32_MAX)
         codes_blocked64(q->blk + f->blocks, v, nat);
+    else if (f->n_thr > TSQ_BLOCK_MAX)
+        codes64_search(q, f, v, nd, nat);
     else
         for (size_t c = 0; c < 4; c++) nat[c] = 16 * c < nd ? codes16(q, f, v[c]) : _mm512_setzero_si512();
     store_slot_codes(q, j, nat, nan, zero, codes);
