@@ -174,10 +174,14 @@ static int attr(const ox *c, const gnode *n, const char *name, tspb_msg *a) {
         tspb_msg am = tspb_sub(&it, &f), ai = am;
         tspb_field g = {0};
         int s;
+        /* the name decides: stop at it (an attribute's values may be millions of fields) */
         while ((s = tspb_next(&ai, &g)) > 0)
-            if (g.num == 1 && g.wire == TSPB_LEN && span_is(c, field_span(&g), name)) {
-                *a = am;
-                return 1;
+            if (g.num == 1 && g.wire == TSPB_LEN) {
+                if (span_is(c, field_span(&g), name)) {
+                    *a = am;
+                    return 1;
+                }
+                break;
             }
         if (s < 0) return -1;
     }
