@@ -90,12 +90,8 @@ static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, u
 /* Trees per block: the entries of a block fill a quarter of L2 (every group of the
  * document block reads them); cfg->tau when given. */
 static uint32_t block_trees(const rsl *L, const tse_config *cfg) {
-    uint32_t n = L->n_trees ? L->n_trees : 1, tau;
-    if (cfg->tau == TS_BLOCK_ALL)
-        tau = n;
-    else if (cfg->tau)
-        tau = cfg->tau;
-    else {
+    uint32_t n = L->n_trees ? L->n_trees : 1, tau = tsb_given_tau(cfg, n);
+    if (!tau) {
         double per_tree = ((double)L->n_entries * sizeof(rs_entry) + (double)L->n_skips * sizeof(rs_skip) +
                            (double)L->n_nodes * 8.0) / n + 1.0;
         double t = (double)tsr_cache_sizes()->l2 / 4 / per_tree;

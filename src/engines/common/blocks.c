@@ -12,17 +12,15 @@ uint32_t tsb_equal_blocks(uint32_t n, uint32_t tau) {
     return (n + n_blocks - 1) / n_blocks;
 }
 
+uint32_t tsb_given_tau(const tse_config *cfg, uint32_t n) { return cfg->tau == TS_BLOCK_ALL ? n : cfg->tau; }
+
 void tsb_block_sizes(const ts_model *m, const tse_config *cfg, const tsb_sizing *z, uint32_t *tau_out,
                      uint32_t *delta_out) {
     uint32_t n_trees = m->n_trees ? m->n_trees : 1;
     uint32_t lanes = z->lanes ? z->lanes : 1;
     size_t doc_bytes = z->doc_bytes ? z->doc_bytes : 1;
-    uint32_t tau;
-    if (cfg->tau == TS_BLOCK_ALL)
-        tau = n_trees;
-    else if (cfg->tau)
-        tau = cfg->tau;
-    else {
+    uint32_t tau = tsb_given_tau(cfg, n_trees);
+    if (!tau) {
         double t = (double)z->tree_budget / ((double)z->tree_bytes / n_trees + 1.0);
         tau = t < 1 ? 1 : t > n_trees ? n_trees : (uint32_t)t;
         tau = tsb_equal_blocks(n_trees, tau);

@@ -29,8 +29,12 @@ typedef struct tsb_sizing {
  * trees), else tau trees of the average size fill tree_budget (blocks made equal) and
  * delta documents doc_budget. delta is capped by max_block_bytes and TSB_MAX_DELTA and
  * rounded up to whole groups of lanes. (qs_layout.h's qsl_block_sizes and rapid's
- * block_trees have rules of their own; they share tsb_equal_blocks.) */
+ * block_trees have rules of their own; they share tsb_given_tau and tsb_equal_blocks.) */
 void tsb_block_sizes(const ts_model *m, const tse_config *cfg, const tsb_sizing *z, uint32_t *tau, uint32_t *delta);
+
+/* The trees per block the caller gave (cfg->tau; TS_BLOCK_ALL: all n, n >= 1), or 0 when
+ * the engine is to derive them: the rule qs, vqs, rapid and the 2D-blocked engines share. */
+uint32_t tsb_given_tau(const tse_config *cfg, uint32_t n);
 
 /* Blocks of equal size: n trees (n >= 1) in blocks of at most tau (tau >= 1) become
  * ceil(n / tau) blocks of ceil(n / that) trees (1,000 trees at tau 751: two blocks of

@@ -304,12 +304,8 @@ void qsl_block_sizes(const ts_model *m, const tse_config *cfg, const qsl_sizing 
     uint32_t delta = cfg->delta ? cfg->delta : z->default_delta;
     if (delta > QSL_MAX_DELTA) delta = QSL_MAX_DELTA; /* more documents per block gain nothing */
     delta = (delta + z->lanes - 1) / z->lanes * z->lanes;
-    uint32_t tau;
-    if (cfg->tau == TS_BLOCK_ALL)
-        tau = n_trees;
-    else if (cfg->tau)
-        tau = cfg->tau;
-    else {
+    uint32_t tau = tsb_given_tau(cfg, n_trees);
+    if (!tau) {
         /* A block's lists fill at most half of L2; the bitvectors of the documents
          * scored together fill the engine's budget. */
         double by_lists = (double)c->l2 / 2 / per_tree;
