@@ -63,7 +63,7 @@ def cat_frame(n, seed, unseen=False):
 @pytest.fixture(scope="module")
 def cat_models(tmp_path_factory):
     """A CTR model (single-feature CTRs, oblivious, RMSE), a one-hot model (Depthwise,
-    MultiClass) and a mixed one (Logloss): {name: (json path, cbm path or None, model)}."""
+    MultiClass) and a mixed one (Logloss): {name: (json path, cbm path, model)}."""
     d = tmp_path_factory.mktemp("cb-cat")
     df = cat_frame(700, 1)
     city = df["city"].map({c: i for i, c in enumerate(CITIES)}).to_numpy()
@@ -81,10 +81,8 @@ def cat_models(tmp_path_factory):
         m.fit(catboost.Pool(df, y, cat_features=["city", "level", "tag"]))
         js = d / f"{name}.json"
         m.save_model(str(js), format="json")
-        cbm = None
-        if name == "onehot":
-            cbm = d / f"{name}.cbm"
-            m.save_model(str(cbm))
+        cbm = d / f"{name}.cbm"
+        m.save_model(str(cbm))
         out[name] = (js, cbm, m)
     return out
 
@@ -99,7 +97,7 @@ def test_catboost_categorical_frames(cat_models, name):
     ref = np.asarray(m.predict(df, prediction_type="RawFormulaVal", thread_count=1))
     variants = [df, df.astype({"city": "category", "tag": "category"}), df.astype({"city": "string"}),
                 df[["tag", "f1", "level", "city", "f0"]]]
-    for path in [js] + ([cbm] if cbm else []):
+    for path in (js, cbm):
         for engine in ("naive", "qs", "vqs", "rapid", "trees-simd", "auto"):
             model = treescore.Model(str(path), engine=engine)
             for v in variants:

@@ -1,4 +1,5 @@
 /* model_catboost.c: loader for CatBoost's binary model (.cbm, save_model()'s default): "CBM1", a size, a FlatBuffers TModelCore. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,9 +34,9 @@
  *   TKeyValue   0 Key:string  1 Value:string
  * The bias is MultiBias when it is present and not empty, else Bias for every output
  * (TModelTrees::SetScaleAndBias). What the arrays mean: catboost_core.h.
- * Categorical features with one-hot splits are read (catboost_core.c, "Categorical
- * features"); CTR splits are refused (their tables are in the parts: the JSON model has
- * them), and so are text and embedding features, by name.
+ * Categorical features with one-hot and CTR splits are read (catboost_core.c,
+ * "Categorical features"; the CTR tables from the static CTR provider part); text and
+ * embedding features are refused by name.
  */
 
 #define CBM_MAGIC "CBM1"
@@ -90,18 +91,10 @@ static ts_status refuse_kind(cbm_ctx *c, const tsfb_table *trees, unsigned id, c
 
 /* CatFeatures (TCatFeature: 0 Index, 1 FlatIndex, 2 FeatureId) and OneHotFeatures
  * (TOneHotFeature: 0 CatFeatureIndex, 1 Values:[int], 2 StringValues:[string]): the
- * categorical features and their one-hot values. CtrFeatures are refused: their tables are
- * in the model parts after the core, which this loader does not read yet. */
+ * categorical features and their one-hot values. */
 static ts_status read_cat_features(cbm_ctx *c, const tsfb_table *trees) {
     tsfb_vector v, oh;
     if (tsfb_vector_field(trees, 4, 4, &v) < 0) return bad(c, "ModelTrees.CatFeatures");
-    if (tsfb_vector_field(trees, 7, 4, &oh) < 0) return bad(c, "ModelTrees.CtrFeatures");
-    if (oh.len)
-        return tsio_fail(c->err, TS_ERR_UNSUPPORTED, c->name, 0, 0,
-                         "the model has %zu CTR feature%s: CTR splits are read from CatBoost's JSON model only "
-                         "(save_model(path, format=\"json\") keeps the CTR tables); this .cbm loader reads float "
-                         "and one-hot splits",
-                         oh.len, oh.len == 1 ? "" : "s");
     if (v.len > TSM_MAX_FEATURES)
         return tsio_fail(c->err, TS_ERR_LIMIT, c->name, 0, 0, "%zu categorical features (the limit is %u)", v.len,
                          TSM_MAX_FEATURES);
@@ -149,6 +142,199 @@ static ts_status read_cat_features(cbm_ctx *c, const tsfb_table *trees) {
             if (!f->onehot) return oom(c);
             for (size_t k = 0; k < vals.len; k++) f->onehot[k] = (uint32_t)tsfb_vec_i32(&vals, k);
         }
+    }
+    return TS_OK;
+}
+
+static int fb_f32(const tsfb_table *t, unsigned id, float dflt, float *out) {
+    size_t pos;
+    int r = tsfb_field(t, id, 4, &pos);
+    *out = dflt;
+    if (r == 1) {
+        uint32_t u = tsfb_u32(t->buf, pos);
+        memcpy(out, &u, sizeof *out);
+    }
+    return r;
+}
+
+/* A TModelCtrBase (0 FeatureCombination: TFeatureCombination {0 CatFeatures:[int],
+ * 1 FloatSplits, 2 OneHotSplits}, 1 CtrType:byte (ECtrType: Borders, Buckets,
+ * BinarizedTargetMeanValue, FloatTargetMeanValue, Counter, FeatureFreq), 2
+ * TargetBorderClassifierIdx:int): its type, its table's id (type, projection, classifier),
+ * and its categorical feature (*cat; -1 and a description in *combination for a projection
+ * of several elements). */
+static ts_status read_ctr_base(cbm_ctx *c, const tsfb_table *base, int *type, char id[160], int32_t *cat,
+                               char **combination) {
+    tsfb_table comb;
+    tsfb_vector cats, fl, oh;
+    int32_t tbc;
+    int r = tsfb_table_field(base, 0, &comb);
+    if (r < 0 || tsfb_i8(base, 1, 0, type) < 0 || tsfb_i32(base, 2, 0, &tbc) < 0) return bad(c, "a TModelCtrBase");
+    cats.len = fl.len = oh.len = 0;
+    if (r == 1 && (tsfb_vector_field(&comb, 0, 4, &cats) < 0 || tsfb_vector_field(&comb, 1, 4, &fl) < 0 ||
+                   tsfb_vector_field(&comb, 2, 4, &oh) < 0))
+        return bad(c, "a TFeatureCombination");
+    if (*type < TSCB_CTR_BORDERS || *type > TSCB_CTR_FEATURE_FREQ)
+        return tsio_fail(c->err, TS_ERR_UNSUPPORTED, c->name, 0, 0, "CTR type %d is not supported", *type);
+    *cat = cats.len == 1 && fl.len == 0 && oh.len == 0 ? tsfb_vec_i32(&cats, 0) : -1;
+    snprintf(id, 160, "type %d, features %zu (first %d), float splits %zu, one-hot splits %zu, classifier %d", *type,
+             cats.len, cats.len ? (int)tsfb_vec_i32(&cats, 0) : -1, fl.len, oh.len, (int)tbc);
+    if (*cat < 0 && combination) {
+        char desc[256];
+        size_t len = 0;
+        desc[0] = '\0';
+        for (size_t i = 0; i < cats.len && len + 40 < sizeof desc; i++)
+            len += (size_t)snprintf(desc + len, sizeof desc - len, "%scategorical feature %d", i ? " x " : "",
+                                    (int)tsfb_vec_i32(&cats, i));
+        if (fl.len) len += (size_t)snprintf(desc + len, sizeof desc - len, " x %zu binarized float split%s", fl.len,
+                                            fl.len == 1 ? "" : "s");
+        if (oh.len && len + 40 < sizeof desc)
+            snprintf(desc + len, sizeof desc - len, " x %zu one-hot split%s", oh.len, oh.len == 1 ? "" : "s");
+        *combination = malloc(strlen(desc) + 1);
+        if (!*combination) return oom(c);
+        strcpy(*combination, desc);
+    }
+    return TS_OK;
+}
+
+/* CtrFeatures (TCtrFeature: 0 Ctr: TModelCtr {0 Base, 1 TargetBorderIdx, 2 PriorNum,
+ * 3 PriorDenom = 1, 4 Shift, 5 Scale = 1}, 1 Borders:[float]). */
+static ts_status read_ctr_features(cbm_ctx *c, const tsfb_table *trees) {
+    tsfb_vector v;
+    if (tsfb_vector_field(trees, 7, 4, &v) < 0) return bad(c, "ModelTrees.CtrFeatures");
+    if (v.len > TSM_MAX_FEATURES)
+        return tsio_fail(c->err, TS_ERR_LIMIT, c->name, 0, 0, "%zu CTR features (the limit is %u)", v.len,
+                         TSM_MAX_FEATURES);
+    if (v.len == 0) return TS_OK;
+    c->cb.ctrs = calloc(v.len, sizeof *c->cb.ctrs);
+    if (!c->cb.ctrs) return oom(c);
+    c->cb.n_ctrs = (uint32_t)v.len;
+    for (size_t i = 0; i < v.len; i++) {
+        tscb_ctr *r = &c->cb.ctrs[i];
+        tsfb_table ft, ctr, base;
+        tsfb_vector b;
+        int32_t tbi;
+        if (tsfb_vector_table(&v, i, &ft) < 0 || tsfb_table_field(&ft, 0, &ctr) != 1 ||
+            tsfb_vector_field(&ft, 1, 4, &b) < 0 || tsfb_table_field(&ctr, 0, &base) != 1 ||
+            tsfb_i32(&ctr, 1, 0, &tbi) < 0 || fb_f32(&ctr, 2, 0.0f, &r->prior_num) < 0 ||
+            fb_f32(&ctr, 3, 1.0f, &r->prior_denom) < 0 || fb_f32(&ctr, 4, 0.0f, &r->shift) < 0 ||
+            fb_f32(&ctr, 5, 1.0f, &r->scale) < 0)
+            return bad(c, "a CtrFeatures entry");
+        if (tbi < 0 || tbi > 65535)
+            return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "CTR %zu: TargetBorderIdx %d", i, (int)tbi);
+        r->target_border_idx = (uint32_t)tbi;
+        char id[160];
+        TS_TRY(read_ctr_base(c, &base, &r->type, id, &r->cat, &r->combination));
+        r->table_id = malloc(strlen(id) + 1);
+        if (!r->table_id) return oom(c);
+        strcpy(r->table_id, id);
+        if (b.len > UINT32_MAX / 2) return bad(c, "CtrFeatures.Borders");
+        r->n_borders = (uint32_t)b.len;
+        if (b.len) {
+            r->borders = malloc(b.len * sizeof *r->borders);
+            if (!r->borders) return oom(c);
+            for (size_t k = 0; k < b.len; k++) r->borders[k] = tsfb_vec_f32(&b, k);
+        }
+    }
+    return TS_OK;
+}
+
+/* One TCtrValueTable (0 ModelCtrBase, 1 IndexHashRaw:[ubyte]: buckets of {u64 hash, u32
+ * index}, 12 bytes each, hash 2^64-1 empty; 2 CTRBlob:[ubyte]: the rows an index names:
+ * {float sum, int count} for the mean value types, an int for Counter and FeatureFreq,
+ * TargetClassesCount ints for Borders and Buckets; 3 CounterDenominator:int; 4
+ * TargetClassesCount:int) into a table of (hash, values) rows. */
+static ts_status read_ctr_table(cbm_ctx *c, const uint8_t *buf, size_t size, tscb_ctr_table *t) {
+    tsfb_table root, base;
+    tsfb_vector hash, blob;
+    int32_t denom, classes;
+    int type;
+    int32_t cat;
+    char id[160];
+    if (tsfb_root(buf, size, &root) < 0 || tsfb_table_field(&root, 0, &base) != 1 ||
+        tsfb_vector_field(&root, 1, 1, &hash) < 0 || tsfb_vector_field(&root, 2, 1, &blob) < 0 ||
+        tsfb_i32(&root, 3, 0, &denom) < 0 || tsfb_i32(&root, 4, 0, &classes) < 0)
+        return bad(c, "a CTR table (TCtrValueTable)");
+    TS_TRY(read_ctr_base(c, &base, &type, id, &cat, NULL));
+    t->id = malloc(strlen(id) + 1);
+    if (!t->id) return oom(c);
+    strcpy(t->id, id);
+    t->counter_denominator = denom;
+    uint32_t vals = type == TSCB_CTR_COUNTER || type == TSCB_CTR_FEATURE_FREQ ? 1
+                    : type == TSCB_CTR_BINARIZED_MEAN || type == TSCB_CTR_FLOAT_MEAN ? 2
+                                                                                       : (uint32_t)classes;
+    if ((type == TSCB_CTR_BORDERS || type == TSCB_CTR_BUCKETS) && (classes < 1 || classes > 65535))
+        return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "a CTR table of %d target classes", (int)classes);
+    if (hash.len % 12)
+        return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "a CTR table's IndexHashRaw of %zu bytes (not 12-byte "
+                         "buckets)", hash.len);
+    size_t row_bytes = (size_t)vals * 4, n_blob_rows = blob.len / row_bytes, n_buckets = hash.len / 12;
+    t->stride = vals + 1;
+    t->keys = malloc((n_buckets ? n_buckets : 1) * sizeof *t->keys);
+    t->values = malloc((n_buckets ? n_buckets : 1) * vals * sizeof *t->values);
+    if (!t->keys || !t->values) return oom(c);
+    for (size_t k = 0; k < n_buckets; k++) {
+        uint64_t h = tsfb_u64(hash.buf, hash.pos + 12 * k);
+        uint32_t idx = tsfb_u32(hash.buf, hash.pos + 12 * k + 8);
+        if (h == UINT64_MAX) continue;
+        if (idx >= n_blob_rows)
+            return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "a CTR table bucket names row %u of %zu", idx,
+                             n_blob_rows);
+        size_t at = blob.pos + (size_t)idx * row_bytes;
+        double *row = t->values + t->n_rows * vals;
+        if (vals == 2 && (type == TSCB_CTR_BINARIZED_MEAN || type == TSCB_CTR_FLOAT_MEAN)) {
+            uint32_t u = tsfb_u32(blob.buf, at);
+            float sum;
+            memcpy(&sum, &u, sizeof sum);
+            if (sum != sum) return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "a CTR table's sum is NaN");
+            row[0] = sum;
+            row[1] = (int32_t)tsfb_u32(blob.buf, at + 4);
+        } else {
+            for (uint32_t j = 0; j < vals; j++) row[j] = (int32_t)tsfb_u32(blob.buf, at + 4 * (size_t)j);
+        }
+        t->keys[t->n_rows++] = h;
+    }
+    return TS_OK;
+}
+
+/* The model parts after the core (ModelPartIds): CatBoost's static CTR provider
+ * ("static_provider_v1": a count, then each table as a u32 size and a FlatBuffers
+ * TCtrValueTable), read when the model has CTR features. */
+static ts_status read_ctr_parts(cbm_ctx *c, const tsfb_table *core, const uint8_t *b, size_t size) {
+    if (c->cb.n_ctrs == 0) return TS_OK;
+    tsfb_vector ids;
+    const char *s = "";
+    size_t n = 0;
+    if (tsfb_vector_field(core, 3, 4, &ids) < 0) return bad(c, "TModelCore.ModelPartIds");
+    if (ids.len == 0 || tsfb_vector_string(&ids, 0, &s, &n) < 0 || n != 18 || memcmp(s, "static_provider_v1", 18))
+        return tsio_fail(c->err, TS_ERR_UNSUPPORTED, c->name, 0, 0,
+                         "the model has CTR features but its first model part is not CatBoost's static CTR provider "
+                         "(static_provider_v1)");
+    size_t at = 0;
+    if (size < 4) return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "truncated model: no CTR tables");
+    uint64_t count = tsfb_u32(b, 0);
+    at = 4;
+    if (count == 0xffffffffu) {
+        if (size < 12) return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "truncated model: no CTR tables");
+        count = tsfb_u64(b, 4);
+        at = 12;
+    }
+    if (count > (size - at) / 4)
+        return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "truncated model: %llu CTR tables in %zu bytes",
+                         (unsigned long long)count, size - at);
+    c->cb.tables = calloc(count ? count : 1, sizeof *c->cb.tables);
+    if (!c->cb.tables) return oom(c);
+    for (uint64_t i = 0; i < count; i++) {
+        if (size - at < 4) return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "truncated model: CTR table %llu",
+                                            (unsigned long long)i);
+        size_t len = tsfb_u32(b, at);
+        at += 4;
+        if (len > size - at)
+            return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "truncated model: CTR table %llu is %zu bytes, %zu "
+                             "remain", (unsigned long long)i, len, size - at);
+        c->cb.n_tables++;
+        TS_TRY(read_ctr_table(c, b + at, len, &c->cb.tables[i]));
+        at += len;
     }
     return TS_OK;
 }
@@ -212,7 +398,7 @@ static void read_objective(cbm_ctx *c, const tsfb_table *core) {
     }
 }
 
-static ts_status read_core(cbm_ctx *c, const uint8_t *buf, size_t size) {
+static ts_status read_core(cbm_ctx *c, const uint8_t *buf, size_t size, const uint8_t *parts, size_t parts_size) {
     tsfb_table core, trees;
     const char *s;
     size_t n;
@@ -246,6 +432,8 @@ static ts_status read_core(cbm_ctx *c, const uint8_t *buf, size_t size) {
     c->cb.dim = (uint32_t)dim;
     TS_TRY(read_float_features(c, &trees));
     TS_TRY(read_cat_features(c, &trees));
+    TS_TRY(read_ctr_features(c, &trees));
+    TS_TRY(read_ctr_parts(c, &core, parts, parts_size));
     size_t n_sizes, n_starts;
     TS_TRY(i32_vector(c, &trees, 1, "ModelTrees.TreeSplits", &c->cb.splits, &c->cb.n_splits));
     TS_TRY(i32_vector(c, &trees, 2, "ModelTrees.TreeSizes", &c->cb.tree_sizes, &n_sizes));
@@ -320,7 +508,7 @@ ts_status tsio_load_catboost(const char *data, size_t size, const char *name, ts
         return tsio_fail(err, TS_ERR_PARSE, name, 0, 0,
                          "truncated model: the core is %llu bytes, the file has %zu after its header",
                          (unsigned long long)core, size - at);
-    ts_status st = read_core(&c, b + at, (size_t)core);
+    ts_status st = read_core(&c, b + at, (size_t)core, b + at + core, size - at - (size_t)core);
     if (st == TS_OK) st = tscb_build(&c.cb, TS_FORMAT_CATBOOST, name, out, err);
     tscb_model_clear(&c.cb);
     return st;

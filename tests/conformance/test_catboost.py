@@ -23,8 +23,9 @@ MultiClass; oblivious, Depthwise, Lossguide), string, UTF-8 and integer categori
 CityHash length class, unseen categories; rows carry category ids computed here
 independently of the loader (CatBoost's own hashes, from its Python export, ranked among
 the hashes the JSON model holds).
-Refused with a clear message: CTRs over combinations of features, CTR models as .cbm,
-text features, a scale other than 1.
+Both formats (.cbm: the CTR tables of its static CTR provider part).
+Refused with a clear message: CTRs over combinations of features, text features, a scale
+other than 1.
 Truncated .cbm files are refused without a crash.
 """
 
@@ -387,8 +388,7 @@ def test_catboost_categorical(engine, workdir, name):
     X = cat_id_rows(cbm, js, df, workdir)
     raw = workdir / f"{cbm.stem}.f32"
     C.write_raw(raw, X)
-    paths = [js] + ([cbm] if name.startswith("onehot") else [])
-    for path in paths:
+    for path in (cbm, js):
         ours = C.score_k(path, raw, len(X), k, engine, "--format", "raw")
         for j in range(k):
             H.assert_exact(ours[:, j], ref[:, j], X, None, f"{path.name} output {j} of {k}, engine {engine}")
@@ -412,8 +412,8 @@ def test_catboost_categorical_shapes():
 
 
 def test_catboost_categorical_refused(workdir):
-    """CTRs over combinations of features (max_ctr_complexity > 1) are refused by name;
-    a .cbm with CTRs is refused, pointing to the JSON model; text features by name."""
+    """CTRs over combinations of features (max_ctr_complexity > 1) are refused by name,
+    in both formats; text features by name."""
     import catboost
     df = cat_frame(600, 8)
     y = cat_target(df, "RMSE")
@@ -422,15 +422,13 @@ def test_catboost_categorical_refused(workdir):
     m.fit(catboost.Pool(df, y, cat_features=CAT_COLS))
     js = workdir / "cb-cat-combination.json"
     m.save_model(str(js), format="json")
+    m.save_model(str(js.with_suffix(".cbm")))
     assert any(len(c["elements"]) > 1 for c in json.loads(js.read_text())["features_info"]["ctrs"])
-    p = H.run_cli(["info", "-m", js])
-    assert p.returncode == 1, p
-    assert "CTR over a combination of features" in p.stderr and "not supported yet" in p.stderr, p.stderr
-    assert "categorical feature" in p.stderr and " x " in p.stderr, p.stderr
-    cbm, _ = cat_model("ctr-borders-rmse")
-    p = H.run_cli(["info", "-m", cbm])
-    assert p.returncode == 1, p
-    assert "CTR feature" in p.stderr and "format=\"json\"" in p.stderr, p.stderr
+    for path in (js, js.with_suffix(".cbm")):
+        p = H.run_cli(["info", "-m", path])
+        assert p.returncode == 1, p
+        assert "CTR over a combination of features" in p.stderr and "not supported yet" in p.stderr, p.stderr
+        assert "categorical feature" in p.stderr and " x " in p.stderr, p.stderr
     text = catboost.CatBoost(dict(iterations=3, depth=2, verbose=0, allow_writing_files=False, thread_count=1))
     tdf = df.assign(note=[f"word{i % 5} other{i % 3}" for i in range(len(df))])[["f0", "note"]]
     text.fit(catboost.Pool(tdf, y, text_features=["note"]))

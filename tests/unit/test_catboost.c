@@ -446,7 +446,7 @@ static void test_category_hash(void) {
 }
 
 /*
- * cb_small_ctr.json (BinarizedTargetMeanValue CTRs of both categorical features) and
+ * cb_small_ctr.{cbm,json} (BinarizedTargetMeanValue CTRs of both categorical features) and
  * cb_small_onehot.{cbm,json} (one-hot splits), columns f0 (float), city (strings), level
  * (integers): CatBoost 1.2.10's RawFormulaVal of the DataFrame rows below (the last two
  * with categories the models never saw), tests/data/PROVENANCE.md.
@@ -527,6 +527,7 @@ static void test_categorical_scores(void) {
     static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_AUTO};
     for (size_t e = 0; e < COUNT(engines); e++) {
         check_categorical("cb_small_ctr.json", TS_FORMAT_CATBOOST_JSON, cat_ctr_ref, engines[e]);
+        check_categorical("cb_small_ctr.cbm", TS_FORMAT_CATBOOST, cat_ctr_ref, engines[e]);
         check_categorical("cb_small_onehot.json", TS_FORMAT_CATBOOST_JSON, cat_onehot_ref, engines[e]);
         check_categorical("cb_small_onehot.cbm", TS_FORMAT_CATBOOST, cat_onehot_ref, engines[e]);
     }
@@ -534,6 +535,21 @@ static void test_categorical_scores(void) {
 
 static void test_categorical_refusals(void) {
     size_t n;
+    /* .cbm: the CTR provider part with no tables; a bucket naming a row past the blob */
+    char *cbm = read_data_file("cb_small_ctr.cbm", &n);
+    CHECK(cbm != NULL && n > 16);
+    if (cbm) {
+        size_t core = (size_t)((uint8_t)cbm[4] | (uint8_t)cbm[5] << 8 | (uint8_t)cbm[6] << 16 | (uint32_t)(uint8_t)cbm[7] << 24);
+        CHECK(8 + core + 4 < n);
+        if (8 + core + 4 < n) {
+            char *t = malloc(n);
+            memcpy(t, cbm, n);
+            memset(t + 8 + core, 0, 4); /* zero tables */
+            expect_fail(t, n, TS_FORMAT_CATBOOST, TS_ERR_PARSE, "no table");
+            free(t);
+        }
+        free(cbm);
+    }
     char *t = edited("cb_small_ctr.json", "\"combination_element\": \"cat_feature_value\"",
                      "\"combination_element\": \"float_feature\"", &n);
     if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "CTR over a combination of features");
@@ -563,7 +579,7 @@ static void test_categorical_refusals(void) {
 static void test_truncated_and_corrupted(void) {
     static const char *const names[] = {"cb_small_oblivious.cbm", "cb_small_multiclass_depthwise.cbm",
                                         "cb_small_oblivious.json", "cb_small_multiclass_depthwise.json",
-                                        "cb_small_onehot.cbm", "cb_small_ctr.json"};
+                                        "cb_small_onehot.cbm", "cb_small_ctr.json", "cb_small_ctr.cbm"};
     for (size_t k = 0; k < COUNT(names); k++) {
         size_t size;
         char *data = read_data_file(names[k], &size);
