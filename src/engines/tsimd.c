@@ -258,6 +258,29 @@ static inline void tss_slot_keys_d(const tss *L, const double *row, uint32_t *k)
     }
 }
 
+/* Whether every value of the row that a slot reads is a float (or NaN): then the row's
+ * float keys are exact for a model comparing doubles too. A LightGBM threshold's float F
+ * is the largest float x with snap(x) <= D (tsm_threshold_lightgbm), so for a float x,
+ * x <= F iff snap(x) <= D, and the zero range is the same set of floats either way. */
+static inline int tss_row_is_float(const tss *L, const double *row) {
+    int ok = 1;
+    for (uint32_t s = 1; s < L->n_slots; s++) {
+        const double v = row[L->slot_col[s]];
+        ok &= (double)(float)v == v || v != v;
+    }
+    return ok;
+}
+
+/* tss_slot_keys of a double row whose values are floats (tss_row_is_float). */
+static inline void tss_slot_keys_fd(const tss *L, const double *row, uint32_t *k) {
+    k[0] = 0;
+    for (uint32_t s = 1; s < L->n_slots; s++) {
+        float x = (float)row[L->slot_col[s]];
+        int miss = x != x || (L->slot_zero[s] && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE);
+        k[s] = miss ? (L->slot_miss[s] != L->slot_miss[s] ? 0xffffffffu : 0u) : tss_key(x);
+    }
+}
+
 /*
  * Depth steps: each tree's nodes and leaves as 8-byte entries (tss_cnode), breadth
  * first, a node's two children side by side at e + delta (left) and e + delta + 1
@@ -381,20 +404,30 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
     } while (0)
 
 /* The walk, for float rows (x, the entries cn) or double rows (xd, the entries cnd). */
-static inline __attribute__((always_inline)) void steps_core(const tss *L, const tss_cnode *C, const float *x,
-                                                             const double *xd, size_t n_rows, size_t stride,
-                                                             double *out, void *scratch) {
+static inline __attribute__((always_inline)) void steps_core(const tss *L, const float *x, const double *xd,
+                                                             size_t n_rows, size_t stride, double *out,
+                                                             void *scratch) {
     const size_t nsp = L->n_slots_pad, nt = L->n_trees;
     uint32_t *V = scratch;
     double *D = (double *)((char *)scratch + tss_round64((size_t)TSS_RB * nsp * sizeof(float)));
     const double *lval = L->lval;
     for (size_t r0 = 0; r0 < n_rows; r0 += TSS_RB) {
         const size_t nr = n_rows - r0 < TSS_RB ? n_rows - r0 : TSS_RB;
+        /* double rows whose values the model reads are all floats (or NaN): the float keys
+         * and entries, exact for them ("Double keys"), and cheaper than the codes' searches */
+        int floats = xd == NULL;
+        if (xd) {
+            floats = 1;
+            for (size_t r = 0; r < nr && floats; r++) floats = tss_row_is_float(L, xd + (r0 + r) * stride);
+        }
+        const tss_cnode *C = floats ? L->cn : L->cnd;
         for (size_t r = 0; r < nr; r++) {
-            if (xd)
-                tss_slot_keys_d(L, xd + (r0 + r) * stride, V + r * nsp);
-            else
+            if (!xd)
                 tss_slot_keys(L, x + (r0 + r) * stride, V + r * nsp);
+            else if (floats)
+                tss_slot_keys_fd(L, xd + (r0 + r) * stride, V + r * nsp);
+            else
+                tss_slot_keys_d(L, xd + (r0 + r) * stride, V + r * nsp);
         }
         /* the step's asm reads C and V, and says no memory: nothing moves across this */
         __asm__ volatile("" ::: "memory");
@@ -422,11 +455,11 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
 }
 
 static void tss_steps(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
-    steps_core(L, L->cn, x, NULL, n_rows, stride, out, scratch);
+    steps_core(L, x, NULL, n_rows, stride, out, scratch);
 }
 
 static void tss_steps_f64(const tss *L, const double *x, size_t n_rows, size_t stride, double *out, void *scratch) {
-    steps_core(L, L->cnd, NULL, x, n_rows, stride, out, scratch);
+    steps_core(L, NULL, x, n_rows, stride, out, scratch);
 }
 
 /* The scalar kernel: tree by tree, the same layout and steps as the SIMD kernels. */
