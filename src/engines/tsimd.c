@@ -240,6 +240,20 @@ static ts_status build_double_keys(tss *L, const ts_model *m, uint64_t n, ts_err
     L->slot_j = calloc(L->n_slots_pad, sizeof *L->slot_j);
     if (!L->cnd || !L->slot_j) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     for (uint32_t s = 1; s < L->n_slots; s++) L->slot_j[s] = tsq_feature_of(q, L->slot_col[s]);
+    /* float rows' keys serve double rows of floats only where every node's float is
+     * LightGBM's float of its double (a loaded LightGBM model's are; a built or
+     * hand-made model's need not be) */
+    L->f64_floats = 1;
+    for (uint32_t t = 0; t < m->n_trees && L->f64_floats; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        for (uint32_t i = 0; i < tr->n_nodes; i++) {
+            double d = tr->thresholds_d ? tr->thresholds_d[i] : (double)tr->nodes[i].threshold;
+            if (tr->nodes[i].threshold != tsm_threshold_lightgbm(d)) {
+                L->f64_floats = 0;
+                break;
+            }
+        }
+    }
     return TS_OK;
 }
 
@@ -416,7 +430,7 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
         /* double rows whose values the model reads are all floats (or NaN): the float keys
          * and entries, exact for them ("Double keys"), and cheaper than the codes' searches */
         int floats = xd == NULL;
-        if (xd) {
+        if (xd && L->f64_floats) {
             floats = 1;
             for (size_t r = 0; r < nr && floats; r++) floats = tss_row_is_float(L, xd + (r0 + r) * stride);
         }

@@ -102,6 +102,7 @@ typedef struct tss {
     tss_cnode *cnd;         /* cn's entries with thr = the node's double-threshold index k */
     void *qd;               /* the double codes (tsq), owned */
     uint32_t *slot_j;       /* n_slots_pad: a slot's feature in qd (slot 0: unused) */
+    int f64_floats;         /* double rows of floats may take cn and float keys (tsimd.c) */
 } tss;
 
 /*

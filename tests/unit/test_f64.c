@@ -232,6 +232,7 @@ static void test_double_codes(void) {
     for (uint32_t p = 0; p < N_POOL; p++) CHECK(pool_next[p] >= pool_size[p]);
     double *x = malloc((size_t)n_rows * cols * sizeof *x), *ref = malloc(n_rows * sizeof *ref);
     double *got = malloc(n_rows * sizeof *got), *naive = malloc(n_rows * sizeof *naive);
+    double *xf = malloc((size_t)40 * cols * sizeof *xf), *reff = malloc(40 * sizeof *reff);
     for (uint32_t r = 0; r < n_rows; r++) {
         for (uint32_t j = 0; j < cols; j++) x[r * cols + j] = random_input(j % (N_FEAT + N_POOL));
         ref[r] = ref_score(n_trees, x + r * cols);
@@ -266,6 +267,20 @@ static void test_double_codes(void) {
                             got[r], ref[r0 + r]);
         }
         CHECK_MSG(bad == 0, "%s %s: %u rows differ from LightGBM's double decisions", name, ts_isa_name(isas[i % 3]), bad);
+        /* rows whose values are all floats (trees-simd: the float keys' path), batches 1 .. 40 */
+        for (uint32_t n = 1; n <= 40; n++) {
+            for (uint32_t r = 0; r < n; r++) {
+                for (uint32_t j = 0; j < cols; j++) xf[r * cols + j] = (double)(float)x[(size_t)r * cols + j];
+                reff[r] = ref_score(n_trees, xf + (size_t)r * cols);
+            }
+            CHECK_STATUS(ts_scorer_score_f64(s, xf, n, cols, cols, got, &err), TS_OK);
+            for (uint32_t r = 0; r < n; r++)
+                if (memcmp(&got[r], &reff[r], sizeof *got) != 0 && bad++ < 3)
+                    fprintf(stderr, "%s %s float rows batch %u row %u: %.17g != %.17g\n", name, ts_isa_name(isas[i % 3]),
+                            n, r, got[r], reff[r]);
+        }
+        CHECK_MSG(bad == 0, "%s %s: %u float rows differ from LightGBM's double decisions", name,
+                  ts_isa_name(isas[i % 3]), bad);
         ts_scorer_free(s);
     }
     ts_model_free(m);
@@ -273,6 +288,8 @@ static void test_double_codes(void) {
     free(ref);
     free(got);
     free(naive);
+    free(xf);
+    free(reff);
 }
 
 /* XGBoost models convert double inputs to float32 first: score_f64 == score on (float)x. */
