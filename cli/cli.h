@@ -152,6 +152,8 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
  * scores are the same. A no-op for other models and formats (and on standard input,
  * whose format is not known yet). Message and -1 on failure. */
 int cli_choose_columns(cli_opts *o, const ts_model *m);
+/* Non-zero (having said why) when m reads CatBoost category ids the data files cannot give. */
+int cli_refuse_hashed_categories(const cli_opts *o, const ts_model *m);
 /* Check a chunk's width against the model; message and nonzero on mismatch. */
 int cli_check_width(const cli_opts *o, const ts_model *m, uint32_t n_cols);
 

@@ -407,6 +407,10 @@ int cmd_bench(int argc, char **argv) {
     if (parse_engines(&o, specs, &n_engines)) return CLI_USAGE;
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
+    if (cli_refuse_hashed_categories(&o, m)) {
+        ts_model_free(m);
+        return CLI_FAILED;
+    }
     matrix mx = {0};
     rc = CLI_FAILED;
     if (cli_choose_columns(&o, m) == 0 && load_rows(&o, m, &mx) == 0) rc = bench_engines(&o, m, &mx, specs, n_engines);

@@ -176,7 +176,31 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     return r;
 }
 
+/* A CatBoost model with categorical features reads category ids, which only a caller
+ * that knows the categories' text can give (ts_model_category_id; the Python package does
+ * it for DataFrames): the text readers read numbers, so a CSV, TSV or SVMlight file
+ * holding the categories themselves ("red", or 3 meaning category "3") would be scored
+ * wrong without a word. Refused for those until the readers hand such a column's text to
+ * ts_model_category_id; raw float32 rows (written by a program) hold the ids. */
+int cli_refuse_hashed_categories(const cli_opts *o, const ts_model *m) {
+    ts_model_info info;
+    if (tsio_data_format_resolve(o->data_path, o->data_format) == TSIO_DATA_RAW) return 0;
+    if (ts_model_get_info(m, &info, NULL) != TS_OK) return 0;
+    for (uint32_t c = 0; c < info.n_features; c++)
+        if (ts_model_is_categorical(m, c)) {
+            const char *name = ts_model_feature_name(m, c);
+            cli_error("%s: column %u%s%s%s is a CatBoost categorical feature: the CLI cannot map category text "
+                      "in %s to the model's category ids yet; score such models from Python (treescore.Model "
+                      "on a pandas DataFrame), from C with ts_model_category_id, or pass raw float32 rows of ids",
+                      o->model_path, c, name ? " ('" : "", name ? name : "", name ? "')" : "",
+                      o->data_path ? o->data_path : "the data");
+            return -1;
+        }
+    return 0;
+}
+
 int cli_choose_columns(cli_opts *o, const ts_model *m) {
+    if (cli_refuse_hashed_categories(o, m)) return -1;
     tsio_data_format f = tsio_data_format_resolve(o->data_path, o->data_format);
     uint32_t *ids = NULL, n = 0;
     ts_model_info info;
