@@ -233,6 +233,8 @@ def recipe(ds: str, lib: str, leaves: int, threads: int) -> dict:
     """Everything that decides the trees (except their count): the cache key."""
     r = dict(zoo=ZOO_VERSION, dataset=ds, lib=lib, leaves=leaves, params=lib_params(lib, leaves, threads),
              library=lib_version(lib))
+    if lib == "srf":
+        r["target"] = "grades + uniform(-0.25, 0.25), numpy default_rng(1)"
     if ds in SYNTHETIC:
         r.update(generator=letor_gen.GENERATOR_VERSION, shape=letor_gen.SHAPES[ds],
                  train_rows=train_rows(ds, leaves), train_seed=1)
@@ -427,7 +429,10 @@ def train_sklearn(lib: str):
         cls = GradientBoostingRegressor if lib == "sgb" else RandomForestRegressor
         print(f"  {out.name}: scikit-learn {cls.__name__} training {trees} trees (no progress bar)",
               file=sys.stderr, flush=True)
-        est = cls(n_estimators=trees, **lib_params(lib, leaves, threads)).fit(X, y.astype(np.float64))
+        target = y.astype(np.float64)
+        if lib == "srf":   # grades + noise: a continuous target, so that trees grow to thousands of leaves
+            target = target + np.random.default_rng(1).uniform(-0.25, 0.25, size=target.shape)
+        est = cls(n_estimators=trees, **lib_params(lib, leaves, threads)).fit(X, target)
         (out / "model.pkl").write_bytes(pickle.dumps(est))
     return train
 
