@@ -89,9 +89,12 @@ int cmd_info(int argc, char **argv) {
     if (i.n_outputs > 1) printf("outputs:          %u scores per row (tree t adds to one of them)\n", i.n_outputs);
     if (i.n_categorical_splits) printf("categorical:      %u splits test a category set\n", i.n_categorical_splits);
     printf("base score:       %.17g%s\n", i.base_score, i.n_outputs > 1 ? " (the first output's)" : "");
-    if (i.average_output)
-        printf("random forest:    average_output; scores are LightGBM raw scores (sums); its predict() "
-               "divides them by %u\n", i.n_trees);
+    if (i.average_output) { /* a LightGBM random forest, an ONNX AVERAGE ensemble, a built MEAN model */
+        double div = 1.0;
+        ts_model_output_divisor(m, 0, &div, NULL);
+        printf("averaged:         the scores are the trees' sums; the model's mean (its library's predict) "
+               "divides them by the trees of each output (%.17g for the first)\n", div);
+    }
     printf("missing values:   %s\n", i.has_missing_splits ? "some splits route them explicitly" : "NaN goes right everywhere");
     printf("absent in SVMlight: %s\n", ts_model_absent_value(m) == 0.0f ? "0.0" : "missing (NaN)");
     char gpu[320];
