@@ -288,11 +288,7 @@ static inline int tss_row_is_float(const tss *L, const double *row) {
 /* tss_slot_keys of a double row whose values are floats (tss_row_is_float). */
 static inline void tss_slot_keys_fd(const tss *L, const double *row, uint32_t *k) {
     k[0] = 0;
-    for (uint32_t s = 1; s < L->n_slots; s++) {
-        float x = (float)row[L->slot_col[s]];
-        int miss = x != x || (L->slot_zero[s] && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE);
-        k[s] = miss ? (L->slot_miss[s] != L->slot_miss[s] ? 0xffffffffu : 0u) : tss_key(x);
-    }
+    for (uint32_t s = 1; s < L->n_slots; s++) k[s] = tss_slot_key(L, s, (float)row[L->slot_col[s]]);
 }
 
 /*

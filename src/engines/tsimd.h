@@ -148,13 +148,15 @@ static inline uint32_t tss_key(float f) {
 /* One document's slot keys: tss_key of the slot value (above), with missing left -> 0
  * (below every threshold's key: -inf's is 0x007fffff) and missing right -> 0xffffffff
  * (above every threshold's key: +inf's is 0xff800000). Slot 0: 0, always left. */
+/* Slot s's key of the value x (above). */
+static inline uint32_t tss_slot_key(const tss *L, uint32_t s, float x) {
+    int miss = x != x || (L->slot_zero[s] && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE);
+    return miss ? (L->slot_miss[s] != L->slot_miss[s] ? 0xffffffffu : 0u) : tss_key(x);
+}
+
 static inline void tss_slot_keys(const tss *L, const float *row, uint32_t *k) {
     k[0] = 0;
-    for (uint32_t s = 1; s < L->n_slots; s++) {
-        float x = row[L->slot_col[s]];
-        int miss = x != x || (L->slot_zero[s] && x >= -TSM_ZERO_RANGE && x <= TSM_ZERO_RANGE);
-        k[s] = miss ? (L->slot_miss[s] != L->slot_miss[s] ? 0xffffffffu : 0u) : tss_key(x);
-    }
+    for (uint32_t s = 1; s < L->n_slots; s++) k[s] = tss_slot_key(L, s, row[L->slot_col[s]]);
 }
 
 #endif /* TS_ENGINES_TSIMD_H */
