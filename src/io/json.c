@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "io/limits.h"
+#include "io/num.h"
 #include "io/text.h"
 
 void tsj_init(tsj_parser *p, const char *data, size_t size, size_t start, const char *name, ts_error *err) {
@@ -368,4 +370,16 @@ ts_status tsj_end(tsj_parser *p) {
     skip_ws(p);
     if (p->pos != p->size) return unexpected(p, "the end of the input after the top-level value");
     return TS_OK;
+}
+
+ts_status tsj_read_int(tsj_parser *p, const char *key, long long lo, long long hi, long long *out) {
+    const char *tok;
+    size_t n, at = tsj_offset(p);
+    TS_TRY(tsj_number(p, &tok, &n));
+    if (tsio_parse_int(tok, n, lo, hi, out) == 0) return TS_OK;
+    char ex[64];
+    tsio_excerpt(ex, sizeof ex, tok, n);
+    if (tsio_int_above(tok, n, hi))
+        return tsj_fail_at(p, TS_ERR_LIMIT, at, "\"%s\" %s is above the limit %lld", key, ex, hi);
+    return tsj_fail_at(p, TS_ERR_PARSE, at, "bad \"%s\" %s (expected an integer from %lld to %lld)", key, ex, lo, hi);
 }

@@ -87,6 +87,10 @@ ts_status tsj_string(tsj_parser *p, char *buf, size_t cap);
 ts_status tsj_string_prefix(tsj_parser *p, char *buf, size_t cap, int *truncated);
 /* A number value: *tok and *n receive its text in the input. */
 ts_status tsj_number(tsj_parser *p, const char **tok, size_t *n);
+/* An integer value of `key` in [lo, hi], parsed as the text loaders parse one; a value
+ * above hi is TS_ERR_LIMIT (a claimed size: nothing of it is allocated), anything else
+ * out of range or not an integer TS_ERR_PARSE, either at the value's byte. */
+ts_status tsj_read_int(tsj_parser *p, const char *key, long long lo, long long hi, long long *out);
 /* true/false, or the numbers 0/1 when accept_int. */
 ts_status tsj_bool(tsj_parser *p, int accept_int, int *out);
 /* Skip any value. */

@@ -145,16 +145,7 @@ static ts_status grow(lj_ctx *c, void **p, size_t *cap, size_t need, size_t elem
 }
 
 static ts_status read_int(lj_ctx *c, const char *key, long long lo, long long hi, long long *out) {
-    const char *tok;
-    size_t n, at = tsj_offset(&c->p);
-    TS_TRY(tsj_number(&c->p, &tok, &n));
-    if (tsio_parse_int(tok, n, lo, hi, out) == 0) return TS_OK;
-    char ex[64];
-    tsio_excerpt(ex, sizeof ex, tok, n);
-    if (tsio_int_above(tok, n, hi)) /* a claimed size past the limit: nothing of it is allocated */
-        return tsj_fail_at(&c->p, TS_ERR_LIMIT, at, "\"%s\" %s is above the limit %lld", key, ex, hi);
-    return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "bad \"%s\" %s (expected an integer from %lld to %lld)", key, ex,
-                       lo, hi);
+    return tsj_read_int(&c->p, key, lo, hi, out);
 }
 
 /* A number, parsed from its token as the text loader parses the same token. */
