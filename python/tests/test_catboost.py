@@ -145,6 +145,7 @@ def live_cases():
         "classifier-multiclass-depthwise": (catboost.CatBoostClassifier,
                                             dict(loss_function="MultiClass", grow_policy="Depthwise"), "mc"),
         "classifier-multilogloss": (catboost.CatBoostClassifier, dict(loss_function="MultiLogloss"), "multilabel"),
+        "classifier-onevsall": (catboost.CatBoostClassifier, dict(loss_function="MultiClassOneVsAll"), "ova"),
         "ranker-yetirank": (catboost.CatBoostRanker, dict(loss_function="YetiRank"), "rank"),
         "ranker-pairlogit": (catboost.CatBoostRanker, dict(loss_function="PairLogit"), "rank"),
         "ranker-queryrmse": (catboost.CatBoostRanker, dict(loss_function="QueryRMSE"), "rank"),
@@ -157,7 +158,7 @@ def live_target(kind, X, rng):
         return (z > np.median(z)).astype(int)
     if kind == "prob":
         return 1 / (1 + np.exp(-2 * z))
-    if kind == "mc":
+    if kind in ("mc", "ova"):
         return np.digitize(z, np.quantile(z, [0.25, 0.5, 0.75]))
     if kind == "multi":
         return np.stack([z, np.nan_to_num(X[:, 3]) - z], axis=1)
@@ -193,7 +194,7 @@ def live_models(tmp_path_factory):
     return out
 
 
-PROBABILITY = {"bin", "prob", "mc", "multilabel"}
+PROBABILITY = {"bin", "prob", "mc", "multilabel", "ova"}
 
 
 def cb_predict(m, X, prediction_type):
@@ -222,7 +223,7 @@ def test_from_booster_every_class(live_models, name):
         ref = cb_predict(m, X, "Probability")
         assert got.shape == ref.shape, (name, got.shape, ref.shape)
         assert np.all(np.abs(got - ref) <= 1e-12 * np.abs(ref)), (name, np.max(np.abs(got - ref) / np.abs(ref)))
-        if kind in ("bin", "prob", "multilabel"):  # CatBoost's sigmoid: libm's exp, the same bits
+        if kind in ("bin", "prob", "multilabel", "ova"):  # CatBoost's sigmoid: libm's exp, the same bits
             assert np.array_equal(got, ref), name
         if hasattr(m, "predict_proba"):
             assert np.array_equal(np.asarray(m.predict_proba(X, thread_count=1)), ref)
