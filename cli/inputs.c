@@ -186,6 +186,19 @@ static int set_text_columns(const ts_model *m, uint32_t n_features, tsio_data_op
     return 0;
 }
 
+/* The model's feature names, for a CSV/TSV reader to recognize a header line of text
+ * columns only (NULL: the model does not name every feature; free the array after
+ * opening). */
+static const char **header_names(const ts_model *m, uint32_t n_features) {
+    const char **names = n_features ? malloc(n_features * sizeof *names) : NULL;
+    for (uint32_t j = 0; names && j < n_features; j++)
+        if (!(names[j] = ts_model_feature_name(m, j))) {
+            free(names);
+            return NULL;
+        }
+    return names;
+}
+
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles) {
     ts_model_info info;
     tsio_data_options d;
@@ -224,10 +237,16 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     tsio_data_format f = tsio_data_format_resolve(o->data_path, d.format);
     if (f == TSIO_DATA_CSV || f == TSIO_DATA_TSV || f == TSIO_DATA_RAW) d.n_cols = 0;
     unsigned char *text_flags = NULL;
+    const char **names = NULL;
     if ((f == TSIO_DATA_CSV || f == TSIO_DATA_TSV) && set_text_columns(m, info.n_features, &d, &text_flags))
         return NULL;
+    if (text_flags && (names = header_names(m, info.n_features)) != NULL) {
+        d.header_names = names;
+        d.n_header_names = info.n_features;
+    }
     ts_status st = tsio_reader_open(o->data_path, &d, &r, &err);
     free(text_flags); /* the reader copied it */
+    free(names);
     if (st != TS_OK) {
         cli_error("%s", err.message);
         return NULL;

@@ -141,6 +141,25 @@ static ts_status set_layout(tsio_reader *r, size_t n_fields, ts_error *err) {
     return set_text_fields(r, err);
 }
 
+/* Whether the first line (split into c->fields) is a header: a field that is not a
+ * number, text columns aside; when every field is text, whether they are the names
+ * opts.header_names expects. */
+static int detect_header(const tsio_reader *r) {
+    const csv_state *c = csv_of(r);
+    int decided = 0;
+    for (size_t i = 0; i < c->n_fields; i++) {
+        if (c->text && c->text[i]) continue;
+        decided = 1;
+        if (!field_is_value(c->fields[i])) return 1;
+    }
+    if (decided || !r->opts.header_names || r->opts.n_header_names != r->n_cols) return 0;
+    for (size_t i = 0; i < c->n_fields; i++) {
+        const char *name = r->opts.header_names[feature_of(c, i)];
+        if (!name || strlen(name) != c->fields[i].n || memcmp(name, c->fields[i].p, c->fields[i].n) != 0) return 0;
+    }
+    return 1;
+}
+
 static ts_status csv_init(tsio_reader *r, ts_error *err) {
     tsio_line ln;
     int got, header;
@@ -161,10 +180,8 @@ static ts_status csv_init(tsio_reader *r, ts_error *err) {
     TS_TRY(set_layout(r, n_fields, err));
     TS_TRY(split_fields(r, &ln, c->fields, n_fields, &n_fields, err));
     header = r->opts.csv_header;
-    if (header < 0) { /* a field that is not a number, text columns aside */
-        header = 0;
-        for (i = 0; i < n_fields && !header; i++) header = !(c->text && c->text[i]) && !field_is_value(c->fields[i]);
-    }
+    if (header < 0) header = detect_header(r);
+    r->opts.header_names = NULL; /* read during open only */
     if (!header) {
         tsio_src_unread_line(&r->src);
         return TS_OK;

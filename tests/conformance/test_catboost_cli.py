@@ -154,3 +154,26 @@ def test_catboost_cli_cases_hold():
     assert kinds["mixed-multiclass-lossguide"][1]
     df = frame(900, 3)
     assert {"", 'El Dorado, "the" city', " Aarhus ", "nan", "NA"} <= set(df["city"])
+
+
+def test_catboost_cli_categorical_only(workdir):
+    """A model of categorical columns only: a header line (the model's feature names) is
+    recognized, a first line of categories is a row; both score CatBoost's values."""
+    params = dict(COMMON, loss_function="RMSE", one_hot_max_size=4)
+    train = frame(900, 3)[CAT_COLS]
+    y = target(frame(900, 3), "RMSE")
+
+    def build(path):
+        m = catboost.CatBoost(params)
+        m.fit(catboost.Pool(train, y, cat_features=CAT_COLS))
+        m.save_model(str(path))
+
+    cbm = H.cached_file("cbcli-cats-only", ".cbm", build, params=params, catboost=catboost.__version__, cities=CITIES)
+    m = catboost.CatBoost()
+    m.load_model(str(cbm))
+    df = frame(200, 6, unseen=True)[CAT_COLS]
+    ref = np.asarray(m.predict(df, prediction_type="RawFormulaVal", thread_count=1))
+    for header in (True, False):
+        data = write(workdir / f"cbcli-cats-only-{header}.csv", df, ",", header=header)
+        ours = H.score(cbm, data, len(df), "naive")
+        H.assert_exact(ours, ref, None, None, f"categorical columns only, header {header}")

@@ -778,6 +778,29 @@ static void test_csv_text_columns(void) {
     CHECK_STATUS(read_all(write_file("t4.csv", "0.25,1,red,2,3\n1,1,red,zz,3\n"), &o, &a), TS_ERR_PARSE);
     CHECK_MSG(has(&a.err, "t4.csv:2: bad value 'zz' in column 2"), "%s", a.err.message);
     free_rows(&a);
+    /* every column text: a first line of the expected names is a header, another is a row */
+    {
+        static const unsigned char all_text[] = {1, 1};
+        static const char *const names[] = {"city", "tag"};
+        tsio_data_options o2;
+        tsio_data_options_init(&o2);
+        o2.text_columns = all_text;
+        o2.n_text_columns = 2;
+        o2.text_value = seen_value;
+        o2.text_ctx = &t;
+        o2.header_names = names;
+        o2.n_header_names = 2;
+        CHECK_STATUS(read_all(write_file("t6.csv", "city,tag\nOslo,red\n"), &o2, &a), TS_OK);
+        CHECK(a.n_rows == 1 && a.chunk_first_line[0] == 2);
+        free_rows(&a);
+        CHECK_STATUS(read_all(write_file("t7.csv", "city,red\nOslo,red\n"), &o2, &a), TS_OK);
+        CHECK(a.n_rows == 2);
+        free_rows(&a);
+        o2.header_names = NULL;
+        CHECK_STATUS(read_all(write_file("t8.csv", "city,tag\nOslo,red\n"), &o2, &a), TS_OK);
+        CHECK(a.n_rows == 2);
+        free_rows(&a);
+    }
     /* text columns need the function */
     o.text_value = NULL;
     CHECK_STATUS(read_all(write_file("t5.csv", "1,2,3,4,5\n"), &o, &a), TS_ERR_INVALID_ARGUMENT);
