@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # check_avx512_simde.sh: on a CPU without AVX-512, run test_engines and test_f64 with the AVX-512 kernels (vqs, rapid, trees-simd) compiled through SIMDe and the CPU check claiming AVX-512.
 #
-#   scripts/check_avx512_simde.sh [BUILD_DIR]     (default build; needs its object files)
+#   scripts/check_avx512_simde.sh [BUILD_DIR] [--link-only]   (default build; needs its object files)
+#
+# --link-only compiles and links the tests without running them: make test does that on
+# CPUs with AVX-512, so that a kernel SIMDe cannot compile is caught on every machine.
 #
 # make test runs it when this CPU lacks AVX-512, so that every kernel is tested on every
 # machine (libdeflate's run_tests.sh masks CPU features one by one for the same reason;
@@ -12,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 build=${1:-build}
+link_only=${2:-}
 objdir=$build/CMakeFiles/ts_objects.dir
 [ -d "$objdir" ] || { echo "check_avx512_simde: no $objdir (build first)"; exit 1; }
 [ -f /usr/include/simde/x86/avx512.h ] || { echo "check_avx512_simde: needs libsimde-dev (apt-get install libsimde-dev)"; exit 1; }
@@ -46,5 +50,6 @@ fi
 for t in test_engines test_f64; do
     gcc "${cflags[@]}" -Itests/unit -DTS_TEST_DATA_DIR="\"$root/tests/data\"" "tests/unit/$t.c" "${objs[@]}" "$work"/*.o -o "$work/$t" -lm -lpthread -ldl "${libs[@]}"
 done
+if [ "$link_only" = --link-only ]; then echo "check_avx512_simde: test_engines and test_f64 built through SIMDe (not run)"; exit 0; fi
 echo "test_engines and test_f64 with the AVX-512 kernels through SIMDe:"
 (cd "$work" && ./test_engines && ./test_f64)
