@@ -1,0 +1,125 @@
+/* oblivious_avx512.c: the oblivious kernel for AVX-512BW: 64 documents per register of byte codes, a level is one vpcmpub into a mask register and a masked byte add. */
+#define TS_ISA_FILE /* built with -mavx512f -mavx512cd -mavx512bw -mavx512dq -mavx512vl: see CMakeLists.txt */
+#include "engines/oblivious.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define OB_LANES 64
+#define OB(name) ob_avx512_##name
+
+/*
+ * A level: vpcmpub (code > k: the documents that go right) into a mask register, then
+ * idx = idx + idx and +1 in the lanes of the mask: after d levels every byte holds its
+ * document's leaf. Leaf values: trees of up to 64 leaves keep them in registers (one
+ * vpermpd / vpermt2pd per 8 documents and 16 leaves, blends on bits 4 and 5 of the index,
+ * as rapid's exit leaves); deeper ones load them one by one.
+ */
+
+/* The leaf indexes of the group at c (levels lv[0 .. d), d <= 8, k broadcast in kv). */
+static inline __m512i ob_index(const uint8_t *c, const uint32_t *off, const __m512i *kv, uint32_t d) {
+    const __m512i one = _mm512_set1_epi8(1);
+    __m512i idx = _mm512_setzero_si512();
+    for (uint32_t i = 0; i < d; i++) {
+        const __mmask64 right = _mm512_cmpgt_epu8_mask(_mm512_load_si512(c + off[i]), kv[i]);
+        idx = _mm512_add_epi8(idx, idx);
+        idx = _mm512_mask_add_epi8(idx, right, idx, one);
+    }
+    return idx;
+}
+
+/* acc[l] += v[idx[l]] for the 64 lanes, the values in registers l0 .. l7 (d <= 6 levels;
+ * d is a constant where this is inlined). */
+static inline __attribute__((always_inline)) void ob_add_regs(__m512i idx, const __m512d *lr, const int d,
+                                                              double *acc) {
+    const __m128i part[4] = {_mm512_extracti32x4_epi32(idx, 0), _mm512_extracti32x4_epi32(idx, 1),
+                             _mm512_extracti32x4_epi32(idx, 2), _mm512_extracti32x4_epi32(idx, 3)};
+    for (int q = 0; q < 4; q++)
+        for (int h = 0; h < 2; h++) {
+            const __m512i i = _mm512_cvtepu8_epi64(h ? _mm_srli_si128(part[q], 8) : part[q]);
+            __m512d v;
+            if (d <= 3)
+                v = _mm512_permutexvar_pd(i, lr[0]);
+            else {
+                v = _mm512_permutex2var_pd(lr[0], i, lr[1]); /* leaves 0 .. 15 */
+                if (d >= 5) { /* and 16 .. 31 */
+                    const __mmask8 b4 = _mm512_test_epi64_mask(i, _mm512_set1_epi64(16));
+                    v = _mm512_mask_blend_pd(b4, v, _mm512_permutex2var_pd(lr[2], i, lr[3]));
+                    if (d >= 6) { /* and 32 .. 63 */
+                        const __m512d w = _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(lr[4], i, lr[5]),
+                                                               _mm512_permutex2var_pd(lr[6], i, lr[7]));
+                        v = _mm512_mask_blend_pd(_mm512_test_epi64_mask(i, _mm512_set1_epi64(32)), v, w);
+                    }
+                }
+            }
+            double *a = acc + 16 * q + 8 * h;
+            _mm512_store_pd(a, _mm512_add_pd(_mm512_load_pd(a), v));
+        }
+}
+
+/* Trees of 1 .. 6 levels (d a constant where inlined): the values in registers, loaded
+ * once for every group. */
+static inline __attribute__((always_inline)) void ob_sym_small(const double *v, const uint8_t *codes, size_t step,
+                                                               size_t ng, const uint32_t *off, const __m512i *kv,
+                                                               const int d, double *acc) {
+    __m512d lr[8];
+    for (int r = 0; r < 8; r++) lr[r] = r < (1 << d) / 8 + (d < 3) ? _mm512_loadu_pd(v + 8 * r) : _mm512_setzero_pd();
+    for (size_t g = 0; g < ng; g++) ob_add_regs(ob_index(codes + g * step, off, kv, (uint32_t)d), lr, d, acc + g * 64);
+}
+
+/* acc[l] += v[ix[l]] for 64 lanes, eight at a time: the values loaded in pairs into the
+ * halves of four registers (vmovsd, vmovhpd), joined, one vaddpd (as rapid's wide trees). */
+static inline void ob_add_loads(const uint8_t *ix, const double *v, double *acc) {
+    for (size_t l = 0; l < 64; l += 8) {
+        __m128d a = _mm_loadh_pd(_mm_load_sd(v + ix[l]), v + ix[l + 1]);
+        __m128d b = _mm_loadh_pd(_mm_load_sd(v + ix[l + 2]), v + ix[l + 3]);
+        __m128d c = _mm_loadh_pd(_mm_load_sd(v + ix[l + 4]), v + ix[l + 5]);
+        __m128d d = _mm_loadh_pd(_mm_load_sd(v + ix[l + 6]), v + ix[l + 7]);
+        __m256d lo = _mm256_insertf128_pd(_mm256_castpd128_pd256(a), b, 1);
+        __m256d hi = _mm256_insertf128_pd(_mm256_castpd128_pd256(c), d, 1);
+        __m512d w = _mm512_insertf64x4(_mm512_castpd256_pd512(lo), hi, 1);
+        _mm512_store_pd(acc + l, _mm512_add_pd(_mm512_load_pd(acc + l), w));
+    }
+}
+
+static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t step, size_t ng, double *acc) {
+    const uint32_t d = T->depth;
+    const ob_level *lv = L->levels + T->first;
+    const double *v = L->leaves + T->leaf;
+    if (d == 0) {
+        const __m512d c = _mm512_set1_pd(v[0]);
+        for (size_t i = 0; i < ng * 64; i += 8) _mm512_store_pd(acc + i, _mm512_add_pd(_mm512_load_pd(acc + i), c));
+        return;
+    }
+    uint32_t off[OB_MAX_DEPTH];
+    __m512i kv[OB_MAX_DEPTH];
+    for (uint32_t i = 0; i < d; i++) off[i] = lv[i].off, kv[i] = _mm512_set1_epi8((char)lv[i].k);
+    switch (d) {
+    case 1: ob_sym_small(v, codes, step, ng, off, kv, 1, acc); return;
+    case 2: ob_sym_small(v, codes, step, ng, off, kv, 2, acc); return;
+    case 3: ob_sym_small(v, codes, step, ng, off, kv, 3, acc); return;
+    case 4: ob_sym_small(v, codes, step, ng, off, kv, 4, acc); return;
+    case 5: ob_sym_small(v, codes, step, ng, off, kv, 5, acc); return;
+    case 6: ob_sym_small(v, codes, step, ng, off, kv, 6, acc); return;
+    default: break;
+    }
+    uint8_t ix[64] __attribute__((aligned(64))), hi[64] __attribute__((aligned(64)));
+    if (d <= 8) {
+        for (size_t g = 0; g < ng; g++) {
+            _mm512_store_si512(ix, ob_index(codes + g * step, off, kv, d));
+            ob_add_loads(ix, v, acc + g * 64);
+        }
+        return;
+    }
+    for (size_t g = 0; g < ng; g++) { /* 9 .. 16 levels: the index's high byte, then its low byte */
+        _mm512_store_si512(hi, ob_index(codes + g * step, off, kv, d - 8));
+        _mm512_store_si512(ix, ob_index(codes + g * step, off + (d - 8), kv + (d - 8), 8));
+        ob_add_deep(v, hi, ix, 64, acc + g * 64);
+    }
+}
+
+#include "engines/templates/oblivious_template.h"
+
+const ob_kernels tse_oblivious_avx512 = {TS_ISA_AVX512, OB_LANES, ob_avx512_kernel};
+
+#endif
