@@ -64,7 +64,8 @@ typedef struct obl {
     double base_score;
     uint32_t n_trees, lanes, flip;
     uint32_t n_oblivious;   /* trees with depth != OB_GENERAL */
-    ob_tree *trees;
+    ob_tree *trees;         /* n_trees + 1: a last one-leaf tree (value 0.0) that is never scored,
+                               so that kernels may look at the next tree's */
     ob_level *levels;
     ob_node *nodes;
     double *leaves;         /* padded with 64 zeros: kernels may read a whole register of values */
