@@ -8,7 +8,9 @@
 
 /* Oblivious tree T for ng groups of 8: per lane the index bits, root level first, then the
  * leaf value (the codes are stored XOR L->flip). */
-static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t step, size_t ng, double *acc) {
+static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t step, size_t ng, size_t last,
+                   double *acc) {
+    (void)last; /* every lane of 8 */
     const uint32_t d = T->depth, flip = L->flip;
     const ob_level *lv = L->levels + T->first;
     const double *v = L->leaves + T->leaf;

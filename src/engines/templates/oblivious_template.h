@@ -6,9 +6,11 @@
  *   OB(name)     this instance's name for a function
  * and
  *   void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t step, size_t ng,
- *               double *acc): oblivious tree T (depth <= OB_MAX_DEPTH) for ng groups of
- *               OB_LANES documents: group g's codes at codes + g * step, its scores at
- *               acc + g * OB_LANES (every lane: lanes past the rows hold codes too)
+ *               size_t last, double *acc): oblivious tree T (depth <= OB_MAX_DEPTH) for ng
+ *               groups of OB_LANES documents: group g's codes at codes + g * step, its
+ *               scores at acc + g * OB_LANES; the last group holds `last` documents (1 ..
+ *               OB_LANES): its lanes from `last` on may be left alone or scored (their
+ *               codes are any bytes), the others must be scored
  * The kernel below is a hot loop: long on purpose.
  */
 
@@ -72,7 +74,7 @@ static void OB(kernel)(const obl *L, uint32_t delta, const float *x, size_t n_ro
                 for (size_t i = 0; i < ((size_t)1 << T[1].depth); i += 8) __builtin_prefetch(nv + i);
             }
             if (T->depth != OB_GENERAL) {
-                ob_sym(L, T, codes, step, ng, acc);
+                ob_sym(L, T, codes, step, ng, nd - (ng - 1) * OB_LANES, acc);
                 continue;
             }
             for (size_t g = 0; g < ng; g++) {

@@ -21,9 +21,9 @@ static inline __m256i ob_index(const uint8_t *c, const ob_level *lv, uint32_t d)
     return idx;
 }
 
-/* acc[l] += v[ix[l]] for 32 lanes, four at a time. */
-static inline void ob_add_loads(const uint8_t *ix, const double *v, double *acc) {
-    for (size_t l = 0; l < 32; l += 4) {
+/* acc[l] += v[ix[l]] for the lanes l < n (and up to the next multiple of 4), four at a time. */
+static inline void ob_add_loads(const uint8_t *ix, const double *v, size_t n, double *acc) {
+    for (size_t l = 0; l < n; l += 4) {
         __m128d a = _mm_loadh_pd(_mm_load_sd(v + ix[l]), v + ix[l + 1]);
         __m128d b = _mm_loadh_pd(_mm_load_sd(v + ix[l + 2]), v + ix[l + 3]);
         __m256d w = _mm256_insertf128_pd(_mm256_castpd128_pd256(a), b, 1);
@@ -31,7 +31,8 @@ static inline void ob_add_loads(const uint8_t *ix, const double *v, double *acc)
     }
 }
 
-static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t step, size_t ng, double *acc) {
+static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t step, size_t ng, size_t last,
+                   double *acc) {
     const uint32_t d = T->depth;
     const ob_level *lv = L->levels + T->first;
     const double *v = L->leaves + T->leaf;
@@ -43,13 +44,14 @@ static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t 
     uint8_t ix[32] __attribute__((aligned(32))), hi[32] __attribute__((aligned(32)));
     for (size_t g = 0; g < ng; g++) {
         const uint8_t *c = codes + g * step;
+        const size_t n = g + 1 == ng ? last : 32;
         if (d <= 8) {
             _mm256_store_si256((__m256i *)ix, ob_index(c, lv, d));
-            ob_add_loads(ix, v, acc + g * 32);
+            ob_add_loads(ix, v, n, acc + g * 32);
         } else { /* 9 .. 16 levels: the index's high byte, then its low byte */
             _mm256_store_si256((__m256i *)hi, ob_index(c, lv, d - 8));
             _mm256_store_si256((__m256i *)ix, ob_index(c, lv + (d - 8), 8));
-            ob_add_deep(v, hi, ix, 32, acc + g * 32);
+            ob_add_deep(v, hi, ix, n, acc + g * 32);
         }
     }
 }

@@ -28,14 +28,15 @@ static inline __m512i ob_index(const uint8_t *c, const uint32_t *off, const __m5
     return idx;
 }
 
-/* acc[l] += v[idx[l]] for the 64 lanes, the values in registers l0 .. l7 (d <= 6 levels;
- * d is a constant where this is inlined). */
+/* acc[l] += v[idx[l]] for the lanes l < 8 * chunks, the values in registers l0 .. l7 (d <= 6
+ * levels; d is a constant where this is inlined). */
 static inline __attribute__((always_inline)) void ob_add_regs(__m512i idx, const __m512d *lr, const int d,
-                                                              double *acc) {
+                                                              size_t chunks, double *acc) {
     const __m128i part[4] = {_mm512_extracti32x4_epi32(idx, 0), _mm512_extracti32x4_epi32(idx, 1),
                              _mm512_extracti32x4_epi32(idx, 2), _mm512_extracti32x4_epi32(idx, 3)};
     for (int q = 0; q < 4; q++)
         for (int h = 0; h < 2; h++) {
+            if ((size_t)(2 * q + h) >= chunks) return;
             const __m512i i = _mm512_cvtepu8_epi64(h ? _mm_srli_si128(part[q], 8) : part[q]);
             __m512d v;
             if (d <= 3)
@@ -60,17 +61,20 @@ static inline __attribute__((always_inline)) void ob_add_regs(__m512i idx, const
 /* Trees of 1 .. 6 levels (d a constant where inlined): the values in registers, loaded
  * once for every group. */
 static inline __attribute__((always_inline)) void ob_sym_small(const double *v, const uint8_t *codes, size_t step,
-                                                               size_t ng, const uint32_t *off, const __m512i *kv,
-                                                               const int d, double *acc) {
+                                                               size_t ng, size_t last, const uint32_t *off,
+                                                               const __m512i *kv, const int d, double *acc) {
     __m512d lr[8];
     for (int r = 0; r < 8; r++) lr[r] = r < (1 << d) / 8 + (d < 3) ? _mm512_loadu_pd(v + 8 * r) : _mm512_setzero_pd();
-    for (size_t g = 0; g < ng; g++) ob_add_regs(ob_index(codes + g * step, off, kv, (uint32_t)d), lr, d, acc + g * 64);
+    for (size_t g = 0; g < ng; g++)
+        ob_add_regs(ob_index(codes + g * step, off, kv, (uint32_t)d), lr, d, g + 1 == ng ? (last + 7) / 8 : 8,
+                    acc + g * 64);
 }
 
-/* acc[l] += v[ix[l]] for 64 lanes, eight at a time: the values loaded in pairs into the
- * halves of four registers (vmovsd, vmovhpd), joined, one vaddpd (as rapid's wide trees). */
-static inline void ob_add_loads(const uint8_t *ix, const double *v, double *acc) {
-    for (size_t l = 0; l < 64; l += 8) {
+/* acc[l] += v[ix[l]] for the lanes l < n (and up to the next multiple of 8), eight at a time:
+ * the values loaded in pairs into the halves of four registers (vmovsd, vmovhpd), joined,
+ * one vaddpd (as rapid's wide trees). */
+static inline void ob_add_loads(const uint8_t *ix, const double *v, size_t n, double *acc) {
+    for (size_t l = 0; l < n; l += 8) {
         __m128d a = _mm_loadh_pd(_mm_load_sd(v + ix[l]), v + ix[l + 1]);
         __m128d b = _mm_loadh_pd(_mm_load_sd(v + ix[l + 2]), v + ix[l + 3]);
         __m128d c = _mm_loadh_pd(_mm_load_sd(v + ix[l + 4]), v + ix[l + 5]);
@@ -82,7 +86,8 @@ static inline void ob_add_loads(const uint8_t *ix, const double *v, double *acc)
     }
 }
 
-static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t step, size_t ng, double *acc) {
+static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t step, size_t ng, size_t last,
+                   double *acc) {
     const uint32_t d = T->depth;
     const ob_level *lv = L->levels + T->first;
     const double *v = L->leaves + T->leaf;
@@ -95,26 +100,26 @@ static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t 
     __m512i kv[OB_MAX_DEPTH];
     for (uint32_t i = 0; i < d; i++) off[i] = lv[i].off, kv[i] = _mm512_set1_epi8((char)lv[i].k);
     switch (d) {
-    case 1: ob_sym_small(v, codes, step, ng, off, kv, 1, acc); return;
-    case 2: ob_sym_small(v, codes, step, ng, off, kv, 2, acc); return;
-    case 3: ob_sym_small(v, codes, step, ng, off, kv, 3, acc); return;
-    case 4: ob_sym_small(v, codes, step, ng, off, kv, 4, acc); return;
-    case 5: ob_sym_small(v, codes, step, ng, off, kv, 5, acc); return;
-    case 6: ob_sym_small(v, codes, step, ng, off, kv, 6, acc); return;
+    case 1: ob_sym_small(v, codes, step, ng, last, off, kv, 1, acc); return;
+    case 2: ob_sym_small(v, codes, step, ng, last, off, kv, 2, acc); return;
+    case 3: ob_sym_small(v, codes, step, ng, last, off, kv, 3, acc); return;
+    case 4: ob_sym_small(v, codes, step, ng, last, off, kv, 4, acc); return;
+    case 5: ob_sym_small(v, codes, step, ng, last, off, kv, 5, acc); return;
+    case 6: ob_sym_small(v, codes, step, ng, last, off, kv, 6, acc); return;
     default: break;
     }
     uint8_t ix[64] __attribute__((aligned(64))), hi[64] __attribute__((aligned(64)));
     if (d <= 8) {
         for (size_t g = 0; g < ng; g++) {
             _mm512_store_si512(ix, ob_index(codes + g * step, off, kv, d));
-            ob_add_loads(ix, v, acc + g * 64);
+            ob_add_loads(ix, v, g + 1 == ng ? last : 64, acc + g * 64);
         }
         return;
     }
     for (size_t g = 0; g < ng; g++) { /* 9 .. 16 levels: the index's high byte, then its low byte */
         _mm512_store_si512(hi, ob_index(codes + g * step, off, kv, d - 8));
         _mm512_store_si512(ix, ob_index(codes + g * step, off + (d - 8), kv + (d - 8), 8));
-        ob_add_deep(v, hi, ix, 64, acc + g * 64);
+        ob_add_deep(v, hi, ix, g + 1 == ng ? last : 64, acc + g * 64);
     }
 }
 
