@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_avx512_simde.sh: on a CPU without AVX-512, run test_engines with the AVX-512 kernels (vqs, rapid) compiled through SIMDe and the CPU check claiming AVX-512.
+# check_avx512_simde.sh: on a CPU without AVX-512, run test_engines with the AVX-512 kernels (vqs, rapid, oblivious) compiled through SIMDe and the CPU check claiming AVX-512.
 #
 #   scripts/check_avx512_simde.sh [BUILD_DIR]     (default build; needs its object files)
 #
@@ -18,7 +18,7 @@ objdir=$build/CMakeFiles/ts_objects.dir
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cflags=(-std=gnu11 -O1 -w -I"$root/include" -I"$root/src" -DTS_TEST_KNOBS=1)
-for k in vqs rapid; do
+for k in vqs rapid oblivious; do
     gcc "${cflags[@]}" -include "$root/tests/simde/avx512_shims.h" -c "src/engines/x86/${k}_avx512.c" -o "$work/${k}_avx512.o"
 done
 # The CPU check claims AVX-512 (TREESCORE_ISA still caps it, so the tests' levels apply).
@@ -31,7 +31,8 @@ grep -qF "$features" src/platform/cpu.c || { echo "check_avx512_simde: src/platf
 sed -e "s/$(printf '%s' "$pattern" | sed 's/[][\.*^$/()]/\\&/g')/v = (int)apply_env_cap(TS_ISA_AVX512);/" \
     -e "s/$features/return (v \& ~DETECTED) | TSR_CPU_GFNI;/" src/platform/cpu.c >"$work/cpu.c"
 gcc "${cflags[@]}" -Isrc/platform -c "$work/cpu.c" -o "$work/cpu.o"
-mapfile -t objs < <(find "$objdir" -name '*.o' ! -name 'rapid_avx512.c.o' ! -name 'vqs_avx512.c.o' ! -name 'cpu.c.o')
+mapfile -t objs < <(find "$objdir" -name '*.o' ! -name 'rapid_avx512.c.o' ! -name 'vqs_avx512.c.o' \
+                         ! -name 'oblivious_avx512.c.o' ! -name 'cpu.c.o')
 gcc "${cflags[@]}" -Itests/unit tests/unit/test_engines.c "${objs[@]}" "$work"/*.o -o "$work/test_engines" -lm -lpthread -ldl
 echo "test_engines with the AVX-512 kernels through SIMDe:"
 (cd "$work" && ./test_engines)
