@@ -31,7 +31,8 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
     "                          rapid: 1,024, in groups of 64, 32 or 8 documents)\n"       \
     "      --lanes N           vpred, block-vpred: documents interleaved; 0 (default) = the\n" \
     "                          engine's choice for the model; trees-simd: 8 or 16 trees per\n" \
-    "                          SIMD step (AVX2, AVX-512 gathers), 0 = depth steps\n"       \
+    "                          SIMD step (AVX2, AVX-512 gathers), 0 = depth steps;\n"      \
+    "                          oblivious: 1 = its AVX-512 kernel without VBMI\n"          \
     "      --planner MODE      how --engine auto picks: measure (default: time the engines\n" \
     "                          on a sample, remembered in the wisdom file) or rule (no\n"   \
     "                          timing); the environment variable TREESCORE_PLAN too\n"

@@ -458,7 +458,8 @@ typedef struct ts_scorer_options {
                              registers) */
     uint32_t lanes;       /* vpred, block-vpred: documents interleaved (v); 0 (default) = the
                              engine's choice for the model. trees-simd: 8 or 16 = its SIMD
-                             kernel of 8 (AVX2) or 16 (AVX-512) trees per step; 0 = depth steps */
+                             kernel of 8 (AVX2) or 16 (AVX-512) trees per step; 0 = depth steps.
+                             oblivious: 1 = its AVX-512 kernel without VBMI's byte planes */
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.
                              0 (default): every batch size: the planner picks an engine for

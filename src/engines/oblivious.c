@@ -45,6 +45,7 @@ static void obl_free(obl *L) {
     free(L->levels);
     free(L->nodes);
     free(L->leaves);
+    free(L->planes);
     memset(L, 0, sizeof *L);
 }
 
@@ -68,6 +69,33 @@ static void place_tree(obl *L, const tsm_tree *tr, uint32_t t, int oblivious, ui
         const tsm_node *nd = &tr->nodes[i];
         L->nodes[(*n_nodes)++] = (ob_node){slot * L->lanes, (k ^ L->flip) & 0xFF, nd->left, nd->right};
     }
+}
+
+/* The byte planes of the trees of 1 .. 8 levels (oblivious.h "Byte planes"). */
+static ts_status build_planes(obl *L, ts_error *err) {
+    size_t total = 0;
+    for (uint32_t t = 0; t < L->n_trees; t++) {
+        const uint32_t d = L->trees[t].depth;
+        if (d >= 1 && d <= 8) total += 8 * ob_plane_bytes(d);
+    }
+    if (total / 64 >= UINT32_MAX) return ts_fail(err, TS_ERR_LIMIT, "oblivious: more than 256 GiB of byte planes");
+    L->planes = aligned_alloc(64, total + 64);
+    if (!L->planes) return ts_fail(err, TS_ERR_NO_MEMORY, "oblivious: out of memory (%zu bytes of byte planes)", total);
+    memset(L->planes, 0, total + 64);
+    size_t at = 0;
+    for (uint32_t t = 0; t < L->n_trees; t++) {
+        ob_tree *T = &L->trees[t];
+        if (T->depth < 1 || T->depth > 8) continue;
+        const size_t P = ob_plane_bytes(T->depth);
+        T->plane = (uint32_t)(at / 64);
+        for (uint32_t i = 0; i < (1u << T->depth); i++) {
+            uint8_t b[8];
+            memcpy(b, &L->leaves[T->leaf + i], 8);
+            for (int j = 0; j < 8; j++) L->planes[at + (size_t)j * P + i] = b[j]; /* little-endian: x86 */
+        }
+        at += 8 * P;
+    }
+    return TS_OK;
 }
 
 static ts_status obl_build(obl *L, const ts_model *m, const tse_config *cfg, const ob_kernels *k, ts_error *err) {
@@ -115,6 +143,7 @@ static ts_status obl_build(obl *L, const ts_model *m, const tse_config *cfg, con
     }
     free(offset);
     free(level);
+    if (st == TS_OK && k->planes) st = build_planes(L, err);
     if (st != TS_OK) obl_free(L);
     return st;
 }
@@ -145,9 +174,15 @@ static uint32_t block_docs(const obl *L, const tse_config *cfg) {
     return (uint32_t)(d ? d : L->lanes);
 }
 
+/* The VBMI kernel where the CPU has VBMI, unless cfg->lanes is 1 (the AVX-512BW kernel:
+ * tests and benchmarks compare both). */
+static int use_vbmi(const tse_config *cfg) {
+    return cfg->lanes != 1 && (tsr_cpu_features() & TSR_CPU_AVX512VBMI) != 0;
+}
+
 static ts_status oblivious_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                                    ts_error *err) {
-    const ob_kernels *k = tsk_oblivious(cfg->isa);
+    const ob_kernels *k = tsk_oblivious(cfg->isa, use_vbmi(cfg));
     oblivious_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "oblivious: out of memory");
     ts_status st = obl_build(&s->L, m, cfg, k, err);

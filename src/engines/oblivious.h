@@ -57,6 +57,8 @@ typedef struct ob_tree {
     uint32_t depth;         /* levels, or OB_GENERAL */
     uint32_t first;         /* its first level or node */
     uint32_t leaf;          /* its first value in leaves */
+    uint32_t plane;         /* kernels with byte planes, trees of 1 .. 8 levels: its planes from
+                               planes + 64 * plane on ("Byte planes" below) */
 } ob_tree;
 
 typedef struct obl {
@@ -69,7 +71,17 @@ typedef struct obl {
     ob_level *levels;
     ob_node *nodes;
     double *leaves;         /* padded with 64 zeros: kernels may read a whole register of values */
+    uint8_t *planes;        /* byte planes (64-byte aligned), for kernels that ask for them */
 } obl;
+
+/*
+ * Byte planes (the AVX-512 VBMI kernel): a tree of d = 1 .. 8 levels keeps its weighted leaf
+ * values also as 8 planes of P = max(64, 2^d) bytes, plane j holding byte j (little-endian)
+ * of every value: 64 documents' values are then 8 byte lookups (vpermb: 64 entries;
+ * vpermi2b: 128; two and a blend: 256) whose results, transposed from bytes to 8-byte
+ * lanes by unpacks, are the doubles themselves.
+ */
+static inline size_t ob_plane_bytes(uint32_t depth) { return depth <= 6 ? 64 : (size_t)1 << depth; }
 
 /*
  * A kernel scores n_rows rows, `delta` documents per block (a multiple of its lanes), with
@@ -85,6 +97,7 @@ typedef struct ob_kernels {
     ts_isa isa;
     uint32_t lanes;         /* must be the coder's quantizer's */
     ob_kernel kernel;
+    int planes;             /* reads byte planes (obl.planes) */
 } ob_kernels;
 
 typedef struct ob_scratch {
