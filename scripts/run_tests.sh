@@ -98,10 +98,10 @@ stage "benchmark smoke test (bench/zoo.py --smoke, bench/peers.py --check-only, 
 TREESCORE_LIB=$root/build/libtreescore.so "$py" -m pytest -q -p no:cacheprovider tests/bench \
     --junitxml="$results/pytest-bench.xml" || fail_stage "benchmark smoke test"
 
-# --- the vqs and rapid kernels of each instruction set below this CPU's best (the run above used the
+# --- the vqs, rapid and oblivious kernels of each instruction set below this CPU's best (the run above used the
 # best), then every engine with one thread per batch: TREESCORE_ISA caps the level the
 # library detects, TS_THREADS makes tshelpers pass --threads to every `treescore score`.
-stage "conformance per ISA level (vqs, rapid), and with --threads 1"
+stage "conformance per ISA level (vqs, rapid, oblivious), and with --threads 1"
 if [ -x build/treescore ]; then
     # "cpu: avx512 (this build can use scalar, sse4.2, avx2, avx512), 2 threads"
     levels=$(env -u TREESCORE_ISA build/treescore -V | sed -n 's/^cpu: .*can use \([^)]*\)).*/\1/p' | tr -d ' ' | tr ',' ' ')
@@ -114,8 +114,8 @@ if [ -x build/treescore ]; then
     for lvl in $levels; do
         [ "$lvl" = "$best" ] && continue
         t0=$SECONDS
-        TS_BIN=$root/build/treescore TS_ENGINES=vqs,rapid TREESCORE_ISA=$lvl "$py" -m pytest -q -p no:cacheprovider \
-            "${conf[@]}" --junitxml="$results/pytest-isa-$lvl.xml" || fail_stage "conformance (vqs, rapid, TREESCORE_ISA=$lvl)"
+        TS_BIN=$root/build/treescore TS_ENGINES=vqs,rapid,oblivious TREESCORE_ISA=$lvl "$py" -m pytest -q -p no:cacheprovider \
+            "${conf[@]}" --junitxml="$results/pytest-isa-$lvl.xml" || fail_stage "conformance (vqs, rapid, oblivious, TREESCORE_ISA=$lvl)"
         if [ $((SECONDS - t0)) -gt 60 ]; then
             conf=(tests/conformance/test_lightgbm.py tests/conformance/test_xgboost.py
                   tests/conformance/test_real_models.py tests/conformance/test_double_input.py)

@@ -100,7 +100,7 @@ def test_catboost_categorical_frames(cat_models, name):
     variants = [df, df.astype({"city": "category", "tag": "category"}), df.astype({"city": "string"}),
                 df[["tag", "f1", "level", "city", "f0"]]]
     for path in (js, cbm):
-        for engine in ("naive", "qs", "vqs", "rapid", "trees-simd", "auto"):
+        for engine in ("naive", "qs", "vqs", "rapid", "trees-simd", "oblivious", "auto"):
             model = treescore.Model(str(path), engine=engine)
             for v in variants:
                 got = model.predict(v, raw_score=True)
