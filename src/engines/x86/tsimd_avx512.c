@@ -142,13 +142,12 @@ static int tss_keys16_up(const tss *L, const double *row, uint32_t *k) {
         /* the gaps_any bit of key (j + 1) << 32 | bits(d) (tss_gap_any_bit), 8 lanes a register */
         const __m512i j1 = _mm512_add_epi32(_mm512_loadu_si512(L->slot_j + s), _mm512_set1_epi32(1));
         const __m512i db = _mm512_castps_si512(d), mix = _mm512_set1_epi64((long long)0x9e3779b97f4a7c15ull);
-        __m256i half[2];
-        for (int h = 0; h < 2; h++) {
-            const __m512i key = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(j1, h)), 32),
-                                                _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(db, h)));
-            half[h] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_mullo_epi64(key, mix), 48));
-        }
-        const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(half[0]), half[1], 1);
+        /* (extracti64x4 takes a constant lane: the two halves written out) */
+#define TSS_ANY_BITS(h) _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_mullo_epi64(                                   \
+            _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(j1, h)), 32),             \
+                            _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(db, h))), mix), 48))
+        const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(TSS_ANY_BITS(0)), TSS_ANY_BITS(1), 1);
+#undef TSS_ANY_BITS
         const __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), odd, _mm512_srli_epi32(b, 5), any, 4);
         __mmask16 redo = _mm512_mask_test_epi32_mask(odd, _mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_and_si512(b, _mm512_set1_epi32(31))), w);
         redo |= _mm512_mask_cmp_ps_mask(odd, u, _mm512_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ);
