@@ -1,0 +1,144 @@
+/* derived.c: derived value columns: CatBoost's projection hash of a row, its table row, the value (derived.h has the semantics). */
+#include "model/derived.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "model/forest.h"
+
+/* The slot a key starts probing at (keys are products by an odd constant: take the top bits
+ * of a second multiplication). */
+static inline uint32_t slot_of(uint64_t key, uint32_t n_slots) {
+    uint64_t h = (key ^ (key >> 31)) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 32) & (n_slots - 1);
+}
+
+ts_status tsm_ctrtab_set_keys(tsm_ctrtab *t, const uint64_t *keys, uint32_t n_rows, ts_error *err) {
+    uint32_t n_slots = 16;
+    while (n_slots < 2 * (uint64_t)n_rows) {
+        if (n_slots >= (1u << 31)) return ts_fail(err, TS_ERR_LIMIT, "a CTR table of %u rows is too large", n_rows);
+        n_slots *= 2;
+    }
+    t->slot_key = malloc((size_t)n_slots * sizeof *t->slot_key);
+    t->slot_row = malloc((size_t)n_slots * sizeof *t->slot_row);
+    if (!t->slot_key || !t->slot_row) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+    t->n_slots = n_slots;
+    t->n_rows = n_rows;
+    for (uint32_t i = 0; i < n_slots; i++) t->slot_key[i] = TSM_KEY_EMPTY;
+    for (uint32_t r = 0; r < n_rows; r++) {
+        uint64_t k = keys[r];
+        if (k == TSM_KEY_EMPTY) continue; /* an empty bucket: no key finds its row */
+        uint32_t j = slot_of(k, n_slots);
+        for (; t->slot_key[j] != TSM_KEY_EMPTY; j = (j + 1) & (n_slots - 1))
+            if (t->slot_key[j] == k)
+                return ts_fail(err, TS_ERR_PARSE, "a CTR table has key %llu twice", (unsigned long long)k);
+        t->slot_key[j] = k;
+        t->slot_row[j] = r;
+    }
+    return TS_OK;
+}
+
+/* The hash of category id v of catmap cm, or 0 with *unseen set (the rule of the category
+ * sets, TSM_CAT_LIGHTGBM: NaN, v <= -1 and ids past the map are no category it knows). */
+static inline uint32_t id_hash(const tsm_catmap *cm, float v, int *unseen) {
+    if (!(v > -1.0f) || v >= (float)cm->n) {
+        *unseen = 1;
+        return 0;
+    }
+    return cm->hashes[(uint32_t)v];
+}
+
+uint32_t tsm_ctrtab_row(const tsm_ctrtab *t, const tsm_catmap *catmaps, const float *row) {
+    uint64_t key = 0;
+    int unseen = 0;
+    for (uint32_t i = 0; i < t->n_elems; i++) {
+        const tsm_elem *e = &t->elems[i];
+        float x = row[e->column];
+        uint64_t v;
+        if (e->kind == TSM_ELEM_CAT) {
+            uint32_t h = id_hash(&catmaps[e->catmap], x, &unseen);
+            v = (uint64_t)(int64_t)(int32_t)h;
+        } else if (e->kind == TSM_ELEM_FLOAT) {
+            v = x != x ? e->nan_one : x > e->border;
+        } else {
+            int u = 0; /* a category the map does not know is not the one-hot value (which it knows) */
+            uint32_t h = id_hash(&catmaps[e->catmap], x, &u);
+            v = !u && h == e->value;
+        }
+        key = tsm_ctr_hash_step(key, v);
+    }
+    if (unseen) return t->n_rows;
+    for (uint32_t j = slot_of(key, t->n_slots);; j = (j + 1) & (t->n_slots - 1)) {
+        uint64_t k = t->slot_key[j];
+        if (k == TSM_KEY_EMPTY) return t->n_rows;
+        if (k == key) return t->slot_row[j];
+    }
+}
+
+void tsm_derive_row(const ts_model *m, const float *row, float *out) {
+    for (uint32_t i = 0; i < m->n_ctrtabs; i++) {
+        const tsm_ctrtab *t = &m->ctrtabs[i];
+        uint32_t r = tsm_ctrtab_row(t, m->catmaps, row);
+        for (uint32_t d = t->first; d < t->first + t->count; d++) out[d] = m->derived[d].values[r];
+    }
+}
+
+static void *dup(const void *p, size_t bytes) {
+    void *q = malloc(bytes ? bytes : 1);
+    if (q && bytes) memcpy(q, p, bytes);
+    return q;
+}
+
+ts_status tsm_model_copy_derived(const ts_model *m, ts_model *dst, ts_error *err) {
+    if (m->n_catmaps) {
+        dst->catmaps = calloc(m->n_catmaps, sizeof *dst->catmaps);
+        if (!dst->catmaps) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+        for (uint32_t i = 0; i < m->n_catmaps; i++) {
+            dst->catmaps[i] = m->catmaps[i];
+            dst->catmaps[i].hashes = dup(m->catmaps[i].hashes, (size_t)m->catmaps[i].n * sizeof(uint32_t));
+            dst->n_catmaps = i + 1;
+            if (!dst->catmaps[i].hashes) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+        }
+    }
+    if (m->n_ctrtabs) {
+        dst->ctrtabs = calloc(m->n_ctrtabs, sizeof *dst->ctrtabs);
+        if (!dst->ctrtabs) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+        for (uint32_t i = 0; i < m->n_ctrtabs; i++) {
+            const tsm_ctrtab *s = &m->ctrtabs[i];
+            tsm_ctrtab *t = &dst->ctrtabs[i];
+            *t = *s;
+            t->elems = dup(s->elems, (size_t)s->n_elems * sizeof *s->elems);
+            t->slot_key = dup(s->slot_key, (size_t)s->n_slots * sizeof *s->slot_key);
+            t->slot_row = dup(s->slot_row, (size_t)s->n_slots * sizeof *s->slot_row);
+            dst->n_ctrtabs = i + 1;
+            if (!t->elems || !t->slot_key || !t->slot_row) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+        }
+    }
+    if (m->n_derived) {
+        dst->derived = calloc(m->n_derived, sizeof *dst->derived);
+        if (!dst->derived) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+        for (uint32_t d = 0; d < m->n_derived; d++) {
+            dst->derived[d].tab = m->derived[d].tab;
+            size_t n = (size_t)m->ctrtabs[m->derived[d].tab].n_rows + 1;
+            dst->derived[d].values = dup(m->derived[d].values, n * sizeof(float));
+            dst->n_derived = d + 1;
+            if (!dst->derived[d].values) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+        }
+    }
+    return TS_OK;
+}
+
+void tsm_model_free_derived(ts_model *m) {
+    for (uint32_t i = 0; i < m->n_ctrtabs; i++) {
+        free(m->ctrtabs[i].elems);
+        free(m->ctrtabs[i].slot_key);
+        free(m->ctrtabs[i].slot_row);
+    }
+    free(m->ctrtabs);
+    for (uint32_t d = 0; d < m->n_derived; d++) free(m->derived[d].values);
+    free(m->derived);
+    m->ctrtabs = NULL;
+    m->derived = NULL;
+    m->n_ctrtabs = m->n_derived = 0;
+}
