@@ -88,6 +88,9 @@ CASES = {
                                                          "BinarizedTargetMeanValue:TargetBorderCount=2"])),
     "logloss-buckets": ("Logloss", 4, dict(simple_ctr=["Buckets", "Borders"],
                                            combinations_ctr=["Buckets", "Borders", "Counter"])),
+    # a nonzero prior: an unseen key's Counter value is Calc(0, CounterDenominator), not Calc(0, 0)
+    "counter-prior": ("RMSE", 3, dict(simple_ctr=["Counter:Prior=1/1", "Borders:Prior=0.5/1"],
+                                      combinations_ctr=["Counter:Prior=1/1", "Counter:Prior=0.3/1"])),
     "multiclass": ("MultiClass", 3, dict(simple_ctr=["Borders", "Counter"],
                                          combinations_ctr=["Borders", "Buckets", "Counter"])),
     "onehot-combinations": ("RMSE", 4, dict(one_hot_max_size=4)),
