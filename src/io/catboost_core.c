@@ -504,7 +504,11 @@ static ts_status add_ctrtab(build *b, uint32_t k) {
                             (uint32_t)cb->cats[e->feature].flat_index, (uint32_t)e->feature, e->value, 0.0f, 0};
         }
     }
-    TS_TRY(tsm_ctrtab_set_keys(tab, d->t->keys, (uint32_t)d->t->n_rows, b->err));
+    ts_status st = tsm_ctrtab_set_keys(tab, d->t->keys, (uint32_t)d->t->n_rows, b->err);
+    if (st != TS_OK) {
+        ts_error_prefix(b->err, "%s: CTR %u", b->name, d->first_ctr);
+        return st;
+    }
     tab->first = m->n_derived;
     for (uint32_t i = 0; i < cb->n_ctrs; i++) {
         if (b->dec_of[i] != k) continue;
