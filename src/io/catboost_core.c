@@ -97,18 +97,55 @@ void tscb_params_objective(struct tsj_parser *p, char out[64]) {
  *   with (num, den) = (class 1, class 0 + class 1) for Borders of 2 classes; (classes above
  *   TargetBorderIdx, all) for Borders of more; (class TargetBorderIdx, all) for Buckets;
  *   (sum, count) for the mean value CTRs; (count, CounterDenominator) for Counter and
- *   FeatureFreq. A category without a row (never seen) gets Calc(0, 0).
- * Since M is odd the key is invertible: each row names one category hash. The categories
- * the model knows for feature j are its one-hot values and the hashes of the rows of its
- * CTRs' tables; sorted ascending they get the ids 0 .. n-1 (tsm_catmap), and the caller
- * passes ids (ts_model_category_id). Every split on feature j is then decided by the id
- * alone: a category set over the ids, rule TSM_CAT_LIGHTGBM (in the set goes left;
- * NaN, negatives and ids not in the set go right). The node's right child is the side an
- * unseen category takes (the one-hot split's false side; for a CTR split, the side of
- * Calc(0, 0) > b), and the set holds the known ids that go the other way: so NaN and
- * every id the model does not know score as CatBoost scores a category it never saw.
- * CTRs over a combination of features (several categorical features, or one with
- * binarized float or one-hot conditions) are refused by name.
+ *   FeatureFreq. A category without a row (never seen) gets the table's emptyVal (below).
+ * Since M is odd the key is invertible: each row names one category hash.
+ * The categories the model knows for feature j are its one-hot values, the values of the
+ * one-hot conditions of CTR projections, and the hashes feature j takes in the keys of
+ * every CTR table (below); sorted ascending they get the ids 0 .. n-1 (tsm_catmap), and
+ * the caller passes ids (ts_model_category_id). Every split on feature j alone is then
+ * decided by the id: a category set over the ids, rule TSM_CAT_LIGHTGBM (in the set goes
+ * left; NaN, negatives and ids not in the set go right). The node's right child is the
+ * side an unseen category takes (the one-hot split's false side; for a CTR split, the side
+ * of CatBoost's value for a key not in the table > b), and the set holds the known ids
+ * that go the other way: so NaN and every id the model does not know score as CatBoost
+ * scores a category it never saw.
+ * That value (emptyVal in static_ctr_provider.cpp) is Calc(0, CounterDenominator) for
+ * Counter and FeatureFreq, Calc(0, 0) for the others.
+ *
+ * CTRs over combinations. A CTR's projection (TFeatureCombination) may hold several
+ * categorical features, binarized float conditions (float feature f, border b: x > b with
+ * f's NaN treatment, as a float split) and one-hot conditions (categorical feature j,
+ * value v: h == v). CatBoost hashes a row's projection (ctr_provider.h CalcHashes) as
+ *     key = 0; key = CalcHash(key, (ui64)(i32)h_j) for each categorical feature in order;
+ *     then key = CalcHash(key, bit) for each float condition, then each one-hot condition
+ * with CalcHash(a, b) = M * (a + M * b), and looks the key up in the CTR's table. Such a
+ * value depends on several columns, so it is no split of one column: each CTR over a
+ * combination becomes a derived value column of the model (model/derived.h: the
+ * projection as elements reading the input columns, the table's keys in an open-addressing
+ * index, the CTR's value per row and for a key not in the table), and its splits nodes
+ * "value > border goes right" on that column (TSM_DERIVED); the scorer computes the
+ * columns of each row before the engines run (scorer.c, derive_f32).
+ * The caller passes ids, not hashes; an id maps back to its hash (catmap), so for known
+ * categories the key is CatBoost's exactly. An unknown category (NaN id) has lost its hash,
+ * but needs none: the key CatBoost computes from its real hash holds, at that feature's
+ * place, a hash that no training row had (every training category of j that any table
+ * holds is known to the catmap: below), so it is not a key of the table (but for a 64-bit
+ * collision of keys, which CatBoost itself would not tell apart either) and CatBoost takes
+ * the table's emptyVal: a row with an unknown category in any categorical element of the
+ * projection takes that value (tsm_ctrtab_row). Unknown categories in a one-hot condition
+ * give 0 (the condition's value is known).
+ * Knowing every category of every key: the key of a projection of N elements is linear in
+ * the elements' values, key = sum_i M^(N + 1 - i) v_i mod 2^64, so with all values but one
+ * categorical v_p known, v_p = (key - A) M^-(N + 1 - p), and only the right A makes that a
+ * sign-extended 32-bit value (a wrong one with probability 2^-32). A projection of one
+ * categorical feature and k conditions is decoded over the 2^k condition bits; one of
+ * n > 1 categorical features over the rows of the table of the same projection less one
+ * categorical feature: CatBoost builds a combination by adding a categorical feature to
+ * the projection of a CTR split already in the same tree (greedy_tensor_search.cpp), so
+ * that table is in the model, and every training row's other values are one of its rows.
+ * The candidates A are sorted, and each key finds its own by a binary search for the
+ * window of width 2^32 around key * M^-(N + 1 - p). A key that decodes to no candidate, or
+ * a combination without such a table, is refused (the ids could not give CatBoost's keys).
  */
 
 enum { BIN_FLOAT = 0, BIN_ONEHOT = 1, BIN_CTR = 2 };

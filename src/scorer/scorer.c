@@ -42,7 +42,8 @@ static inline const tsp_prepared *part_engine(const tsp_part *p, size_t n_rows) 
  * Two ways through: a plain model (one output, no categorical split) is scored by
  * parts[0] straight from the caller's rows. Otherwise ("expand"), part k scores the
  * view of output k (tsm_model_view): rows are copied into per-thread scratch rows of
- * `width` columns whose derived columns hold each category set's decision (0.0 left,
+ * `width` columns whose derived columns hold the derived value columns (CatBoost's CTRs
+ * over combinations: model/derived.h) and each category set's decision (0.0 left,
  * 1.0 right), each part scores them, and its scores are interleaved into out[r*K + k].
  * A model that reads few of its many columns (tsm_features_are_sparse: a declared count
  * of 16,777,216 and a handful of splits) takes the general path too, on views whose
@@ -56,7 +57,8 @@ struct ts_scorer {
     tsp_part *parts;             /* n_outputs; parts[lead] is the one reported */
     uint32_t n_outputs;          /* K >= 1 */
     uint32_t lead;               /* the part the planner chose for (the largest) */
-    int expand;                  /* K > 1 or categorical splits: the general path */
+    int expand;                  /* K > 1, categorical splits or derived value columns: the
+                                    general path */
     uint32_t n_features;         /* columns a row must have */
     uint32_t width;              /* columns the engines read: n_read + derived value columns +
                                     categorical sets */
