@@ -20,21 +20,19 @@ ts_status tsm_ctrtab_set_keys(tsm_ctrtab *t, const uint64_t *keys, uint32_t n_ro
         if (n_slots >= (1u << 31)) return ts_fail(err, TS_ERR_LIMIT, "a CTR table of %u rows is too large", n_rows);
         n_slots *= 2;
     }
-    t->slot_key = malloc((size_t)n_slots * sizeof *t->slot_key);
-    t->slot_row = malloc((size_t)n_slots * sizeof *t->slot_row);
-    if (!t->slot_key || !t->slot_row) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+    t->slots = malloc((size_t)n_slots * sizeof *t->slots);
+    if (!t->slots) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
     t->n_slots = n_slots;
     t->n_rows = n_rows;
-    for (uint32_t i = 0; i < n_slots; i++) t->slot_key[i] = TSM_KEY_EMPTY;
+    for (uint32_t i = 0; i < n_slots; i++) t->slots[i] = (tsm_slot){TSM_KEY_EMPTY, 0, 0};
     for (uint32_t r = 0; r < n_rows; r++) {
         uint64_t k = keys[r];
         if (k == TSM_KEY_EMPTY) continue; /* an empty bucket: no key finds its row */
         uint32_t j = slot_of(k, n_slots);
-        for (; t->slot_key[j] != TSM_KEY_EMPTY; j = (j + 1) & (n_slots - 1))
-            if (t->slot_key[j] == k)
+        for (; t->slots[j].key != TSM_KEY_EMPTY; j = (j + 1) & (n_slots - 1))
+            if (t->slots[j].key == k)
                 return ts_fail(err, TS_ERR_PARSE, "a CTR table has key %llu twice", (unsigned long long)k);
-        t->slot_key[j] = k;
-        t->slot_row[j] = r;
+        t->slots[j] = (tsm_slot){k, r, 0};
     }
     return TS_OK;
 }
@@ -49,7 +47,9 @@ static inline uint32_t id_hash(const tsm_catmap *cm, float v, int *unseen) {
     return cm->hashes[(uint32_t)v];
 }
 
-uint32_t tsm_ctrtab_row(const tsm_ctrtab *t, const tsm_catmap *catmaps, const float *row) {
+/* CatBoost's key of the row's projection; 0 when an element reads a category the catmap
+ * does not know (the key is then none of the table's: derived.h). */
+static inline int row_key(const tsm_ctrtab *t, const tsm_catmap *catmaps, const float *row, uint64_t *out) {
     uint64_t key = 0;
     int unseen = 0;
     for (uint32_t i = 0; i < t->n_elems; i++) {
@@ -68,12 +68,23 @@ uint32_t tsm_ctrtab_row(const tsm_ctrtab *t, const tsm_catmap *catmaps, const fl
         }
         key = tsm_ctr_hash_step(key, v);
     }
-    if (unseen) return t->n_rows;
-    for (uint32_t j = slot_of(key, t->n_slots);; j = (j + 1) & (t->n_slots - 1)) {
-        uint64_t k = t->slot_key[j];
+    *out = key;
+    return !unseen;
+}
+
+/* The row of key, probing from slot j. */
+static inline uint32_t probe(const tsm_ctrtab *t, uint64_t key, uint32_t j) {
+    for (;; j = (j + 1) & (t->n_slots - 1)) {
+        uint64_t k = t->slots[j].key;
         if (k == TSM_KEY_EMPTY) return t->n_rows;
-        if (k == key) return t->slot_row[j];
+        if (k == key) return t->slots[j].row;
     }
+}
+
+uint32_t tsm_ctrtab_row(const tsm_ctrtab *t, const tsm_catmap *catmaps, const float *row) {
+    uint64_t key;
+    if (!row_key(t, catmaps, row, &key)) return t->n_rows;
+    return probe(t, key, slot_of(key, t->n_slots));
 }
 
 void tsm_derive_row(const ts_model *m, const float *row, float *out) {
@@ -81,6 +92,41 @@ void tsm_derive_row(const ts_model *m, const float *row, float *out) {
         const tsm_ctrtab *t = &m->ctrtabs[i];
         uint32_t r = tsm_ctrtab_row(t, m->catmaps, row);
         for (uint32_t d = t->first; d < t->first + t->count; d++) out[d] = m->derived[d].values[r];
+    }
+}
+
+/* Rows per step of tsm_derive_rows: their slots are loaded together (prefetched), so that
+ * the cache misses of a large table overlap instead of following one another. */
+#define DERIVE_STEP 32
+
+/* Rows [0, n) of one table, n <= DERIVE_STEP: keys and their first slots (prefetched),
+ * then the rows found (their values prefetched), then the values. Hot loop. */
+static void derive_step(const ts_model *m, const tsm_ctrtab *t, float *rows, size_t n, size_t stride, uint32_t first) {
+    uint64_t key[DERIVE_STEP];
+    uint32_t at[DERIVE_STEP];
+    for (size_t q = 0; q < n; q++) {
+        at[q] = UINT32_MAX;
+        if (!row_key(t, m->catmaps, rows + q * stride, &key[q])) continue;
+        at[q] = slot_of(key[q], t->n_slots);
+        __builtin_prefetch(&t->slots[at[q]]);
+    }
+    const float *v0 = m->derived[t->first].values;
+    for (size_t q = 0; q < n; q++) {
+        at[q] = at[q] == UINT32_MAX ? t->n_rows : probe(t, key[q], at[q]);
+        __builtin_prefetch(&v0[at[q]]);
+    }
+    for (size_t q = 0; q < n; q++) {
+        float *row = rows + q * stride + first;
+        for (uint32_t d = t->first; d < t->first + t->count; d++) row[d] = m->derived[d].values[at[q]];
+    }
+}
+
+void tsm_derive_rows(const ts_model *m, float *rows, size_t n, size_t stride, uint32_t first) {
+    for (uint32_t i = 0; i < m->n_ctrtabs; i++) {
+        const tsm_ctrtab *t = &m->ctrtabs[i];
+        if (t->count == 0) continue;
+        for (size_t q = 0; q < n; q += DERIVE_STEP)
+            derive_step(m, t, rows + q * stride, n - q < DERIVE_STEP ? n - q : DERIVE_STEP, stride, first);
     }
 }
 
@@ -109,10 +155,9 @@ ts_status tsm_model_copy_derived(const ts_model *m, ts_model *dst, ts_error *err
             tsm_ctrtab *t = &dst->ctrtabs[i];
             *t = *s;
             t->elems = dup(s->elems, (size_t)s->n_elems * sizeof *s->elems);
-            t->slot_key = dup(s->slot_key, (size_t)s->n_slots * sizeof *s->slot_key);
-            t->slot_row = dup(s->slot_row, (size_t)s->n_slots * sizeof *s->slot_row);
+            t->slots = dup(s->slots, (size_t)s->n_slots * sizeof *s->slots);
             dst->n_ctrtabs = i + 1;
-            if (!t->elems || !t->slot_key || !t->slot_row) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+            if (!t->elems || !t->slots) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
         }
     }
     if (m->n_derived) {
@@ -132,8 +177,7 @@ ts_status tsm_model_copy_derived(const ts_model *m, ts_model *dst, ts_error *err
 void tsm_model_free_derived(ts_model *m) {
     for (uint32_t i = 0; i < m->n_ctrtabs; i++) {
         free(m->ctrtabs[i].elems);
-        free(m->ctrtabs[i].slot_key);
-        free(m->ctrtabs[i].slot_row);
+        free(m->ctrtabs[i].slots);
     }
     free(m->ctrtabs);
     for (uint32_t d = 0; d < m->n_derived; d++) free(m->derived[d].values);

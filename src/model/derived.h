@@ -2,6 +2,7 @@
 #ifndef TS_MODEL_DERIVED_H
 #define TS_MODEL_DERIVED_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "treescore.h"
@@ -46,13 +47,18 @@ typedef struct tsm_elem {
     uint32_t nan_one;   /* FLOAT: what NaN gives */
 } tsm_elem;
 
+/* One slot of a table's index: a key and its row (one cache line holds four). */
+typedef struct tsm_slot {
+    uint64_t key;
+    uint32_t row, pad;
+} tsm_slot;
+
 typedef struct tsm_ctrtab {
     tsm_elem *elems;
     uint32_t n_elems;
     uint32_t n_rows;     /* table rows; row n_rows stands for every key not in the table */
     uint32_t n_slots;    /* power of two, >= 2 * n_rows */
-    uint64_t *slot_key;  /* n_slots keys, TSM_KEY_EMPTY where empty */
-    uint32_t *slot_row;  /* n_slots rows */
+    tsm_slot *slots;     /* n_slots; key TSM_KEY_EMPTY where empty */
     uint32_t first, count; /* its derived columns: first .. first + count - 1 */
 } tsm_ctrtab;
 
@@ -75,6 +81,11 @@ uint32_t tsm_ctrtab_row(const tsm_ctrtab *t, const struct tsm_catmap *catmaps, c
 
 /* Every derived column's value for one row: out[d], d < m->n_derived. */
 void tsm_derive_row(const ts_model *m, const float *row, float *out);
+
+/* The same for n rows, stride floats apart, writing row[first + d]: table by table over
+ * the rows, so that each table's index and values stay in cache across the rows (row by
+ * row, every row touches every table: 5x slower on a model of 397 tables). */
+void tsm_derive_rows(const ts_model *m, float *rows, size_t n, size_t stride, uint32_t first);
 
 /* Copy m's catmaps, tables and derived columns into dst (a model without any); the copy
  * is freed with dst. */

@@ -139,13 +139,17 @@ static inline int cat_right(const cat_col *c, double v) {
     return cat_in(c, (uint32_t)v);
 }
 
-/* Write the derived columns of one expanded float row (its first n_read are set): the
- * derived value columns (model/derived.h: CatBoost's CTRs over combinations, computed from
- * the row's columns), then each category set's decision. */
+/* Write each category set's decision into one expanded float row (its first n_read are
+ * set); the derived value columns between them are derive_values'. */
 static inline void derive_f32(const ts_scorer *s, float *row) {
     uint32_t first = s->n_read + s->n_derived, n = s->width - first;
-    if (s->n_derived) tsm_derive_row(s->cats, row, row + s->n_read);
     for (uint32_t j = 0; j < n; j++) row[first + j] = (float)cat_right(&s->cols[j], (double)row[s->cols[j].feature]);
+}
+
+/* Write the derived value columns (model/derived.h: CatBoost's CTRs over combinations,
+ * computed from the rows' columns) of n expanded float rows, table by table. */
+static inline void derive_values(const ts_scorer *s, float *rows, size_t n) {
+    if (s->n_derived) tsm_derive_rows(s->cats, rows, n, s->width, s->n_read);
 }
 
 /* The same for a double row: LightGBM decides categories on the double value (models with
@@ -353,6 +357,7 @@ static ts_status expand_sample(const ts_scorer *s, const ts_scorer_options *opts
     float *buf = malloc(*rows * s->width * sizeof *buf);
     if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory expanding the planner's sample");
     for (size_t r = 0; r < *rows; r++) load_f32(s, buf + r * s->width, opts->sample + r * opts->sample_stride);
+    derive_values(s, buf, *rows);
     *out = buf;
     return TS_OK;
 }
@@ -585,6 +590,7 @@ static ts_status score_expand_chunk(void *ctx, size_t begin, size_t end) {
             continue;
         }
         for (size_t i = 0; i < n; i++) load_f32(s, rows + i * s->width, x + (r0 + i) * j->stride);
+        derive_values(s, rows, n);
         score_parts(s, rows, n, s->width, part, scratch, j->out + r0 * s->n_outputs);
     }
     return TS_OK;
@@ -647,6 +653,7 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
                 for (uint32_t c = 0; c < s->n_read; c++) dst[c] = (float)row[s->gather ? s->gather[c] : c];
                 derive_f32(s, dst);
             }
+            derive_values(s, fbuf, n);
             score_parts(s, fbuf, n, W, part, scratch, out);
             continue;
         }
