@@ -143,9 +143,13 @@ void tscb_params_objective(struct tsj_parser *p, char out[64]) {
  * categorical feature: CatBoost builds a combination by adding a categorical feature to
  * the projection of a CTR split already in the same tree (greedy_tensor_search.cpp), so
  * that table is in the model, and every training row's other values are one of its rows.
- * The candidates A are sorted, and each key finds its own by a binary search for the
- * window of width 2^32 around key * M^-(N + 1 - p). A key that decodes to no candidate, or
- * a combination without such a table, is refused (the ids could not give CatBoost's keys).
+ * When that table is not there, or lost rows (ctr_leaf_count_limit keeps the most frequent
+ * keys of each table), the candidates are the product of the known categories of the other
+ * positions with the condition bits, up to 2^22 of them. The candidates A are sorted, and
+ * each key finds its own by a binary search for the window of width 2^32 around
+ * key * M^-(N + 1 - p). A key that decodes to no candidate is refused (the ids could not
+ * give CatBoost's key: ctr_leaf_count_limit without store_all_simple_ctr can drop a
+ * category from every table but keep it in a combination's keys).
  */
 
 enum { BIN_FLOAT = 0, BIN_ONEHOT = 1, BIN_CTR = 2 };
@@ -282,6 +286,7 @@ typedef struct tab_dec {
     uint32_t n_cat, n_cond;     /* categorical elements (first), conditions (after) */
     uint32_t *tuples;           /* per row: n_cat hashes, then the condition bits (bit j: condition j) */
     int decoded;
+    uint64_t failed_key;        /* a key no candidate explains */
 } tab_dec;
 
 /* Most conditions (float and one-hot) in a projection, and candidates tried per table. */
@@ -361,75 +366,153 @@ static uint32_t remap_bits(uint32_t bits, const uint32_t *map, uint32_t n) {
     return r;
 }
 
-/* Decode every row of d, solving for categorical position p over the candidates (from
- * base's rows when base is not NULL, else from the condition bits). */
-static ts_status decode_rows(build *b, tab_dec *d, uint32_t p, const tab_dec *base, const uint32_t *map) {
+/* Where the candidates for position p come from: the rows of a table over the projection
+ * less p (base, its conditions map[j]); else the product of the known categories of every
+ * other categorical position (sets[i], sizes[i]); either with the condition bits (2^n_cond
+ * values, when not the base's). */
+typedef struct cand_src {
+    const tab_dec *base;
+    const uint32_t *map;
+    const uint32_t *const *sets;
+    const uint32_t *sizes;
+    size_t n;
+} cand_src;
+
+/* Candidate r's values into tu (every categorical position but p, and the condition bits). */
+static void cand_tuple(const tab_dec *d, uint32_t p, const cand_src *c, size_t r, uint32_t *tu) {
+    if (c->base) {
+        const uint32_t *bt = c->base->tuples + r * (c->base->n_cat + 1);
+        for (uint32_t q = 0, k = 0; q < d->n_cat; q++)
+            if (q != p) tu[q] = bt[k++];
+        tu[d->n_cat] = remap_bits(bt[c->base->n_cat], c->map, d->n_cond);
+        return;
+    }
+    tu[d->n_cat] = (uint32_t)(r & (((size_t)1 << d->n_cond) - 1));
+    r >>= d->n_cond;
+    for (uint32_t q = 0; q < d->n_cat; q++) {
+        if (q == p) continue;
+        tu[q] = c->sets[q][r % c->sizes[q]];
+        r /= c->sizes[q];
+    }
+}
+
+/* Decode every row of d, solving for categorical position p over the candidates of c;
+ * *ok = 0 (and no tuples) when some key has none. */
+static ts_status decode_rows(build *b, tab_dec *d, uint32_t p, const cand_src *c, int *ok) {
     uint32_t N = d->n_cat + d->n_cond, W = d->n_cat + 1;
-    uint64_t inv = mult_inverse(), inv_p = pow_u64(inv, N + 1 - p);
-    size_t n_cand = base ? base->t->n_rows : (size_t)1 << d->n_cond;
-    cand *cs = malloc((n_cand ? n_cand : 1) * sizeof *cs);
-    d->tuples = malloc(((size_t)d->t->n_rows * W + 1) * sizeof *d->tuples);
-    if (!cs || !d->tuples) {
+    uint64_t pw[TSCB_MAX_CATS_PER_CTR + MAX_CONDS];
+    for (uint32_t i = 0; i < N; i++) pw[i] = pow_u64(CB_HASH_MULT, N + 1 - i);
+    uint64_t inv_p = pow_u64(mult_inverse(), N + 1 - p);
+    cand *cs = malloc((c->n ? c->n : 1) * sizeof *cs);
+    uint32_t *tu = malloc(((size_t)d->t->n_rows + 1) * W * sizeof *tu);
+    if (!cs || !tu) {
         free(cs);
+        free(tu);
         return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
     }
-    for (size_t r = 0; r < n_cand; r++) {
-        uint32_t bits = base ? remap_bits(base->tuples[r * (base->n_cat + 1) + base->n_cat], map, d->n_cond)
-                             : (uint32_t)r;
+    uint32_t *tmp = tu + (size_t)d->t->n_rows * W;
+    for (size_t r = 0; r < c->n; r++) {
+        cand_tuple(d, p, c, r, tmp);
         uint64_t a = 0;
         for (uint32_t j = 0; j < d->n_cond; j++)
-            if ((bits >> j) & 1u) a += pow_u64(CB_HASH_MULT, N + 1 - (d->n_cat + j));
-        for (uint32_t i = 0, k = 0; base && i < d->n_cat; i++)
-            if (i != p) a += pow_u64(CB_HASH_MULT, N + 1 - i) * sext(base->tuples[r * (base->n_cat + 1) + k++]);
+            if ((tmp[d->n_cat] >> j) & 1u) a += pw[d->n_cat + j];
+        for (uint32_t i = 0; i < d->n_cat; i++)
+            if (i != p) a += pw[i] * sext(tmp[i]);
         cs[r] = (cand){a * inv_p, (uint32_t)r};
     }
-    qsort(cs, n_cand, sizeof *cs, cmp_cand);
-    for (size_t r = 0; r < d->t->n_rows; r++) {
-        uint32_t *tu = d->tuples + r * W, v = 0;
-        if (d->t->keys[r] == UINT64_MAX) { /* an empty bucket */
-            memset(tu, 0, W * sizeof *tu);
-            continue;
-        }
-        int64_t i = find_cand(cs, n_cand, d->t->keys[r] * inv_p, &v);
+    qsort(cs, c->n, sizeof *cs, cmp_cand);
+    *ok = 1;
+    for (size_t r = 0; r < d->t->n_rows && *ok; r++) {
+        uint32_t *row = tu + r * W, v = 0;
+        memset(row, 0, W * sizeof *row);
+        if (d->t->keys[r] == UINT64_MAX) continue; /* an empty bucket */
+        int64_t i = find_cand(cs, c->n, d->t->keys[r] * inv_p, &v);
         if (i < 0) {
-            free(cs);
-            if (d->n_cat == 1 && d->n_cond == 0)
-                return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: table key %llu is not the hash of one category",
-                               b->name, d->first_ctr, (unsigned long long)d->t->keys[r]);
-            return ts_fail(b->err, TS_ERR_UNSUPPORTED,
-                           "%s: CTR %u: table key %llu of a CTR over a combination of features is not the hash of "
-                           "categories the model's other tables name (so an input category's id cannot give CatBoost's "
-                           "key exactly)", b->name, d->first_ctr, (unsigned long long)d->t->keys[r]);
+            *ok = 0;
+            d->failed_key = d->t->keys[r];
+            break;
         }
-        uint32_t src = cs[i].src;
-        if (!base) {
-            tu[0] = v;
-            tu[1] = src;
-            continue;
-        }
-        const uint32_t *bt = base->tuples + (size_t)src * (base->n_cat + 1);
-        for (uint32_t q = 0, k = 0; q < d->n_cat; q++) tu[q] = q == p ? v : bt[k++];
-        tu[d->n_cat] = remap_bits(bt[base->n_cat], map, d->n_cond);
+        cand_tuple(d, p, c, cs[i].src, row);
+        row[p] = v;
     }
     free(cs);
+    if (!*ok) {
+        free(tu);
+        return TS_OK;
+    }
+    d->tuples = tu;
     d->decoded = 1;
     return TS_OK;
 }
 
-/* Decode d: one categorical element directly; more from a table over the same projection
- * less one categorical feature (CatBoost grows a combination from a CTR split of the same
- * tree, whose table the model keeps: every training row's other categories are a row of it). */
+/* The known categories of every feature so far, sorted and without repeats. */
+static void dedup_known(build *b) {
+    for (uint32_t j = 0; j < b->cb->n_cats; j++) {
+        cat_ids *ci = &b->ids[j];
+        if (ci->n == 0) continue;
+        qsort(ci->hashes, ci->n, sizeof *ci->hashes, cmp_u32);
+        uint32_t w = 1;
+        for (uint32_t k = 1; k < ci->n; k++)
+            if (ci->hashes[k] != ci->hashes[w - 1]) ci->hashes[w++] = ci->hashes[k];
+        ci->n = w;
+    }
+}
+
+/* Decode d over the product of the known categories of its other categorical positions
+ * (a combination whose base table is not in the model, or lost rows to
+ * ctr_leaf_count_limit), when that product is small enough. */
+static ts_status decode_product(build *b, tab_dec *d, uint32_t p, int *ok) {
+    const uint32_t *sets[TSCB_MAX_CATS_PER_CTR];
+    uint32_t sizes[TSCB_MAX_CATS_PER_CTR];
+    size_t n = (size_t)1 << d->n_cond;
+    *ok = 0;
+    for (uint32_t q = 0; q < d->n_cat; q++) {
+        if (q == p) continue;
+        const cat_ids *ci = &b->ids[d->c->elems[q].feature];
+        sets[q] = ci->hashes;
+        sizes[q] = ci->n;
+        if (ci->n == 0 || n > MAX_CANDIDATES / ci->n) return TS_OK;
+        n *= ci->n;
+    }
+    cand_src c = {NULL, NULL, sets, sizes, n};
+    return decode_rows(b, d, p, &c, ok);
+}
+
+/* Decode d: one categorical element over its condition bits; more from a table over the
+ * same projection less one categorical feature (CatBoost grows a combination from a CTR
+ * split of the same tree, whose table the model keeps: every training row's other
+ * categories are a row of it), else over the product of the known categories. */
 static ts_status decode_table(build *b, tab_dec *d) {
-    if (d->n_cat == 1) return decode_rows(b, d, 0, NULL, NULL);
+    int ok = 0;
+    if (d->n_cat == 1) {
+        cand_src c = {NULL, NULL, NULL, NULL, (size_t)1 << d->n_cond};
+        TS_TRY(decode_rows(b, d, 0, &c, &ok));
+    }
     uint32_t map[MAX_CONDS];
-    for (uint32_t i = 0; i < b->n_decs; i++)
-        for (uint32_t p = 0; p < d->n_cat; p++)
-            if (is_base(d, &b->decs[i], p, map)) return decode_rows(b, d, p, &b->decs[i], map);
+    for (uint32_t i = 0; i < b->n_decs && !ok && d->n_cat > 1; i++)
+        for (uint32_t p = 0; p < d->n_cat && !ok; p++)
+            if (is_base(d, &b->decs[i], p, map)) {
+                cand_src c = {&b->decs[i], map, NULL, NULL, b->decs[i].t->n_rows};
+                TS_TRY(decode_rows(b, d, p, &c, &ok));
+            }
+    if (!ok && d->n_cat > 1) {
+        dedup_known(b);
+        for (uint32_t p = 0; p < d->n_cat && !ok; p++) TS_TRY(decode_product(b, d, p, &ok));
+    }
+    if (ok) {
+        for (size_t r = 0; r < d->t->n_rows; r++) /* its categories are known from now on */
+            for (uint32_t i = 0; i < d->n_cat && d->t->keys[r] != UINT64_MAX; i++)
+                TS_TRY(add_known(b, &b->ids[d->c->elems[i].feature], d->tuples[r * (d->n_cat + 1) + i]));
+        return TS_OK;
+    }
+    if (d->n_cat == 1 && d->n_cond == 0)
+        return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: table key %llu is not the hash of one category", b->name,
+                       d->first_ctr, (unsigned long long)d->failed_key);
     return ts_fail(b->err, TS_ERR_UNSUPPORTED,
-                   "%s: CTR %u: a CTR over a combination of %u categorical features and %u conditions whose model has no "
-                   "table over the same projection less one categorical feature: the categories of its keys cannot be "
-                   "recovered, so an input category's id cannot give CatBoost's key exactly",
-                   b->name, d->first_ctr, d->n_cat, d->n_cond);
+                   "%s: CTR %u: a CTR over a combination of %u categorical features and %u conditions whose table key "
+                   "%llu is not the hash of categories the model's other tables name: an input category's id cannot "
+                   "give CatBoost's key exactly (models trained with ctr_leaf_count_limit can have such keys)",
+                   b->name, d->first_ctr, d->n_cat, d->n_cond, (unsigned long long)d->failed_key);
 }
 
 /* Check a CTR's projection and the table it names; the table's tab_dec. */
@@ -485,7 +568,7 @@ static ts_status check_ctr(build *b, uint32_t i) {
             return TS_OK;
         }
     b->dec_of[i] = b->n_decs;
-    b->decs[b->n_decs++] = (tab_dec){t, c, i, n_cat, c->n_elems - n_cat, NULL, 0};
+    b->decs[b->n_decs++] = (tab_dec){t, c, i, n_cat, c->n_elems - n_cat, NULL, 0, 0};
     return TS_OK;
 }
 
@@ -500,11 +583,6 @@ static ts_status decode_tables(build *b) {
         if (!d->decoded)
             return ts_fail(b->err, TS_ERR_LIMIT, "%s: CTR %u: a projection of %u categorical features (at most %d are "
                            "read)", b->name, d->first_ctr, d->n_cat, TSCB_MAX_CATS_PER_CTR);
-        for (size_t r = 0; r < d->t->n_rows; r++) {
-            if (d->t->keys[r] == UINT64_MAX) continue;
-            for (uint32_t i = 0; i < d->n_cat; i++)
-                TS_TRY(add_known(b, &b->ids[d->c->elems[i].feature], d->tuples[r * (d->n_cat + 1) + i]));
-        }
     }
     return TS_OK;
 }

@@ -97,6 +97,11 @@ CASES = {
     "depthwise": ("RMSE", 3, dict(grow_policy="Depthwise", depth=5)),
     "lossguide-multiclass": ("MultiClass", 4, dict(grow_policy="Lossguide", max_leaves=12, one_hot_max_size=3)),
     "two-cats-deep": ("Logloss", 2, dict(depth=8)),
+    # tables cut to their 10 most frequent keys, the single-feature ones kept whole: the
+    # combinations' keys are decoded over the product of the known categories
+    "leaf-limit": ("Logloss", 3, dict(ctr_leaf_count_limit=10, store_all_simple_ctr=True)),
+    # the single-feature tables cut too: here every key's categories are still in some table
+    "leaf-limit-lossy": ("Logloss", 3, dict(ctr_leaf_count_limit=10, store_all_simple_ctr=False)),
 }
 
 # CatBoost 1.2 builds no combinations for non-symmetric trees (Depthwise, Lossguide): those
@@ -197,3 +202,28 @@ def test_catboost_ctr_shapes():
     assert any("cat_feature_exact_value" in k for k in kinds)
     assert {"Borders", "Counter"} <= types["rmse-ctr-types"]
     assert {"Buckets"} <= types["logloss-buckets"] | types["multiclass"]
+
+
+def test_catboost_ctr_unrecoverable_refused(workdir):
+    """ctr_leaf_count_limit without store_all_simple_ctr drops rare categories from every
+    table but may keep some of them in combinations' keys: such a key names a category no
+    input id can stand for, and the model is refused by name, in both formats (these
+    rows, 60 x 6 x 55 categories, give such keys)."""
+    import catboost
+    import pandas as pd
+    rng = np.random.default_rng(1)
+    n = 3000
+    df = pd.DataFrame({"a": rng.integers(0, 60, n).astype(str), "b": rng.integers(0, 6, n).astype(str),
+                       "x": rng.normal(size=n), "c": rng.integers(0, 55, n).astype(str)})
+    y = ((df.a.astype(int) % 3 == 0) ^ (df.c.astype(int) % 2 == 0) ^ (df.x > 0)).astype(int)
+    m = catboost.CatBoost(dict(iterations=200, depth=6, loss_function="Logloss", random_seed=0, thread_count=1,
+                               verbose=0, allow_writing_files=False, ctr_leaf_count_limit=10,
+                               store_all_simple_ctr=False))
+    m.fit(catboost.Pool(df, y, cat_features=["a", "b", "c"]))
+    path = workdir / "cb-ctr-leaf-limit-lossy.cbm"
+    m.save_model(str(path))
+    m.save_model(str(path.with_suffix(".json")), format="json")
+    for p in (path, path.with_suffix(".json")):
+        r = H.run_cli(["info", "-m", p])
+        assert r.returncode == 1, r
+        assert "CTR over a combination" in r.stderr and "ctr_leaf_count_limit" in r.stderr, r.stderr
