@@ -1,4 +1,4 @@
-# test_catboost_ctr.py: CatBoost models with CTRs over combinations of features (categorical features with each other, with binarized float and one-hot conditions) score exactly CatBoost's RawFormulaVal in every engine, from the C API (raw rows of category ids through the CLI) and from Python on a DataFrame.
+# test_catboost_ctr.py: CatBoost models with CTRs over combinations of features (categorical features with each other, with binarized float and one-hot conditions) score exactly CatBoost's RawFormulaVal in every engine, from the C API (raw rows of category ids through the CLI), the CLI on CSV text and Python on a DataFrame.
 """CatBoost CTRs over feature combinations (issue 24).
 
 CatBoost's defaults (max_ctr_complexity 4 on CPU) give CTRs over combinations in almost
@@ -12,6 +12,7 @@ categories training never saw, in every categorical column:
 - through `treescore score --format raw` with each engine (TS_ENGINES), on float32 rows
   whose categorical columns hold the model's category ids (what a C caller passes:
   ts_model_category_id, here through the Python package's DataFrame conversion), and
+- through `treescore score` on a CSV file of the categories' text (test_catboost_ctr_cli_csv),
 - through the Python package's Model.predict(DataFrame, raw_score=True),
 
 and must equal CatBoost's predict(prediction_type="RawFormulaVal") on the DataFrame,
@@ -227,3 +228,33 @@ def test_catboost_ctr_unrecoverable_refused(workdir):
         r = H.run_cli(["info", "-m", p])
         assert r.returncode == 1, r
         assert "CTR over a combination" in r.stderr and "ctr_leaf_count_limit" in r.stderr, r.stderr
+
+
+def csv_field(v):
+    """A CSV field: floats with 17 digits ("nan" for NaN), anything else as its text,
+    quoted when it holds a comma, a quote or spaces at an end."""
+    if isinstance(v, (float, np.floating)):
+        return "nan" if v != v else repr(float(v))
+    s = str(v)
+    return '"' + s.replace('"', '""') + '"' if ("," in s or '"' in s or s != s.strip()) else s
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_catboost_ctr_cli_csv(engine, workdir, name):
+    """`treescore score` on a CSV file whose categorical columns hold the categories' text
+    (a header line of the model's feature names), every engine, both formats."""
+    cbm, js, cats = model(name)
+    df, _ = frame(300, 7, len(cats), unseen=True)
+    ref = reference(cbm, df)
+    k = ref.shape[1]
+    data = workdir / f"cb-ctr-{name}.csv"
+    lines = [",".join(df.columns)] + [",".join(csv_field(v) for v in row) for row in df.itertuples(index=False)]
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    X = df.assign(**{c: np.nan for c in cats}).to_numpy(dtype=np.float64)  # floats, for the report
+    for path in (cbm, js):
+        p = H.run_cli(["score", "-m", path, "-d", data, "--engine", engine])
+        assert p.returncode == 0, p.stderr
+        ours = np.array([[float(v) for v in line.split("\t")] for line in p.stdout.splitlines()])
+        assert ours.shape == ref.shape, (ours.shape, p.stderr)
+        for j in range(k):
+            H.assert_exact(ours[:, j], ref[:, j], X, None, f"{path.name} on {data.name} output {j}, engine {engine}")
