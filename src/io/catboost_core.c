@@ -637,6 +637,7 @@ static ts_status add_ctrtab(build *b, uint32_t k) {
         dv->values[d->t->n_rows] = ctr_unseen(c, d->t);
         tab->count++;
     }
+    if (tab->count) tsm_ctrtab_set_first(tab, m->derived[tab->first].values);
     return TS_OK;
 }
 

@@ -24,7 +24,7 @@ ts_status tsm_ctrtab_set_keys(tsm_ctrtab *t, const uint64_t *keys, uint32_t n_ro
     if (!t->slots) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
     t->n_slots = n_slots;
     t->n_rows = n_rows;
-    for (uint32_t i = 0; i < n_slots; i++) t->slots[i] = (tsm_slot){TSM_KEY_EMPTY, 0, 0};
+    for (uint32_t i = 0; i < n_slots; i++) t->slots[i] = (tsm_slot){TSM_KEY_EMPTY, 0, 0.0f};
     for (uint32_t r = 0; r < n_rows; r++) {
         uint64_t k = keys[r];
         if (k == TSM_KEY_EMPTY) continue; /* an empty bucket: no key finds its row */
@@ -32,9 +32,14 @@ ts_status tsm_ctrtab_set_keys(tsm_ctrtab *t, const uint64_t *keys, uint32_t n_ro
         for (; t->slots[j].key != TSM_KEY_EMPTY; j = (j + 1) & (n_slots - 1))
             if (t->slots[j].key == k)
                 return ts_fail(err, TS_ERR_PARSE, "a CTR table has key %llu twice", (unsigned long long)k);
-        t->slots[j] = (tsm_slot){k, r, 0};
+        t->slots[j] = (tsm_slot){k, r, 0.0f};
     }
     return TS_OK;
+}
+
+void tsm_ctrtab_set_first(tsm_ctrtab *t, const float *values) {
+    for (uint32_t j = 0; j < t->n_slots; j++)
+        if (t->slots[j].key != TSM_KEY_EMPTY) t->slots[j].first = values[t->slots[j].row];
 }
 
 /* The hash of category id v of catmap cm, or 0 with *unseen set (the rule of the category
@@ -72,19 +77,20 @@ static inline int row_key(const tsm_ctrtab *t, const tsm_catmap *catmaps, const 
     return !unseen;
 }
 
-/* The row of key, probing from slot j. */
-static inline uint32_t probe(const tsm_ctrtab *t, uint64_t key, uint32_t j) {
+/* The slot of key, probing from slot j; NULL when the table does not hold it. */
+static inline const tsm_slot *probe(const tsm_ctrtab *t, uint64_t key, uint32_t j) {
     for (;; j = (j + 1) & (t->n_slots - 1)) {
         uint64_t k = t->slots[j].key;
-        if (k == TSM_KEY_EMPTY) return t->n_rows;
-        if (k == key) return t->slots[j].row;
+        if (k == TSM_KEY_EMPTY) return NULL;
+        if (k == key) return &t->slots[j];
     }
 }
 
 uint32_t tsm_ctrtab_row(const tsm_ctrtab *t, const tsm_catmap *catmaps, const float *row) {
     uint64_t key;
     if (!row_key(t, catmaps, row, &key)) return t->n_rows;
-    return probe(t, key, slot_of(key, t->n_slots));
+    const tsm_slot *s = probe(t, key, slot_of(key, t->n_slots));
+    return s ? s->row : t->n_rows;
 }
 
 void tsm_derive_row(const ts_model *m, const float *row, float *out) {
@@ -100,24 +106,28 @@ void tsm_derive_row(const ts_model *m, const float *row, float *out) {
 #define DERIVE_STEP 32
 
 /* Rows [0, n) of one table, n <= DERIVE_STEP: keys and their first slots (prefetched),
- * then the rows found (their values prefetched), then the values. Hot loop. */
+ * then the slots found (the other columns' values prefetched), then the values. Hot loop. */
 static void derive_step(const ts_model *m, const tsm_ctrtab *t, float *rows, size_t n, size_t stride, uint32_t first) {
     uint64_t key[DERIVE_STEP];
     uint32_t at[DERIVE_STEP];
+    const tsm_slot *hit[DERIVE_STEP];
     for (size_t q = 0; q < n; q++) {
         at[q] = UINT32_MAX;
         if (!row_key(t, m->catmaps, rows + q * stride, &key[q])) continue;
         at[q] = slot_of(key[q], t->n_slots);
         __builtin_prefetch(&t->slots[at[q]]);
     }
-    const float *v0 = m->derived[t->first].values;
+    const float *v1 = t->count > 1 ? m->derived[t->first + 1].values : NULL;
     for (size_t q = 0; q < n; q++) {
-        at[q] = at[q] == UINT32_MAX ? t->n_rows : probe(t, key[q], at[q]);
-        __builtin_prefetch(&v0[at[q]]);
+        hit[q] = at[q] == UINT32_MAX ? NULL : probe(t, key[q], at[q]);
+        if (v1 && hit[q]) __builtin_prefetch(&v1[hit[q]->row]);
     }
+    const float *unseen = m->derived[t->first].values + t->n_rows; /* row n_rows of the first column */
     for (size_t q = 0; q < n; q++) {
         float *row = rows + q * stride + first;
-        for (uint32_t d = t->first; d < t->first + t->count; d++) row[d] = m->derived[d].values[at[q]];
+        uint32_t r = hit[q] ? hit[q]->row : t->n_rows;
+        row[t->first] = hit[q] ? hit[q]->first : *unseen;
+        for (uint32_t d = t->first + 1; d < t->first + t->count; d++) row[d] = m->derived[d].values[r];
     }
 }
 

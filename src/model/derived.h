@@ -47,10 +47,13 @@ typedef struct tsm_elem {
     uint32_t nan_one;   /* FLOAT: what NaN gives */
 } tsm_elem;
 
-/* One slot of a table's index: a key and its row (one cache line holds four). */
+/* One slot of a table's index: a key, its row, and the value of the table's first derived
+ * column at that row (so that the most common lookup, a table of one CTR, touches one
+ * cache line: a line holds four slots). */
 typedef struct tsm_slot {
     uint64_t key;
-    uint32_t row, pad;
+    uint32_t row;
+    float first;
 } tsm_slot;
 
 typedef struct tsm_ctrtab {
@@ -73,6 +76,9 @@ static inline uint64_t tsm_ctr_hash_step(uint64_t key, uint64_t v) { return TSM_
 /* Fill t's slots from its n_rows keys (row r has keys[r]; TSM_KEY_EMPTY: no key finds
  * that row). TS_ERR_PARSE for a repeated key, TS_ERR_NO_MEMORY. */
 ts_status tsm_ctrtab_set_keys(tsm_ctrtab *t, const uint64_t *keys, uint32_t n_rows, ts_error *err);
+
+/* Copy each slot's row of values (the table's first derived column) into the slot. */
+void tsm_ctrtab_set_first(tsm_ctrtab *t, const float *values);
 
 struct tsm_catmap;
 /* The table row of one row of input columns (row[e.column] for each element; the
