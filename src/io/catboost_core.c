@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "io/json.h"
+#include "model/derived.h"
 #include "model/forest.h"
 
 void tscb_model_clear(tscb_model *cb) {
@@ -28,7 +29,7 @@ void tscb_model_clear(tscb_model *cb) {
     }
     free(cb->cats);
     for (uint32_t i = 0; i < cb->n_ctrs; i++) {
-        free(cb->ctrs[i].combination);
+        free(cb->ctrs[i].elems);
         free(cb->ctrs[i].borders);
         free(cb->ctrs[i].table_id);
     }
@@ -40,6 +41,15 @@ void tscb_model_clear(tscb_model *cb) {
     }
     free(cb->tables);
     memset(cb, 0, sizeof *cb);
+}
+
+void tscb_elems_order(tscb_elem *e, uint32_t n) {
+    for (uint32_t i = 1; i < n; i++) { /* insertion sort by kind: stable */
+        tscb_elem x = e[i];
+        uint32_t j = i;
+        for (; j > 0 && e[j - 1].kind > x.kind; j--) e[j] = e[j - 1];
+        e[j] = x;
+    }
 }
 
 void tscb_params_objective(struct tsj_parser *p, char out[64]) {
@@ -87,18 +97,59 @@ void tscb_params_objective(struct tsj_parser *p, char out[64]) {
  *   with (num, den) = (class 1, class 0 + class 1) for Borders of 2 classes; (classes above
  *   TargetBorderIdx, all) for Borders of more; (class TargetBorderIdx, all) for Buckets;
  *   (sum, count) for the mean value CTRs; (count, CounterDenominator) for Counter and
- *   FeatureFreq. A category without a row (never seen) gets Calc(0, 0).
- * Since M is odd the key is invertible: each row names one category hash. The categories
- * the model knows for feature j are its one-hot values and the hashes of the rows of its
- * CTRs' tables; sorted ascending they get the ids 0 .. n-1 (tsm_catmap), and the caller
- * passes ids (ts_model_category_id). Every split on feature j is then decided by the id
- * alone: a category set over the ids, rule TSM_CAT_LIGHTGBM (in the set goes left;
- * NaN, negatives and ids not in the set go right). The node's right child is the side an
- * unseen category takes (the one-hot split's false side; for a CTR split, the side of
- * Calc(0, 0) > b), and the set holds the known ids that go the other way: so NaN and
- * every id the model does not know score as CatBoost scores a category it never saw.
- * CTRs over a combination of features (several categorical features, or one with
- * binarized float or one-hot conditions) are refused by name.
+ *   FeatureFreq. A category without a row (never seen) gets the table's emptyVal (below).
+ * Since M is odd the key is invertible: each row names one category hash.
+ * The categories the model knows for feature j are its one-hot values, the values of the
+ * one-hot conditions of CTR projections, and the hashes feature j takes in the keys of
+ * every CTR table (below); sorted ascending they get the ids 0 .. n-1 (tsm_catmap), and
+ * the caller passes ids (ts_model_category_id). Every split on feature j alone is then
+ * decided by the id: a category set over the ids, rule TSM_CAT_LIGHTGBM (in the set goes
+ * left; NaN, negatives and ids not in the set go right). The node's right child is the
+ * side an unseen category takes (the one-hot split's false side; for a CTR split, the side
+ * of CatBoost's value for a key not in the table > b), and the set holds the known ids
+ * that go the other way: so NaN and every id the model does not know score as CatBoost
+ * scores a category it never saw.
+ * That value (emptyVal in static_ctr_provider.cpp) is Calc(0, CounterDenominator) for
+ * Counter and FeatureFreq, Calc(0, 0) for the others.
+ *
+ * CTRs over combinations. A CTR's projection (TFeatureCombination) may hold several
+ * categorical features, binarized float conditions (float feature f, border b: x > b with
+ * f's NaN treatment, as a float split) and one-hot conditions (categorical feature j,
+ * value v: h == v). CatBoost hashes a row's projection (ctr_provider.h CalcHashes) as
+ *     key = 0; key = CalcHash(key, (ui64)(i32)h_j) for each categorical feature in order;
+ *     then key = CalcHash(key, bit) for each float condition, then each one-hot condition
+ * with CalcHash(a, b) = M * (a + M * b), and looks the key up in the CTR's table. Such a
+ * value depends on several columns, so it is no split of one column: each CTR over a
+ * combination becomes a derived value column of the model (model/derived.h: the
+ * projection as elements reading the input columns, the table's keys in an open-addressing
+ * index, the CTR's value per row and for a key not in the table), and its splits nodes
+ * "value > border goes right" on that column (TSM_DERIVED); the scorer computes the
+ * columns of each row before the engines run (scorer.c, derive_f32).
+ * The caller passes ids, not hashes; an id maps back to its hash (catmap), so for known
+ * categories the key is CatBoost's exactly. An unknown category (NaN id) has lost its hash,
+ * but needs none: the key CatBoost computes from its real hash holds, at that feature's
+ * place, a hash that no training row had (every training category of j that any table
+ * holds is known to the catmap: below), so it is not a key of the table (but for a 64-bit
+ * collision of keys, which CatBoost itself would not tell apart either) and CatBoost takes
+ * the table's emptyVal: a row with an unknown category in any categorical element of the
+ * projection takes that value (tsm_ctrtab_row). Unknown categories in a one-hot condition
+ * give 0 (the condition's value is known).
+ * Knowing every category of every key: the key of a projection of N elements is linear in
+ * the elements' values, key = sum_i M^(N + 1 - i) v_i mod 2^64, so with all values but one
+ * categorical v_p known, v_p = (key - A) M^-(N + 1 - p), and only the right A makes that a
+ * sign-extended 32-bit value (a wrong one with probability 2^-32). A projection of one
+ * categorical feature and k conditions is decoded over the 2^k condition bits; one of
+ * n > 1 categorical features over the rows of the table of the same projection less one
+ * categorical feature: CatBoost builds a combination by adding a categorical feature to
+ * the projection of a CTR split already in the same tree (greedy_tensor_search.cpp), so
+ * that table is in the model, and every training row's other values are one of its rows.
+ * When that table is not there, or lost rows (ctr_leaf_count_limit keeps the most frequent
+ * keys of each table), the candidates are the product of the known categories of the other
+ * positions with the condition bits, up to 2^22 of them. The candidates A are sorted, and
+ * each key finds its own by a binary search for the window of width 2^32 around
+ * key * M^-(N + 1 - p). A key that decodes to no candidate is refused (the ids could not
+ * give CatBoost's key: ctr_leaf_count_limit without store_all_simple_ctr can drop a
+ * category from every table but keep it in a combination's keys).
  */
 
 enum { BIN_FLOAT = 0, BIN_ONEHOT = 1, BIN_CTR = 2 };
@@ -138,6 +189,10 @@ typedef struct build {
     cat_ids *ids;       /* n_cats */
     ctr_vals *ctrv;     /* n_ctrs */
     uint32_t *words;    /* scratch bitset */
+    struct tab_dec *decs; /* the tables the CTRs use, decoded (n_decs) */
+    uint32_t n_decs;
+    uint32_t *dec_of;   /* per CTR: its table's index in decs */
+    uint32_t *derived_of; /* per CTR over a combination: its derived column (model/derived.h) */
 } build;
 
 static const uint64_t CB_HASH_MULT = 0x4906ba494954cb65ULL;
@@ -216,13 +271,389 @@ static float ctr_row_value(const tscb_ctr *c, const tscb_ctr_table *t, size_t r)
     }
 }
 
-/* The categorical features: known hashes per feature, each CTR's value per id. */
+/* ---- CTR tables: the categories their keys hash ------------------------------------ */
+
+/* A table the CTRs use, with the categories of each of its rows (decoded from the keys).
+ * The key of a projection of N elements with values v_0 .. v_{N-1} (CatBoost's CalcHash
+ * chain from 0, model/derived.h) is sum_i M^(N + 1 - i) * v_i mod 2^64: linear in the
+ * values. So with every element known but one categorical value v_p, v_p = (key - A) *
+ * M^-(N + 1 - p), and it must be a sign-extended 32-bit hash: a wrong A gives a 64-bit
+ * value that is one with probability 2^-32. */
+typedef struct tab_dec {
+    const tscb_ctr_table *t;
+    const tscb_ctr *c;          /* its first CTR: the projection */
+    uint32_t first_ctr;
+    uint32_t n_cat, n_cond;     /* categorical elements (first), conditions (after) */
+    uint32_t *tuples;           /* per row: n_cat hashes, then the condition bits (bit j: condition j) */
+    int decoded;
+    uint64_t failed_key;        /* a key no candidate explains */
+} tab_dec;
+
+/* Most conditions (float and one-hot) in a projection, and candidates tried per table. */
+#define MAX_CONDS 20
+#define MAX_CANDIDATES ((size_t)1 << 22)
+
+typedef struct cand {
+    uint64_t w;                 /* A * M^-(N + 1 - p) */
+    uint32_t src;               /* the base row, or the condition bits */
+} cand;
+
+static int cmp_cand(const void *a, const void *b) {
+    uint64_t x = ((const cand *)a)->w, y = ((const cand *)b)->w;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t mult_inverse(void) {
+    uint64_t inv = CB_HASH_MULT; /* Newton's iteration for the inverse mod 2^64 of an odd M */
+    for (int i = 0; i < 6; i++) inv *= 2 - CB_HASH_MULT * inv;
+    return inv;
+}
+
+static uint64_t pow_u64(uint64_t x, uint32_t e) {
+    uint64_t r = 1;
+    for (; e; e >>= 1, x *= x)
+        if (e & 1) r *= x;
+    return r;
+}
+
+static uint64_t sext(uint32_t h) { return (uint64_t)(int64_t)(int32_t)h; }
+
+/* The first candidate w with key * M^-e - w a sign-extended 32-bit value (cands sorted by
+ * w), or -1; *v gets that value. */
+static int64_t find_cand(const cand *cs, size_t n, uint64_t u, uint32_t *v) {
+    if (n == 0) return -1;
+    uint64_t lo = u - ((uint64_t)1 << 31);
+    size_t a = 0, z = n;
+    while (a < z) {
+        size_t mid = a + (z - a) / 2;
+        if (cs[mid].w < lo) a = mid + 1;
+        else z = mid;
+    }
+    for (size_t k = 0; k < n; k++) { /* the window [lo, lo + 2^32) may wrap past 2^64 */
+        size_t i = (a + k) % n;
+        if (cs[i].w - lo >= ((uint64_t)1 << 32)) return -1;
+        *v = (uint32_t)(u - cs[i].w);
+        return (int64_t)i;
+    }
+    return -1;
+}
+
+/* Two conditions are the same (kind, feature, border or value). */
+static int same_cond(const tscb_elem *x, const tscb_elem *y) {
+    return x->kind == y->kind && x->feature == y->feature &&
+           (x->kind == TSCB_ELEM_ONEHOT ? x->value == y->value : memcmp(&x->border, &y->border, sizeof x->border) == 0);
+}
+
+/* base's categorical features are d's without position p, and its conditions d's (map[j]:
+ * base's condition of d's condition j). */
+static int is_base(const tab_dec *d, const tab_dec *base, uint32_t p, uint32_t *map) {
+    if (base->n_cat + 1 != d->n_cat || base->n_cond != d->n_cond || !base->decoded) return 0;
+    for (uint32_t i = 0, k = 0; i < d->n_cat; i++)
+        if (i != p && d->c->elems[i].feature != base->c->elems[k++].feature) return 0;
+    for (uint32_t j = 0; j < d->n_cond; j++) {
+        map[j] = UINT32_MAX;
+        for (uint32_t q = 0; q < base->n_cond && map[j] == UINT32_MAX; q++)
+            if (same_cond(&d->c->elems[d->n_cat + j], &base->c->elems[base->n_cat + q])) map[j] = q;
+        if (map[j] == UINT32_MAX) return 0;
+    }
+    return 1;
+}
+
+/* Condition bits of a base row in d's order. */
+static uint32_t remap_bits(uint32_t bits, const uint32_t *map, uint32_t n) {
+    uint32_t r = 0;
+    for (uint32_t j = 0; j < n; j++) r |= ((bits >> map[j]) & 1u) << j;
+    return r;
+}
+
+/* Where the candidates for position p come from: the rows of a table over the projection
+ * less p (base, its conditions map[j]); else the product of the known categories of every
+ * other categorical position (sets[i], sizes[i]); either with the condition bits (2^n_cond
+ * values, when not the base's). */
+typedef struct cand_src {
+    const tab_dec *base;
+    const uint32_t *map;
+    const uint32_t *const *sets;
+    const uint32_t *sizes;
+    size_t n;
+} cand_src;
+
+/* Candidate r's values into tu (every categorical position but p, and the condition bits). */
+static void cand_tuple(const tab_dec *d, uint32_t p, const cand_src *c, size_t r, uint32_t *tu) {
+    if (c->base) {
+        const uint32_t *bt = c->base->tuples + r * (c->base->n_cat + 1);
+        for (uint32_t q = 0, k = 0; q < d->n_cat; q++)
+            if (q != p) tu[q] = bt[k++];
+        tu[d->n_cat] = remap_bits(bt[c->base->n_cat], c->map, d->n_cond);
+        return;
+    }
+    tu[d->n_cat] = (uint32_t)(r & (((size_t)1 << d->n_cond) - 1));
+    r >>= d->n_cond;
+    for (uint32_t q = 0; q < d->n_cat; q++) {
+        if (q == p) continue;
+        tu[q] = c->sets[q][r % c->sizes[q]];
+        r /= c->sizes[q];
+    }
+}
+
+/* Decode every row of d, solving for categorical position p over the candidates of c;
+ * *ok = 0 (and no tuples) when some key has none. */
+static ts_status decode_rows(build *b, tab_dec *d, uint32_t p, const cand_src *c, int *ok) {
+    uint32_t N = d->n_cat + d->n_cond, W = d->n_cat + 1;
+    uint64_t pw[TSCB_MAX_CATS_PER_CTR + MAX_CONDS];
+    for (uint32_t i = 0; i < N; i++) pw[i] = pow_u64(CB_HASH_MULT, N + 1 - i);
+    uint64_t inv_p = pow_u64(mult_inverse(), N + 1 - p);
+    cand *cs = malloc((c->n ? c->n : 1) * sizeof *cs);
+    uint32_t *tu = malloc(((size_t)d->t->n_rows + 1) * W * sizeof *tu);
+    if (!cs || !tu) {
+        free(cs);
+        free(tu);
+        return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+    }
+    uint32_t *tmp = tu + (size_t)d->t->n_rows * W;
+    for (size_t r = 0; r < c->n; r++) {
+        cand_tuple(d, p, c, r, tmp);
+        uint64_t a = 0;
+        for (uint32_t j = 0; j < d->n_cond; j++)
+            if ((tmp[d->n_cat] >> j) & 1u) a += pw[d->n_cat + j];
+        for (uint32_t i = 0; i < d->n_cat; i++)
+            if (i != p) a += pw[i] * sext(tmp[i]);
+        cs[r] = (cand){a * inv_p, (uint32_t)r};
+    }
+    qsort(cs, c->n, sizeof *cs, cmp_cand);
+    *ok = 1;
+    for (size_t r = 0; r < d->t->n_rows && *ok; r++) {
+        uint32_t *row = tu + r * W, v = 0;
+        memset(row, 0, W * sizeof *row);
+        if (d->t->keys[r] == UINT64_MAX) continue; /* an empty bucket */
+        int64_t i = find_cand(cs, c->n, d->t->keys[r] * inv_p, &v);
+        if (i < 0) {
+            *ok = 0;
+            d->failed_key = d->t->keys[r];
+            break;
+        }
+        cand_tuple(d, p, c, cs[i].src, row);
+        row[p] = v;
+    }
+    free(cs);
+    if (!*ok) {
+        free(tu);
+        return TS_OK;
+    }
+    d->tuples = tu;
+    d->decoded = 1;
+    return TS_OK;
+}
+
+/* The known categories of every feature so far, sorted and without repeats. */
+static void dedup_known(build *b) {
+    for (uint32_t j = 0; j < b->cb->n_cats; j++) {
+        cat_ids *ci = &b->ids[j];
+        if (ci->n == 0) continue;
+        qsort(ci->hashes, ci->n, sizeof *ci->hashes, cmp_u32);
+        uint32_t w = 1;
+        for (uint32_t k = 1; k < ci->n; k++)
+            if (ci->hashes[k] != ci->hashes[w - 1]) ci->hashes[w++] = ci->hashes[k];
+        ci->n = w;
+    }
+}
+
+/* Decode d over the product of the known categories of its other categorical positions
+ * (a combination whose base table is not in the model, or lost rows to
+ * ctr_leaf_count_limit), when that product is small enough. */
+static ts_status decode_product(build *b, tab_dec *d, uint32_t p, int *ok) {
+    const uint32_t *sets[TSCB_MAX_CATS_PER_CTR];
+    uint32_t sizes[TSCB_MAX_CATS_PER_CTR];
+    size_t n = (size_t)1 << d->n_cond;
+    *ok = 0;
+    for (uint32_t q = 0; q < d->n_cat; q++) {
+        if (q == p) continue;
+        const cat_ids *ci = &b->ids[d->c->elems[q].feature];
+        sets[q] = ci->hashes;
+        sizes[q] = ci->n;
+        if (ci->n == 0 || n > MAX_CANDIDATES / ci->n) return TS_OK;
+        n *= ci->n;
+    }
+    cand_src c = {NULL, NULL, sets, sizes, n};
+    return decode_rows(b, d, p, &c, ok);
+}
+
+/* Decode d: one categorical element over its condition bits; more from a table over the
+ * same projection less one categorical feature (CatBoost grows a combination from a CTR
+ * split of the same tree, whose table the model keeps: every training row's other
+ * categories are a row of it), else over the product of the known categories. */
+static ts_status decode_table(build *b, tab_dec *d) {
+    int ok = 0;
+    if (d->n_cat == 1) {
+        cand_src c = {NULL, NULL, NULL, NULL, (size_t)1 << d->n_cond};
+        TS_TRY(decode_rows(b, d, 0, &c, &ok));
+    }
+    uint32_t map[MAX_CONDS];
+    for (uint32_t i = 0; i < b->n_decs && !ok && d->n_cat > 1; i++)
+        for (uint32_t p = 0; p < d->n_cat && !ok; p++)
+            if (is_base(d, &b->decs[i], p, map)) {
+                cand_src c = {&b->decs[i], map, NULL, NULL, b->decs[i].t->n_rows};
+                TS_TRY(decode_rows(b, d, p, &c, &ok));
+            }
+    if (!ok && d->n_cat > 1) {
+        dedup_known(b);
+        for (uint32_t p = 0; p < d->n_cat && !ok; p++) TS_TRY(decode_product(b, d, p, &ok));
+    }
+    if (ok) {
+        for (size_t r = 0; r < d->t->n_rows; r++) /* its categories are known from now on */
+            for (uint32_t i = 0; i < d->n_cat && d->t->keys[r] != UINT64_MAX; i++)
+                TS_TRY(add_known(b, &b->ids[d->c->elems[i].feature], d->tuples[r * (d->n_cat + 1) + i]));
+        return TS_OK;
+    }
+    if (d->n_cat == 1 && d->n_cond == 0)
+        return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: table key %llu is not the hash of one category", b->name,
+                       d->first_ctr, (unsigned long long)d->failed_key);
+    return ts_fail(b->err, TS_ERR_UNSUPPORTED,
+                   "%s: CTR %u: a CTR over a combination of %u categorical features and %u conditions whose table key "
+                   "%llu is not the hash of categories the model's other tables name: an input category's id cannot "
+                   "give CatBoost's key exactly (models trained with ctr_leaf_count_limit can have such keys)",
+                   b->name, d->first_ctr, d->n_cat, d->n_cond, (unsigned long long)d->failed_key);
+}
+
+/* Check a CTR's projection and the table it names; the table's tab_dec. */
+static ts_status check_ctr(build *b, uint32_t i) {
+    const tscb_model *cb = b->cb;
+    const tscb_ctr *c = &cb->ctrs[i];
+    uint32_t n_cat = 0;
+    for (uint32_t k = 0; k < c->n_elems; k++) {
+        const tscb_elem *e = &c->elems[k];
+        uint32_t lim = e->kind == TSCB_ELEM_FLOAT ? cb->n_floats : cb->n_cats;
+        if (e->feature < 0 || (uint32_t)e->feature >= lim || (k > 0 && e->kind < c->elems[k - 1].kind))
+            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: element %u names %s feature %d of the model's %u (or is out "
+                           "of order)", b->name, i, k, e->kind == TSCB_ELEM_FLOAT ? "float" : "categorical",
+                           (int)e->feature, lim);
+        if (e->kind == TSCB_ELEM_FLOAT && e->border != e->border)
+            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: element %u: border NaN", b->name, i, k);
+        if (e->kind == TSCB_ELEM_ONEHOT) TS_TRY(add_known(b, &b->ids[e->feature], e->value));
+        n_cat += e->kind == TSCB_ELEM_CAT;
+    }
+    if (n_cat == 0 || c->n_elems - n_cat > MAX_CONDS)
+        return ts_fail(b->err, TS_ERR_UNSUPPORTED, "%s: CTR %u: a projection of %u categorical features and %u "
+                       "conditions (1 or more, and at most %d conditions, are read)", b->name, i, n_cat,
+                       c->n_elems - n_cat, MAX_CONDS);
+    if (c->cat >= 0 && (c->n_elems != 1 || c->cat != c->elems[0].feature))
+        return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: inconsistent projection", b->name, i);
+    for (uint32_t k = 0; k < c->n_borders; k++)
+        if (c->borders[k] != c->borders[k])
+            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: border %u is NaN", b->name, i, k);
+    const tscb_ctr_table *t = ctr_table(cb, c);
+    if (!t)
+        return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: no table '%.80s' in ctr_data", b->name, i,
+                       c->table_id ? c->table_id : "");
+    /* values per row: a count (Counter, FeatureFreq); sum and count (mean values); a
+     * count per class (Borders, Buckets) */
+    uint32_t need = c->type == TSCB_CTR_COUNTER || c->type == TSCB_CTR_FEATURE_FREQ ? 1 : 2;
+    if (t->stride < 1 + need || ((c->type == TSCB_CTR_BORDERS || c->type == TSCB_CTR_BUCKETS) &&
+                                 c->target_border_idx >= t->stride - 1))
+        return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: table '%.80s' has rows of %u values, too few for its "
+                       "type and target border %u", b->name, i, t->id, t->stride - 1, c->target_border_idx);
+    if (t->n_rows >= UINT32_MAX / 2)
+        return ts_fail(b->err, TS_ERR_LIMIT, "%s: CTR %u: a table of %zu rows", b->name, i, t->n_rows);
+    for (uint32_t k = 0; k < b->n_decs; k++)
+        if (b->decs[k].t == t) {
+            const tscb_ctr *o = b->decs[k].c;
+            int same = o->n_elems == c->n_elems;
+            for (uint32_t e = 0; same && e < c->n_elems; e++)
+                same = o->elems[e].kind == c->elems[e].kind && o->elems[e].feature == c->elems[e].feature &&
+                       (o->elems[e].kind == TSCB_ELEM_CAT || same_cond(&o->elems[e], &c->elems[e]));
+            if (!same)
+                return ts_fail(b->err, TS_ERR_PARSE, "%s: CTRs %u and %u name one table over two projections", b->name,
+                               b->decs[k].first_ctr, i);
+            b->dec_of[i] = k;
+            return TS_OK;
+        }
+    b->dec_of[i] = b->n_decs;
+    b->decs[b->n_decs++] = (tab_dec){t, c, i, n_cat, c->n_elems - n_cat, NULL, 0, 0};
+    return TS_OK;
+}
+
+/* Every table decoded (fewest categorical features first), every category of every key
+ * known to its feature. */
+static ts_status decode_tables(build *b) {
+    for (uint32_t n = 1; n <= TSCB_MAX_CATS_PER_CTR; n++)
+        for (uint32_t k = 0; k < b->n_decs; k++)
+            if (b->decs[k].n_cat == n) TS_TRY(decode_table(b, &b->decs[k]));
+    for (uint32_t k = 0; k < b->n_decs; k++) {
+        const tab_dec *d = &b->decs[k];
+        if (!d->decoded)
+            return ts_fail(b->err, TS_ERR_LIMIT, "%s: CTR %u: a projection of %u categorical features (at most %d are "
+                           "read)", b->name, d->first_ctr, d->n_cat, TSCB_MAX_CATS_PER_CTR);
+    }
+    return TS_OK;
+}
+
+/* The value of CTR c for a key not in its table: CatBoost's emptyVal (Counter and
+ * FeatureFreq: Calc(0, CounterDenominator); the others Calc(0, 0)). */
+static float ctr_unseen(const tscb_ctr *c, const tscb_ctr_table *t) {
+    if (c->type == TSCB_CTR_COUNTER || c->type == TSCB_CTR_FEATURE_FREQ)
+        return ctr_calc(c, 0.0f, (float)t->counter_denominator);
+    return ctr_calc(c, 0.0f, 0.0f);
+}
+
+/* A model table (model/derived.h) for decoded table d, and a derived column for each of
+ * its CTRs. */
+static ts_status add_ctrtab(build *b, uint32_t k) {
+    const tscb_model *cb = b->cb;
+    const tab_dec *d = &b->decs[k];
+    ts_model *m = b->m;
+    tsm_ctrtab *tab = &m->ctrtabs[m->n_ctrtabs];
+    memset(tab, 0, sizeof *tab);
+    tab->elems = calloc(d->c->n_elems, sizeof *tab->elems);
+    if (!tab->elems) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+    uint32_t ti = m->n_ctrtabs++;
+    tab->n_elems = d->c->n_elems;
+    for (uint32_t i = 0; i < d->c->n_elems; i++) {
+        const tscb_elem *e = &d->c->elems[i];
+        tsm_elem *x = &tab->elems[i];
+        if (e->kind == TSCB_ELEM_FLOAT) {
+            const tscb_float *f = &cb->floats[e->feature];
+            *x = (tsm_elem){TSM_ELEM_FLOAT, (uint32_t)f->flat_index, 0, 0, e->border,
+                            f->has_nans && f->nan_treatment == TSCB_NAN_AS_TRUE && e->border < INFINITY};
+        } else {
+            *x = (tsm_elem){e->kind == TSCB_ELEM_CAT ? TSM_ELEM_CAT : TSM_ELEM_ONEHOT,
+                            (uint32_t)cb->cats[e->feature].flat_index, (uint32_t)e->feature, e->value, 0.0f, 0};
+        }
+    }
+    ts_status st = tsm_ctrtab_set_keys(tab, d->t->keys, (uint32_t)d->t->n_rows, b->err);
+    if (st != TS_OK) {
+        ts_error_prefix(b->err, "%s: CTR %u", b->name, d->first_ctr);
+        return st;
+    }
+    tab->first = m->n_derived;
+    for (uint32_t i = 0; i < cb->n_ctrs; i++) {
+        if (b->dec_of[i] != k) continue;
+        const tscb_ctr *c = &cb->ctrs[i];
+        tsm_derived *dv = &m->derived[m->n_derived];
+        dv->tab = ti;
+        dv->values = malloc((d->t->n_rows + 1) * sizeof *dv->values);
+        if (!dv->values) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+        b->derived_of[i] = m->n_derived++;
+        for (size_t r = 0; r < d->t->n_rows; r++) dv->values[r] = ctr_row_value(c, d->t, r);
+        dv->values[d->t->n_rows] = ctr_unseen(c, d->t);
+        tab->count++;
+    }
+    if (tab->count) tsm_ctrtab_set_first(tab, m->derived[tab->first].values);
+    return TS_OK;
+}
+
+/* The categorical features: known hashes per feature (one-hot values, and the categories
+ * of every table's keys), each single-feature CTR's value per id, and the derived value
+ * columns of the CTRs over combinations. */
 static ts_status check_categorical(build *b) {
     const tscb_model *cb = b->cb;
     if (cb->n_cats == 0 && cb->n_ctrs == 0) return TS_OK;
     b->ids = calloc(cb->n_cats ? cb->n_cats : 1, sizeof *b->ids);
     b->ctrv = calloc(cb->n_ctrs ? cb->n_ctrs : 1, sizeof *b->ctrv);
-    if (!b->ids || !b->ctrv) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+    b->decs = calloc(cb->n_ctrs ? cb->n_ctrs : 1, sizeof *b->decs);
+    b->dec_of = calloc(cb->n_ctrs ? cb->n_ctrs : 1, sizeof *b->dec_of);
+    b->derived_of = calloc(cb->n_ctrs ? cb->n_ctrs : 1, sizeof *b->derived_of);
+    if (!b->ids || !b->ctrv || !b->decs || !b->dec_of || !b->derived_of)
+        return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
     for (uint32_t j = 0; j < cb->n_cats; j++) {
         const tscb_cat *f = &cb->cats[j];
         if (f->flat_index < 0 || (uint32_t)f->flat_index >= TSM_MAX_FEATURES)
@@ -235,40 +666,8 @@ static ts_status check_categorical(build *b) {
                                b->name, (int)f->flat_index, i, j);
         for (uint32_t k = 0; k < f->n_onehot; k++) TS_TRY(add_known(b, &b->ids[j], f->onehot[k]));
     }
-    for (uint32_t i = 0; i < cb->n_ctrs; i++) {
-        const tscb_ctr *c = &cb->ctrs[i];
-        if (c->combination)
-            return ts_fail(b->err, TS_ERR_UNSUPPORTED,
-                           "%s: CTR %u: a CTR over a combination of features (projection %s) is not supported yet: "
-                           "only CTRs of a single categorical feature are (train with max_ctr_complexity=1 to get "
-                           "only those)",
-                           b->name, i, c->combination);
-        if (c->cat < 0 || (uint32_t)c->cat >= cb->n_cats)
-            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: categorical feature %d is not one of the model's %u",
-                           b->name, i, (int)c->cat, cb->n_cats);
-        for (uint32_t k = 0; k < c->n_borders; k++)
-            if (c->borders[k] != c->borders[k])
-                return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: border %u is NaN", b->name, i, k);
-        const tscb_ctr_table *t = ctr_table(cb, c);
-        if (!t)
-            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: no table '%.80s' in ctr_data", b->name, i,
-                           c->table_id ? c->table_id : "");
-        /* values per row: a count (Counter, FeatureFreq); sum and count (mean values); a
-         * count per class (Borders, Buckets) */
-        uint32_t need = c->type == TSCB_CTR_COUNTER || c->type == TSCB_CTR_FEATURE_FREQ ? 1 : 2;
-        if (t->stride < 1 + need || ((c->type == TSCB_CTR_BORDERS || c->type == TSCB_CTR_BUCKETS) &&
-                                     c->target_border_idx >= t->stride - 1))
-            return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: table '%.80s' has rows of %u values, too few for its "
-                           "type and target border %u", b->name, i, t->id, t->stride - 1, c->target_border_idx);
-        for (size_t r = 0; r < t->n_rows; r++) {
-            if (t->keys[r] == UINT64_MAX) continue; /* an empty bucket */
-            int64_t h = key_category(t->keys[r]);
-            if (h < 0)
-                return ts_fail(b->err, TS_ERR_PARSE, "%s: CTR %u: table key %llu is not the hash of one category",
-                               b->name, i, (unsigned long long)t->keys[r]);
-            TS_TRY(add_known(b, &b->ids[c->cat], (uint32_t)h));
-        }
-    }
+    for (uint32_t i = 0; i < cb->n_ctrs; i++) TS_TRY(check_ctr(b, i));
+    TS_TRY(decode_tables(b));
     for (uint32_t j = 0; j < cb->n_cats; j++) {
         cat_ids *ci = &b->ids[j];
         if (ci->n == 0) continue;
@@ -283,10 +682,11 @@ static ts_status check_categorical(build *b) {
     }
     for (uint32_t i = 0; i < cb->n_ctrs; i++) {
         const tscb_ctr *c = &cb->ctrs[i];
-        const tscb_ctr_table *t = ctr_table(cb, c);
+        if (c->cat < 0) continue; /* a combination: a derived column */
+        const tscb_ctr_table *t = b->decs[b->dec_of[i]].t;
         const cat_ids *ci = &b->ids[c->cat];
         ctr_vals *cv = &b->ctrv[i];
-        cv->unseen = ctr_calc(c, 0.0f, 0.0f);
+        cv->unseen = ctr_unseen(c, t);
         cv->of_id = malloc((ci->n ? ci->n : 1) * sizeof *cv->of_id);
         if (!cv->of_id) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
         for (uint32_t k = 0; k < ci->n; k++) cv->of_id[k] = cv->unseen;
@@ -295,6 +695,15 @@ static ts_status check_categorical(build *b) {
             int64_t id = id_of(ci->hashes, ci->n, (uint32_t)key_category(t->keys[r]));
             if (id >= 0) cv->of_id[id] = ctr_row_value(c, t, r);
         }
+    }
+    uint32_t n_comb = 0;
+    for (uint32_t i = 0; i < cb->n_ctrs; i++) n_comb += cb->ctrs[i].cat < 0;
+    if (n_comb) {
+        b->m->ctrtabs = calloc(b->n_decs, sizeof *b->m->ctrtabs);
+        b->m->derived = calloc(n_comb, sizeof *b->m->derived);
+        if (!b->m->ctrtabs || !b->m->derived) return ts_fail(b->err, TS_ERR_NO_MEMORY, "%s: out of memory", b->name);
+        for (uint32_t k = 0; k < b->n_decs; k++)
+            if (b->decs[k].c->cat < 0) TS_TRY(add_ctrtab(b, k));
     }
     size_t words = 1;
     for (uint32_t j = 0; j < cb->n_cats; j++)
@@ -335,6 +744,12 @@ static ts_status split_node(build *b, uint32_t tree, int32_t bin, tsm_node *nd, 
         return ts_fail(b->err, TS_ERR_PARSE, "%s: tree %u: split %d is not one of the model's %zu binary features (float "
                        "borders, one-hot values, CTR borders)", b->name, tree, (int)bin, b->n_bins);
     const bin_split *s = &b->bins[bin];
+    if (s->kind == BIN_CTR && b->cb->ctrs[s->feature].cat < 0) { /* a CTR over a combination: its derived column */
+        nd->feature = b->derived_of[s->feature];
+        nd->threshold = s->border;
+        nd->flags = TSM_DERIVED | TSM_MISSING_LEFT; /* value > border goes right (the bit is set) */
+        return TS_OK;
+    }
     if (s->kind != BIN_FLOAT) return categorical_node(b, s, nd, swap);
     const tscb_float *f = &b->cb->floats[s->feature];
     /* x > border goes right (the bit is set); NaN is +inf (true) only for AsTrue with HasNans */
@@ -678,6 +1093,10 @@ ts_status tscb_build(const tscb_model *cb, ts_model_format format, const char *n
     for (uint32_t i = 0; b.ctrv && i < cb->n_ctrs; i++) free(b.ctrv[i].of_id);
     free(b.ctrv);
     free(b.words);
+    for (uint32_t k = 0; k < b.n_decs; k++) free(b.decs[k].tuples);
+    free(b.decs);
+    free(b.dec_of);
+    free(b.derived_of);
     if (st != TS_OK) {
         ts_model_free(m);
         return st;

@@ -48,6 +48,9 @@ enum { TSCB_NAN_AS_IS = 0, TSCB_NAN_AS_FALSE = 1, TSCB_NAN_AS_TRUE = 2 };
 
 /* Largest oblivious tree depth accepted (CatBoost trains up to 16). */
 #define TSCB_MAX_DEPTH 20
+/* Most categorical features in one CTR projection accepted (CatBoost's max_ctr_complexity
+ * is at most a few). */
+#define TSCB_MAX_CATS_PER_CTR 64
 
 typedef struct tscb_float {
     int32_t index, flat_index;  /* among float features; in the flat feature vector (the column) */
@@ -81,11 +84,24 @@ typedef struct tscb_ctr_table {
     size_t n_rows;
 } tscb_ctr_table;
 
-/* A CTR feature (features_info.ctrs): a value of one categorical feature's table, binarized. */
+/* One element of a CTR's projection (TFeatureCombination): a categorical feature's hash, a
+ * binarized float condition (x > border) or a one-hot condition (hash == value). */
+enum { TSCB_ELEM_CAT = 0, TSCB_ELEM_FLOAT = 1, TSCB_ELEM_ONEHOT = 2 };
+typedef struct tscb_elem {
+    int kind;                   /* TSCB_ELEM_* */
+    int32_t feature;            /* index among the categorical (CAT, ONEHOT) or float (FLOAT) features */
+    float border;               /* FLOAT */
+    uint32_t value;             /* ONEHOT: the category hash */
+} tscb_elem;
+
+/* A CTR feature (features_info.ctrs): a value of a table over a projection, binarized. */
 typedef struct tscb_ctr {
     int type;                   /* TSCB_CTR_* */
-    int32_t cat;                /* the categorical feature (index among them); -1: a combination */
-    char *combination;          /* a description of a projection of several elements, or NULL */
+    int32_t cat;                /* the categorical feature (index among them) of a projection of
+                                   that feature alone; -1: a combination */
+    tscb_elem *elems;           /* the projection, in CatBoost's hash order: categorical
+                                   features, then float conditions, then one-hot conditions */
+    uint32_t n_elems;
     uint32_t target_border_idx;
     float prior_num, prior_denom, shift, scale;
     float *borders;
@@ -129,6 +145,10 @@ uint32_t tscb_category_hash(const char *text, size_t len);
  * object the parser is at (consumed; best effort: out stays "" when it is not there). */
 struct tsj_parser;
 void tscb_params_objective(struct tsj_parser *p, char out[64]);
+
+/* Sort a projection's elements into CatBoost's hash order (categorical features, float
+ * conditions, one-hot conditions; each kind in the order given). */
+void tscb_elems_order(tscb_elem *e, uint32_t n);
 
 /* Free every array of cb (not cb itself) and zero it. */
 void tscb_model_clear(tscb_model *cb);

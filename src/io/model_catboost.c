@@ -157,42 +157,66 @@ static int fb_f32(const tsfb_table *t, unsigned id, float dflt, float *out) {
     return r;
 }
 
+/* Largest number of elements of one CTR projection accepted (CatBoost's max_ctr_complexity
+ * is at most a few). */
+#define CBM_MAX_ELEMS 64
+
 /* A TModelCtrBase (0 FeatureCombination: TFeatureCombination {0 CatFeatures:[int],
- * 1 FloatSplits, 2 OneHotSplits}, 1 CtrType:byte (ECtrType: Borders, Buckets,
+ * 1 FloatSplits:[struct TFloatSplit {Index:int, Border:float}], 2 OneHotSplits:[struct
+ * TOneHotSplit {Index:int, Value:int}]}, 1 CtrType:byte (ECtrType: Borders, Buckets,
  * BinarizedTargetMeanValue, FloatTargetMeanValue, Counter, FeatureFreq), 2
- * TargetBorderClassifierIdx:int): its type, its table's id (type, projection, classifier),
- * and its categorical feature (*cat; -1 and a description in *combination for a projection
- * of several elements). */
-static ts_status read_ctr_base(cbm_ctx *c, const tsfb_table *base, int *type, char id[160], int32_t *cat,
-                               char **combination) {
+ * TargetBorderClassifierIdx:int): its type, its table's id (a new string naming type,
+ * classifier and every element of the projection), its categorical feature (*cat; -1 for a
+ * projection of more than one element) and, when elems is not NULL, its elements in
+ * CatBoost's hash order (categorical features, float splits, one-hot splits). */
+static ts_status read_ctr_base(cbm_ctx *c, const tsfb_table *base, int *type, char **id, int32_t *cat,
+                               tscb_elem **elems, uint32_t *n_elems) {
     tsfb_table comb;
     tsfb_vector cats, fl, oh;
     int32_t tbc;
     int r = tsfb_table_field(base, 0, &comb);
     if (r < 0 || tsfb_i8(base, 1, 0, type) < 0 || tsfb_i32(base, 2, 0, &tbc) < 0) return bad(c, "a TModelCtrBase");
     cats.len = fl.len = oh.len = 0;
-    if (r == 1 && (tsfb_vector_field(&comb, 0, 4, &cats) < 0 || tsfb_vector_field(&comb, 1, 4, &fl) < 0 ||
-                   tsfb_vector_field(&comb, 2, 4, &oh) < 0))
+    if (r == 1 && (tsfb_vector_field(&comb, 0, 4, &cats) < 0 || tsfb_vector_field(&comb, 1, 8, &fl) < 0 ||
+                   tsfb_vector_field(&comb, 2, 8, &oh) < 0))
         return bad(c, "a TFeatureCombination");
     if (*type < TSCB_CTR_BORDERS || *type > TSCB_CTR_FEATURE_FREQ)
         return tsio_fail(c->err, TS_ERR_UNSUPPORTED, c->name, 0, 0, "CTR type %d is not supported", *type);
-    *cat = cats.len == 1 && fl.len == 0 && oh.len == 0 ? tsfb_vec_i32(&cats, 0) : -1;
-    snprintf(id, 160, "type %d, features %zu (first %d), float splits %zu, one-hot splits %zu, classifier %d", *type,
-             cats.len, cats.len ? (int)tsfb_vec_i32(&cats, 0) : -1, fl.len, oh.len, (int)tbc);
-    if (*cat < 0 && combination) {
-        char desc[256];
-        size_t len = 0;
-        desc[0] = '\0';
-        for (size_t i = 0; i < cats.len && len + 40 < sizeof desc; i++)
-            len += (size_t)snprintf(desc + len, sizeof desc - len, "%scategorical feature %d", i ? " x " : "",
-                                    (int)tsfb_vec_i32(&cats, i));
-        if (fl.len) len += (size_t)snprintf(desc + len, sizeof desc - len, " x %zu binarized float split%s", fl.len,
-                                            fl.len == 1 ? "" : "s");
-        if (oh.len && len + 40 < sizeof desc)
-            snprintf(desc + len, sizeof desc - len, " x %zu one-hot split%s", oh.len, oh.len == 1 ? "" : "s");
-        *combination = malloc(strlen(desc) + 1);
-        if (!*combination) return oom(c);
-        strcpy(*combination, desc);
+    size_t n = cats.len + fl.len + oh.len;
+    if (n == 0 || n > CBM_MAX_ELEMS)
+        return tsio_fail(c->err, n ? TS_ERR_LIMIT : TS_ERR_PARSE, c->name, 0, 0,
+                         "a CTR over a projection of %zu elements (1 to %d are read)", n, CBM_MAX_ELEMS);
+    *cat = cats.len == 1 && n == 1 ? tsfb_vec_i32(&cats, 0) : -1;
+    tscb_elem e[CBM_MAX_ELEMS];
+    for (size_t i = 0; i < n; i++) {
+        if (i < cats.len) {
+            e[i] = (tscb_elem){TSCB_ELEM_CAT, tsfb_vec_i32(&cats, i), 0.0f, 0};
+        } else if (i < cats.len + fl.len) {
+            size_t at = fl.pos + 8 * (i - cats.len);
+            uint32_t u = tsfb_u32(fl.buf, at + 4);
+            float border;
+            memcpy(&border, &u, sizeof border);
+            e[i] = (tscb_elem){TSCB_ELEM_FLOAT, (int32_t)tsfb_u32(fl.buf, at), border, 0};
+        } else {
+            size_t at = oh.pos + 8 * (i - cats.len - fl.len);
+            e[i] = (tscb_elem){TSCB_ELEM_ONEHOT, (int32_t)tsfb_u32(oh.buf, at), 0.0f, tsfb_u32(oh.buf, at + 4)};
+        }
+    }
+    size_t cap = 48 + 40 * n;
+    *id = malloc(cap);
+    if (!*id) return oom(c);
+    size_t len = (size_t)snprintf(*id, cap, "type %d, classifier %d:", *type, (int)tbc);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &e[i].border, sizeof bits);
+        len += (size_t)snprintf(*id + len, cap - len, " %c%d/%08x/%08x", "CFO"[e[i].kind], (int)e[i].feature,
+                                (unsigned)bits, (unsigned)e[i].value);
+    }
+    if (elems) {
+        *elems = malloc(n * sizeof **elems);
+        if (!*elems) return oom(c);
+        memcpy(*elems, e, n * sizeof **elems);
+        *n_elems = (uint32_t)n;
     }
     return TS_OK;
 }
@@ -223,11 +247,7 @@ static ts_status read_ctr_features(cbm_ctx *c, const tsfb_table *trees) {
         if (tbi < 0 || tbi > 65535)
             return tsio_fail(c->err, TS_ERR_PARSE, c->name, 0, 0, "CTR %zu: TargetBorderIdx %d", i, (int)tbi);
         r->target_border_idx = (uint32_t)tbi;
-        char id[160];
-        TS_TRY(read_ctr_base(c, &base, &r->type, id, &r->cat, &r->combination));
-        r->table_id = malloc(strlen(id) + 1);
-        if (!r->table_id) return oom(c);
-        strcpy(r->table_id, id);
+        TS_TRY(read_ctr_base(c, &base, &r->type, &r->table_id, &r->cat, &r->elems, &r->n_elems));
         if (b.len > UINT32_MAX / 2) return bad(c, "CtrFeatures.Borders");
         r->n_borders = (uint32_t)b.len;
         if (b.len) {
@@ -250,15 +270,11 @@ static ts_status read_ctr_table(cbm_ctx *c, const uint8_t *buf, size_t size, tsc
     int32_t denom, classes;
     int type;
     int32_t cat;
-    char id[160];
     if (tsfb_root(buf, size, &root) < 0 || tsfb_table_field(&root, 0, &base) != 1 ||
         tsfb_vector_field(&root, 1, 1, &hash) < 0 || tsfb_vector_field(&root, 2, 1, &blob) < 0 ||
         tsfb_i32(&root, 3, 0, &denom) < 0 || tsfb_i32(&root, 4, 0, &classes) < 0)
         return bad(c, "a CTR table (TCtrValueTable)");
-    TS_TRY(read_ctr_base(c, &base, &type, id, &cat, NULL));
-    t->id = malloc(strlen(id) + 1);
-    if (!t->id) return oom(c);
-    strcpy(t->id, id);
+    TS_TRY(read_ctr_base(c, &base, &type, &t->id, &cat, NULL, NULL));
     t->counter_denominator = denom;
     uint32_t vals = type == TSCB_CTR_COUNTER || type == TSCB_CTR_FEATURE_FREQ ? 1
                     : type == TSCB_CTR_BINARIZED_MEAN || type == TSCB_CTR_FLOAT_MEAN ? 2

@@ -223,12 +223,6 @@ static ts_status read_cat_feature(cj_ctx *c) {
 
 #define CJ_ID_MAX 4096
 
-static ts_status dup_string(cj_ctx *c, const char *s, char **out) {
-    *out = malloc(strlen(s) + 1);
-    if (!*out) return oom(c);
-    strcpy(*out, s);
-    return TS_OK;
-}
 
 static int ctr_type_of(const char *s) {
     static const char *names[] = {"Borders", "Buckets", "BinarizedTargetMeanValue", "FloatTargetMeanValue", "Counter",
@@ -238,18 +232,31 @@ static int ctr_type_of(const char *s) {
     return -1;
 }
 
-/* One projection element {"cat_feature_index": i, "combination_element": "cat_feature_value"}
- * (or a binarized float / one-hot condition): appended to desc; *cat the categorical
- * feature when it is a plain categorical value, else -1. */
-static ts_status read_ctr_element(cj_ctx *c, char *desc, size_t cap, int32_t *cat) {
+/* Largest number of elements of one CTR projection accepted. */
+#define CJ_MAX_ELEMS 64
+
+/* One projection element: {"cat_feature_index": i, "combination_element":
+ * "cat_feature_value"} (the category's hash), {"float_feature_index": f, "border": b,
+ * "combination_element": "float_feature"} (x > b) or {"cat_feature_index": i, "value": h,
+ * "combination_element": "cat_feature_exact_value"} (the hash equals h). */
+static ts_status read_ctr_element(cj_ctx *c, tscb_elem *e) {
     char key[TSJ_KEY_MAX], kind[64] = "";
-    int has, truncated;
-    long long cf = -1;
-    tsj_type t;
+    int has, truncated, has_border = 0, has_value = 0;
+    long long cf = -1, ff = -1, value = 0;
+    size_t at = tsj_offset(&c->p);
+    memset(e, 0, sizeof *e);
     TS_TRY(tsj_object_begin(&c->p));
     while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
-        if (!strcmp(key, "cat_feature_index") && tsj_peek(&c->p, &t) == TS_OK && t == TSJ_NUMBER) {
+        if (!strcmp(key, "cat_feature_index")) {
             TS_TRY(read_int(c, key, 0, TSM_MAX_FEATURES - 1, &cf));
+        } else if (!strcmp(key, "float_feature_index")) {
+            TS_TRY(read_int(c, key, 0, TSM_MAX_FEATURES - 1, &ff));
+        } else if (!strcmp(key, "border")) {
+            TS_TRY(read_float(c, key, &e->border));
+            has_border = 1;
+        } else if (!strcmp(key, "value")) {
+            TS_TRY(read_int(c, key, INT32_MIN, UINT32_MAX, &value));
+            has_value = 1;
         } else if (!strcmp(key, "combination_element")) {
             TS_TRY(tsj_string_prefix(&c->p, kind, sizeof kind, &truncated));
             for (char *q = kind; *q; q++)
@@ -259,19 +266,29 @@ static ts_status read_ctr_element(cj_ctx *c, char *desc, size_t cap, int32_t *ca
         }
     }
     TS_TRY(c->p.status);
-    size_t len = strlen(desc);
-    if (len + 1 < cap)
-        snprintf(desc + len, cap - len, "%s%s%s%lld", len ? " x " : "",
-                 !strcmp(kind, "cat_feature_value") ? "categorical feature " : kind,
-                 !strcmp(kind, "cat_feature_value") ? "" : " ", cf);
-    *cat = !strcmp(kind, "cat_feature_value") && cf >= 0 ? (int32_t)cf : -1;
+    if (!strcmp(kind, "cat_feature_value") && cf >= 0) {
+        e->kind = TSCB_ELEM_CAT;
+        e->feature = (int32_t)cf;
+    } else if (!strcmp(kind, "float_feature") && ff >= 0 && has_border) {
+        e->kind = TSCB_ELEM_FLOAT;
+        e->feature = (int32_t)ff;
+        if (e->border != e->border) return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "a CTR element's border is NaN");
+    } else if (!strcmp(kind, "cat_feature_exact_value") && cf >= 0 && has_value) {
+        e->kind = TSCB_ELEM_ONEHOT;
+        e->feature = (int32_t)cf;
+        e->value = (uint32_t)value;
+    } else {
+        return tsj_fail_at(&c->p, TS_ERR_UNSUPPORTED, at,
+                           "a CTR element of kind '%s' (or without its feature, border or value) is not supported",
+                           kind);
+    }
     return TS_OK;
 }
 
 /* A "ctrs" entry: {"borders", "ctr_type", "elements", "identifier", "prior_denomerator",
  * "prior_numerator", "scale", "shift", "target_border_idx"}. */
 static ts_status read_ctr(cj_ctx *c) {
-    char key[TSJ_KEY_MAX], desc[256] = "", *ident = NULL;
+    char key[TSJ_KEY_MAX], *ident = NULL;
     int has, more;
     size_t at = tsj_offset(&c->p);
     if (c->cb.n_ctrs >= TSM_MAX_FEATURES) return tsj_fail(&c->p, TS_ERR_LIMIT, "more than %u CTRs", TSM_MAX_FEATURES);
@@ -282,8 +299,7 @@ static ts_status read_ctr(cj_ctx *c) {
     r->cat = -1;
     r->prior_denom = 1.0f;
     r->scale = 1.0f;
-    size_t cap = 0, n_elements = 0;
-    int32_t cat = -1, plain = 1;
+    size_t cap = 0, cap_elems = 0;
     TS_TRY(tsj_object_begin(&c->p));
     while (tsj_object_next(&c->p, key, &has) == TS_OK && has) {
         long long v;
@@ -310,11 +326,11 @@ static ts_status read_ctr(cj_ctx *c) {
         } else if (!strcmp(key, "elements")) {
             TS_TRY(tsj_array_begin(&c->p));
             while (tsj_array_next(&c->p, &more) == TS_OK && more) {
-                int32_t e;
-                TS_TRY(read_ctr_element(c, desc, sizeof desc, &e));
-                if (e < 0) plain = 0;
-                cat = e;
-                n_elements++;
+                if (r->n_elems >= CJ_MAX_ELEMS)
+                    return tsj_fail(&c->p, TS_ERR_LIMIT, "a CTR over more than %d elements", CJ_MAX_ELEMS);
+                TS_TRY(grow(c, (void **)&r->elems, &cap_elems, (size_t)r->n_elems + 1, sizeof *r->elems));
+                TS_TRY(read_ctr_element(c, &r->elems[r->n_elems]));
+                r->n_elems++;
             }
             TS_TRY(c->p.status);
         } else if (!strcmp(key, "identifier")) {
@@ -343,13 +359,11 @@ static ts_status read_ctr(cj_ctx *c) {
         }
     }
     TS_TRY(c->p.status);
-    if (r->type < 0 || n_elements == 0 || !r->table_id)
+    if (r->type < 0 || r->n_elems == 0 || !r->table_id)
         return tsj_fail_at(&c->p, TS_ERR_PARSE, at, "CTR %u: no \"ctr_type\", \"elements\" or \"identifier\"",
                            c->cb.n_ctrs - 1);
-    if (n_elements == 1 && plain)
-        r->cat = cat;
-    else
-        TS_TRY(dup_string(c, desc, &r->combination));
+    tscb_elems_order(r->elems, r->n_elems);
+    if (r->n_elems == 1 && r->elems[0].kind == TSCB_ELEM_CAT) r->cat = r->elems[0].feature;
     return TS_OK;
 }
 
@@ -903,7 +917,7 @@ int tsio_is_catboost_json(const char *data, size_t size) {
     tsj_init(&p, data, size < CJ_DETECT_WINDOW ? size : CJ_DETECT_WINDOW, 0, "", NULL);
     if (tsj_object_begin(&p) != TS_OK) return 0;
     while (tsj_object_next(&p, key, &has) == TS_OK && has) {
-        if (!strcmp(key, "oblivious_trees") || !strcmp(key, "features_info") || !strcmp(key, "scale_and_bias"))
+        if (!strcmp(key, "oblivious_trees") || !strcmp(key, "ctr_data") || !strcmp(key, "features_info") || !strcmp(key, "scale_and_bias"))
             return 1;
         if (!strcmp(key, "learner") || !strcmp(key, "tree_info") || !strcmp(key, "splits")) return 0;
         if (tsj_skip(&p) != TS_OK) return 0;

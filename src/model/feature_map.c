@@ -53,7 +53,11 @@ static long long index_find(const name_index *ix, const char *name) {
 /* Marks the features some split (or category set) reads. used: n_features bytes. */
 static void mark_used(const ts_model *m, unsigned char *used) {
     for (uint32_t t = 0; t < m->n_trees; t++)
-        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) used[m->trees[t].nodes[i].feature] = 1;
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++)
+            if (!(m->trees[t].nodes[i].flags & TSM_DERIVED)) used[m->trees[t].nodes[i].feature] = 1;
+    for (uint32_t k = 0; k < m->n_ctrtabs; k++) /* the columns derived columns read */
+        for (uint32_t e = 0; e < m->ctrtabs[k].n_elems; e++)
+            if (m->ctrtabs[k].elems[e].column < m->n_features) used[m->ctrtabs[k].elems[e].column] = 1;
     for (uint32_t k = 0; k < m->n_catsets; k++)
         if (m->catsets[k].feature < m->n_features) used[m->catsets[k].feature] = 1;
     for (uint32_t k = 0; k < m->n_catmaps; k++) /* a hashed categorical column is read even when unsplit */
@@ -118,7 +122,12 @@ static void apply(ts_model *m, const uint32_t *remap, char **names, uint32_t n_n
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             tsm_node *nd = &m->trees[t].nodes[i];
-            nd->feature = remap[nd->feature];
+            if (!(nd->flags & TSM_DERIVED)) nd->feature = remap[nd->feature];
+        }
+    for (uint32_t k = 0; k < m->n_ctrtabs; k++)
+        for (uint32_t e = 0; e < m->ctrtabs[k].n_elems; e++) {
+            tsm_elem *x = &m->ctrtabs[k].elems[e];
+            if (x->column < m->n_features) x->column = remap[x->column];
         }
     for (uint32_t k = 0; k < m->n_catsets; k++) {
         tsm_catset *c = &m->catsets[k];
@@ -186,6 +195,11 @@ ts_status tsm_used_features(const ts_model *m, uint32_t **ids, uint32_t *n, ts_e
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             uint32_t f = m->trees[t].nodes[i].feature;
+            if (f < m->n_features && !(m->trees[t].nodes[i].flags & TSM_DERIVED)) bits[f / 64] |= (uint64_t)1 << (f % 64);
+        }
+    for (uint32_t k = 0; k < m->n_ctrtabs; k++) /* the columns derived columns read */
+        for (uint32_t e = 0; e < m->ctrtabs[k].n_elems; e++) {
+            uint32_t f = m->ctrtabs[k].elems[e].column;
             if (f < m->n_features) bits[f / 64] |= (uint64_t)1 << (f % 64);
         }
     for (uint32_t k = 0; k < m->n_catsets; k++)
@@ -228,7 +242,7 @@ void tsm_model_renumber(ts_model *m, const uint32_t *ids, uint32_t n, uint32_t f
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             tsm_node *nd = &m->trees[t].nodes[i];
-            nd->feature = renumbered(ids, n, first_derived, nd->feature);
+            if (!(nd->flags & TSM_DERIVED)) nd->feature = renumbered(ids, n, first_derived, nd->feature);
         }
     for (uint32_t k = 0; k < m->n_catsets; k++) {
         tsm_catset *c = &m->catsets[k];

@@ -35,6 +35,7 @@ void ts_model_free(ts_model *m) {
     free(m->cat_words);
     for (uint32_t i = 0; i < m->n_catmaps; i++) free(m->catmaps[i].hashes);
     free(m->catmaps);
+    tsm_model_free_derived(m);
     free(m);
 }
 
@@ -143,7 +144,9 @@ static ts_status visit(canon_ctx *c, canon_frame f, canon_frame *stack, uint32_t
     const tsm_node *src = &c->in[node];
     if (src->threshold != src->threshold)
         return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u has a NaN threshold", tree_idx, node);
-    if ((src->flags & TSM_CATEGORICAL) ? src->flags != TSM_CATEGORICAL : (src->flags & ~TSM_NODE_FLAGS_ALL) != 0)
+    if ((src->flags & TSM_CATEGORICAL)  ? src->flags != TSM_CATEGORICAL
+        : (src->flags & TSM_DERIVED) ? src->flags != (TSM_DERIVED | TSM_MISSING_LEFT)
+                                     : (src->flags & ~TSM_NODE_FLAGS_ALL) != 0)
         return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u has unknown flags 0x%x", tree_idx, node,
                        (unsigned)src->flags);
     if (src->feature >= TSM_MAX_FEATURES)
@@ -342,8 +345,13 @@ static ts_status view_tree(const ts_model *m, const tsm_tree *t, tsm_tree *v) {
     if (t->thresholds_d) memcpy(v->thresholds_d, t->thresholds_d, (size_t)t->n_nodes * sizeof *v->thresholds_d);
     for (uint32_t i = 0; i < t->n_nodes; i++) {
         tsm_node *n = &v->nodes[i];
+        if (n->flags & TSM_DERIVED) {
+            n->feature = m->n_features + n->feature;
+            n->flags = TSM_MISSING_LEFT;
+            continue;
+        }
         if (!(n->flags & TSM_CATEGORICAL)) continue;
-        n->feature = m->n_features + (uint32_t)n->threshold;
+        n->feature = m->n_features + m->n_derived + (uint32_t)n->threshold;
         n->threshold = 0.5f;
         n->flags = 0;
         if (v->thresholds_d) v->thresholds_d[i] = 0.5;
@@ -366,7 +374,7 @@ ts_status tsm_model_view(const ts_model *m, uint32_t k, ts_model **out, ts_error
     ts_model *v = calloc(1, sizeof *v);
     if (!v) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory preparing output %u", k);
     v->format = m->format;
-    v->n_features = m->n_features + m->n_catsets;
+    v->n_features = m->n_features + m->n_derived + m->n_catsets;
     v->base_score = m->output_base ? m->output_base[k] : m->base_score;
     v->average_output = m->average_output;
     v->absent_value = m->absent_value;
@@ -402,12 +410,39 @@ static ts_status check_outputs_and_catsets(const ts_model *m, ts_error *err) {
                            m->trees[t].output, m->n_outputs);
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             const tsm_node *n = &m->trees[t].nodes[i];
+            if ((n->flags & TSM_DERIVED) && n->feature >= m->n_derived)
+                return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u node %u: derived column %u of %u", t, i, n->feature,
+                               m->n_derived);
             if (!(n->flags & TSM_CATEGORICAL)) continue;
             float j = n->threshold;
             if (!(j >= 0) || j >= (float)m->n_catsets || j != (float)(uint32_t)j ||
                 m->catsets[(uint32_t)j].feature != n->feature)
                 return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u node %u: bad category set reference", t, i);
         }
+    }
+    return TS_OK;
+}
+
+/* The derived columns' tables read input columns and catmaps the model has. */
+static ts_status check_derived(const ts_model *m, ts_error *err) {
+    if (m->n_derived && m->compares_double)
+        return ts_fail(err, TS_ERR_INVALID_MODEL, "derived columns in a model that compares doubles");
+    for (uint32_t i = 0; i < m->n_ctrtabs; i++) {
+        const tsm_ctrtab *t = &m->ctrtabs[i];
+        if (t->first > m->n_derived || t->count > m->n_derived - t->first)
+            return ts_fail(err, TS_ERR_INVALID_MODEL, "CTR table %u: derived columns out of range", i);
+        for (uint32_t e = 0; e < t->n_elems; e++) {
+            const tsm_elem *x = &t->elems[e];
+            if (x->column >= m->n_features || (x->kind != TSM_ELEM_FLOAT && (x->catmap >= m->n_catmaps ||
+                                                                             m->catmaps[x->catmap].feature != x->column)))
+                return ts_fail(err, TS_ERR_INVALID_MODEL, "CTR table %u: element %u reads column %u, outside the model's "
+                               "%u columns or not a categorical column", i, e, x->column, m->n_features);
+        }
+    }
+    for (uint32_t d = 0; d < m->n_derived; d++) {
+        uint32_t t = m->derived[d].tab;
+        if (t >= m->n_ctrtabs || d < m->ctrtabs[t].first || d - m->ctrtabs[t].first >= m->ctrtabs[t].count)
+            return ts_fail(err, TS_ERR_INVALID_MODEL, "derived column %u: bad table %u", d, t);
     }
     return TS_OK;
 }
@@ -420,6 +455,7 @@ ts_status tsm_model_finish(ts_model *m, ts_error *err) {
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             uint32_t f = m->trees[t].nodes[i].feature;
+            if (m->trees[t].nodes[i].flags & TSM_DERIVED) continue; /* checked above */
             if (m->n_features_declared && f >= m->n_features_declared)
                 return ts_fail(err, TS_ERR_INVALID_MODEL,
                                "tree %u node %u uses feature %u, but the model declares %u features", t, i, f,
@@ -427,6 +463,7 @@ ts_status tsm_model_finish(ts_model *m, ts_error *err) {
             if (f + 1 > max_feature_plus1) max_feature_plus1 = f + 1;
         }
     m->n_features = max_feature_plus1 > m->n_features_declared ? max_feature_plus1 : m->n_features_declared;
+    TS_TRY(check_derived(m, err));
     /* Names are kept only when there is one per feature column. */
     if (m->n_feature_names && m->n_feature_names != m->n_features) {
         for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
@@ -440,12 +477,12 @@ ts_status tsm_model_finish(ts_model *m, ts_error *err) {
     if (!zero_feature) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++)
-            if ((m->trees[t].nodes[i].flags & (TSM_ZERO_IS_MISSING | TSM_CATEGORICAL)) == TSM_ZERO_IS_MISSING)
+            if ((m->trees[t].nodes[i].flags & (TSM_ZERO_IS_MISSING | TSM_CATEGORICAL | TSM_DERIVED)) == TSM_ZERO_IS_MISSING)
                 zero_feature[m->trees[t].nodes[i].feature] = 1;
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
             const tsm_node *n = &m->trees[t].nodes[i];
-            if (!(n->flags & TSM_CATEGORICAL) && zero_feature[n->feature] && n->threshold >= -TSM_ZERO_RANGE && n->threshold < TSM_ZERO_RANGE) {
+            if (!(n->flags & (TSM_CATEGORICAL | TSM_DERIVED)) && zero_feature[n->feature] && n->threshold >= -TSM_ZERO_RANGE && n->threshold < TSM_ZERO_RANGE) {
                 free(zero_feature);
                 return ts_fail(err, TS_ERR_UNSUPPORTED,
                                "tree %u node %u: threshold %.9g on feature %u splits the zero range of a "
@@ -486,6 +523,10 @@ ts_status ts_model_get_info(const ts_model *m, ts_model_info *out, ts_error *err
         depth_sum += tr->depth;
         for (uint32_t i = 0; i < tr->n_nodes; i++) {
             const tsm_node *n = &tr->nodes[i];
+            if (n->flags & TSM_DERIVED) {
+                out->n_categorical_splits++; /* a CTR over a combination of features */
+                continue;
+            }
             if (!used[n->feature]) {
                 used[n->feature] = 1;
                 out->n_features_used++;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "treescore.h"
+#include "model/derived.h"
 
 /*
  * The split predicate
@@ -47,6 +48,11 @@
  * the scorer rewrites them into numerical nodes on derived columns (tsm_model_view)
  * before any engine sees them. */
 #define TSM_CATEGORICAL 0x4u
+/* The node tests derived value column `feature` (model/derived.h: a CTR over a combination
+ * of features): value <= threshold goes left; TSM_MISSING_LEFT is set with it (a NaN value
+ * goes left) and no other flag. Only loaded models carry such nodes: tsm_model_view
+ * rewrites them into numerical nodes on column n_features + feature. */
+#define TSM_DERIVED 0x8u
 
 /* LightGBM's kZeroThreshold (1e-35f): its predictor drops dense values with |x| <= this,
  * so they behave as 0.0, and missing type Zero treats them as missing. */
@@ -156,6 +162,12 @@ struct ts_model {
     /* Category ids of hashed categorical columns (CatBoost), one per such column. */
     tsm_catmap *catmaps;
     uint32_t n_catmaps;
+    /* Derived value columns (model/derived.h), n_derived of them, and their tables: nodes
+     * flagged TSM_DERIVED read them. A model with some never compares doubles. */
+    tsm_ctrtab *ctrtabs;
+    uint32_t n_ctrtabs;
+    tsm_derived *derived;
+    uint32_t n_derived;
 };
 
 /* ---- Building (loaders) ------------------------------------------------------------ */
@@ -196,10 +208,12 @@ ts_status tsm_model_set_outputs(ts_model *m, uint32_t k, ts_error *err);
 int tsm_catset_goes_left(const ts_model *m, const tsm_catset *c, double v);
 
 /* The forest one engine scores, for output k of m: the trees of output k in order, base
- * output_base[k], and every TSM_CATEGORICAL node rewritten into the numerical node
- * "x <= 0.5" on derived column n_features + j (j its category set), a column the scorer
- * fills with 0.0 where the set's rule sends the row's value left and 1.0 where right.
- * n_features of the view is m->n_features + m->n_catsets. Free with tsm_view_free. */
+ * output_base[k], every TSM_DERIVED node on derived value column d rewritten into the
+ * numerical node "x <= threshold" (NaN left) on column n_features + d, and every
+ * TSM_CATEGORICAL node into the numerical node "x <= 0.5" on column n_features +
+ * n_derived + j (j its category set), a column the scorer fills with 0.0 where the set's
+ * rule sends the row's value left and 1.0 where right. n_features of the view is
+ * m->n_features + m->n_derived + m->n_catsets. Free with tsm_view_free. */
 ts_status tsm_model_view(const ts_model *m, uint32_t k, ts_model **out, ts_error *err);
 void tsm_view_free(ts_model *view);
 

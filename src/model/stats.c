@@ -1,6 +1,8 @@
 /* stats.c: statistics of a forest on data (QuickScorer's false nodes per document and tree). */
 #include "model/stats.h"
 
+#include "model/derived.h"
+
 /* The row's column of the model's column f: f itself, or its place in cols (the columns
  * the model reads, f among them). */
 static uint32_t column_of(const uint32_t *cols, uint32_t n_cols, uint32_t f) {
@@ -14,7 +16,14 @@ static uint64_t false_nodes_of_tree(const ts_model *m, const tsm_tree *t, const 
     uint64_t n = 0;
     for (uint32_t i = 0; i < t->n_nodes; i++) {
         const tsm_node *nd = &t->nodes[i];
-        if (nd->flags & TSM_CATEGORICAL) {
+        if (nd->flags & TSM_DERIVED) { /* its value from the row (cols: not gathered; counted as true) */
+            float v = 0.0f;
+            if (!cols) {
+                const tsm_ctrtab *tab = &m->ctrtabs[m->derived[nd->feature].tab];
+                v = m->derived[nd->feature].values[tsm_ctrtab_row(tab, m->catmaps, row)];
+            }
+            n += !tsm_node_goes_left(nd, v);
+        } else if (nd->flags & TSM_CATEGORICAL) {
             const tsm_catset *c = &m->catsets[(uint32_t)nd->threshold];
             n += !tsm_catset_goes_left(m, c, (double)row[column_of(cols, n_cols, nd->feature)]);
         } else {

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "engines/engine.h"
+#include "model/derived.h"
 #include "platform/config.h"
 #include "platform/notes.h"
 #include "platform/pool.h"
@@ -41,7 +42,8 @@ static inline const tsp_prepared *part_engine(const tsp_part *p, size_t n_rows) 
  * Two ways through: a plain model (one output, no categorical split) is scored by
  * parts[0] straight from the caller's rows. Otherwise ("expand"), part k scores the
  * view of output k (tsm_model_view): rows are copied into per-thread scratch rows of
- * `width` columns whose derived columns hold each category set's decision (0.0 left,
+ * `width` columns whose derived columns hold the derived value columns (CatBoost's CTRs
+ * over combinations: model/derived.h) and each category set's decision (0.0 left,
  * 1.0 right), each part scores them, and its scores are interleaved into out[r*K + k].
  * A model that reads few of its many columns (tsm_features_are_sparse: a declared count
  * of 16,777,216 and a handful of splits) takes the general path too, on views whose
@@ -55,9 +57,12 @@ struct ts_scorer {
     tsp_part *parts;             /* n_outputs; parts[lead] is the one reported */
     uint32_t n_outputs;          /* K >= 1 */
     uint32_t lead;               /* the part the planner chose for (the largest) */
-    int expand;                  /* K > 1 or categorical splits: the general path */
+    int expand;                  /* K > 1, categorical splits or derived value columns: the
+                                    general path */
     uint32_t n_features;         /* columns a row must have */
-    uint32_t width;              /* columns the engines read: n_read + categorical sets */
+    uint32_t width;              /* columns the engines read: n_read + derived value columns +
+                                    categorical sets */
+    uint32_t n_derived;          /* derived value columns (CTRs over combinations) */
     uint32_t n_read;             /* the caller's columns the engines see: n_features, or the
                                     columns read when gathered */
     uint32_t *columns;           /* sparse models: columns[c] = the model's column of engine
@@ -65,7 +70,8 @@ struct ts_scorer {
     const uint32_t *gather;      /* columns, when rows are gathered from the caller's rows of
                                     the model's width; NULL when packed_columns (rows hold
                                     those columns already) or not sparse */
-    ts_model *cats;              /* expand with category sets: a model holding only them */
+    ts_model *cats;              /* expand with category sets or derived value columns: a model
+                                    holding only them (and the tables, catmaps they read) */
     struct cat_col *cols;        /* cats->n_catsets: the derived columns, in column order */
     int compares_double;         /* as the model's: double rows keep their doubles */
     size_t engine_scratch;       /* largest parts[k].layout.scratch_bytes, rounded up to 64 */
@@ -133,16 +139,24 @@ static inline int cat_right(const cat_col *c, double v) {
     return cat_in(c, (uint32_t)v);
 }
 
-/* Write the derived columns of one expanded float row (its first n_features are set). */
+/* Write each category set's decision into one expanded float row (its first n_read are
+ * set); the derived value columns between them are derive_values'. */
 static inline void derive_f32(const ts_scorer *s, float *row) {
-    uint32_t n = s->width - s->n_read;
-    for (uint32_t j = 0; j < n; j++) row[s->n_read + j] = (float)cat_right(&s->cols[j], (double)row[s->cols[j].feature]);
+    uint32_t first = s->n_read + s->n_derived, n = s->width - first;
+    for (uint32_t j = 0; j < n; j++) row[first + j] = (float)cat_right(&s->cols[j], (double)row[s->cols[j].feature]);
 }
 
-/* The same for a double row: LightGBM decides categories on the double value. */
+/* Write the derived value columns (model/derived.h: CatBoost's CTRs over combinations,
+ * computed from the rows' columns) of n expanded float rows, table by table. */
+static inline void derive_values(const ts_scorer *s, float *rows, size_t n) {
+    if (s->n_derived) tsm_derive_rows(s->cats, rows, n, s->width, s->n_read);
+}
+
+/* The same for a double row: LightGBM decides categories on the double value (models with
+ * derived value columns never compare doubles: tsm_model_finish). */
 static inline void derive_f64(const ts_scorer *s, double *row) {
-    uint32_t n = s->width - s->n_read;
-    for (uint32_t j = 0; j < n; j++) row[s->n_read + j] = (double)cat_right(&s->cols[j], row[s->cols[j].feature]);
+    uint32_t first = s->n_read + s->n_derived, n = s->width - first;
+    for (uint32_t j = 0; j < n; j++) row[first + j] = (double)cat_right(&s->cols[j], row[s->cols[j].feature]);
 }
 
 /* One expanded float row from the caller's row src: its columns (gathered for a sparse
@@ -206,11 +220,26 @@ static ts_status choose_columns(ts_scorer *s, const ts_model *m, int packed, ts_
     return TS_OK;
 }
 
-/* A copy of the model's category sets (in a model of no trees), for derive_*. */
+/* A copy of the model's derived value columns with their tables and catmaps (in s->cats),
+ * reading the engine's columns. */
+static ts_status copy_derived(ts_scorer *s, const ts_model *m, ts_error *err) {
+    TS_TRY(tsm_model_copy_derived(m, s->cats, err));
+    for (uint32_t i = 0; s->columns && i < s->cats->n_ctrtabs; i++)
+        for (uint32_t e = 0; e < s->cats->ctrtabs[i].n_elems; e++) {
+            tsm_elem *x = &s->cats->ctrtabs[i].elems[e];
+            x->column = gathered_column(s, x->column);
+        }
+    return TS_OK;
+}
+
+/* A copy of the model's category sets and derived value columns (in a model of no trees),
+ * for derive_*. */
 static ts_status copy_catsets(ts_scorer *s, const ts_model *m, ts_error *err) {
-    if (m->n_catsets == 0) return TS_OK;
+    if (m->n_catsets == 0 && m->n_derived == 0) return TS_OK;
     s->cats = tsm_model_new(m->format);
     if (!s->cats) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    if (m->n_derived) TS_TRY(copy_derived(s, m, err));
+    if (m->n_catsets == 0) return TS_OK;
     s->cats->catsets = malloc((size_t)m->n_catsets * sizeof *m->catsets);
     s->cats->cat_words = malloc((m->n_cat_words + 1) * sizeof *m->cat_words);
     if (!s->cats->catsets || !s->cats->cat_words) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
@@ -328,6 +357,7 @@ static ts_status expand_sample(const ts_scorer *s, const ts_scorer_options *opts
     float *buf = malloc(*rows * s->width * sizeof *buf);
     if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory expanding the planner's sample");
     for (size_t r = 0; r < *rows; r++) load_f32(s, buf + r * s->width, opts->sample + r * opts->sample_stride);
+    derive_values(s, buf, *rows);
     *out = buf;
     return TS_OK;
 }
@@ -430,8 +460,9 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     s->parts = calloc(s->n_outputs, sizeof *s->parts);
     ts_status st = s->parts ? choose_columns(s, m, opts->packed_columns, err)
                             : ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
-    s->expand = s->n_outputs > 1 || m->n_catsets > 0 || s->gather != NULL;
-    s->width = s->n_read + m->n_catsets;
+    s->expand = s->n_outputs > 1 || m->n_catsets > 0 || m->n_derived > 0 || s->gather != NULL;
+    s->n_derived = m->n_derived;
+    s->width = s->n_read + m->n_derived + m->n_catsets;
     if (st == TS_OK) st = copy_catsets(s, m, err);
     if (st == TS_OK && s->expand) {
         st = prepare_views(s, m, opts, err);
@@ -559,6 +590,7 @@ static ts_status score_expand_chunk(void *ctx, size_t begin, size_t end) {
             continue;
         }
         for (size_t i = 0; i < n; i++) load_f32(s, rows + i * s->width, x + (r0 + i) * j->stride);
+        derive_values(s, rows, n);
         score_parts(s, rows, n, s->width, part, scratch, j->out + r0 * s->n_outputs);
     }
     return TS_OK;
@@ -621,6 +653,7 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
                 for (uint32_t c = 0; c < s->n_read; c++) dst[c] = (float)row[s->gather ? s->gather[c] : c];
                 derive_f32(s, dst);
             }
+            derive_values(s, fbuf, n);
             score_parts(s, fbuf, n, W, part, scratch, out);
             continue;
         }

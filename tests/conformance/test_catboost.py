@@ -24,8 +24,8 @@ CityHash length class, unseen categories; rows carry category ids computed here
 independently of the loader (CatBoost's own hashes, from its Python export, ranked among
 the hashes the JSON model holds).
 Both formats (.cbm: the CTR tables of its static CTR provider part).
-Refused with a clear message: CTRs over combinations of features, text features, a scale
-other than 1.
+CTRs over combinations of features: test_catboost_ctr.py.
+Refused with a clear message: text features, a scale other than 1.
 Truncated .cbm files are refused without a crash.
 """
 
@@ -412,23 +412,11 @@ def test_catboost_categorical_shapes():
 
 
 def test_catboost_categorical_refused(workdir):
-    """CTRs over combinations of features (max_ctr_complexity > 1) are refused by name,
-    in both formats; text features by name."""
+    """Text features are refused by name (CTRs over combinations of features are scored:
+    test_catboost_ctr.py)."""
     import catboost
     df = cat_frame(600, 8)
     y = cat_target(df, "RMSE")
-    m = catboost.CatBoost(dict(iterations=40, depth=6, verbose=0, allow_writing_files=False, thread_count=1,
-                               random_seed=0, max_ctr_complexity=3, one_hot_max_size=1))
-    m.fit(catboost.Pool(df, y, cat_features=CAT_COLS))
-    js = workdir / "cb-cat-combination.json"
-    m.save_model(str(js), format="json")
-    m.save_model(str(js.with_suffix(".cbm")))
-    assert any(len(c["elements"]) > 1 for c in json.loads(js.read_text())["features_info"]["ctrs"])
-    for path in (js, js.with_suffix(".cbm")):
-        p = H.run_cli(["info", "-m", path])
-        assert p.returncode == 1, p
-        assert "CTR over a combination of features" in p.stderr and "not supported yet" in p.stderr, p.stderr
-        assert "categorical feature" in p.stderr and " x " in p.stderr, p.stderr
     text = catboost.CatBoost(dict(iterations=3, depth=2, verbose=0, allow_writing_files=False, thread_count=1))
     tdf = df.assign(note=[f"word{i % 5} other{i % 3}" for i in range(len(df))])[["f0", "note"]]
     text.fit(catboost.Pool(tdf, y, text_features=["note"]))

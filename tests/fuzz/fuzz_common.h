@@ -73,7 +73,8 @@ static inline void fuzz_check_model(const ts_model *m) {
         const tsm_tree *tr = &m->trees[t];
         if (tr->n_leaves != tr->n_nodes + 1) fuzz_die("tree: n_leaves != n_nodes + 1", NULL);
         for (uint32_t i = 0; i < tr->n_nodes; i++)
-            if (tr->nodes[i].feature >= m->n_features) fuzz_die("split feature >= n_features", NULL);
+            if (tr->nodes[i].feature >= ((tr->nodes[i].flags & TSM_DERIVED) ? m->n_derived : m->n_features))
+                fuzz_die("split feature >= n_features (or derived column >= n_derived)", NULL);
     }
 }
 

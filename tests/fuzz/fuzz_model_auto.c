@@ -93,7 +93,7 @@ static void build_rows(const ts_model *m, float *x, size_t n_rows, size_t stride
         for (size_t c = 0; c < stride; c++) row[c] = c < n_cols ? special_value(m, s) : NAN;
         for (int k = 0; k < 16; k++) {
             const tsm_node *n = random_node(m, s);
-            if (n && n->feature < n_cols) row[n->feature] = near_value(n, s);
+            if (n && !(n->flags & TSM_DERIVED) && n->feature < n_cols) row[n->feature] = near_value(n, s);
         }
     }
 }
@@ -103,6 +103,14 @@ static void build_rows(const ts_model *m, float *x, size_t n_rows, size_t stride
 static int ref_left_f(const ts_model *m, const tsm_node *n, float v) {
     if (n->flags & TSM_CATEGORICAL) return tsm_catset_goes_left(m, &m->catsets[(uint32_t)n->threshold], (double)v);
     return tsm_node_goes_left(n, v);
+}
+
+/* The value node n tests: its column's, or its derived column's (model/derived.h: the
+ * table row of the row's projection). */
+static float node_value(const ts_model *m, const tsm_node *n, const float *row) {
+    if (!(n->flags & TSM_DERIVED)) return row[n->feature];
+    const tsm_derived *d = &m->derived[n->feature];
+    return d->values[tsm_ctrtab_row(&m->ctrtabs[d->tab], m->catmaps, row)];
 }
 
 /* The base of output k (forest.h: output_base when there are several). */
@@ -118,7 +126,7 @@ static double reference_score(const ts_model *m, const float *row, uint32_t k) {
         const tsm_tree *tr = &m->trees[t];
         if (tr->output != k) continue;
         int32_t c = tr->n_nodes ? 0 : -1;
-        while (c >= 0) c = ref_left_f(m, &tr->nodes[c], row[tr->nodes[c].feature]) ? tr->nodes[c].left : tr->nodes[c].right;
+        while (c >= 0) c = ref_left_f(m, &tr->nodes[c], node_value(m, &tr->nodes[c], row)) ? tr->nodes[c].left : tr->nodes[c].right;
         sum += tr->weight * tr->leaf_values[~c];
     }
     return sum;

@@ -534,6 +534,134 @@ static void test_categorical_scores(void) {
     }
 }
 
+/*
+ * cb_small_comb.{cbm,json}: CTRs over combinations (city x level: Borders; city x f0 > b
+ * and level x f0 > b: Counter with prior 1/1) beside single-feature CTRs and one-hot splits
+ * of tag; columns f0 (float), city, level, tag. CatBoost 1.2.10's RawFormulaVal of the
+ * DataFrame rows below (rows 6, 7 and 9 with categories the model never saw),
+ * tests/data/PROVENANCE.md.
+ */
+struct comb_row {
+    float f0;
+    const char *city, *level, *tag;
+};
+static const struct comb_row comb_rows[] = {
+    {0x1.0000000000000p-2f, "Oslo", "0", "red"},
+    {-0x1.0000000000000p+0f, "Bergen", "1", "green"},
+    {NAN, "Saint Petersburg", "2", "blue"},
+    {0x0.0p+0f, "Z\xc3\xbcrich", "3", "red"},
+    {0x1.8000000000000p+0f, "Oslo", "3", "blue"},
+    {-0x1.3333340000000p-2f, "Bergen", "2", "red"},
+    {0x1.6666660000000p-1f, "Atlantis", "1", "green"},
+    {0x1.0000000000000p+1f, "Oslo", "9", "mauve"},
+    {-0x1.3333340000000p-1f, "Z\xc3\xbcrich", "0", "green"},
+    {0x1.99999a0000000p-4f, "", "-1", "red"},
+};
+static const double comb_ref[] = {0x1.bd04717bee796p+0, -0x1.241b07fcb2fe2p-2, -0x1.70d180714e04cp-3,
+                                  0x1.28e5dd7f11fd2p+0, 0x1.34f569231a524p+0, 0x1.facbf232333b0p-1,
+                                  0x1.e94c76f8d581fp-2, 0x1.879ea114a9aeap-1, 0x1.8e3cdbe5f7f54p-1,
+                                  0x1.db454a44c9e24p-1};
+
+/* The rows as ids, scored by `engine` one by one and as one batch; unseen categories also
+ * as every other value an unseen id may take. */
+static void check_combination(const char *name, ts_model_format fmt, ts_engine engine) {
+    ts_model *m = load(name, fmt);
+    if (!m) return;
+    CHECK_MSG(m->n_derived == 5 && m->n_ctrtabs == 3, "%s: %u derived columns, %u tables", name, m->n_derived,
+              m->n_ctrtabs);
+    ts_error err;
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = engine;
+    ts_scorer *s = NULL;
+    ts_status st = ts_scorer_create(m, &o, &s, &err);
+    CHECK_MSG(st == TS_OK, "%s: %s", name, err.message);
+    if (st != TS_OK) {
+        ts_model_free(m);
+        return;
+    }
+    static const float unseen[] = {NAN, -1.0f, 1e6f, 100.0f};
+    float batch[COUNT(comb_rows)][4];
+    for (size_t i = 0; i < COUNT(comb_rows); i++) {
+        const char *texts[3] = {comb_rows[i].city, comb_rows[i].level, comb_rows[i].tag};
+        float *row = batch[i];
+        row[0] = comb_rows[i].f0;
+        int seen = 1;
+        for (int c = 0; c < 3; c++) {
+            CHECK(ts_model_category_id(m, (uint32_t)c + 1, texts[c], strlen(texts[c]), &row[c + 1], &err) == TS_OK);
+            seen &= row[c + 1] == row[c + 1];
+        }
+        CHECK_MSG(seen == (i != 6 && i != 7 && i != 9), "%s row %zu: seen %d", name, i, seen);
+        for (size_t v = 0; v < (seen ? 1 : COUNT(unseen)); v++) {
+            float x[4] = {row[0], row[1], row[2], row[3]};
+            for (int c = 1; c < 4; c++)
+                if (x[c] != x[c]) x[c] = unseen[v];
+            double got;
+            st = ts_scorer_score(s, x, 1, 4, 4, &got, &err);
+            CHECK_MSG(st == TS_OK && got == comb_ref[i], "%s engine %s row %zu (unseen as %g): %a, CatBoost %a", name,
+                      ts_engine_name(engine), i, (double)unseen[v], got, comb_ref[i]);
+        }
+    }
+    double got[COUNT(comb_rows)];
+    st = ts_scorer_score(s, &batch[0][0], COUNT(comb_rows), 4, 4, got, &err);
+    for (size_t i = 0; i < COUNT(comb_rows); i++)
+        CHECK_MSG(st == TS_OK && got[i] == comb_ref[i], "%s engine %s batch row %zu: %a, CatBoost %a", name,
+                  ts_engine_name(engine), i, got[i], comb_ref[i]);
+    double rows64[COUNT(comb_rows) * 4];
+    for (size_t i = 0; i < COUNT(rows64); i++) rows64[i] = (double)(&batch[0][0])[i];
+    st = ts_scorer_score_f64(s, rows64, COUNT(comb_rows), 4, 4, got, &err);
+    for (size_t i = 0; i < COUNT(comb_rows); i++)
+        CHECK_MSG(st == TS_OK && got[i] == comb_ref[i], "%s engine %s double row %zu: %a, CatBoost %a", name,
+                  ts_engine_name(engine), i, got[i], comb_ref[i]);
+    ts_scorer_free(s);
+    ts_model_free(m);
+}
+
+static void test_combination_scores(void) {
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_AUTO};
+    for (size_t e = 0; e < COUNT(engines); e++) {
+        check_combination("cb_small_comb.json", TS_FORMAT_CATBOOST_JSON, engines[e]);
+        check_combination("cb_small_comb.cbm", TS_FORMAT_CATBOOST, engines[e]);
+    }
+}
+
+static void test_combination_refusals(void) {
+    size_t n;
+    /* a table whose rows are too short for its CTR (no count for target class 2) */
+    char *t = edited("cb_small_comb.json", "\"prior_numerator\":0.5,\"scale\":15,\"shift\":0,\"target_border_idx\":0}",
+                     "\"prior_numerator\":0.5,\"scale\":15,\"shift\":0,\"target_border_idx\":2}", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "too few for its type");
+    free(t);
+    /* a combination naming a categorical feature, then a float feature, out of range */
+    t = edited("cb_small_comb.json",
+               "\"elements\":[{\"cat_feature_index\":0,\"combination_element\":\"cat_feature_value\"},{\"cat_feature_index\":1,",
+               "\"elements\":[{\"cat_feature_index\":0,\"combination_element\":\"cat_feature_value\"},{\"cat_feature_index\":7,", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "names categorical feature 7 of the model's 3");
+    free(t);
+    t = edited("cb_small_comb.json", "\"combination_element\":\"float_feature\",\"float_feature_index\":0}]",
+               "\"combination_element\":\"float_feature\",\"float_feature_index\":3}]", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "names float feature 3 of the model's 1");
+    free(t);
+    /* an element of an unknown kind */
+    t = edited("cb_small_comb.json", "\"combination_element\":\"float_feature\",\"float_feature_index\":0}]",
+               "\"combination_element\":\"text_feature\",\"float_feature_index\":0}]", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "'text_feature'");
+    free(t);
+    /* a key of a combination table that is no pair of the categories the other tables name */
+    t = edited("cb_small_comb.json", "\"1556378515748139202\"", "\"1556378515748139203\"", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "not the hash of categories");
+    free(t);
+    /* a key twice in one table */
+    t = edited("cb_small_comb.json", "\"15872124168841456166\"", "\"1556378515748139202\"", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "twice");
+    free(t);
+    /* a combination whose table is missing */
+    t = edited("cb_small_comb.json", "\"type\\\":\\\"Counter\\\"}\":{\"counter_denominator\":66",
+               "\"type\\\":\\\"Counterx\\\"}\":{\"counter_denominator\":66", &n);
+    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "in ctr_data");
+    free(t);
+}
+
 static void test_categorical_refusals(void) {
     size_t n;
     /* .cbm: the CTR provider part with no tables; a bucket naming a row past the blob */
@@ -551,11 +679,7 @@ static void test_categorical_refusals(void) {
         }
         free(cbm);
     }
-    char *t = edited("cb_small_ctr.json", "\"combination_element\": \"cat_feature_value\"",
-                     "\"combination_element\": \"float_feature\"", &n);
-    if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_UNSUPPORTED, "CTR over a combination of features");
-    free(t);
-    t = edited("cb_small_ctr.json", "\"ctr_data\"", "\"ctr_data_x\"", &n);
+    char *t = edited("cb_small_ctr.json", "\"ctr_data\"", "\"ctr_data_x\"", &n);
     if (t) expect_fail(t, n, TS_FORMAT_AUTO, TS_ERR_PARSE, "in ctr_data");
     free(t);
     t = edited("cb_small_ctr.json", "\"hash_stride\": 3", "\"hash_stride\": 4", &n);
@@ -580,7 +704,8 @@ static void test_categorical_refusals(void) {
 static void test_truncated_and_corrupted(void) {
     static const char *const names[] = {"cb_small_oblivious.cbm", "cb_small_multiclass_depthwise.cbm",
                                         "cb_small_oblivious.json", "cb_small_multiclass_depthwise.json",
-                                        "cb_small_onehot.cbm", "cb_small_ctr.json", "cb_small_ctr.cbm"};
+                                        "cb_small_onehot.cbm", "cb_small_ctr.json", "cb_small_ctr.cbm",
+                                        "cb_small_comb.cbm", "cb_small_comb.json"};
     for (size_t k = 0; k < COUNT(names); k++) {
         size_t size;
         char *data = read_data_file(names[k], &size);
@@ -628,5 +753,7 @@ int main(void) {
     RUN_TEST(test_category_hash);
     RUN_TEST(test_categorical_scores);
     RUN_TEST(test_categorical_refusals);
+    RUN_TEST(test_combination_scores);
+    RUN_TEST(test_combination_refusals);
     return check_summary("test_catboost");
 }
