@@ -386,12 +386,16 @@ typedef enum ts_engine {
                              node from global memory (the GPU baseline). Built only when nvcc
                              was found; TS_ERR_ENGINE_UNAVAILABLE without CUDA or without a
                              device; auto never picks it (docs/gpu.md) */
-    TS_ENGINE_GPU = 11       /* CUDA QuickScorer (paper 003): a block's documents and tree
+    TS_ENGINE_GPU = 11,      /* CUDA QuickScorer (paper 003): a block's documents and tree
                              blocks in shared memory, a warp evaluates every node of a tree
                              for 32 documents and ANDs 64-bit leaf bitvectors, no divergence;
                              same availability as TS_ENGINE_GPU_NAIVE */
+    TS_ENGINE_DEEP = 12      /* deep trees (thousands of leaves, fully grown forests): a block of
+                             documents walks each tree in turn, 16 walks interleaved, each
+                             lane taking the next document as soon as its walk reaches a leaf
+                             (no padding to the tree's depth) */
 } ts_engine;
-#define TS_ENGINE_COUNT 12
+#define TS_ENGINE_COUNT 13
 
 /* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid",
  * "trees-simd", "gpu-naive", "gpu". */
