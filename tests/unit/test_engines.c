@@ -267,6 +267,24 @@ static void test_block_thresholds(void) {
     ts_model_free(m);
 }
 
+/* Features of 257 .. 1,025 distinct thresholds: around quant.h's chunk tables (ceil(n / 256)
+ * block tables whose counts add up, in rapid's AVX-512 float kernel; past 1,024 the
+ * binary search), as in test_block_thresholds. */
+static void test_chunk_thresholds(void) {
+    static const uint32_t counts[N_FEATURES] = {0, 0, 0, 511, 512, 513, 768, 1024, 1025, 300, 257, 0};
+    ts_model *m = random_model(1200, 32, 40, 0);
+    uint32_t next[N_FEATURES] = {0};
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            uint32_t f = nd->feature, n = f < N_FEATURES ? counts[f] : 0;
+            if (n) nd->threshold = wide_grid(next[f]++ % n * 2);
+        }
+    for (uint32_t f = N_ZERO_FEATURES; f < N_FEATURES; f++) CHECK(next[f] >= counts[f]);
+    check_rapid_on_grid(m, 700, 2060);
+    ts_model_free(m);
+}
+
 /* A model reading few of the columns it spans (0-3 and 11 of 12): rapid's quantizer copies
  * those columns one by one, where dense models take 16 columns at a time (AVX-512). */
 static void test_sparse_columns(void) {
@@ -443,6 +461,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_many_blocks);
     RUN_TEST(test_many_thresholds);
     RUN_TEST(test_block_thresholds);
+    RUN_TEST(test_chunk_thresholds);
     RUN_TEST(test_sparse_columns);
     if (!only_rapid) RUN_TEST(test_trees_simd_batches);
 }
