@@ -37,6 +37,8 @@ Systems (a system that is not installed or cannot load a model is reported, not 
                 daalinit(T)                                              (lgb, xgb models)
   ydf           YDF's own engines on the YDF model of the shape (a DIFFERENT model of the
                 same shape trained on the same rows): predict(columns, num_threads=T)
+  catboost      CatBoost's own applier: CatBoost.predict(X, prediction_type="RawFormulaVal",
+                thread_count=T)                              (cb models: zoo.py --catboost)
 Conversions that need a workaround (the same trees either way, the raw score unchanged):
 daal4py refuses ranking objectives ("Ranking objectives are not supported."), and
 onnxmltools takes an XGBoost rank:ndcg Booster for a classifier; both get the model with
@@ -45,7 +47,9 @@ its objective renamed to a regression one (identity link).
 Checks, before timing, on all test rows, against the zoo's references:
   treescore     must be exact: LightGBM models bit for bit equal to predict(raw_score=True);
                 XGBoost models bit for bit equal to the double sum of XGBoost's own exit
-                leaves (exact.npy: XGBoost itself adds in float32)
+                leaves (exact.npy: XGBoost itself adds in float32); CatBoost models bit
+                for bit equal to predict(prediction_type="RawFormulaVal") (which zoo.py
+                found equal to the double sum of its exit leaves, the bias last)
   lgb/xgb peers within bound32: the error a float32 accumulation of the same leaves may
                 make (2^-24 x sum over trees of (|running sum| + |leaf|), + 4 |base|): an
                 engine that sums in float32 passes, a wrong leaf does not (leaf values
@@ -118,12 +122,13 @@ import zoo  # noqa: E402  (its sets of model names)
 SCHEMA = 1
 CACHE = HERE / ".cache" / "peers"
 SYSTEMS = ("treescore", "treescore-py", "lightgbm", "xgboost", "sklearn", "tl2cgen", "lleaves", "onnxruntime", "daal4py",
-           "ydf")
+           "ydf", "catboost")
 APPLIES = {  # which model libraries each system can run
-    "treescore": ("lightgbm", "xgboost", "sklearn"), "treescore-py": ("lightgbm", "xgboost", "sklearn"),
+    "treescore": ("lightgbm", "xgboost", "sklearn", "catboost"),
+    "treescore-py": ("lightgbm", "xgboost", "sklearn", "catboost"),
     "lightgbm": ("lightgbm",), "xgboost": ("xgboost",), "sklearn": ("sklearn",),
     "tl2cgen": ("lightgbm", "xgboost"), "lleaves": ("lightgbm",), "onnxruntime": ("lightgbm", "xgboost", "sklearn"),
-    "daal4py": ("lightgbm", "xgboost"), "ydf": ("ydf",),
+    "daal4py": ("lightgbm", "xgboost"), "ydf": ("ydf",), "catboost": ("catboost",),
 }
 TOLERANCE = {
     "treescore": "exact: bit for bit (LightGBM: its predict; XGBoost: the double sum of its own exit leaves)",
@@ -133,6 +138,7 @@ TOLERANCE = {
     "xgboost": "bound32 against the exact leaf sum (it adds in float32)",
     "tl2cgen": "bound32", "lleaves": "bound32", "onnxruntime": "bound32", "daal4py": "bound32",
     "ydf": "1e-6 x max(1, |score|) against YDF's own predictions",
+    "catboost": "bound32 (it is the reference of CatBoost models: expected exact)",
 }
 
 
@@ -184,7 +190,7 @@ def pkg_version(dist: str):
 def software_info(ts) -> dict:
     sw = {"python": platform.python_version()}
     for d in ("numpy", "lightgbm", "xgboost-cpu", "xgboost", "treelite", "tl2cgen", "lleaves", "llvmlite",
-              "onnxruntime", "onnxmltools", "onnx", "scikit-learn-intelex", "daal", "ydf"):
+              "onnxruntime", "onnxmltools", "onnx", "scikit-learn-intelex", "daal", "ydf", "catboost"):
         v = pkg_version(d)
         if v:
             sw[d] = v
@@ -748,10 +754,26 @@ class YdfSys(System):
         return run
 
 
+class CatboostSys(System):
+    """CatBoost's own predict on its .cbm model: the raw score (RawFormulaVal), as treescore's."""
+    name = "catboost"
+
+    def prepare(self):
+        from catboost import CatBoost
+        self.m = CatBoost()
+        self.m.load_model(str(self.model["model_path"]))
+
+    def runner(self, threads, batch):
+        m = self.m
+        return lambda X: m.predict(X, prediction_type="RawFormulaVal", thread_count=threads)
+
+
 CLASSES = {"treescore-py": TreescorePySys, "lightgbm": LightgbmSys, "xgboost": XgboostSys, "sklearn": SklearnSys,
-           "tl2cgen": Tl2cgenSys, "lleaves": LleavesSys, "onnxruntime": OnnxSys, "daal4py": DaalSys, "ydf": YdfSys}
+           "tl2cgen": Tl2cgenSys, "lleaves": LleavesSys, "onnxruntime": OnnxSys, "daal4py": DaalSys, "ydf": YdfSys,
+           "catboost": CatboostSys}
 IMPORTS = {"treescore-py": "treescore", "lightgbm": "lightgbm", "xgboost": "xgboost", "sklearn": "sklearn",
-           "tl2cgen": "tl2cgen", "lleaves": "lleaves", "onnxruntime": "onnxruntime", "daal4py": "daal4py", "ydf": "ydf"}
+           "tl2cgen": "tl2cgen", "lleaves": "lleaves", "onnxruntime": "onnxruntime", "daal4py": "daal4py", "ydf": "ydf",
+           "catboost": "catboost"}
 
 
 # ---- checking --------------------------------------------------------------------------
@@ -774,9 +796,10 @@ def check(system: str, model: dict, got: np.ndarray, rows: np.ndarray) -> dict:
     bound = model["bound32"][rows]
     # treescore on LightGBM models and each library on its own models: the library's
     # scores; treescore on XGBoost models and every other peer: the exact leaf sum
-    own = (system, model["library"]) in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"), ("sklearn", "sklearn"))
+    own = (system, model["library"]) in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"), ("sklearn", "sklearn"),
+                                         ("catboost", "catboost"))
     ours = system in ("treescore", "treescore-py")
-    target = ref if own or (ours and model["library"] in ("lightgbm", "sklearn")) else exact
+    target = ref if own or (ours and model["library"] in ("lightgbm", "sklearn", "catboost")) else exact
     if system == "treescore" and model.get("onnx_exact") is not None:   # the ONNX file's own exact sum
         target = model["onnx_exact"][rows]
     err_t = np.abs(got - target)

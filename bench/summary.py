@@ -63,15 +63,15 @@ import zoo  # noqa: E402
 
 DEFAULT_MODELS = "msn-lgb-1000x64,msn-xgb-1000x64,msn-lgb-1000x256"
 QUICK_MODELS = "msn-lgb-20x32,msn-xgb-20x32"
-PEERS = ("lightgbm", "xgboost", "lleaves", "onnxruntime", "tl2cgen", "daal4py")
+PEERS = ("lightgbm", "xgboost", "lleaves", "onnxruntime", "tl2cgen", "daal4py", "catboost")
 PEER_NAMES = {"lightgbm": "LightGBM", "xgboost": "XGBoost", "lleaves": "lleaves", "onnxruntime": "ONNX Runtime",
-              "tl2cgen": "TL2cgen", "daal4py": "daal4py", "treescore": "treescore (auto)",
+              "tl2cgen": "TL2cgen", "daal4py": "daal4py", "catboost": "CatBoost", "treescore": "treescore (auto)",
               "treescore-py": "treescore (Python)"}
 DTYPES = (("float32", np.float32), ("float64", np.float64))
 # (colour, marker) per system: distinct in both, so the plots read in grey too
 STYLE = {"treescore": ("black", "o"), "lightgbm": ("tab:blue", "s"), "xgboost": ("tab:orange", "D"),
          "lleaves": ("tab:green", "^"), "onnxruntime": ("tab:red", "v"), "tl2cgen": ("tab:purple", "P"),
-         "daal4py": ("tab:brown", "X"), "treescore-py": ("tab:gray", "*")}
+         "daal4py": ("tab:brown", "X"), "treescore-py": ("tab:gray", "*"), "catboost": ("tab:olive", "h")}
 
 
 class Float64Rows(peers.System):

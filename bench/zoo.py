@@ -2,7 +2,7 @@
 # zoo.py: the benchmark model zoo: LETOR-like data shaped like MSN-1/Istella/Yahoo plus real LETOR data, LightGBM/XGBoost/YDF ranking models, cached with manifests.
 """The benchmark model zoo, in one command, cached.
 
-    bench/zoo.py [--quick | --full | --smoke] [--only GLOB[,GLOB...]] [--threads 2]
+    bench/zoo.py [--quick | --full | --smoke | --catboost] [--only GLOB[,GLOB...]] [--threads 2]
                  [--root DIR] [--list] [--estimate] [--force] [--time-trees N --only NAME]
 
 Builds every model of the chosen set that is not already in the cache and prints one
@@ -23,6 +23,8 @@ Names are DATASET-LIB-TREESxLEAVES, e.g. msn-lgb-1000x64:
            as LightGBM reads these files; every system gets the same dense float32 matrix.
   LIB      lgb: LightGBM lambdarank, leaf-wise trees of num_leaves leaves;
            xgb: XGBoost rank:ndcg, tree_method=hist, grow_policy=lossguide, max_leaves;
+           cb:  CatBoost RMSE regression on the grades, oblivious (SymmetricTree) trees of
+                depth log2(LEAVES), .cbm (--catboost: 500 and 2,000 trees of depth 6 and 8);
            ydf: YDF gradient boosted trees, RANKING task (LambdaMART NDCG), best-first
                 global growth with max_num_nodes = leaves. A DIFFERENT model of the same
                 shape trained on the same rows: its reference is YDF's own prediction.
@@ -111,7 +113,7 @@ LR = 0.02
 
 SYNTHETIC = ("msn", "istella", "yahoo")
 REAL = ("mq2008", "yahoo_sample")
-LIBS = ("lgb", "xgb", "ydf", "sgb", "srf")
+LIBS = ("lgb", "xgb", "ydf", "sgb", "srf", "cb")
 
 # The quick set: small models of every data set; on msn three tree counts (the smaller cut
 # from the 500-tree models, no extra training) for the plot of time against trees.
@@ -126,6 +128,11 @@ QUICK = [f"msn-{lib}-{t}x64" for lib in ("lgb", "xgb", "ydf") for t in (100, 250
 # system loads and agrees, not speed.
 SMOKE = ["msn-lgb-20x32", "msn-xgb-20x32", "msn-ydf-20x32"]
 
+# CatBoost's oblivious trees (issue 24): 500 and 2,000 trees of depth 6 and 8 (64 and 256
+# leaves); the 500-tree models are cut from the 2,000-tree ones. Not in --full: by name or
+# --only 'msn-cb-*' (about 6 minutes of training on 2 busy cores).
+CATBOOST = [f"msn-cb-{t}x{l}" for l in (64, 256) for t in (500, 2000)]
+
 
 def full_set() -> list:
     names = [f"{d}-{lib}-{t}x{l}" for d in SYNTHETIC for lib in ("lgb", "xgb")
@@ -139,7 +146,8 @@ def full_set() -> list:
     return names
 
 
-SETS = {"quick": lambda: list(QUICK), "full": lambda: full_set(), "smoke": lambda: list(SMOKE)}
+SETS = {"quick": lambda: list(QUICK), "full": lambda: full_set(), "smoke": lambda: list(SMOKE),
+        "catboost": lambda: list(CATBOOST)}
 
 
 # Seconds per tree when training with 2 threads on this machine (2-core Xeon, shared with
@@ -158,6 +166,7 @@ PER_TREE_S = {
     ("mq2008", "lgb", 32): 0.005, ("mq2008", "xgb", 32): 0.010,
     ("yahoo_sample", "lgb", 32): 0.005, ("yahoo_sample", "xgb", 32): 0.012,
     ("msn", "sgb", 64): 0.25, ("msn", "srf", 4096): 0.6,   # estimates (one core each for sgb)
+    ("msn", "cb", 64): 0.06, ("msn", "cb", 256): 0.12,
 }
 FEATURE_COST = {"msn": 1.0, "istella": 1.5, "yahoo": 3.5, "mq2008": 0.3, "yahoo_sample": 0.35}
 
@@ -174,7 +183,7 @@ def estimate_per_tree(ds: str, lib: str, leaves: int) -> float:
 
 # ---- names and recipes -------------------------------------------------------------
 
-NAME_RE = re.compile(r"^(msn|istella|yahoo|mq2008|yahoo_sample)-(lgb|xgb|ydf|sgb|srf)-(\d+)x(\d+)$")
+NAME_RE = re.compile(r"^(msn|istella|yahoo|mq2008|yahoo_sample)-(lgb|xgb|ydf|sgb|srf|cb)-(\d+)x(\d+)$")
 
 
 def parse_name(name: str):
@@ -184,6 +193,8 @@ def parse_name(name: str):
     ds, lib, t, l = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
     if t < 1 or l < 2:
         raise SystemExit(f"zoo: {name}: need at least 1 tree and 2 leaves")
+    if lib == "cb" and (l & (l - 1) or l > 65536):
+        raise SystemExit(f"zoo: {name}: CatBoost's oblivious trees have 2^depth leaves (64 = depth 6, 256 = depth 8)")
     return ds, lib, t, l
 
 
@@ -212,6 +223,10 @@ def lib_params(lib: str, leaves: int, threads: int, seed: int = 1) -> dict:
     if lib == "srf":   # RandomForestRegressor: bootstrap, every feature, grown to `leaves` at most
         return dict(max_leaf_nodes=leaves, max_depth=None, min_samples_leaf=1, max_features=1.0,
                     bootstrap=True, n_jobs=threads, random_state=seed)
+    if lib == "cb":    # CatBoostRegressor on the grades: oblivious (SymmetricTree) trees of depth log2(leaves)
+        return dict(loss_function="RMSE", depth=leaves.bit_length() - 1, learning_rate=0.05, border_count=254,
+                    grow_policy="SymmetricTree", thread_count=threads, random_seed=seed, allow_writing_files=False,
+                    verbose=0)
     raise ValueError(lib)
 
 
@@ -225,6 +240,9 @@ def lib_version(lib: str) -> str:
     if lib == "xgb":
         import xgboost
         return "xgboost " + xgboost.__version__
+    if lib == "cb":
+        import catboost
+        return "catboost " + catboost.__version__
     import ydf
     return "ydf " + ydf.__version__
 
@@ -437,9 +455,19 @@ def train_sklearn(lib: str):
     return train
 
 
+def train_cb(train, leaves: int, trees: int, threads: int, out: Path) -> None:
+    from catboost import CatBoostRegressor
+    X, y, _ = train
+    print(f"  {out.name}: CatBoost training {trees} trees (no progress bar)", file=sys.stderr, flush=True)
+    m = CatBoostRegressor(iterations=trees, **lib_params("cb", leaves, threads))
+    m.fit(X, y.astype(np.float64))
+    m.save_model(str(out / "model.cbm"))
+
+
 TRAIN = {"lgb": train_lgb, "xgb": train_xgb, "ydf": train_ydf, "sgb": train_sklearn("sgb"),
-         "srf": train_sklearn("srf")}
-MODEL_FILE = {"lgb": "model.txt", "xgb": "model.json", "ydf": "model.ydf", "sgb": "model.pkl", "srf": "model.pkl"}
+         "srf": train_sklearn("srf"), "cb": train_cb}
+MODEL_FILE = {"lgb": "model.txt", "xgb": "model.json", "ydf": "model.ydf", "sgb": "model.pkl", "srf": "model.pkl",
+              "cb": "model.cbm"}
 
 
 def cut_model(lib: str, src: Path, trees: int, out: Path) -> None:
@@ -451,6 +479,12 @@ def cut_model(lib: str, src: Path, trees: int, out: Path) -> None:
         import xgboost as xgb
         b = xgb.Booster(model_file=str(src / "model.json"))
         b[:trees].save_model(str(out / "model.json"))
+    elif lib == "cb":
+        from catboost import CatBoost
+        m = CatBoost()
+        m.load_model(str(src / "model.cbm"))
+        m.shrink(ntree_end=trees)
+        m.save_model(str(out / "model.cbm"))
     elif lib in ("sgb", "srf"):
         import pickle
         est = pickle.loads((src / "model.pkl").read_bytes())
@@ -531,6 +565,8 @@ def references(lib: str, out: Path, X: np.ndarray, threads: int) -> dict:
         leaves = [sum(1 for c in t["left_children"] if c == -1) for t in trees]
     elif lib in ("sgb", "srf"):
         ref, exact, bound, leaves = sklearn_references(lib, out, X)
+    elif lib == "cb":
+        ref, exact, bound, leaves = catboost_references(out, X, threads)
     else:
         import ydf
         m = ydf.load_model(str(out / "model.ydf"))
@@ -573,6 +609,30 @@ def sklearn_references(lib: str, out: Path, X: np.ndarray):
     return ref, exact, bound, [int(t.tree_.n_leaves) for t in trees]
 
 
+def catboost_references(out: Path, X: np.ndarray, threads: int):
+    """CatBoost's predict(prediction_type="RawFormulaVal") on the float32 rows, and the exact
+    sum of its exit leaves (calc_leaf_indexes) in double in tree order, then the bias: what
+    treescore computes (the bias is its last, one-leaf tree)."""
+    from catboost import CatBoost, Pool
+    m = CatBoost()
+    m.load_model(str(out / "model.cbm"))
+    ref = np.asarray(m.predict(X, prediction_type="RawFormulaVal", thread_count=threads), dtype=np.float64)
+    counts = np.asarray(m.get_tree_leaf_counts())
+    flat = np.asarray(m.get_leaf_values(), dtype=np.float64)
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    vals = [flat[starts[t]:starts[t + 1]] for t in range(len(counts))]
+    scale, bias = m.get_scale_and_bias()
+    if scale != 1.0:
+        raise SystemExit(f"zoo: {out}: CatBoost scale {scale} (expected 1)")
+    bias = float(np.asarray(bias).reshape(-1)[0])
+
+    def leaf_ids(a, z):
+        ids = np.asarray(m.calc_leaf_indexes(Pool(X[a:z]), thread_count=threads), dtype=np.int64)
+        return np.concatenate([ids, np.zeros((z - a, 1), np.int64)], axis=1) if bias != 0.0 else ids
+    exact, bound = exact_and_bound(leaf_ids, vals + ([np.array([bias])] if bias != 0.0 else []), 0.0, X.shape[0])
+    return ref, exact, bound, [int(c) for c in counts]
+
+
 def ydf_leaves(node) -> int:
     if not hasattr(node, "neg_child"):
         return 1
@@ -590,7 +650,8 @@ def read_manifest(d: Path):
 
 def versions() -> dict:
     v = {"python": platform.python_version(), "numpy": np.__version__}
-    for mod, name in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"), ("ydf", "ydf"), ("sklearn", "scikit-learn")):
+    for mod, name in (("lightgbm", "lightgbm"), ("xgboost", "xgboost"), ("ydf", "ydf"), ("sklearn", "scikit-learn"),
+                      ("catboost", "catboost")):
         try:
             v[name] = __import__(mod).__version__
         except ImportError:
@@ -604,9 +665,10 @@ def write_manifest(root: Path, name: str, rec: dict, trained: dict, shape: dict,
     train = data_of(ds, lib, leaves)[0]
     m = dict(
         name=name, dataset=ds,
-        library={"lgb": "lightgbm", "xgb": "xgboost", "ydf": "ydf", "sgb": "sklearn", "srf": "sklearn"}[lib],
+        library={"lgb": "lightgbm", "xgb": "xgboost", "ydf": "ydf", "sgb": "sklearn", "srf": "sklearn",
+                 "cb": "catboost"}[lib],
         format={"lgb": "lightgbm", "xgb": "xgboost-json", "ydf": "ydf", "sgb": "sklearn-pickle",
-                "srf": "sklearn-pickle"}[lib],
+                "srf": "sklearn-pickle", "cb": "catboost"}[lib],
         model=MODEL_FILE[lib], trees=trees, leaves=leaves, features=int(train[0].shape[1]), grown=shape,
         test_rows=os.path.relpath(data_dir / "test.f32", out),
         test_query=os.path.relpath(data_dir / "test.query", out),
@@ -616,7 +678,8 @@ def write_manifest(root: Path, name: str, rec: dict, trained: dict, shape: dict,
                                "(XGBoost adds in float32)",
                         "ydf": "YDF model.predict() on the float32 test rows (a different model of the same shape)",
                         "sgb": "scikit-learn GradientBoostingRegressor.predict on the float32 test rows",
-                        "srf": "scikit-learn RandomForestRegressor.predict (n_jobs=1) on the float32 test rows"}[lib],
+                        "srf": "scikit-learn RandomForestRegressor.predict (n_jobs=1) on the float32 test rows",
+                        "cb": "CatBoost predict(X, prediction_type='RawFormulaVal') on the float32 test rows"}[lib],
         exact="exact.npy" if lib != "ydf" else None, bound32="bound32.npy" if lib != "ydf" else None,
         train=dict(rows=int(train[0].shape[0]), queries=int(len(train[2])), **trained),
         params=rec["params"], recipe_key=recipe_key(rec), recipe=rec, versions=versions(),
@@ -690,7 +753,7 @@ def order_for_cutting(names: list) -> list:
 
 
 def select(a) -> list:
-    names = SETS["full" if a.full else "smoke" if a.smoke else "quick"]()
+    names = SETS["full" if a.full else "smoke" if a.smoke else "catboost" if a.catboost else "quick"]()
     if a.only:
         pats = [p.strip() for p in a.only.split(",") if p.strip()]
         explicit = [p for p in pats if not any(c in p for c in "*?[") and NAME_RE.match(p)]
@@ -732,6 +795,7 @@ def main() -> int:
     g.add_argument("--quick", action="store_true", help="the small set (default)")
     g.add_argument("--full", action="store_true", help="the whole zoo (hours: see --estimate)")
     g.add_argument("--smoke", action="store_true", help="three tiny models (seconds): make test's smoke test")
+    g.add_argument("--catboost", action="store_true", help="CatBoost's oblivious msn-cb-{500,2000}x{64,256} (minutes)")
     ap.add_argument("--only", help="comma-separated names or globs (msn-lgb-*); a full name outside the set is built too")
     ap.add_argument("--threads", type=int, default=2, help="training threads (default 2; part of the recipe)")
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="cache directory (default bench/.cache/zoo)")

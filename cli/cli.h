@@ -13,7 +13,7 @@
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 /* The names messages and help texts list. */
-#define CLI_ENGINE_NAMES "auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred, rapid, trees-simd, gpu-naive, gpu, deep"
+#define CLI_ENGINE_NAMES "auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred, rapid, trees-simd, oblivious, gpu-naive, gpu, deep"
 #define CLI_ISA_NAMES "auto, scalar, sse4.2, avx2, avx512"
 /* The help lines of --threads, --isa, --tau and --delta (score, rank, bench). */
 #define CLI_SCORER_HELP                                                                     \
@@ -31,7 +31,8 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
     "                          rapid: 1,024, in groups of 64, 32 or 8 documents)\n"       \
     "      --lanes N           vpred, block-vpred: documents interleaved; 0 (default) = the\n" \
     "                          engine's choice for the model; trees-simd: 8 or 16 trees per\n" \
-    "                          SIMD step (AVX2, AVX-512 gathers), 0 = depth steps\n"       \
+    "                          SIMD step (AVX2, AVX-512 gathers), 0 = depth steps;\n"      \
+    "                          oblivious: 1 = its AVX-512 kernel without VBMI\n"          \
     "      --planner MODE      how --engine auto picks: measure (default: time the engines\n" \
     "                          on a sample, remembered in the wisdom file) or rule (no\n"   \
     "                          timing); the environment variable TREESCORE_PLAN too\n"

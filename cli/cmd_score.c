@@ -45,7 +45,9 @@ static const char usage[] =
     "\n"
     "SVMlight entries absent from a line are 0.0 for LightGBM and QuickRank models and\n"
     "missing (NaN) for XGBoost models, as each library reads sparse data. In CSV/TSV, an\n"
-    "empty field, nan, NaN or NA is missing.\n";
+    "empty field, nan, NaN or NA is missing. A CatBoost model's categorical columns hold\n"
+    "the categories' text in CSV/TSV (red, 3, \"a, \"\"quoted\"\" one\"; every field is text\n"
+    "there, the empty one too); SVMlight cannot carry them.\n";
 
 static int score_stream(const cli_opts *o, const ts_model *m, ts_scorer **s, tsio_reader *r, cli_output *out,
                         uint64_t *rows) {

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700 /* realpath (XSI) on top of the build's POSIX 2008 */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,76 @@ static int check_names(const cli_opts *o, const ts_model *m, const tsio_reader *
     return 0;
 }
 
+/* A CatBoost model's categorical column reads category ids (the loader's numbering of
+ * the categories it knows): a CSV/TSV field of such a column holds the category's text,
+ * which the reader hands to ts_model_category_id (text_value below; "3" is the category
+ * of the integer 3, as in CatBoost; a category the model never saw is NaN: unseen).
+ * SVMlight rows hold numbers only, so there such a model is refused rather than scored
+ * wrong; raw float32 rows (written by a program) hold the ids themselves. */
+int cli_refuse_hashed_categories(const cli_opts *o, const ts_model *m) {
+    ts_model_info info;
+    tsio_data_format f = tsio_data_format_resolve(o->data_path, o->data_format);
+    if (f == TSIO_DATA_RAW || f == TSIO_DATA_CSV || f == TSIO_DATA_TSV) return 0;
+    if (ts_model_get_info(m, &info, NULL) != TS_OK) return 0;
+    for (uint32_t c = 0; c < info.n_features; c++)
+        if (ts_model_is_categorical(m, c)) {
+            const char *name = ts_model_feature_name(m, c);
+            int svm = f == TSIO_DATA_SVMLIGHT || (f == TSIO_DATA_AUTO && cli_is_regular_file(o->data_path));
+            cli_error("%s: column %u%s%s%s is a CatBoost categorical feature, whose values are category names: "
+                      "%s %s; give the categories as text in CSV or TSV (--format csv or tsv), or category ids "
+                      "(ts_model_category_id) in raw float32 rows",
+                      o->model_path, c, name ? " ('" : "", name ? name : "", name ? "')" : "",
+                      !o->data_path ? "the data" : strcmp(o->data_path, "-") ? o->data_path : "standard input",
+                      svm ? "is read as SVMlight, whose rows hold numbers only"
+                          : "would be read as SVMlight (numbers only) or raw: name its format");
+            return -1;
+        }
+    return 0;
+}
+
+/* The reader's text_value for a categorical column: the category's id in the model. */
+static ts_status category_value(void *ctx, uint32_t column, const char *text, size_t len, double *value,
+                                ts_error *err) {
+    float id;
+    ts_status st = ts_model_category_id((const ts_model *)ctx, column, text, len, &id, err);
+    if (st == TS_OK) *value = id;
+    return st;
+}
+
+/* The model's categorical columns as text columns of the reader (CSV/TSV); *flags is
+ * the array to free after opening (NULL: the model has none). */
+static int set_text_columns(const ts_model *m, uint32_t n_features, tsio_data_options *d, unsigned char **flags) {
+    *flags = NULL;
+    for (uint32_t c = 0; c < n_features; c++) {
+        if (!ts_model_is_categorical(m, c)) continue;
+        if (!*flags && !(*flags = calloc(n_features, 1))) {
+            cli_error("out of memory");
+            return -1;
+        }
+        (*flags)[c] = 1;
+    }
+    if (*flags) {
+        d->text_columns = *flags;
+        d->n_text_columns = n_features;
+        d->text_value = category_value;
+        d->text_ctx = (void *)(uintptr_t)m; /* read only: ts_model_category_id takes a const model */
+    }
+    return 0;
+}
+
+/* The model's feature names, for a CSV/TSV reader to recognize a header line of text
+ * columns only (NULL: the model does not name every feature; free the array after
+ * opening). */
+static const char **header_names(const ts_model *m, uint32_t n_features) {
+    const char **names = n_features ? malloc(n_features * sizeof *names) : NULL;
+    for (uint32_t j = 0; names && j < n_features; j++)
+        if (!(names[j] = ts_model_feature_name(m, j))) {
+            free(names);
+            return NULL;
+        }
+    return names;
+}
+
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles) {
     ts_model_info info;
     tsio_data_options d;
@@ -165,7 +236,18 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
      * SVMlight is read into the model's width, the other formats bring their own. */
     tsio_data_format f = tsio_data_format_resolve(o->data_path, d.format);
     if (f == TSIO_DATA_CSV || f == TSIO_DATA_TSV || f == TSIO_DATA_RAW) d.n_cols = 0;
-    if (tsio_reader_open(o->data_path, &d, &r, &err) != TS_OK) {
+    unsigned char *text_flags = NULL;
+    const char **names = NULL;
+    if ((f == TSIO_DATA_CSV || f == TSIO_DATA_TSV) && set_text_columns(m, info.n_features, &d, &text_flags))
+        return NULL;
+    if (text_flags && (names = header_names(m, info.n_features)) != NULL) {
+        d.header_names = names;
+        d.n_header_names = info.n_features;
+    }
+    ts_status st = tsio_reader_open(o->data_path, &d, &r, &err);
+    free(text_flags); /* the reader copied it */
+    free(names);
+    if (st != TS_OK) {
         cli_error("%s", err.message);
         return NULL;
     }
@@ -174,29 +256,6 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
         return NULL;
     }
     return r;
-}
-
-/* A CatBoost model with categorical features reads category ids, which only a caller
- * that knows the categories' text can give (ts_model_category_id; the Python package does
- * it for DataFrames): the text readers read numbers, so a CSV, TSV or SVMlight file
- * holding the categories themselves ("red", or 3 meaning category "3") would be scored
- * wrong without a word. Refused for those until the readers hand such a column's text to
- * ts_model_category_id; raw float32 rows (written by a program) hold the ids. */
-int cli_refuse_hashed_categories(const cli_opts *o, const ts_model *m) {
-    ts_model_info info;
-    if (tsio_data_format_resolve(o->data_path, o->data_format) == TSIO_DATA_RAW) return 0;
-    if (ts_model_get_info(m, &info, NULL) != TS_OK) return 0;
-    for (uint32_t c = 0; c < info.n_features; c++)
-        if (ts_model_is_categorical(m, c)) {
-            const char *name = ts_model_feature_name(m, c);
-            cli_error("%s: column %u%s%s%s is a CatBoost categorical feature: the CLI cannot map category text "
-                      "in %s to the model's category ids yet; score such models from Python (treescore.Model "
-                      "on a pandas DataFrame), from C with ts_model_category_id, or pass raw float32 rows of ids",
-                      o->model_path, c, name ? " ('" : "", name ? name : "", name ? "')" : "",
-                      o->data_path ? o->data_path : "the data");
-            return -1;
-        }
-    return 0;
 }
 
 int cli_choose_columns(cli_opts *o, const ts_model *m) {

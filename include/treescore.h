@@ -390,12 +390,17 @@ typedef enum ts_engine {
                              blocks in shared memory, a warp evaluates every node of a tree
                              for 32 documents and ANDs 64-bit leaf bitvectors, no divergence;
                              same availability as TS_ENGINE_GPU_NAIVE */
-    TS_ENGINE_DEEP = 12      /* deep trees (thousands of leaves, fully grown forests): a block of
+    TS_ENGINE_OBLIVIOUS = 12, /* oblivious trees (CatBoost's SymmetricTree: one split per level)
+                             on rapid's exact 8-bit codes: a depth-d tree is d byte compares
+                             of 64 (AVX-512BW), 32 (AVX2) or 8 documents whose results are the
+                             leaf index; other trees are walked on the same codes. auto times
+                             it on models whose trees are all oblivious */
+    TS_ENGINE_DEEP = 13      /* deep trees (thousands of leaves, fully grown forests): a block of
                              documents walks each tree in turn, 16 walks interleaved, each
                              lane taking the next document as soon as its walk reaches a leaf
                              (no padding to the tree's depth) */
 } ts_engine;
-#define TS_ENGINE_COUNT 13
+#define TS_ENGINE_COUNT 14
 
 /* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid",
  * "trees-simd", "gpu-naive", "gpu". */
@@ -457,7 +462,8 @@ typedef struct ts_scorer_options {
                              registers) */
     uint32_t lanes;       /* vpred, block-vpred: documents interleaved (v); 0 (default) = the
                              engine's choice for the model. trees-simd: 8 or 16 = its SIMD
-                             kernel of 8 (AVX2) or 16 (AVX-512) trees per step; 0 = depth steps */
+                             kernel of 8 (AVX2) or 16 (AVX-512) trees per step; 0 = depth steps.
+                             oblivious: 1 = its AVX-512 kernel without VBMI's byte planes */
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.
                              0 (default): every batch size: the planner picks an engine for

@@ -1,6 +1,8 @@
 # test_catboost.py: treescore.Model on CatBoost files (.cbm and JSON): CatBoost's RawFormulaVal bit for bit, K columns for multiclass.
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -98,7 +100,7 @@ def test_catboost_categorical_frames(cat_models, name):
     variants = [df, df.astype({"city": "category", "tag": "category"}), df.astype({"city": "string"}),
                 df[["tag", "f1", "level", "city", "f0"]]]
     for path in (js, cbm):
-        for engine in ("naive", "qs", "vqs", "rapid", "trees-simd", "auto"):
+        for engine in ("naive", "qs", "vqs", "rapid", "trees-simd", "oblivious", "auto"):
             model = treescore.Model(str(path), engine=engine)
             for v in variants:
                 got = model.predict(v, raw_score=True)
@@ -125,3 +127,166 @@ def test_catboost_categorical_inputs_refused(cat_models):
     X[:, 4] = np.frombuffer(model._core.category_ids(4, list(df["tag"])), dtype=np.float32)
     ref = np.asarray(m.predict(df, prediction_type="RawFormulaVal", thread_count=1))
     assert np.array_equal(model.predict(X.astype(np.float64), raw_score=True), ref)
+
+
+# ---- live models (from_booster) and predict's transforms (issue 24) ----------------------
+
+def live_cases():
+    """name -> (CatBoost class, parameters, target kind)."""
+    return {
+        "catboost-rmse": (catboost.CatBoost, dict(loss_function="RMSE"), "reg"),
+        "regressor-rmse-depthwise": (catboost.CatBoostRegressor, dict(grow_policy="Depthwise"), "reg"),
+        "regressor-multirmse": (catboost.CatBoostRegressor, dict(loss_function="MultiRMSE"), "multi"),
+        "classifier-logloss": (catboost.CatBoostClassifier, dict(loss_function="Logloss"), "bin"),
+        "classifier-crossentropy": (catboost.CatBoostClassifier, dict(loss_function="CrossEntropy"), "prob"),
+        "catboost-logloss-lossguide": (catboost.CatBoost, dict(loss_function="Logloss", grow_policy="Lossguide"),
+                                       "bin"),
+        "classifier-multiclass": (catboost.CatBoostClassifier, dict(loss_function="MultiClass"), "mc"),
+        "classifier-multiclass-depthwise": (catboost.CatBoostClassifier,
+                                            dict(loss_function="MultiClass", grow_policy="Depthwise"), "mc"),
+        "classifier-multilogloss": (catboost.CatBoostClassifier, dict(loss_function="MultiLogloss"), "multilabel"),
+        "classifier-onevsall": (catboost.CatBoostClassifier, dict(loss_function="MultiClassOneVsAll"), "ova"),
+        "ranker-yetirank": (catboost.CatBoostRanker, dict(loss_function="YetiRank"), "rank"),
+        "ranker-pairlogit": (catboost.CatBoostRanker, dict(loss_function="PairLogit"), "rank"),
+        "ranker-queryrmse": (catboost.CatBoostRanker, dict(loss_function="QueryRMSE"), "rank"),
+    }
+
+
+def live_target(kind, X, rng):
+    z = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) ** 2 - np.nan_to_num(X[:, 2]) + rng.normal(0, 0.2, len(X))
+    if kind == "bin":
+        return (z > np.median(z)).astype(int)
+    if kind == "prob":
+        return 1 / (1 + np.exp(-2 * z))
+    if kind in ("mc", "ova"):
+        return np.digitize(z, np.quantile(z, [0.25, 0.5, 0.75]))
+    if kind == "multi":
+        return np.stack([z, np.nan_to_num(X[:, 3]) - z], axis=1)
+    if kind == "multilabel":
+        return np.stack([z > 0, np.nan_to_num(X[:, 3]) > 0], axis=1).astype(int)
+    if kind == "rank":
+        return np.clip(np.round(z + 1), 0, 4)
+    return z
+
+
+@pytest.fixture(scope="module")
+def live_models(tmp_path_factory):
+    """{name: (fitted model, its .cbm path, kind)}: every CatBoost class, trained here
+    (30 trees of depth 6, a high learning rate: raw scores far from 0)."""
+    d = tmp_path_factory.mktemp("cb-live")
+    rng = np.random.default_rng(11)
+    X = rows(seed=12, n=805)[5:]  # NaN, no infinities (CatBoost refuses them in training)
+    out = {}
+    for name, (cls, params, kind) in live_cases().items():
+        params = dict(dict(iterations=30, learning_rate=0.5, random_seed=0, verbose=0, thread_count=1,
+                           allow_writing_files=False), **params)
+        if params.get("grow_policy") != "Lossguide":
+            params.setdefault("depth", 6)
+        m = cls(**params) if cls is not catboost.CatBoost else cls(params)
+        y = live_target(kind, X, rng)
+        if kind == "rank":
+            m.fit(catboost.Pool(X, y, group_id=np.repeat(np.arange(len(X) // 20), 20)))
+        else:
+            m.fit(X, y)
+        path = d / f"{name}.cbm"
+        m.save_model(str(path))
+        out[name] = (m, path, kind)
+    return out
+
+
+PROBABILITY = {"bin", "prob", "mc", "multilabel", "ova"}
+
+
+def cb_predict(m, X, prediction_type):
+    """CatBoost's predict of any class (CatBoostRanker.predict takes no prediction_type)."""
+    return np.asarray(catboost.CatBoost.predict(m, X, prediction_type=prediction_type, thread_count=1))
+
+
+@pytest.mark.parametrize("name", sorted(live_cases()))
+def test_from_booster_every_class(live_models, name):
+    """from_booster equals the model's .cbm file bit for bit; predict(raw_score=True) is
+    CatBoost's RawFormulaVal exactly; predict is its Probability (same shape: (n, 2) for
+    binary, (n, K) for MultiClass and MultiLogloss) for the classification losses, within
+    1e-12 relative (the sigmoid bit for bit), and RawFormulaVal for every other loss."""
+    m, path, kind = live_models[name]
+    X = rows(seed=13, n=400)
+    live = treescore.Model.from_booster(m)
+    filed = treescore.Model(model_file=str(path))
+    assert live.model_format == "catboost" and live.objective == filed.objective
+    raw = cb_predict(m, X, "RawFormulaVal")
+    for model in (live, filed):
+        got = model.predict(X, raw_score=True)
+        assert got.shape == raw.shape and np.array_equal(got, raw), name
+    got = live.predict(X)
+    assert np.array_equal(got, filed.predict(X))
+    if kind in PROBABILITY:
+        ref = cb_predict(m, X, "Probability")
+        assert got.shape == ref.shape, (name, got.shape, ref.shape)
+        assert np.all(np.abs(got - ref) <= 1e-12 * np.abs(ref)), (name, np.max(np.abs(got - ref) / np.abs(ref)))
+        if kind in ("bin", "prob", "multilabel", "ova"):  # CatBoost's sigmoid: libm's exp, the same bits
+            assert np.array_equal(got, ref), name
+        if hasattr(m, "predict_proba"):
+            assert np.array_equal(np.asarray(m.predict_proba(X, thread_count=1)), ref)
+    else:
+        assert np.array_equal(got, raw), name
+
+
+def test_from_booster_probability_of_extreme_scores():
+    """Binary probabilities of raw scores past +-12 (1 - p below 1e-5, where one unit in
+    the last place of p is 1e-11 of 1 - p): CatBoost's [1 - p, p] bit for bit, and the
+    MultiClass softmax of scores far apart within 1e-12."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] > 0).astype(int)
+    m = catboost.CatBoostClassifier(iterations=60, learning_rate=1.0, depth=6, l2_leaf_reg=0.001, random_seed=0,
+                                    verbose=0, thread_count=1, allow_writing_files=False).fit(X, y)
+    raw = m.predict(X, prediction_type="RawFormulaVal")
+    assert np.abs(raw).max() > 12
+    assert np.array_equal(treescore.Model.from_booster(m).predict(X), m.predict_proba(X))
+    yc = np.digitize(X[:, 0], [-1, 0, 1])
+    mc = catboost.CatBoostClassifier(loss_function="MultiClass", iterations=60, learning_rate=1.0, depth=6,
+                                     random_seed=0, verbose=0, thread_count=1, allow_writing_files=False).fit(X, yc)
+    ref = mc.predict_proba(X)
+    got = treescore.Model.from_booster(mc).predict(X)
+    assert got.shape == ref.shape
+    assert np.all(np.abs(got - ref) <= 1e-12 * ref), np.max(np.abs(got - ref) / ref)
+
+
+def test_from_booster_temporary_file(live_models, monkeypatch):
+    """Without the in-memory form, from_booster goes through a private temporary file and
+    removes it; an unfitted model is refused."""
+    import tempfile
+    m, path, _ = live_models["classifier-multiclass"]
+    made = []
+    real = tempfile.mkdtemp
+
+    def mkdtemp(*a, **k):
+        made.append(real(*a, **k))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(type(m), "_serialize_model", lambda self: (_ for _ in ()).throw(RuntimeError("no")))
+    X = rows(seed=14, n=50)
+    got = treescore.Model.from_booster(m).predict(X, raw_score=True)
+    assert np.array_equal(got, treescore.Model(model_file=str(path)).predict(X, raw_score=True))
+    assert len(made) == 1 and not os.path.exists(made[0])
+    with pytest.raises(treescore.Error, match="not fitted"):
+        treescore.Model.from_booster(catboost.CatBoostRegressor(iterations=2))
+    with pytest.raises(TypeError, match="CatBoost"):
+        treescore.Model.from_booster(object())
+
+
+@pytest.mark.parametrize("name", ["ctr", "onehot", "mixed"])
+def test_from_booster_categorical(cat_models, name):
+    """A live categorical model (one-hot, CTRs) scores DataFrames as its files do, and
+    predict gives CatBoost's Probability for the MultiClass and Logloss ones."""
+    js, cbm, m = cat_models[name]
+    df = cat_frame(200, 5, unseen=True)
+    live = treescore.Model.from_booster(m)
+    raw = np.asarray(m.predict(df, prediction_type="RawFormulaVal", thread_count=1))
+    assert np.array_equal(live.predict(df, raw_score=True).reshape(raw.shape), raw)
+    assert np.array_equal(live.predict(df), treescore.Model(str(cbm)).predict(df))
+    if name != "ctr":
+        ref = np.asarray(m.predict(df, prediction_type="Probability", thread_count=1))
+        got = live.predict(df)
+        assert got.shape == ref.shape and np.all(np.abs(got - ref) <= 1e-12 * ref)

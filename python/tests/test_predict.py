@@ -9,7 +9,7 @@ import pytest
 import treescore
 from conftest import MODELS, N_FEATURES, NAMES, cli_binary, make_data
 
-ENGINES = ["naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd", "ifelse", "auto"]
+ENGINES = ["naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd", "oblivious", "ifelse", "auto"]
 
 
 def cli_scores(model_path, X: np.ndarray, tmp_path) -> np.ndarray:

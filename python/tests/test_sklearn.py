@@ -17,7 +17,7 @@ import treescore
 sklearn = pytest.importorskip("sklearn")
 from sklearn import ensemble, tree  # noqa: E402
 
-ENGINES = ["naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd", "deep", "auto"]
+ENGINES = ["naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd", "oblivious", "deep", "auto"]
 N_FEATURES = 6
 
 

@@ -43,6 +43,32 @@ _core._set_numpy(np.empty)
 _SCORERS_KEPT = 4
 
 
+def _catboost_bytes(model) -> bytes:
+    """The .cbm bytes of a fitted CatBoost model: ``_serialize_model()`` (what CatBoost's
+    own pickling uses) when it gives a CBM1 buffer, else ``save_model`` into a private
+    temporary directory, always removed."""
+    fitted = getattr(model, "is_fitted", None)
+    if fitted is not None and not fitted():
+        raise _error("TS_ERR_INVALID_ARGUMENT", f"from_booster: the {type(model).__name__} is not fitted")
+    serialize = getattr(model, "_serialize_model", None)
+    if serialize is not None:
+        try:
+            data = bytes(serialize())
+        except Exception:  # noqa: BLE001 - a private method that may change: fall back to a file
+            data = b""
+        if data[:4] == b"CBM1":
+            return data
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="treescore-cb-")
+    try:
+        path = os.path.join(d, "model.cbm")
+        model.save_model(path, format="cbm")
+        return _inputs.read_model_file(path)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class Model:
     """A tree ensemble loaded for fast exact scoring.
 
@@ -135,6 +161,8 @@ class Model:
         if self._info["average_output"]:
             divisor = float(self._info["n_trees"] // max(1, self._scorer.n_outputs))
         self._transform = (code, param, divisor)
+        # CatBoost's binary Probability: two columns [1 - p, p] from the one score
+        self._two_columns = _objectives.catboost_two_columns(fmt, self._info["objective"], self._scorer.n_outputs)
         # ONNX: raw scores are the tree node's (the mean for AVERAGE); predict applies its
         # post_transform as ONNX Runtime does (_objectives.onnx_post_transform)
         self._onnx_post = _objectives.onnx_post_transform(self._info["objective"]) if fmt == "onnx" else None
@@ -165,9 +193,12 @@ class Model:
 
     @classmethod
     def from_booster(cls, booster, **kwargs) -> "Model":
-        """A Model from a live ``lightgbm.Booster`` / ``LGBMModel`` (its ``model_to_string()``)
-        or ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``). ``kwargs``: the
-        options of ``Model()`` (engine, isa, threads)."""
+        """A Model from a live ``lightgbm.Booster`` / ``LGBMModel`` (its ``model_to_string()``),
+        ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``) or fitted CatBoost model
+        (``CatBoost``, ``CatBoostRegressor``, ``CatBoostClassifier``, ``CatBoostRanker``: its
+        .cbm bytes, serialized in memory, or through a private temporary file that is removed
+        afterwards when the catboost package offers no in-memory form). ``kwargs``: the
+        options of ``Model()`` (engine, isa, threads, batch_hint, sample)."""
         root = type(booster).__module__.split(".")[0]
         if root == "lightgbm":
             if not hasattr(booster, "model_to_string") and hasattr(booster, "booster_"):
@@ -177,7 +208,9 @@ class Model:
             if not hasattr(booster, "save_raw") and hasattr(booster, "get_booster"):
                 booster = booster.get_booster()
             return cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
-        raise TypeError(f"from_booster: expected a LightGBM or XGBoost model, not {type(booster).__name__}")
+        if root == "catboost" and hasattr(booster, "save_model"):
+            return cls(model_str=_catboost_bytes(booster), model_format="catboost", **kwargs)
+        raise TypeError(f"from_booster: expected a LightGBM, XGBoost or CatBoost model, not {type(booster).__name__}")
 
     @classmethod
     def from_sklearn(cls, estimator, **kwargs) -> "Model":
@@ -198,7 +231,7 @@ class Model:
 
     def predict(self, X, raw_score: bool = False, n_jobs=None):
         """Scores of the rows of ``X``: float64 of shape (n,), or (n, K) for a model with K
-        outputs (multiclass).
+        outputs (multiclass), or (n, 2) for a binary CatBoost classifier (below).
 
         ``X``: a 2-D numpy array or any 2-D buffer (float32 and float64 in C order are scored
         in place, without a copy; Fortran order, negative strides and other numeric dtypes
@@ -227,6 +260,19 @@ class Model:
         NA of nullable dtypes is missing; categorical columns are read as their codes,
         LightGBM's training categories first set as ``Booster.predict`` does.
 
+        CatBoost models (.cbm, JSON, ``from_booster``): categorical features are pandas
+        object, string or category columns, or integer columns (the integer 3 is the
+        category "3", as in CatBoost). ``predict`` returns what CatBoost's
+        ``predict(prediction_type="Probability")`` returns, in its shape, so that one can
+        stand for the other: for Logloss and CrossEntropy (binary) an (n, 2) array
+        [1 - p, p], p = 1 / (1 + exp(-raw)) (CatBoost's bits); for MultiClass the softmax,
+        (n, K) (within 1e-14 relative of CatBoost's, whose exponentials are its own fast
+        approximation; the sum runs over the classes in order, as CatBoost's); for
+        MultiLogloss, MultiCrossEntropy and MultiClassOneVsAll a sigmoid per class, (n, K).
+        Every other objective (RMSE, YetiRank, PairLogit, QueryRMSE, MultiRMSE, Poisson, ...)
+        gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
+        ``RawFormulaVal``: (n,), or (n, K) for K outputs.
+
         ``raw_score=True`` returns the raw score (margin) without the objective's
         transform. ``n_jobs`` overrides the model's thread count for this call (0 or
         negative = all cores, at most 2^32 - 1); the first call with a new count prepares a
@@ -245,6 +291,8 @@ class Model:
         y = s.score(X) if raw_score else s.score(X, *self._transform)
         if y is NotImplemented:
             y = self._predict_converted(s, X, (0, 1.0, 0.0) if raw_score else self._transform)
+        if self._two_columns and not raw_score:
+            y = np.stack((1.0 - y, y), axis=1)
         return y
 
     def _predict_converted(self, s, X, tr):

@@ -4,7 +4,12 @@
 LightGBM computes its transforms in double (``ConvertOutput`` of each objective), XGBoost
 in float32 from the float32 margin (``PredTransform``); the codes below name the C
 implementations in ``_core.c`` (enum transform), which use the same libm as the
-training libraries' own code.
+training libraries' own code. CatBoost's ``predict(prediction_type="Probability")``
+(catboost/libs/eval_result/eval_helpers.cpp, PrepareEval; model/eval_processing.h) is
+LightGBM's arithmetic: ``1. / (1. + exp(-x))`` in double (CalcSigmoid, libm's exp: the
+same bits), and for MultiClass a softmax that subtracts the row's largest score, adds the
+exponentials in class order and divides (CalcSoftmax; CatBoost's exponentials are its
+FastExpInplace, which differs from libm's exp in the last bits: within 1e-14 relative).
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ _LGB_EXP = {"poisson", "gamma", "tweedie"}
 _LGB_SIGMOID = {"binary", "cross_entropy", "xentropy"}
 
 _XGB_SIGMOID = {"binary:logistic", "reg:logistic"}
+
+#: CatBoost objectives whose Probability is the sigmoid of each score (one column: the
+#: binary classifiers, two columns returned; several: one sigmoid per output).
+_CB_SIGMOID_1 = {"Logloss", "CrossEntropy"}
+_CB_SIGMOID_K = {"MultiLogloss", "MultiCrossEntropy", "MultiClassOneVsAll"}
 _XGB_EXP = {"count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"}
 
 
@@ -80,7 +90,23 @@ def transform_for(fmt: str, objective: str, objective_line: str, n_outputs: int)
         if objective == "binary:hinge":
             return (XGB_HINGE, 1.0)
         return (NONE, 1.0)
+    if fmt.startswith("catboost"):
+        name = objective.split(":", 1)[0]  # "Logloss:border=0.5" names Logloss
+        if name in _CB_SIGMOID_1 and n_outputs == 1:
+            return (LGB_SIGMOID, 1.0)
+        if name in _CB_SIGMOID_K and n_outputs > 1:
+            return (LGB_SIGMOID, 1.0)
+        if name == "MultiClass" and n_outputs > 1:
+            return (LGB_SOFTMAX, 1.0)
+        return (NONE, 1.0)
     return (NONE, 1.0)
+
+
+def catboost_two_columns(fmt: str, objective: str, n_outputs: int) -> bool:
+    """Whether CatBoost's Probability of this model has two columns made from one score,
+    [1 - p, p] (binary Logloss and CrossEntropy: CatBoost's Python package writes the
+    probability of class 0 as ``1 - p``)."""
+    return fmt.startswith("catboost") and n_outputs == 1 and objective.split(":", 1)[0] in _CB_SIGMOID_1
 
 
 # ---- ONNX-ML tree ensembles: post_transform as ONNX Runtime applies it ---------------------------

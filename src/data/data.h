@@ -71,6 +71,25 @@ typedef struct tsio_data_options {
      * compare in double; values beyond float range are then accepted. Raw files always
      * deliver floats. */
     int double_values;
+    /* CSV/TSV: feature columns read as text (a CatBoost model's categorical features,
+     * whose values are category names). Feature column j (counted without the label
+     * column) is text when j < n_text_columns and text_columns[j] is nonzero (the array
+     * is copied when the reader opens). Such a field's text (an unquoted field without
+     * the spaces around it, a quoted one without its quotes and with "" read as ") goes
+     * to text_value(text_ctx, j, text, len, &value, err), and value is the column's
+     * value; the missing markers are text there too ("" is the empty string, NA the two
+     * letters). A failure is reported as "FILE:LINE: column J ('NAME'): message". With
+     * text columns a header is detected from the other columns alone; when every
+     * column is text, a first line is a header when its fields are header_names (the
+     * n_header_names feature names the caller expects, read during open only), else
+     * not. Ignored by the other formats; NULL: numbers only. */
+    const unsigned char *text_columns;
+    uint32_t n_text_columns;
+    ts_status (*text_value)(void *ctx, uint32_t column, const char *text, size_t len, double *value,
+                            ts_error *err);
+    void *text_ctx;
+    const char *const *header_names;
+    uint32_t n_header_names;
     size_t chunk_rows;      /* 0 = default 4096 */
     size_t max_line_bytes;  /* 0 = default TSIO_DEFAULT_MAX_LINE; longer lines are TS_ERR_LIMIT */
 } tsio_data_options;

@@ -1,5 +1,6 @@
-/* data_csv.c: CSV/TSV reader: header detection, quoted fields, missing markers, a label column. */
+/* data_csv.c: CSV/TSV reader: header detection, quoted fields, missing markers, a label column, text columns. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@ typedef struct csv_state {
     size_t n_fields;            /* fields per line, label column included */
     size_t label_col;           /* SIZE_MAX: none */
     tsio_span *fields;          /* n_fields spans of the current line */
+    unsigned char *text;        /* per field: read as text (opts.text_columns), or NULL: none is */
 } csv_state;
 
 static csv_state *csv_of(const tsio_reader *r) { return r->fmt; }
@@ -96,6 +98,27 @@ static ts_status first_line(tsio_reader *r, tsio_line *ln, int *got, ts_error *e
     }
 }
 
+/* The feature column of field i (the label column's field is none). */
+static uint32_t feature_of(const csv_state *c, size_t i) { return (uint32_t)(i - (c->label_col < i)); }
+
+/* Which fields are text (opts.text_columns, by feature column; copied: the caller's
+ * array is not kept). No text column: c->text stays NULL and rows take the number path. */
+static ts_status set_text_fields(tsio_reader *r, ts_error *err) {
+    csv_state *c = csv_of(r);
+    if (r->opts.text_columns && !r->opts.text_value)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: text columns without a text_value function", r->name);
+    for (size_t i = 0; r->opts.text_columns && i < c->n_fields; i++) {
+        uint32_t j = feature_of(c, i);
+        if (i != c->label_col && j < r->opts.n_text_columns && r->opts.text_columns[j]) {
+            if (!c->text && !(c->text = calloc(c->n_fields, 1)))
+                return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
+            c->text[i] = 1;
+        }
+    }
+    r->opts.text_columns = NULL;
+    return TS_OK;
+}
+
 /* Fix the column layout from the first line's field count. */
 static ts_status set_layout(tsio_reader *r, size_t n_fields, ts_error *err) {
     csv_state *c = csv_of(r);
@@ -115,7 +138,26 @@ static ts_status set_layout(tsio_reader *r, size_t n_fields, ts_error *err) {
     r->n_cols = (uint32_t)features;
     c->fields = malloc(n_fields * sizeof *c->fields);
     if (!c->fields) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", r->name);
-    return TS_OK;
+    return set_text_fields(r, err);
+}
+
+/* Whether the first line (split into c->fields) is a header: a field that is not a
+ * number, text columns aside; when every field is text, whether they are the names
+ * opts.header_names expects. */
+static int detect_header(const tsio_reader *r) {
+    const csv_state *c = csv_of(r);
+    int decided = 0;
+    for (size_t i = 0; i < c->n_fields; i++) {
+        if (c->text && c->text[i]) continue;
+        decided = 1;
+        if (!field_is_value(c->fields[i])) return 1;
+    }
+    if (decided || !r->opts.header_names || r->opts.n_header_names != r->n_cols) return 0;
+    for (size_t i = 0; i < c->n_fields; i++) {
+        const char *name = r->opts.header_names[feature_of(c, i)];
+        if (!name || strlen(name) != c->fields[i].n || memcmp(name, c->fields[i].p, c->fields[i].n) != 0) return 0;
+    }
+    return 1;
 }
 
 static ts_status csv_init(tsio_reader *r, ts_error *err) {
@@ -138,10 +180,8 @@ static ts_status csv_init(tsio_reader *r, ts_error *err) {
     TS_TRY(set_layout(r, n_fields, err));
     TS_TRY(split_fields(r, &ln, c->fields, n_fields, &n_fields, err));
     header = r->opts.csv_header;
-    if (header < 0) {
-        header = 0;
-        for (i = 0; i < n_fields && !header; i++) header = !field_is_value(c->fields[i]);
-    }
+    if (header < 0) header = detect_header(r);
+    r->opts.header_names = NULL; /* read during open only */
     if (!header) {
         tsio_src_unread_line(&r->src);
         return TS_OK;
@@ -163,8 +203,61 @@ static ts_status csv_init(tsio_reader *r, ts_error *err) {
     return TS_OK;
 }
 
-/* Parse the fields of one line into chunk row `row`. */
-static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_error *err) {
+/* " column J ('NAME')" of field i, for messages. */
+static void column_text(const tsio_reader *r, size_t i, char *out, size_t cap) {
+    uint32_t j = feature_of(csv_of(r), i);
+    const char *name = r->col_names && j < r->n_cols ? r->col_names[j] : NULL;
+    if (name) snprintf(out, cap, "column %u ('%.200s')", j, name);
+    else snprintf(out, cap, "column %u", j);
+}
+
+/* A bad field: "NAME:LINE: what 'token' in column J ('NAME')". Out of line (and cold
+ * where the compiler knows the word): the row loop stays as small as it was. */
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static ts_status fail_field(tsio_reader *r, const tsio_line *ln, size_t i, const char *what, ts_error *err) {
+    char col[256], text[TSIO_TOKEN_TEXT_SIZE];
+    tsio_span f = csv_of(r)->fields[i];
+    column_text(r, i, col, sizeof col);
+    tsio_token_text(f.p, f.n, text, sizeof text);
+    return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte + (uint64_t)(f.p - ln->p), "%s:%llu: %s '%s' in %s",
+                      r->name, (unsigned long long)ln->line_no, what, text, col);
+}
+
+/* The text of a text field: a quoted field (it follows its opening quote) has each ""
+ * read as " (in place: the line is not read again). */
+static tsio_span field_text(const tsio_line *ln, tsio_span f) {
+    if (f.p == ln->p || f.p[-1] != '"') return f; /* unquoted: a field never starts after a quote */
+    char *w = f.p, *end = f.p + f.n;
+    for (char *p = f.p; p < end; p++) {
+        *w++ = *p;
+        if (*p == '"' && p + 1 < end && p[1] == '"') p++;
+    }
+    f.n = (size_t)(w - f.p);
+    return f;
+}
+
+/* A text field's value, from opts.text_value; its errors name the file, line and column. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static ts_status text_field(tsio_reader *r, const tsio_line *ln, size_t i, double *v, ts_error *err) {
+    tsio_span f = field_text(ln, csv_of(r)->fields[i]);
+    ts_error e;
+    char col[256];
+    ts_status st = r->opts.text_value(r->opts.text_ctx, feature_of(csv_of(r), i), f.p, f.n, v, &e);
+    if (st == TS_OK) return TS_OK;
+    column_text(r, i, col, sizeof col);
+    return ts_fail_at(err, st, ln->line_no, ln->byte + (uint64_t)(f.p - ln->p), "%s:%llu: %s: %s", r->name,
+                      (unsigned long long)ln->line_no, col, e.message);
+}
+
+/* Parse the fields of one line into chunk row `row` (hot: one call per line). Written
+ * once, instantiated twice (parse_row): `with_text` is a constant, so the number-only
+ * instance has no per-field test of c->text. */
+static inline ts_status parse_fields(tsio_reader *r, const tsio_line *ln, size_t row, ts_error *err,
+                                     const int with_text) {
     const csv_state *c = csv_of(r);
     float *xr = r->x ? r->x + row * r->n_cols : NULL;
     double *xd = r->xd ? r->xd + row * r->n_cols : NULL;
@@ -180,6 +273,13 @@ static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_e
                 label = NAN;
             }
             if (st != TSIO_NUM_OK) return tsio_fail_token(r, ln, f.p, f.n, "bad label", err);
+            continue;
+        }
+        if (with_text && c->text[i]) {
+            double v;
+            TS_TRY(text_field(r, ln, i, &v, err));
+            if (xd) *xd++ = v;
+            else *xr++ = (float)v;
             continue;
         }
         if (xd) {
@@ -198,11 +298,24 @@ static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_e
             xr++;
         }
         if (st == TSIO_NUM_RANGE)
-            return tsio_fail_token(r, ln, f.p, f.n, xd ? "value out of double range" : "value out of float range", err);
-        if (st != TSIO_NUM_OK) return tsio_fail_token(r, ln, f.p, f.n, "bad value", err);
+            return fail_field(r, ln, i, xd ? "value out of double range" : "value out of float range", err);
+        if (st != TSIO_NUM_OK) return fail_field(r, ln, i, "bad value", err);
     }
     r->labels[row] = label;
     return tsio_row_query(r, ln, &r->qids[row], err);
+}
+
+/* The instance with text columns, out of line: the number-only one stays as it was. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static ts_status parse_row_text(tsio_reader *r, const tsio_line *ln, size_t row, ts_error *err) {
+    return parse_fields(r, ln, row, err, 1);
+}
+
+static ts_status parse_row(tsio_reader *r, const tsio_line *ln, size_t row, ts_error *err) {
+    if (csv_of(r)->text) return parse_row_text(r, ln, row, err);
+    return parse_fields(r, ln, row, err, 0);
 }
 
 static ts_status csv_fill(tsio_reader *r, size_t *rows, ts_error *err) {
@@ -235,6 +348,7 @@ static void csv_close(tsio_reader *r) {
     csv_state *c = csv_of(r);
     if (!c) return;
     free(c->fields);
+    free(c->text);
     free(c);
     r->fmt = NULL;
 }

@@ -89,6 +89,7 @@ extern const tse_engine tse_engine_block_naive;
 extern const tse_engine tse_engine_block_vpred;
 extern const tse_engine tse_engine_rapid;
 extern const tse_engine tse_engine_trees_simd;
+extern const tse_engine tse_engine_oblivious;
 extern const tse_engine tse_engine_gpu_naive; /* src/gpu/gpu.c */
 extern const tse_engine tse_engine_gpu;
 extern const tse_engine tse_engine_deep;

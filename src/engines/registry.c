@@ -7,6 +7,7 @@
  * the order in which the planner times its candidates (tse_engine.plan_candidate): the
  * usual winners first, the compiled one last. */
 static const tse_engine *const engines[] = {
+    &tse_engine_oblivious, /* a candidate only for models whose trees are all oblivious */
     &tse_engine_rapid,
     &tse_engine_vqs,
     &tse_engine_qs,

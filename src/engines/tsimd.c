@@ -33,6 +33,8 @@ static void tss_free_layout(tss *L) {
     free(L->leaves);
     free(L->cnd);
     free(L->slot_j);
+    free(L->gaps);
+    free(L->gaps_any);
     if (L->qd) tsq_free(L->qd);
     free(L->qd);
 }
@@ -225,6 +227,56 @@ done:
  * against k = 0: always left. cnd is cn with these keys; L->cnd stays NULL when the
  * model compares floats or its double codes do not exist.
  */
+/*
+ * Float first: a double row need not be all floats to take the float keys. With u the
+ * value v rounded up to a float and d rounded down, and a node of double threshold D
+ * whose float is F (the largest float x with snap(x) <= D), u <= F gives snap(v) <=
+ * snap(u) <= D (left, as the double compare), and u > F with F < d gives D < v (right,
+ * as the double compare); a float key at or below d's (d itself) sends F == d left and
+ * decides the other nodes alike. So only the nodes with F == d (the value in the float
+ * gap of their threshold: LightGBM's thresholds sit next to the training values, so
+ * this is common) need D: L->gaps holds, per (feature, F) whose D are not F, the least
+ * and largest such D (the least also over a D equal to F, which d's key would send left
+ * and v > d must send right); v <= least: the key of d (all those go left), v > largest:
+ * the key of u (all right); between (two thresholds of one float gap on either side of v),
+ * or u == -TSM_ZERO_RANGE with v below the zero range (u's key would read it as in the
+ * range), the row takes the double keys. Every value of a row of floats has u = d = v.
+ * The AVX-512 keys (x86/tsimd_avx512.c tss_keys16_up) do this 16 slots a step, with a
+ * filter of the set's keys in L1 (gaps_any) before the set; without AVX-512 only rows of
+ * floats take the float keys (tss_slot_keys_up below), and the set is not kept.
+ */
+static ts_status build_gaps(tss *L, const tsq *q, ts_error *err) {
+    uint64_t n = 0;
+    for (uint32_t j = 0; j < q->n_used; j++) n += q->f[j].n_thr;
+    uint32_t bits = 4;
+    while (((uint64_t)1 << bits) < 2 * n) bits++;
+    L->gaps = calloc((size_t)1 << bits, sizeof *L->gaps);
+    L->gaps_any = calloc(TSS_GAPS_ANY / 64, sizeof *L->gaps_any);
+    if (!L->gaps || !L->gaps_any) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    L->gaps_bits = bits;
+    const uint32_t mask = (1u << bits) - 1;
+    for (int pass = 0; pass < 2; pass++) /* the D that are not floats, then those that are */
+        for (uint32_t j = 0; j < q->n_used; j++)
+            for (uint32_t i = 0; i < q->f[j].n_thr; i++) {
+                const double d = q->thr_d[q->f[j].table + i];
+                const float f = tsm_threshold_lightgbm(d);
+                if (((double)f == d) != pass) continue;
+                const uint64_t key = tss_gap_key(j, f);
+                uint32_t h = (uint32_t)(tss_gap_mix(key) >> (64 - bits));
+                while (L->gaps[h].key && L->gaps[h].key != key) h = (h + 1) & mask;
+                if (pass) { /* D == F == d: left for d's key, right for any v > d: so v > lo */
+                    if (L->gaps[h].key) L->gaps[h].lo = d < L->gaps[h].lo ? d : L->gaps[h].lo;
+                    continue;
+                }
+                if (!L->gaps[h].key) L->gaps[h] = (tss_gap){key, d, d};
+                const uint32_t b = tss_gap_any_bit(key);
+                L->gaps_any[b / 64] |= 1ull << (b % 64);
+                L->gaps[h].lo = d < L->gaps[h].lo ? d : L->gaps[h].lo;
+                L->gaps[h].hi = d > L->gaps[h].hi ? d : L->gaps[h].hi;
+            }
+    return TS_OK;
+}
+
 static ts_status build_double_keys(tss *L, const ts_model *m, uint64_t n, ts_error *err) {
     if (!m->compares_double) return TS_OK;
     tsq *q = calloc(1, sizeof *q);
@@ -240,7 +292,7 @@ static ts_status build_double_keys(tss *L, const ts_model *m, uint64_t n, ts_err
     L->slot_j = calloc(L->n_slots_pad, sizeof *L->slot_j);
     if (!L->cnd || !L->slot_j) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     for (uint32_t s = 1; s < L->n_slots; s++) L->slot_j[s] = tsq_feature_of(q, L->slot_col[s]);
-    /* float rows' keys serve double rows of floats only where every node's float is
+    /* float keys serve double rows ("Float first") only where every node's float is
      * LightGBM's float of its double (a loaded LightGBM model's are; a built or
      * hand-made model's need not be) */
     L->f64_floats = 1;
@@ -254,7 +306,7 @@ static ts_status build_double_keys(tss *L, const ts_model *m, uint64_t n, ts_err
             }
         }
     }
-    return TS_OK;
+    return L->f64_floats ? build_gaps(L, q, err) : TS_OK;
 }
 
 /* One document's double keys (above), without a branch on the value: zero-range values
@@ -272,23 +324,20 @@ static inline void tss_slot_keys_d(const tss *L, const double *row, uint32_t *k)
     }
 }
 
-/* Whether every value of the row that a slot reads is a float (or NaN): then the row's
- * float keys are exact for a model comparing doubles too. A LightGBM threshold's float F
- * is the largest float x with snap(x) <= D (tsm_threshold_lightgbm), so for a float x,
- * x <= F iff snap(x) <= D, and the zero range is the same set of floats either way. */
-static inline int tss_row_is_float(const tss *L, const double *row) {
-    int ok = 1;
+/* A double row's float keys where its values are all floats (or NaN), else 0 (the row
+ * takes the double keys). The scalar form of float first (ISA kernels' keys_up, above)
+ * stops at the first value that is not a float: looking every such value up in the gap
+ * set measured slower than the double codes' binary searches (demo model, one row: 4.44
+ * against 3.92 us), where the AVX-512 form, 16 values a step, measured faster. */
+static inline int tss_slot_keys_up(const tss *L, const double *row, uint32_t *k) {
+    k[0] = 0;
     for (uint32_t s = 1; s < L->n_slots; s++) {
         const double v = row[L->slot_col[s]];
-        ok &= (double)(float)v == v || v != v;
+        const float r = (float)v;
+        if ((double)r != v && v == v) return 0;
+        k[s] = tss_slot_key(L, s, r);
     }
-    return ok;
-}
-
-/* tss_slot_keys of a double row whose values are floats (tss_row_is_float). */
-static inline void tss_slot_keys_fd(const tss *L, const double *row, uint32_t *k) {
-    k[0] = 0;
-    for (uint32_t s = 1; s < L->n_slots; s++) k[s] = tss_slot_key(L, s, (float)row[L->slot_col[s]]);
+    return 1;
 }
 
 /*
@@ -423,20 +472,22 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
     const double *lval = L->lval;
     for (size_t r0 = 0; r0 < n_rows; r0 += TSS_RB) {
         const size_t nr = n_rows - r0 < TSS_RB ? n_rows - r0 : TSS_RB;
-        /* double rows whose values the model reads are all floats (or NaN): the float keys
-         * and entries, exact for them ("Double keys"), and cheaper than the codes' searches */
+        /* double rows: the float keys and entries, float first ("Float first": exact, and
+         * cheaper than the codes' searches), unless a row has a value they leave undecided */
         int floats = xd == NULL;
         if (xd && L->f64_floats) {
             floats = 1;
-            for (size_t r = 0; r < nr && floats; r++) floats = tss_row_is_float(L, xd + (r0 + r) * stride);
+            for (size_t r = 0; r < nr && floats; r++)
+                floats = L->keys_up ? L->keys_up(L, xd + (r0 + r) * stride, V + r * nsp)
+                                    : tss_slot_keys_up(L, xd + (r0 + r) * stride, V + r * nsp);
         }
         const tss_cnode *C = floats ? L->cn : L->cnd;
         for (size_t r = 0; r < nr; r++) {
-            if (!xd)
+            if (!xd && L->keys)
+                L->keys(L, x + (r0 + r) * stride, V + r * nsp);
+            else if (!xd)
                 tss_slot_keys(L, x + (r0 + r) * stride, V + r * nsp);
-            else if (floats)
-                tss_slot_keys_fd(L, xd + (r0 + r) * stride, V + r * nsp);
-            else
+            else if (!floats)
                 tss_slot_keys_d(L, xd + (r0 + r) * stride, V + r * nsp);
         }
         /* the step's asm reads C and V, and says no memory: nothing moves across this */
@@ -509,6 +560,16 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
      * AVX-512; the best one the ISA allows): measured faster on AMD Zen 4, whose gathers
      * cost about 0.7 ns per element (docs/benchmarks.md). */
     s->kernel = s->L.cn ? tss_steps : tss_scalar;
+    if (k) { /* the ISA's key functions for the depth steps */
+        s->L.keys = k->keys;
+        s->L.keys_up = s->L.gaps ? k->keys_up : NULL;
+    }
+    if (!s->L.keys_up) { /* the gap set serves only an ISA's float-first keys */
+        free(s->L.gaps);
+        free(s->L.gaps_any);
+        s->L.gaps = NULL;
+        s->L.gaps_any = NULL;
+    }
     if (cfg->lanes >= 8) {
         if (k && k->lanes > cfg->lanes) k = tsk_tsimd(TS_ISA_AVX2);
         s->kernel = k ? k->kernel : tss_scalar;

@@ -70,6 +70,20 @@ typedef struct tss_group {
     uint32_t depth;         /* steps: the deepest tree's depth */
 } tss_group;
 
+/* One row's slot keys (tss_slot_keys), and a double row's float-first keys
+ * (tsimd.c tss_slot_keys_up: 0 when the row needs the double keys), by an ISA. */
+struct tss;
+typedef void (*tss_keys_fn)(const struct tss *L, const float *row, uint32_t *k);
+typedef int (*tss_keys_up_fn)(const struct tss *L, const double *row, uint32_t *k);
+
+#define TSS_GAPS_ANY 65536u
+
+/* An entry of tss.gaps: key (j + 1) << 32 | bits of F (0: empty), the D range. */
+typedef struct tss_gap {
+    uint64_t key;
+    double lo, hi;
+} tss_gap;
+
 typedef struct tss {
     double base_score;
     uint32_t n_trees;
@@ -102,7 +116,15 @@ typedef struct tss {
     tss_cnode *cnd;         /* cn's entries with thr = the node's double-threshold index k */
     void *qd;               /* the double codes (tsq), owned */
     uint32_t *slot_j;       /* n_slots_pad: a slot's feature in qd (slot 0: unused) */
-    int f64_floats;         /* double rows of floats may take cn and float keys (tsimd.c) */
+    int f64_floats;         /* double rows may take cn and float keys, float first (tsimd.c) */
+    struct tss_gap *gaps;   /* with f64_floats: per (feature j, float F) of a double threshold D
+                             * that is not F, the least and largest such D; open addressing
+                             * (tsimd.c "Float first") */
+    uint32_t gaps_bits;     /* log2 of its size */
+    tss_keys_fn keys;       /* the ISA's key functions for the depth steps, or NULL (scalar) */
+    tss_keys_up_fn keys_up;
+    uint64_t *gaps_any;     /* TSS_GAPS_ANY bits: bit (hash >> (64 - 16)) set for each key of
+                             * gaps (a filter in L1 before the table: no bit, no entry) */
 } tss;
 
 /*
@@ -115,6 +137,8 @@ typedef struct tss_kernels {
     ts_isa isa;
     uint32_t lanes;
     tss_kernel kernel;
+    tss_keys_fn keys;        /* NULL: the scalar tss_slot_keys */
+    tss_keys_up_fn keys_up;  /* NULL: the scalar tss_slot_keys_up */
 } tss_kernels;
 
 /* The kernels per ISA (tse_tsimd_avx2, tse_tsimd_avx512) and tsk_tsimd, which picks
@@ -157,6 +181,34 @@ static inline uint32_t tss_slot_key(const tss *L, uint32_t s, float x) {
 static inline void tss_slot_keys(const tss *L, const float *row, uint32_t *k) {
     k[0] = 0;
     for (uint32_t s = 1; s < L->n_slots; s++) k[s] = tss_slot_key(L, s, row[L->slot_col[s]]);
+}
+
+/* tsimd.c "Float first": the key of (feature j, float F) in L->gaps, its hash, and its
+ * bit in L->gaps_any. */
+static inline uint64_t tss_gap_key(uint32_t j, float f) {
+    union { float f; uint32_t u; } c = {f};
+    return (uint64_t)(j + 1) << 32 | c.u;
+}
+static inline uint64_t tss_gap_mix(uint64_t key) { return key * 0x9e3779b97f4a7c15ull; }
+static inline uint32_t tss_gap_any_bit(uint64_t key) { return (uint32_t)(tss_gap_mix(key) >> 48); }
+
+/* The gap entry of (feature j, F = d), or NULL. */
+static inline const tss_gap *tss_gap_of(const tss *L, uint32_t j, float d) {
+    const uint64_t key = tss_gap_key(j, d);
+    const uint32_t b = tss_gap_any_bit(key), mask = (1u << L->gaps_bits) - 1;
+    if (!(L->gaps_any[b / 64] >> (b % 64) & 1)) return NULL;
+    for (uint32_t h = (uint32_t)(tss_gap_mix(key) >> (64 - L->gaps_bits));; h = (h + 1) & mask) {
+        if (L->gaps[h].key == key) return &L->gaps[h];
+        if (!L->gaps[h].key) return NULL;
+    }
+}
+
+/* Slot s's float-first key of a double v that is not a float, between the floats d < u
+ * around it: *k, and 0 when the double keys must decide (tsimd.c "Float first"). */
+static inline int tss_slot_key_up(const tss *L, uint32_t s, double v, float u, float d, uint32_t *k) {
+    const tss_gap *g = tss_gap_of(L, L->slot_j[s], d);
+    *k = tss_slot_key(L, s, g && v <= g->lo ? d : u);
+    return !(u == -TSM_ZERO_RANGE || (g && v > g->lo && v <= g->hi));
 }
 
 #endif /* TS_ENGINES_TSIMD_H */

@@ -79,6 +79,7 @@ static uint32_t detect_x86(void) {
             if (bit(b7, 28)) f |= TSR_CPU_AVX512CD;
             if (bit(b7, 30)) f |= TSR_CPU_AVX512BW;
             if (bit(b7, 31)) f |= TSR_CPU_AVX512VL;
+            if (bit(c7, 1)) f |= TSR_CPU_AVX512VBMI;
             if (bit(c7, 6)) f |= TSR_CPU_AVX512VBMI2;
             if (bit(c7, 14)) f |= TSR_CPU_VPOPCNTDQ;
         }

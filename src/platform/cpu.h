@@ -29,6 +29,7 @@
  * equivalent instruction sequences whose speed differs between Intel and AMD cores
  * (rapid's GFNI update, src/engines/rapid.c). */
 #define TSR_CPU_INTEL      (1u << 16)
+#define TSR_CPU_AVX512VBMI (1u << 17) /* VPERMB, VPERMI2B (with the ZMM state) */
 
 /* What the CPU and OS support (OS: XCR0 enables the YMM / ZMM state), detected on the
  * first call and cached; thread-safe. 0 on other architectures. */

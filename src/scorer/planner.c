@@ -92,11 +92,23 @@ static uint32_t max_leaves(const ts_model *m) {
  * waste more on tiny batches, hence a margin. */
 #define RAPID_RULE_BATCH 32u
 
+/* oblivious: batches of at least OBLIVIOUS_RULE_BATCH rows on models whose trees are all
+ * oblivious (its plan_candidate). Measured (docs/benchmarks.md "CatBoost", AVX-512, one
+ * thread): on msn-cb-2000x256 14 us/doc at batch 8 against trees-simd's 28, rapid 2-5x
+ * slower than it from batch 10 on; at 1 to 4 rows trees-simd is as fast or faster. */
+#define OBLIVIOUS_RULE_BATCH 8u
+
 ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size) {
     uint32_t w = max_leaves(m);
     ts_engine e;
     tse_config cfg = {isa, 0, 0, 0, 1};
-    if (batch >= RAPID_RULE_BATCH && tse_engine_rapid.plan_candidate(m, &cfg)) {
+    if (batch >= OBLIVIOUS_RULE_BATCH && tse_engine_oblivious.plan_candidate(m, &cfg)) {
+        e = TS_ENGINE_OBLIVIOUS;
+        snprintf(why, why_size,
+                 "rule of thumb: batches of %u rows (>= %u) on a model whose trees are all oblivious: each tree's "
+                 "levels are byte compares whose results are the leaf index, oblivious",
+                 batch, OBLIVIOUS_RULE_BATCH);
+    } else if (batch >= RAPID_RULE_BATCH && tse_engine_rapid.plan_candidate(m, &cfg)) {
         e = TS_ENGINE_RAPID;
         snprintf(why, why_size,
                  "rule of thumb: batches of %u rows (>= %u) on a model of 1,000 nodes or more: exact feature codes "
@@ -624,9 +636,10 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
             char why[256];
             ts_engine e = tsp_plan_rule(m, cfg->isa, rc[r].batch, why, sizeof why);
             ts_error ignored;
-            if (e == TS_ENGINE_RAPID && ensure(m, cfg, e, &have, &ignored) != TS_OK) {
-                /* rapid could not prepare (out of memory, a tree past its leaf limit): the rule without it */
-                say(&t, "rapid: %s; ", ignored.message);
+            if ((e == TS_ENGINE_RAPID || e == TS_ENGINE_OBLIVIOUS) && ensure(m, cfg, e, &have, &ignored) != TS_OK) {
+                /* rapid or oblivious could not prepare (out of memory, a tree past rapid's leaf
+                 * limit): the rule without either */
+                say(&t, "%s: %s; ", ts_engine_name(e), ignored.message);
                 e = tsp_plan_rule(m, cfg->isa, 0, why, sizeof why);
             }
             say_range(&t, r, rc[r].batch);

@@ -7,7 +7,7 @@ from cli_helpers import EXAMPLE
 
 MODEL = EXAMPLE / "model.txt"   # LightGBM lambdarank, 300 trees of 31 leaves
 DATA = EXAMPLE / "rank.test"
-ENGINES = ["naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd"]
+ENGINES = ["naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd", "oblivious"]
 
 
 @pytest.fixture()

@@ -156,7 +156,8 @@ def test_wide_model_file_under_2gib(limited, wide):
         assert float(score) == best[int(qid)], (qid, score)
 
 
-@pytest.mark.parametrize("engine", ["auto", "naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd"])
+@pytest.mark.parametrize("engine", ["auto", "naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd",
+                                    "oblivious"])
 def test_wide_model_stdin_under_2gib(limited, wide, engine):
     """From standard input the reader builds full-width rows (one per chunk) and the
     library gathers the columns the trees read (ts_scorer_create with default options for

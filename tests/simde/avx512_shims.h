@@ -74,3 +74,60 @@ static inline simde__m128i _mm512_cvtusepi32_epi8(simde__m512i a) {
     simde__m128i o; memcpy(&o, r, 16); return o;
 }
 static inline simde__mmask64 _kxor_mask64(simde__mmask64 a, simde__mmask64 b) { return a ^ b; }
+/* Rounding modes and the intrinsics the double quantizers and trees-simd's keys use. */
+#include <math.h>
+#ifndef _MM_FROUND_TO_NEG_INF
+#define _MM_FROUND_TO_NEG_INF 0x01
+#endif
+#ifndef _MM_FROUND_TO_POS_INF
+#define _MM_FROUND_TO_POS_INF 0x02
+#endif
+#ifndef _MM_FROUND_NO_EXC
+#define _MM_FROUND_NO_EXC 0x08
+#endif
+static inline simde__m256 _mm512_cvt_roundpd_ps(simde__m512d a, int r) {
+    double x[8]; float f[8]; memcpy(x, &a, 64);
+    for (int i = 0; i < 8; i++) {
+        f[i] = (float)x[i];
+        if ((r & 3) == _MM_FROUND_TO_POS_INF && (double)f[i] < x[i]) f[i] = nextafterf(f[i], INFINITY);
+        if ((r & 3) == _MM_FROUND_TO_NEG_INF && (double)f[i] > x[i]) f[i] = nextafterf(f[i], -INFINITY);
+    }
+    simde__m256 o; memcpy(&o, f, 32); return o;
+}
+static inline simde__m512d _mm512_maskz_loadu_pd(simde__mmask8 k, const void *p) {
+    double r[8]; for (int i = 0; i < 8; i++) if (k >> i & 1) memcpy(&r[i], (const char *)p + 8 * i, 8); else r[i] = 0;
+    simde__m512d o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512d _mm512_shuffle_f64x2(simde__m512d a, simde__m512d b, int imm) {
+    double x[8], y[8], r[8]; memcpy(x, &a, 64); memcpy(y, &b, 64);
+    for (int q = 0; q < 4; q++) memcpy(r + 2 * q, (q < 2 ? x : y) + 2 * (imm >> (2 * q) & 3), 16);
+    simde__m512d o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512i _mm512_cvtepu32_epi64(simde__m256i a) {
+    uint32_t x[8]; uint64_t r[8]; memcpy(x, &a, 32); for (int i = 0; i < 8; i++) r[i] = x[i];
+    simde__m512i o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512i _mm512_srai_epi32(simde__m512i a, int n) {
+    int32_t x[16]; memcpy(x, &a, 64); for (int i = 0; i < 16; i++) x[i] = x[i] >> (n > 31 ? 31 : n);
+    simde__m512i o; memcpy(&o, x, 64); return o;
+}
+#undef _mm512_mask_cmpge_epi32_mask
+#undef _mm512_mask_cmplt_epi32_mask
+static inline simde__mmask16 _mm512_mask_cmpge_epi32_mask(simde__mmask16 k, simde__m512i a, simde__m512i b) {
+    int32_t x[16], y[16]; memcpy(x, &a, 64); memcpy(y, &b, 64);
+    simde__mmask16 m = 0; for (int i = 0; i < 16; i++) if ((k >> i & 1) && x[i] >= y[i]) m |= (simde__mmask16)(1u << i); return m;
+}
+static inline simde__mmask16 _mm512_mask_cmplt_epi32_mask(simde__mmask16 k, simde__m512i a, simde__m512i b) {
+    int32_t x[16], y[16]; memcpy(x, &a, 64); memcpy(y, &b, 64);
+    simde__mmask16 m = 0; for (int i = 0; i < 16; i++) if ((k >> i & 1) && x[i] < y[i]) m |= (simde__mmask16)(1u << i); return m;
+}
+static inline simde__m512i _mm512_mask_i32gather_epi32(simde__m512i src, simde__mmask16 k, simde__m512i idx, const void *base, int scale) {
+    int32_t i[16], r[16]; memcpy(i, &idx, 64); memcpy(r, &src, 64);
+    for (int j = 0; j < 16; j++) if (k >> j & 1) memcpy(&r[j], (const char *)base + (int64_t)i[j] * scale, 4);
+    simde__m512i o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512i _mm512_mask_i32gather_epi64(simde__m512i src, simde__mmask8 k, simde__m256i idx, const void *base, int scale) {
+    int32_t i[8]; int64_t r[8]; memcpy(i, &idx, 32); memcpy(r, &src, 64);
+    for (int j = 0; j < 8; j++) if (k >> j & 1) memcpy(&r[j], (const char *)base + (int64_t)i[j] * scale, 8);
+    simde__m512i o; memcpy(&o, r, 64); return o;
+}

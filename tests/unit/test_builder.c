@@ -12,7 +12,7 @@
 /* Engines compared (ifelse compiles C for each model: test_ifelse covers it; the GPU
  * engines have their own tests). */
 static const ts_engine ENGINES[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_VPRED,
-                                    TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED, TS_ENGINE_RAPID,
+                                    TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED, TS_ENGINE_RAPID, TS_ENGINE_OBLIVIOUS,
                                     TS_ENGINE_TREES_SIMD};
 #define N_ENGINES (sizeof ENGINES / sizeof ENGINES[0])
 

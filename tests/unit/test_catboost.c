@@ -524,7 +524,8 @@ static void check_categorical(const char *name, ts_model_format fmt, const doubl
 }
 
 static void test_categorical_scores(void) {
-    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_AUTO};
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_OBLIVIOUS,
+                                        TS_ENGINE_AUTO};
     for (size_t e = 0; e < COUNT(engines); e++) {
         check_categorical("cb_small_ctr.json", TS_FORMAT_CATBOOST_JSON, cat_ctr_ref, engines[e]);
         check_categorical("cb_small_ctr.cbm", TS_FORMAT_CATBOOST, cat_ctr_ref, engines[e]);

@@ -705,6 +705,108 @@ static void test_csv_errors(void) {
     free_rows(&a);
 }
 
+/* text_value of the text-column tests: the value is the text's index in a list of the
+ * texts seen (so every text must come back exactly); "FAIL" fails. */
+typedef struct text_seen {
+    char texts[16][64];
+    int n;
+} text_seen;
+
+static ts_status seen_value(void *ctx, uint32_t column, const char *text, size_t len, double *value, ts_error *err) {
+    text_seen *t = ctx;
+    if (len == 4 && memcmp(text, "FAIL", 4) == 0) {
+        err->status = TS_ERR_INVALID_ARGUMENT;
+        snprintf(err->message, sizeof err->message, "no such category (column %u)", column);
+        return TS_ERR_INVALID_ARGUMENT;
+    }
+    for (int i = 0; i < t->n; i++)
+        if (strlen(t->texts[i]) == len && memcmp(t->texts[i], text, len) == 0) return *value = i, TS_OK;
+    if (t->n == 16 || len >= 64) return TS_ERR_LIMIT;
+    memcpy(t->texts[t->n], text, len);
+    t->texts[t->n][len] = '\0';
+    *value = t->n++;
+    return TS_OK;
+}
+
+static void test_csv_text_columns(void) {
+    static const unsigned char text_cols[] = {0, 1, 0, 1};
+    tsio_data_options o;
+    all_rows a;
+    text_seen t = {{{0}}, 0};
+    tsio_data_options_init(&o);
+    o.text_columns = text_cols;
+    o.n_text_columns = 4;
+    o.text_value = seen_value;
+    o.text_ctx = &t;
+    o.csv_label_column = 1;
+    /* no header (the first line's text sits in text columns); label column 1 shifts the
+     * features: feature columns 1 and 3 are fields 2 and 4 */
+    const char *p = write_file("t.csv", "0.5,1, red ,2,3\n"
+                                        "nan,0,\"a, \"\"b\"\"\",NA, \" x \"\n"
+                                        "1,1,,4,\n");
+    CHECK_STATUS(read_all(p, &o, &a), TS_OK);
+    CHECK(a.n_rows == 3 && a.n_cols == 4);
+    if (a.n_rows == 3) {
+        CHECK(a.x[0] == 0.5f && a.x[1] == 0 && a.x[2] == 2 && a.x[3] == 1);
+        CHECK(isnan(a.x[4]) && a.x[5] == 2 && isnan(a.x[6]) && a.x[7] == 3);
+        CHECK(a.x[8] == 1 && a.x[9] == 4 && a.x[10] == 4 && a.x[11] == 4);
+        CHECK(a.labels[0] == 1 && a.labels[1] == 0);
+    }
+    CHECK_MSG(t.n == 5 && !strcmp(t.texts[0], "red") && !strcmp(t.texts[1], "3") && !strcmp(t.texts[2], "a, \"b\"") &&
+                  !strcmp(t.texts[3], " x ") && !strcmp(t.texts[4], ""),
+              "%d texts: '%s' '%s' '%s' '%s'", t.n, t.texts[0], t.texts[1], t.texts[2], t.texts[3]);
+    free_rows(&a);
+    /* doubles too; a header is detected from the number columns */
+    t.n = 0;
+    o.double_values = 1;
+    {
+        tsio_reader *r = NULL;
+        tsio_chunk c;
+        CHECK_STATUS(tsio_reader_open(write_file("t2.csv", "f0,y,city,f2,tag\n0.25,1,red,2,3\n"), &o, &r, &a.err), TS_OK);
+        CHECK_STATUS(tsio_reader_next(r, &c, &a.err), TS_OK);
+        CHECK(c.n_rows == 1 && c.xd && c.xd[0] == 0.25 && c.xd[1] == 0 && c.xd[2] == 2 && c.xd[3] == 1);
+        CHECK(!strcmp(tsio_reader_column_name(r, 1), "city"));
+        tsio_reader_close(r);
+    }
+    o.double_values = 0;
+    /* the callback's failure and a bad number name the file, line and column */
+    CHECK_STATUS(read_all(write_file("t3.csv", "f0,y,city,f2,tag\n0.25,1,red,2,3\n1,1,FAIL,2,3\n"), &o, &a),
+                 TS_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(has(&a.err, "t3.csv:3: column 1 ('city'): no such category (column 1)") && a.err.line == 3, "%s",
+              a.err.message);
+    free_rows(&a);
+    CHECK_STATUS(read_all(write_file("t4.csv", "0.25,1,red,2,3\n1,1,red,zz,3\n"), &o, &a), TS_ERR_PARSE);
+    CHECK_MSG(has(&a.err, "t4.csv:2: bad value 'zz' in column 2"), "%s", a.err.message);
+    free_rows(&a);
+    /* every column text: a first line of the expected names is a header, another is a row */
+    {
+        static const unsigned char all_text[] = {1, 1};
+        static const char *const names[] = {"city", "tag"};
+        tsio_data_options o2;
+        tsio_data_options_init(&o2);
+        o2.text_columns = all_text;
+        o2.n_text_columns = 2;
+        o2.text_value = seen_value;
+        o2.text_ctx = &t;
+        o2.header_names = names;
+        o2.n_header_names = 2;
+        CHECK_STATUS(read_all(write_file("t6.csv", "city,tag\nOslo,red\n"), &o2, &a), TS_OK);
+        CHECK(a.n_rows == 1 && a.chunk_first_line[0] == 2);
+        free_rows(&a);
+        CHECK_STATUS(read_all(write_file("t7.csv", "city,red\nOslo,red\n"), &o2, &a), TS_OK);
+        CHECK(a.n_rows == 2);
+        free_rows(&a);
+        o2.header_names = NULL;
+        CHECK_STATUS(read_all(write_file("t8.csv", "city,tag\nOslo,red\n"), &o2, &a), TS_OK);
+        CHECK(a.n_rows == 2);
+        free_rows(&a);
+    }
+    /* text columns need the function */
+    o.text_value = NULL;
+    CHECK_STATUS(read_all(write_file("t5.csv", "1,2,3,4,5\n"), &o, &a), TS_ERR_INVALID_ARGUMENT);
+    free_rows(&a);
+}
+
 static void test_tsv(void) {
     tsio_data_options o;
     all_rows a;
@@ -977,6 +1079,7 @@ int main(void) {
     RUN_TEST(test_empty_inputs);
     RUN_TEST(test_csv_basic);
     RUN_TEST(test_csv_errors);
+    RUN_TEST(test_csv_text_columns);
     RUN_TEST(test_tsv);
     RUN_TEST(test_raw);
     RUN_TEST(test_formats);

@@ -60,6 +60,13 @@ static const config configs[] = {
     {TS_ENGINE_TREES_SIMD, TS_ISA_AVX2, 0, 0, 1},
     {TS_ENGINE_TREES_SIMD, TS_ISA_AVX512, 0, 0, 1},
     {TS_ENGINE_TREES_SIMD, TS_ISA_AUTO, 0, 0, 3},
+    {TS_ENGINE_OBLIVIOUS, TS_ISA_SCALAR, 0, 0, 1},
+    {TS_ENGINE_OBLIVIOUS, TS_ISA_SSE42, 0, 5, 2},
+    {TS_ENGINE_OBLIVIOUS, TS_ISA_AVX2, 0, 0, 1},
+    {TS_ENGINE_OBLIVIOUS, TS_ISA_AVX2, 0, 40, 3},
+    {TS_ENGINE_OBLIVIOUS, TS_ISA_AVX512, 0, 0, 1},
+    {TS_ENGINE_OBLIVIOUS, TS_ISA_AVX512, 0, 70, 2},
+    {TS_ENGINE_OBLIVIOUS, TS_ISA_AUTO, 0, 4096, 1},
     {TS_ENGINE_DEEP, TS_ISA_AUTO, 0, 0, 1},
     {TS_ENGINE_DEEP, TS_ISA_AUTO, 0, 16, 2},
     {TS_ENGINE_DEEP, TS_ISA_SCALAR, 0, 37, 3},
@@ -230,7 +237,7 @@ static void check_rapid_on_grid(const ts_model *m, size_t n_rows, uint32_t grid_
     for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
         if (configs[c].engine == TS_ENGINE_RAPID || configs[c].engine == TS_ENGINE_NAIVE ||
-            configs[c].engine == TS_ENGINE_TREES_SIMD)
+            configs[c].engine == TS_ENGINE_TREES_SIMD || configs[c].engine == TS_ENGINE_OBLIVIOUS)
             check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
     free(x);
     free(ref);
@@ -337,6 +344,125 @@ static void test_trees_simd_batches(void) {
         }
         ts_model_free(m);
     }
+    free(x);
+    free(ref);
+    free(got);
+}
+
+/* An oblivious tree of depth d (CatBoost's SymmetricTree) in heap order: level i's nodes
+ * all the split lv[i], node i's children 2i + 1 and 2i + 2, the last level's the leaves;
+ * children swapped at random nodes (as CatBoost's one-hot splits swap them), which
+ * leaves the tree oblivious. */
+static void oblivious_tree(uint32_t d, tsm_node *nodes, double *leaves) {
+    tsm_node lv[32];
+    const uint32_t n_nodes = (1u << d) - 1;
+    for (uint32_t i = 0; i < d; i++) random_node(&lv[i]);
+    for (uint32_t i = 0; i < n_nodes; i++) {
+        uint32_t level = 0;
+        for (uint32_t x = i + 1; x > 1; x >>= 1) level++;
+        nodes[i] = lv[level];
+        if (level + 1 < d) {
+            nodes[i].left = (int32_t)(2 * i + 1);
+            nodes[i].right = (int32_t)(2 * i + 2);
+        } else {
+            nodes[i].left = ~(int32_t)(2 * (i - (n_nodes >> 1)));
+            nodes[i].right = ~(int32_t)(2 * (i - (n_nodes >> 1)) + 1);
+        }
+        if (rnd_below(4) == 0) {
+            int32_t c = nodes[i].left;
+            nodes[i].left = nodes[i].right;
+            nodes[i].right = c;
+        }
+    }
+    for (uint32_t j = 0; j <= n_nodes; j++) leaves[j] = (double)(int)rnd_below(2000001) / 1024.0 - 976.0;
+}
+
+/* n_trees oblivious trees of 0 .. max_depth levels (0: one leaf, as CatBoost's bias); with
+ * other_every, every other_every-th tree is an ordinary random tree instead; with deep,
+ * one more tree of 17 levels at the end (too deep for the byte indexes). */
+static ts_model *random_oblivious_model(uint32_t n_trees, uint32_t max_depth, uint32_t other_every, int deep) {
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    const size_t cap = ((size_t)1 << (deep ? 17 : max_depth)) + 64;
+    tsm_node *nodes = malloc(cap * sizeof *nodes);
+    double *leaves = malloc(cap * sizeof *leaves);
+    for (uint32_t t = 0; t < n_trees; t++) {
+        uint32_t n_leaves;
+        if (other_every && t % other_every == other_every - 1) {
+            n_leaves = 2 + rnd_below(40);
+            random_tree(n_leaves, 0, nodes, leaves);
+        } else {
+            const uint32_t d = rnd_below(max_depth + 1);
+            oblivious_tree(d, nodes, leaves);
+            n_leaves = 1u << d;
+        }
+        ts_error err;
+        CHECK_STATUS(tsm_model_add_tree(m, n_leaves - 1, n_leaves > 1 ? nodes : NULL, n_leaves, leaves,
+                                        rnd_below(3) == 0 ? 0.1 : 1.0, &err),
+                     TS_OK);
+    }
+    if (deep) {
+        ts_error err;
+        oblivious_tree(17, nodes, leaves);
+        CHECK_STATUS(tsm_model_add_tree(m, (1u << 17) - 1, nodes, 1u << 17, leaves, 1.0, &err), TS_OK);
+    }
+    return finish_random_model(m, nodes, leaves);
+}
+
+/* The oblivious engine at every level, through one scorer each, on every batch size 1 .. 300
+ * (groups of 8, 32, 64 documents; one row coded lane by lane; blocks of 64 documents); at
+ * AVX-512 both kernels (lanes 1: the one without VBMI's byte planes). */
+static void check_oblivious_batches(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
+                                    const double *ref, double *got) {
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512, TS_ISA_AVX512};
+    for (size_t k = 0; k < 2 * sizeof isas / sizeof isas[0]; k++) {
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = TS_ENGINE_OBLIVIOUS;
+        o.max_isa = isas[k % 4];
+        o.lanes = k % 4 == 3 ? 1 : 0;
+        o.delta = k < 4 ? 0 : 64;
+        o.n_threads = 1;
+        ts_scorer *s = NULL;
+        ts_error err;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (!s) continue;
+        size_t bad = 0;
+        for (size_t n = 1; n <= n_rows; n++) {
+            size_t first = (n * 7) % (n_rows - n + 1);
+            CHECK_STATUS(ts_scorer_score(s, x + first * stride, n, cols, stride, got, &err), TS_OK);
+            for (size_t r = 0; r < n; r++)
+                if (memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0) bad++;
+        }
+        CHECK_MSG(bad == 0, "oblivious isa %s lanes %u delta %u, %u trees: %zu rows differ",
+                  ts_isa_name(ts_scorer_isa(s)), o.lanes, o.delta, m->n_trees, bad);
+        ts_scorer_free(s);
+    }
+}
+
+/* Oblivious forests (CatBoost's default trees) of depth 0 .. 12: every engine on them, the
+ * oblivious engine on every batch size; the planner's candidate rule (only forests whose
+ * trees are all oblivious); forests mixing in ordinary trees and trees deeper than 16
+ * levels, which the oblivious engine walks node by node, still exact. */
+static void test_oblivious_forests(void) {
+    static const uint32_t depths[] = {1, 3, 6, 8, 10, 12};
+    const size_t n_rows = 300, cols = N_FEATURES, stride = cols + 1;
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
+    const tse_config cfg = {TS_ISA_AUTO, 0, 0, 0, 1};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0] + 2; i++) {
+        const int mixed = i == sizeof depths / sizeof depths[0], deep = i > sizeof depths / sizeof depths[0];
+        const uint32_t d = mixed ? 7 : deep ? 4 : depths[i];
+        ts_model *m = random_oblivious_model(d >= 10 ? 12 : 60, d, mixed ? 3 : 0, deep);
+        CHECK(tse_engine_oblivious.plan_candidate(m, &cfg) == !(mixed || deep));
+        for (size_t k = 0; k < n_rows * stride; k++) x[k] = random_value();
+        for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+        if (!deep) check_engines_on(m, 300);
+        check_oblivious_batches(m, x, n_rows, cols, stride, ref, got);
+        ts_model_free(m);
+    }
+    ts_model *ordinary = random_model(20, 2, 30, 0);
+    CHECK(tse_engine_oblivious.plan_candidate(ordinary, &cfg) == 0);
+    ts_model_free(ordinary);
     free(x);
     free(ref);
     free(got);
@@ -464,6 +590,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_chunk_thresholds);
     RUN_TEST(test_sparse_columns);
     if (!only_rapid) RUN_TEST(test_trees_simd_batches);
+    if (!only_rapid) RUN_TEST(test_oblivious_forests);
 }
 
 int main(void) {

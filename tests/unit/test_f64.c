@@ -180,7 +180,8 @@ static void test_crowded_gaps(void) {
         ref[r] = ref_score(n_trees, x + r * cols);
     }
     for (size_t i = 0; i < (size_t)n_rows * cols; i++) xf[i] = (float)x[i];
-    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD};
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD,
+                                        TS_ENGINE_OBLIVIOUS};
     for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
         ts_scorer_options o;
         ts_scorer_options_init(&o);

@@ -94,7 +94,8 @@ static void *score_loop(void *p) {
 /* Creates a scorer (engine and thread count varying), scores a random slice, frees it. */
 static void *churn_loop(void *p) {
     static const ts_engine engines[] = {TS_ENGINE_NAIVE,       TS_ENGINE_QS,          TS_ENGINE_VQS,   TS_ENGINE_VPRED,
-                                        TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED, TS_ENGINE_RAPID, TS_ENGINE_AUTO};
+                                        TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED, TS_ENGINE_RAPID, TS_ENGINE_OBLIVIOUS,
+                                        TS_ENGINE_AUTO};
     worker *w = p;
     const shared *sh = w->sh;
     uint64_t seed = 0xD1B54A32D192ED03ull * (w->id + 1);

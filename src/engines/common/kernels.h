@@ -16,6 +16,10 @@
  *   vqs          qs's (common/qs_kernel.c)  yes      yes    yes
  *   rapid        yes (rapid_scalar.c)       -        yes    yes, two (rapid.c picks GFNI or not)
  *   trees-simd   its own scalar steps       -        yes    yes
+ *   oblivious    yes (oblivious_scalar.c)   -        yes    yes, two (oblivious.c picks the VBMI
+ *                                                                one where the CPU has VBMI); the levels
+ *                                                                of rapid's quantizers, whose codes it
+ *                                                                reads (coder.h)
  *
  * Each kernel table is an engine's own type (vqs.h, rapid.h, tsimd.h), declared here
  * as an incomplete struct: this header says which exist, the engine's header what they
@@ -29,12 +33,15 @@
 struct vqs_kernels;
 struct rs_kernels;
 struct tss_kernels;
+struct ob_kernels;
 
 extern const struct rs_kernels tse_rapid_scalar;
+extern const struct ob_kernels tse_oblivious_scalar;
 #ifdef TSK_X86
 extern const struct vqs_kernels tse_vqs_sse42, tse_vqs_avx2, tse_vqs_avx512;
 extern const struct rs_kernels tse_rapid_avx2, tse_rapid_avx512, tse_rapid_avx512gf;
 extern const struct tss_kernels tse_tsimd_avx2, tse_tsimd_avx512;
+extern const struct ob_kernels tse_oblivious_avx2, tse_oblivious_avx512, tse_oblivious_avx512vbmi;
 #endif
 
 /* vqs's kernels of the best level at most isa; NULL: none (the scalar qs kernel). */
@@ -71,6 +78,20 @@ static inline const struct tss_kernels *tsk_tsimd(ts_isa isa) {
     (void)isa;
 #endif
     return NULL;
+}
+
+/* oblivious's kernels of the best level at most isa (never NULL): the levels of rapid's
+ * quantizers (scalar, AVX2, AVX-512), whose groups of codes it reads; at AVX-512 the VBMI
+ * kernel when vbmi says so. */
+static inline const struct ob_kernels *tsk_oblivious(ts_isa isa, int vbmi) {
+#ifdef TSK_X86
+    if (isa >= TS_ISA_AVX512) return vbmi ? &tse_oblivious_avx512vbmi : &tse_oblivious_avx512;
+    if (isa >= TS_ISA_AVX2) return &tse_oblivious_avx2;
+#else
+    (void)isa;
+    (void)vbmi;
+#endif
+    return &tse_oblivious_scalar;
 }
 
 #endif /* TS_ENGINES_KERNELS_H */

@@ -309,89 +309,127 @@ static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, s
 
 /* ---- double codes (quant.h "Double codes") ---- */
 
-/* code + 1 in the lanes where t < v, for 8 doubles. */
-static inline __m512i add_below_d(__m512i code, __m512d t, __m512d v) {
-    return _mm512_mask_add_epi64(code, _mm512_cmp_pd_mask(t, v, _CMP_LT_OQ), code, _mm512_set1_epi64(1));
-}
-
-/* quant.h "Block tables" in doubles, for the 64 values of a group (eight registers): each
- * 16-entry table is two registers, looked up with vpermt2pd. */
-static inline void codes_blocked64_d(const double *blk, const __m512d v[8], __m512i code[8]) {
-    const __m512d p0 = _mm512_load_pd(blk), p1 = _mm512_load_pd(blk + 8);
-    __m512i b[8];
-    for (int c = 0; c < 8; c++) b[c] = _mm512_setzero_si512();
-    for (int s = 8; s; s >>= 1)
-        for (int c = 0; c < 8; c++) {
-            __m512d p = _mm512_permutex2var_pd(p0, _mm512_add_epi64(b[c], _mm512_set1_epi64(s - 1)), p1);
-            b[c] = _mm512_mask_add_epi64(b[c], _mm512_cmp_pd_mask(p, v[c], _CMP_LT_OQ), b[c], _mm512_set1_epi64(s));
-        }
-    for (int c = 0; c < 8; c++) code[c] = _mm512_slli_epi64(b[c], 4);
-    for (int k = 0; k < 15; k++) {
-        const __m512d u0 = _mm512_load_pd(blk + 16 + 16 * k), u1 = _mm512_load_pd(blk + 24 + 16 * k);
-        for (int c = 0; c < 8; c++) code[c] = add_below_d(code[c], _mm512_permutex2var_pd(u0, b[c], u1), v[c]);
-    }
-    for (int c = 0; c < 8; c++) code[c] = add_below_d(code[c], _mm512_set1_pd(blk[15]), v[c]);
-}
-
-/* Natural double codes of 16 values (two registers of 8) as 16 dwords, by a linear scan
- * of the double thresholds, as codes16: four at a time, until no lane is above the last
- * threshold compared. */
-static inline __m512i codes16_d(const tsq *q, const tsq_feature *f, __m512d v0, __m512d v1) {
+/* As codes16, for the float-first double codes below: also the largest threshold below
+ * each lane's value (NaN where there is none), one masked move per threshold beside the
+ * count's chain. */
+static inline __m512i codes16_last(const tsq *q, const tsq_feature *f, __m512 v, __m512 *last) {
     const __m512i one = _mm512_set1_epi32(1);
-    const double *t = q->thr_d + f->table;
+    const float *t = q->thr + f->table;
     __m512i pos = _mm512_setzero_si512();
-#define RS_BELOW_D(ti) _mm512_kunpackb(_mm512_cmp_pd_mask(_mm512_set1_pd(ti), v1, _CMP_LT_OQ), \
-                                       _mm512_cmp_pd_mask(_mm512_set1_pd(ti), v0, _CMP_LT_OQ))
+    __m512 l = _mm512_set1_ps(NAN);
+#define RS_STEP(ti) do { const __m512 tv = _mm512_set1_ps(ti); const __mmask16 m = _mm512_cmp_ps_mask(tv, v, _CMP_LT_OQ); \
+        pos = _mm512_mask_add_epi32(pos, m, pos, one); l = _mm512_mask_mov_ps(l, m, tv); c3 = m; } while (0)
+    __mmask16 c3;
     uint32_t i = 0;
     for (; i + 4 <= f->n_thr; i += 4) {
-        pos = _mm512_mask_add_epi32(pos, RS_BELOW_D(t[i]), pos, one);
-        pos = _mm512_mask_add_epi32(pos, RS_BELOW_D(t[i + 1]), pos, one);
-        pos = _mm512_mask_add_epi32(pos, RS_BELOW_D(t[i + 2]), pos, one);
-        const __mmask16 c3 = RS_BELOW_D(t[i + 3]);
-        pos = _mm512_mask_add_epi32(pos, c3, pos, one);
+        RS_STEP(t[i]);
+        RS_STEP(t[i + 1]);
+        RS_STEP(t[i + 2]);
+        RS_STEP(t[i + 3]);
         if (!c3) break; /* no lane above t[i + 3]: none above any later */
     }
     if (i + 4 > f->n_thr)
-        for (; i < f->n_thr; i++) pos = _mm512_mask_add_epi32(pos, RS_BELOW_D(t[i]), pos, one);
-#undef RS_BELOW_D
+        for (; i < f->n_thr; i++) RS_STEP(t[i]);
+#undef RS_STEP
+    *last = l;
     return pos;
 }
 
-/* 16 dwords from two registers of 8 qwords. */
-static inline __m512i join32(__m512i a, __m512i b) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(a)), _mm512_cvtepi64_epi32(b), 1);
+/* As codes_blocked64, with the largest threshold below each lane's value (NaN where
+ * there is none): the pivot before the lane's block, then each of the block's thresholds
+ * below the value, then P[15]. */
+static inline void codes_blocked64_last(const float *blk, const __m512 v[4], __m512i code[4], __m512 last[4]) {
+    const __m512 piv = _mm512_load_ps(blk);
+    __m512i b[4];
+    for (int c = 0; c < 4; c++) b[c] = _mm512_setzero_si512();
+    for (int s = 8; s; s >>= 1)
+        for (int c = 0; c < 4; c++) {
+            __m512 p = _mm512_permutexvar_ps(_mm512_add_epi32(b[c], _mm512_set1_epi32(s - 1)), piv);
+            b[c] = _mm512_mask_add_epi32(b[c], _mm512_cmp_ps_mask(p, v[c], _CMP_LT_OQ), b[c], _mm512_set1_epi32(s));
+        }
+    for (int c = 0; c < 4; c++) {
+        code[c] = _mm512_slli_epi32(b[c], 4);
+        /* b' > 0: P[b' - 1] < v; b' = 0: none yet */
+        last[c] = _mm512_mask_permutexvar_ps(_mm512_set1_ps(NAN), _mm512_cmpgt_epi32_mask(b[c], _mm512_setzero_si512()),
+                                             _mm512_sub_epi32(b[c], _mm512_set1_epi32(1)), piv);
+    }
+    for (int k = 0; k < 15; k++) {
+        const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
+        for (int c = 0; c < 4; c++) {
+            const __m512 tv = _mm512_permutexvar_ps(b[c], u);
+            const __mmask16 m = _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ);
+            code[c] = _mm512_mask_add_epi32(code[c], m, code[c], _mm512_set1_epi32(1));
+            last[c] = _mm512_mask_mov_ps(last[c], m, tv);
+        }
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512 tv = _mm512_set1_ps(blk[15]);
+        const __mmask16 m = _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ);
+        code[c] = _mm512_mask_add_epi32(code[c], m, code[c], _mm512_set1_epi32(1));
+        last[c] = _mm512_mask_mov_ps(last[c], m, tv);
+    }
 }
 
-/* Feature j's slots for one group of 64 double values (tsq_slot_code_d): zero-range
- * values snapped to 0.0 for their natural codes, which then go as in rs_code_feature
- * (16 dwords a register). */
+/* 16 floats from two registers of 8 doubles, rounded as `rounding` says. */
+#define RS_JOIN_PS(a, b, rounding) \
+    _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvt_roundpd_ps(a, rounding | _MM_FROUND_NO_EXC)), \
+                       _mm512_cvt_roundpd_ps(b, rounding | _MM_FROUND_NO_EXC), 1)
+
+/* Feature j's slots for one group of 64 double values (tsq_slot_code_d), float first:
+ * with u the value v (zero-range values snapped to 0.0) rounded up to a float and d
+ * rounded down, the float tables' count c = #{F[i] < u} (F[i] the largest float <=
+ * D[i], quant.h "Double codes") counts every D[i] < v, and more only where some D[i] >= v
+ * has F[i] < u, i.e. F[i] == d: the largest F below u, F[c - 1], equals d. Only those
+ * lanes (values in the float gap of a threshold: rare) take a scalar correction on the
+ * doubles, c down while D[c - 1] >= v. So the double codes cost the float codes (16 lanes
+ * a compare, not 8) plus the roundings. Then the slots as in rs_code_feature. */
 static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
     const tsq *q = &T->q;
     const tsq_feature *f = &q->f[j];
     __m512i nat[4];
     __mmask16 nan[4], zero[4];
-    __m512d v[8];
-    __mmask8 n8[8], z8[8];
-    for (size_t c = 0; c < 8; c++) {
+    __m512 up[4], down[4], last[4];
+    const __m512 zr = _mm512_set1_ps(TSM_ZERO_RANGE);
+    for (size_t c = 0; c < 4; c++) {
         /* lanes >= nd hold -inf (code 0); registers past them are not read (rs_columns8_f64
          * leaves them unwritten) */
-        const __m512d x = 8 * c < nd ? _mm512_load_pd(col + 8 * c) : _mm512_set1_pd(-INFINITY);
-        n8[c] = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
-        z8[c] = _mm512_cmp_pd_mask(_mm512_abs_pd(x), _mm512_set1_pd((double)TSM_ZERO_RANGE), _CMP_LE_OQ);
-        v[c] = _mm512_mask_mov_pd(x, z8[c], _mm512_setzero_pd());
+        const __m512d x0 = 16 * c < nd ? _mm512_load_pd(col + 16 * c) : _mm512_set1_pd(-INFINITY);
+        const __m512d x1 = 16 * c + 8 < nd ? _mm512_load_pd(col + 16 * c + 8) : _mm512_set1_pd(-INFINITY);
+        up[c] = RS_JOIN_PS(x0, x1, _MM_FROUND_TO_POS_INF);
+        down[c] = RS_JOIN_PS(x0, x1, _MM_FROUND_TO_NEG_INF);
+        nan[c] = _mm512_cmp_ps_mask(up[c], up[c], _CMP_UNORD_Q);
+        /* |v| <= ZR (a float) iff roundup(v) <= ZR and rounddown(v) >= -ZR; snapped to 0.0 */
+        zero[c] = _mm512_cmp_ps_mask(up[c], zr, _CMP_LE_OQ) & _mm512_cmp_ps_mask(down[c], _mm512_sub_ps(_mm512_setzero_ps(), zr), _CMP_GE_OQ);
+        up[c] = _mm512_mask_mov_ps(up[c], zero[c], _mm512_setzero_ps());
+        down[c] = _mm512_mask_mov_ps(down[c], zero[c], _mm512_setzero_ps());
     }
-    for (size_t c = 0; c < 4; c++) {
-        nan[c] = _mm512_kunpackb(n8[2 * c + 1], n8[2 * c]);
-        zero[c] = _mm512_kunpackb(z8[2 * c + 1], z8[2 * c]);
-    }
-    if (f->blocks != UINT32_MAX) {
-        __m512i n64[8];
-        codes_blocked64_d(q->blk_d + f->blocks, v, n64);
-        for (size_t c = 0; c < 4; c++) nat[c] = join32(n64[2 * c], n64[2 * c + 1]);
+    const size_t nv = (nd + 15) / 16;
+    if (f->blocks != UINT32_MAX)
+        codes_blocked64_last(q->blk + f->blocks, up, nat, last);
+    else if (f->n_thr > TSQ_BLOCK_MAX) {
+        codes64_search(q, f, up, nd, nat);
+        for (size_t c = 0; c < nv; c++) /* F[c - 1] where c > 0 */
+            last[c] = _mm512_mask_i32gather_ps(_mm512_set1_ps(NAN), _mm512_cmpgt_epi32_mask(nat[c], _mm512_setzero_si512()),
+                                               _mm512_sub_epi32(nat[c], _mm512_set1_epi32(1)), q->thr + f->table, 4);
     } else
-        for (size_t c = 0; c < 4; c++) nat[c] = 16 * c < nd ? codes16_d(q, f, v[2 * c], v[2 * c + 1]) : _mm512_setzero_si512();
+        for (size_t c = 0; c < 4; c++)
+            nat[c] = 16 * c < nd ? codes16_last(q, f, up[c], &last[c]) : _mm512_setzero_si512();
+    const double *d = q->thr_d + f->table;
+    for (size_t c = 0; c < nv; c++) {
+        __mmask16 fix = _mm512_cmp_ps_mask(last[c], down[c], _CMP_EQ_OQ);
+        if (__builtin_expect(fix != 0, 0)) {
+            uint32_t n[16] __attribute__((aligned(64)));
+            _mm512_store_si512(n, nat[c]);
+            for (; fix; fix &= (__mmask16)(fix - 1)) { /* never a NaN or zero-range lane */
+                const unsigned l = (unsigned)__builtin_ctz(fix);
+                while (n[l] > 0 && d[n[l] - 1] >= col[16 * c + l]) n[l]--;
+            }
+            nat[c] = _mm512_load_si512(n);
+        }
+    }
     store_slot_codes(q, j, nat, nan, zero, codes);
 }
+#undef RS_JOIN_PS
 
 /* 8 x 8 doubles transposed in registers: unpacks, two-source permutes of 128-bit pairs,
  * then 256-bit halves joined. */

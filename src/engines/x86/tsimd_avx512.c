@@ -97,6 +97,76 @@ static void tss_avx512(const tss *L, const float *x, size_t n_rows, size_t strid
     }
 }
 
-const tss_kernels tse_tsimd_avx512 = {TS_ISA_AVX512, 16, tss_avx512};
+/* tss_key of 16 floats that are not NaN (-0 and +0: one key). */
+static inline __m512i keys16(__m512 x) {
+    const __m512i b = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_castps_si512(x));
+    return _mm512_xor_si512(b, _mm512_or_si512(_mm512_srai_epi32(b, 31), _mm512_set1_epi32((int)0x80000000u)));
+}
+
+/* Slots s .. s + 15's keys of the values x (tss_slot_key), stored at k + s. */
+static inline void store_keys16(const tss *L, uint32_t s, __m512 x, uint32_t *k) {
+    __mmask16 miss = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    const __mmask16 z = _mm512_test_epi32_mask(_mm512_loadu_si512(L->slot_zero + s), _mm512_set1_epi32(1));
+    miss |= _mm512_mask_cmp_ps_mask(z, _mm512_abs_ps(x), _mm512_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ);
+    const __m512 sm = _mm512_loadu_ps(L->slot_miss + s);
+    const __m512i mkey = _mm512_movm_epi32(_mm512_cmp_ps_mask(sm, sm, _CMP_UNORD_Q)); /* right: all ones */
+    _mm512_storeu_si512(k + s, _mm512_mask_mov_epi32(keys16(x), miss, mkey));
+}
+
+/* tss_slot_keys, 16 slots a gather. */
+static void tss_keys16(const tss *L, const float *row, uint32_t *k) {
+    for (uint32_t s = 0; s < L->n_slots_pad; s += 16)
+        store_keys16(L, s, _mm512_i32gather_ps(_mm512_loadu_si512(L->slot_col + s), row, 4), k);
+    k[0] = 0;
+}
+
+/* 16 floats from two registers of 8 doubles, rounded as `rounding` says. */
+#define TSS_JOIN_PS(a, b, rounding) \
+    _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvt_roundpd_ps(a, rounding | _MM_FROUND_NO_EXC)), \
+                       _mm512_cvt_roundpd_ps(b, rounding | _MM_FROUND_NO_EXC), 1)
+
+/* tsimd.c's tss_slot_keys_up, 16 slots at a time: each value rounded up (u) and down (d)
+ * to floats, the keys of u; lanes whose value is not a float and whose (feature, d) has
+ * a bit in L->gaps_any (or u is -TSM_ZERO_RANGE) are redone by tss_slot_key_up. */
+static int tss_keys16_up(const tss *L, const double *row, uint32_t *k) {
+    int ok = 1;
+    const uint32_t *any = (const uint32_t *)L->gaps_any; /* bit b: word b / 32, bit b % 32 */
+    for (uint32_t s = 0; s < L->n_slots_pad; s += 16) {
+        const __m512i col = _mm512_loadu_si512(L->slot_col + s);
+        const __m512d v0 = _mm512_i32gather_pd(_mm512_castsi512_si256(col), row, 8);
+        const __m512d v1 = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(col, 1), row, 8);
+        const __m512 u = TSS_JOIN_PS(v0, v1, _MM_FROUND_TO_POS_INF), d = TSS_JOIN_PS(v0, v1, _MM_FROUND_TO_NEG_INF);
+        store_keys16(L, s, u, k);
+        __mmask16 odd = _mm512_cmp_ps_mask(u, d, _CMP_NEQ_OQ); /* not a float, not NaN */
+        if (!odd) continue;
+        /* the gaps_any bit of key (j + 1) << 32 | bits(d) (tss_gap_any_bit), 8 lanes a register */
+        const __m512i j1 = _mm512_add_epi32(_mm512_loadu_si512(L->slot_j + s), _mm512_set1_epi32(1));
+        const __m512i db = _mm512_castps_si512(d), mix = _mm512_set1_epi64((long long)0x9e3779b97f4a7c15ull);
+        __m256i half[2];
+        for (int h = 0; h < 2; h++) {
+            const __m512i key = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(j1, h)), 32),
+                                                _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(db, h)));
+            half[h] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_mullo_epi64(key, mix), 48));
+        }
+        const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(half[0]), half[1], 1);
+        const __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), odd, _mm512_srli_epi32(b, 5), any, 4);
+        __mmask16 redo = _mm512_mask_test_epi32_mask(odd, _mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_and_si512(b, _mm512_set1_epi32(31))), w);
+        redo |= _mm512_mask_cmp_ps_mask(odd, u, _mm512_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ);
+        if (__builtin_expect(redo != 0, 0)) {
+            float uu[16], dd[16];
+            _mm512_storeu_ps(uu, u);
+            _mm512_storeu_ps(dd, d);
+            for (; redo; redo &= (__mmask16)(redo - 1)) {
+                const uint32_t l = (uint32_t)__builtin_ctz(redo);
+                ok &= tss_slot_key_up(L, s + l, row[L->slot_col[s + l]], uu[l], dd[l], &k[s + l]);
+            }
+        }
+    }
+    k[0] = 0;
+    return ok;
+}
+#undef TSS_JOIN_PS
+
+const tss_kernels tse_tsimd_avx512 = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up};
 
 #endif
