@@ -13,7 +13,7 @@
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 /* The names messages and help texts list. */
-#define CLI_ENGINE_NAMES "auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred, rapid, trees-simd, oblivious, gpu-naive, gpu"
+#define CLI_ENGINE_NAMES "auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred, rapid, trees-simd, oblivious, gpu-naive, gpu, deep"
 #define CLI_ISA_NAMES "auto, scalar, sse4.2, avx2, avx512"
 /* The help lines of --threads, --isa, --tau and --delta (score, rank, bench). */
 #define CLI_SCORER_HELP                                                                     \

@@ -390,13 +390,17 @@ typedef enum ts_engine {
                              blocks in shared memory, a warp evaluates every node of a tree
                              for 32 documents and ANDs 64-bit leaf bitvectors, no divergence;
                              same availability as TS_ENGINE_GPU_NAIVE */
-    TS_ENGINE_OBLIVIOUS = 12 /* oblivious trees (CatBoost's SymmetricTree: one split per level)
+    TS_ENGINE_OBLIVIOUS = 12, /* oblivious trees (CatBoost's SymmetricTree: one split per level)
                              on rapid's exact 8-bit codes: a depth-d tree is d byte compares
                              of 64 (AVX-512BW), 32 (AVX2) or 8 documents whose results are the
                              leaf index; other trees are walked on the same codes. auto times
                              it on models whose trees are all oblivious */
+    TS_ENGINE_DEEP = 13      /* deep trees (thousands of leaves, fully grown forests): a block of
+                             documents walks each tree in turn, 16 walks interleaved, each
+                             lane taking the next document as soon as its walk reaches a leaf
+                             (no padding to the tree's depth) */
 } ts_engine;
-#define TS_ENGINE_COUNT 13
+#define TS_ENGINE_COUNT 14
 
 /* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid",
  * "trees-simd", "gpu-naive", "gpu". */

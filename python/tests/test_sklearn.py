@@ -17,7 +17,7 @@ import treescore
 sklearn = pytest.importorskip("sklearn")
 from sklearn import ensemble, tree  # noqa: E402
 
-ENGINES = ["naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd", "oblivious", "auto"]
+ENGINES = ["naive", "qs", "vqs", "vpred", "block-naive", "block-vpred", "rapid", "trees-simd", "oblivious", "deep", "auto"]
 N_FEATURES = 6
 
 
@@ -182,7 +182,7 @@ def test_deep_tree_thousands_of_leaves():
     Xt = rows_for(est, make_xy(500, 22, nan=False)[0])
     check(est, Xt)
     forest = ensemble.RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y)
-    check(forest, Xt, engines=["naive", "qs", "vpred", "rapid", "auto"])
+    check(forest, Xt, engines=["naive", "qs", "vpred", "rapid", "deep", "auto"])
 
 
 def test_multi_output_regression(data_dense):

@@ -92,6 +92,7 @@ extern const tse_engine tse_engine_trees_simd;
 extern const tse_engine tse_engine_oblivious;
 extern const tse_engine tse_engine_gpu_naive; /* src/gpu/gpu.c */
 extern const tse_engine tse_engine_gpu;
+extern const tse_engine tse_engine_deep;
 
 /* The engine with this id, or NULL (TS_ENGINE_AUTO is resolved by the scorer). */
 const tse_engine *tse_engine_get(ts_engine id);

@@ -17,6 +17,7 @@ static const tse_engine *const engines[] = {
     &tse_engine_block_naive,
     &tse_engine_ifelse,
     &tse_engine_trees_simd,
+    &tse_engine_deep,
     &tse_engine_gpu_naive, /* src/gpu/: never planner candidates (plan_candidate NULL) */
     &tse_engine_gpu,
 };

@@ -98,6 +98,12 @@ static uint32_t max_leaves(const ts_model *m) {
  * slower than it from batch 10 on; at 1 to 4 rows trees-simd is as fast or faster. */
 #define OBLIVIOUS_RULE_BATCH 8u
 
+/* deep: batches of at least DEEP_RULE_BATCH rows (its 16 lanes full) on trees of more
+ * than 256 leaves on average (its plan_candidate). Measured (docs/benchmarks.md, one
+ * thread, Zen 4): on msn-srf-500x4096 (4,096 leaves) at batch 1,000 deep 14.9-23.0
+ * us/doc, block-vpred 20.0-33.9, trees-simd 30.9-41.3, rapid 125-197. */
+#define DEEP_RULE_BATCH 16u
+
 ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size) {
     uint32_t w = max_leaves(m);
     ts_engine e;
@@ -108,6 +114,12 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
                  "rule of thumb: batches of %u rows (>= %u) on a model whose trees are all oblivious: each tree's "
                  "levels are byte compares whose results are the leaf index, oblivious",
                  batch, OBLIVIOUS_RULE_BATCH);
+    } else if (batch >= DEEP_RULE_BATCH && tse_engine_deep.plan_candidate(m, &cfg)) {
+        e = TS_ENGINE_DEEP;
+        snprintf(why, why_size,
+                 "rule of thumb: batches of %u rows (>= %u) on trees of more than 256 leaves on average: each "
+                 "document walks only its own path, 16 walks interleaved, deep",
+                 batch, DEEP_RULE_BATCH);
     } else if (batch >= RAPID_RULE_BATCH && tse_engine_rapid.plan_candidate(m, &cfg)) {
         e = TS_ENGINE_RAPID;
         snprintf(why, why_size,

@@ -43,7 +43,7 @@ def treescore_bin() -> Path:
 
 
 # Every engine, auto included (the planner picks one of them by timing).
-DEFAULT_ENGINES = "naive,qs,vqs,ifelse,vpred,block-naive,block-vpred,rapid,trees-simd,oblivious,auto"
+DEFAULT_ENGINES = "naive,qs,vqs,ifelse,vpred,block-naive,block-vpred,rapid,trees-simd,oblivious,deep,auto"
 
 
 def engines() -> list:

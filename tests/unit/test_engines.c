@@ -67,6 +67,9 @@ static const config configs[] = {
     {TS_ENGINE_OBLIVIOUS, TS_ISA_AVX512, 0, 0, 1},
     {TS_ENGINE_OBLIVIOUS, TS_ISA_AVX512, 0, 70, 2},
     {TS_ENGINE_OBLIVIOUS, TS_ISA_AUTO, 0, 4096, 1},
+    {TS_ENGINE_DEEP, TS_ISA_AUTO, 0, 0, 1},
+    {TS_ENGINE_DEEP, TS_ISA_AUTO, 0, 16, 2},
+    {TS_ENGINE_DEEP, TS_ISA_SCALAR, 0, 37, 3},
     {TS_ENGINE_AUTO, TS_ISA_AUTO, 0, 0, 0},
     /* where a CUDA device runs them (docs/gpu.md); elsewhere they refuse and are skipped */
     {TS_ENGINE_GPU_NAIVE, TS_ISA_AUTO, 0, 0, 1},
@@ -268,6 +271,24 @@ static void test_block_thresholds(void) {
         }
     for (uint32_t f = N_ZERO_FEATURES; f < N_FEATURES; f++) CHECK(next[f] >= counts[f]);
     check_rapid_on_grid(m, 900, 520);
+    ts_model_free(m);
+}
+
+/* Features of 257 .. 1,025 distinct thresholds: around quant.h's chunk tables (ceil(n / 256)
+ * block tables whose counts add up, in rapid's AVX-512 float kernel; past 1,024 the
+ * binary search), as in test_block_thresholds. */
+static void test_chunk_thresholds(void) {
+    static const uint32_t counts[N_FEATURES] = {0, 0, 0, 511, 512, 513, 768, 1024, 1025, 300, 257, 0};
+    ts_model *m = random_model(1200, 32, 40, 0);
+    uint32_t next[N_FEATURES] = {0};
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            uint32_t f = nd->feature, n = f < N_FEATURES ? counts[f] : 0;
+            if (n) nd->threshold = wide_grid(next[f]++ % n * 2);
+        }
+    for (uint32_t f = N_ZERO_FEATURES; f < N_FEATURES; f++) CHECK(next[f] >= counts[f]);
+    check_rapid_on_grid(m, 700, 2060);
     ts_model_free(m);
 }
 
@@ -566,6 +587,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_many_blocks);
     RUN_TEST(test_many_thresholds);
     RUN_TEST(test_block_thresholds);
+    RUN_TEST(test_chunk_thresholds);
     RUN_TEST(test_sparse_columns);
     if (!only_rapid) RUN_TEST(test_trees_simd_batches);
     if (!only_rapid) RUN_TEST(test_oblivious_forests);

@@ -1,4 +1,4 @@
-/* test_vpred.c: vpred, block-naive and block-vpred equal the IR reference (and naive) bit for bit on hostile forests and rows. */
+/* test_vpred.c: vpred, block-naive, block-vpred and deep equal the IR reference (and naive) bit for bit on hostile forests and rows. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -41,6 +41,9 @@ static const config configs[] = {
     {TS_ENGINE_BLOCK_VPRED, 32, 7, 1, 4},
     {TS_ENGINE_BLOCK_VPRED, 16, 1, 5, 1},
     {TS_ENGINE_BLOCK_VPRED, 32, TS_BLOCK_ALL, 5, 1},
+    {TS_ENGINE_DEEP, 0, 0, 0, 1},
+    {TS_ENGINE_DEEP, 0, 0, 16, 4},
+    {TS_ENGINE_DEEP, 0, 0, 1000, 1},
     {TS_ENGINE_BLOCK_VPRED, 4, 3, 4, 1}, /* key chunks of 16 blocks of 4 rows: batches of several */
 };
 
@@ -65,6 +68,10 @@ static void check_blocking(const ts_model *m, const ts_scorer *s, const config *
     ts_scorer_blocking(s, &tau, &delta);
     if (c->engine == TS_ENGINE_VPRED || c->engine == TS_ENGINE_NAIVE) {
         CHECK(tau == 0 && delta == 0);
+        return;
+    }
+    if (c->engine == TS_ENGINE_DEEP) { /* documents per block only, at least its 16 lanes */
+        CHECK_MSG(tau == 0 && delta >= 16 && (c->delta < 16 || delta == c->delta), "deep: tau %u delta %u", tau, delta);
         return;
     }
     uint32_t n_trees = m->n_trees ? m->n_trees : 1;

@@ -68,6 +68,10 @@ static pair *sorted_pairs(const ts_model *m, int doubles, size_t *n_out) {
 }
 
 static int blocked(uint32_t n_thr) { return n_thr > TSQ_BLOCK_MIN && n_thr <= TSQ_BLOCK_MAX; }
+/* Chunk tables (quant.h "Chunk tables"): their count, 0 for none. */
+static uint32_t chunks_of(uint32_t n_thr) {
+    return n_thr > TSQ_BLOCK_MAX && n_thr <= TSQ_CHUNK_MAX ? (n_thr + TSQ_BLOCK_MAX - 1) / TSQ_BLOCK_MAX : 0;
+}
 
 /* Count the features and table entries of sorted pairs (and the largest feature). */
 static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_t *slots, size_t *blk) {
@@ -86,6 +90,7 @@ static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_
         if (distinct > q->max_thr) q->max_thr = distinct;
         *entries += (size_t)1 << steps_for(distinct);
         if (blocked(distinct)) *blk += TSQ_BLOCK_FLOATS;
+        *blk += (size_t)chunks_of(distinct) * TSQ_BLOCK_FLOATS;
     }
 }
 
@@ -112,7 +117,7 @@ static int fill_tables(tsq *q, const pair *p, size_t n) {
     q->n_slots = 0;
     for (size_t i = 0; i < n; j++) {
         tsq_feature *f = &q->f[j];
-        *f = (tsq_feature){p[i].feature, 0, 0, table, 0, UINT32_MAX};
+        *f = (tsq_feature){p[i].feature, 0, 0, table, 0, UINT32_MAX, UINT32_MAX};
         float *t = q->thr + table;
         double *td = q->thr_d ? q->thr_d + table : NULL;
         uint32_t rules = 0;
@@ -143,6 +148,14 @@ static int fill_tables(tsq *q, const pair *p, size_t n) {
             fill_blocks(f, t, q->blk + blk);
             if (td) fill_blocks_d(f, td, q->blk_d + blk);
             blk += TSQ_BLOCK_FLOATS;
+        }
+        if (chunks_of(f->n_thr)) {
+            f->chunks = blk;
+            for (uint32_t c = 0; c < chunks_of(f->n_thr); c++, blk += TSQ_BLOCK_FLOATS) {
+                const uint32_t first = c * TSQ_BLOCK_MAX, left = f->n_thr - first;
+                const tsq_feature part = {f->column, left < TSQ_BLOCK_MAX ? left : TSQ_BLOCK_MAX, 0, 0, 0, 0, 0};
+                fill_blocks(&part, t + first, q->blk + blk);
+            }
         }
     }
     q->slot_first[q->n_used] = q->n_slots;

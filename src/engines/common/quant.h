@@ -56,6 +56,14 @@
  * the thresholds costs as much as the largest code among the lanes; this costs about 60
  * instructions per 16 lanes.
  *
+ * Chunk tables: a feature of TSQ_BLOCK_MAX < n <= TSQ_CHUNK_MAX thresholds (scikit-learn's
+ * exact splitter: hundreds per feature) has ceil(n / 256) block tables at blk[chunks],
+ * the c-th the block table of T[256 c .. 256 c + 255] (+inf past n). Counts add up, so
+ *     code(x) = sum over c of (the c-th table's code of x)
+ * which the AVX-512 float kernel computes in a few permutes per chunk instead of a
+ * binary search with one gather per step (floats only: the double tables have none,
+ * and the other kernels search as before).
+ *
  * Double codes (tsq_build_f64): a library that compares double inputs with double
  * thresholds (LightGBM: snap(v) <= d, snap(v) = 0.0 when |v| <= TSM_ZERO_RANGE, else v)
  * has its codes defined on the model's distinct *double* thresholds D[0] < .. < D[n-1]
@@ -85,6 +93,8 @@
 #define TSQ_BLOCK_MIN 32u
 #define TSQ_BLOCK_MAX 256u
 #define TSQ_BLOCK_FLOATS 256u
+/* Chunk tables (above): features of at most this many thresholds. */
+#define TSQ_CHUNK_MAX 1024u
 
 typedef struct tsq_feature {
     uint32_t column;     /* the model column */
@@ -93,6 +103,7 @@ typedef struct tsq_feature {
     uint32_t table;      /* its first entry in tsq.thr */
     uint32_t has_zero;   /* a TSM_ZERO_IS_MISSING node reads it */
     uint32_t blocks;     /* its block table's first float in tsq.blk, or UINT32_MAX */
+    uint32_t chunks;     /* its chunk tables' first float in tsq.blk, or UINT32_MAX */
 } tsq_feature;
 
 /* How a slot sees missing values (quant.h "Missing values"). */

@@ -294,6 +294,12 @@ static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, s
     }
     if (f->blocks != UINT32_MAX)
         codes_blocked64(q->blk + f->blocks, v, nat);
+    else if (f->chunks != UINT32_MAX) /* quant.h "Chunk tables": the chunks' counts added */
+        for (uint32_t c = 0, n = (f->n_thr + TSQ_BLOCK_MAX - 1) / TSQ_BLOCK_MAX; c < n; c++) {
+            __m512i part[4];
+            codes_blocked64(q->blk + f->chunks + (size_t)c * TSQ_BLOCK_FLOATS, v, part);
+            for (size_t k = 0; k < 4; k++) nat[k] = c ? _mm512_add_epi32(nat[k], part[k]) : part[k];
+        }
     else if (f->n_thr > TSQ_BLOCK_MAX)
         codes64_search(q, f, v, nd, nat);
     else

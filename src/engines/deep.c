@@ -1,0 +1,303 @@
+/* deep.c: the deep-tree engine: a block of documents walks each tree in turn, 16 walks interleaved, a lane refilled with the next document as soon as its walk ends. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "engines/common/blocks.h"
+#include "engines/engine.h"
+#include "engines/common/vpred_layout.h"
+#include "platform/cpu_caches.h"
+
+/*
+ * Fully grown forests (scikit-learn's RandomForest and ExtraTrees: thousands of leaves,
+ * 20 to 60 levels, most documents leaving after a dozen) defeat the other engines:
+ * QuickScorer's bitvectors and rapid's rows grow with the leaves, and vpred pads every
+ * walk to the tree's depth (a tree of depth 44 costs 44 steps to a document whose leaf
+ * is at depth 11). deep walks each document only down its own path:
+ *
+ *   for each block of delta documents          (their keys, vpred_layout.h, made once)
+ *     for each tree, in order
+ *       16 lanes, each walking one document: a step loads the lane's node (8 bytes,
+ *       breadth first, vpred_layout.h) and its key, and moves to the left child or
+ *       the one after it; a lane that reaches a leaf adds it to its document's sum
+ *       and starts the next document of the block at the root.
+ *
+ * The 16 walks are independent load chains, so their latencies overlap (software
+ * pipelining across documents, as VPred does, without VPred's padding); the tree being
+ * walked stays in L1/L2 while the whole block goes through it, and the block's keys in
+ * L2 (delta sized so that they take half of L2). The last walks of a tree, when no
+ * document is left to refill a lane, finish one lane at a time.
+ *
+ * Scores: out[d] starts at base_score and every tree adds weight * leaf value in tree
+ * order (a document gets exactly one leaf per tree before the next tree starts), so the
+ * sums are naive's bit for bit.
+ */
+
+/*
+ * Slots. A tree is vpred_layout.h's breadth-first slots (siblings adjacent, the right
+ * child after the left), each slot 8 bytes in the narrow form: an internal node is
+ * {threshold key, column, left child | flags}, a leaf is its value (the double weight *
+ * leaf value) in place, so a tree of 4,096 leaves is 64 KiB, half of vpl's nodes and
+ * values. A node's flags say which of its children are leaves: DEEP8_LEFT_LEAF,
+ * DEEP8_RIGHT_LEAF (the left child field keeps 14 bits: trees of up to 16,384 slots and
+ * 65,536 columns; the wide form, 16-byte slots with 30-bit children, takes the others).
+ * A tree that is a single leaf is one leaf slot, its root. A document goes right at a
+ * node iff its key in the node's column is above thr (vpred_layout.h "keys").
+ */
+typedef struct deep_node8 {
+    uint32_t thr;
+    uint16_t col;
+    uint16_t left;   /* left child's slot | DEEP8_LEFT_LEAF | DEEP8_RIGHT_LEAF */
+} deep_node8;
+typedef struct deep_node16 {
+    uint32_t thr, col, left, unused;
+} deep_node16;
+#define DEEP8_LEFT_LEAF 0x8000u
+#define DEEP8_RIGHT_LEAF 0x4000u
+#define DEEP8_MAX_SLOTS 0x4000u
+#define DEEP16_LEFT_LEAF 0x80000000u
+#define DEEP16_RIGHT_LEAF 0x40000000u
+
+/* Documents walking one tree at once (lanes). */
+#define DEEP_LANES 16u
+
+/* Most documents per block (keys in scratch: delta * row bytes). */
+#define DEEP_MAX_DELTA 4096u
+
+_Static_assert(sizeof(deep_node8) == sizeof(double) && sizeof(deep_node16) == 2 * sizeof(double), "slot sizes");
+
+typedef struct deep_state {
+    vpl L;            /* built for one lane: its columns and keys (its nodes and values are
+                         freed once the slots are made) */
+    int narrow;       /* 8-byte slots (else 16) */
+    uint64_t *slots;  /* tree t's at slot_base[t] (in 8-byte units) */
+    uint64_t *slot_base;
+    uint32_t delta;
+} deep_state;
+
+static void deep_free(void *p) {
+    deep_state *s = p;
+    if (!s) return;
+    vpl_free(&s->L);
+    free(s->slots);
+    free(s->slot_base);
+    free(s);
+}
+
+/* Documents per block: cfg->delta, else the documents whose keys fill half of L2. */
+static uint32_t deep_delta(const tse_config *cfg, size_t row_bytes) {
+    size_t d = cfg->delta ? cfg->delta : tsr_cache_sizes()->l2 / 2 / (row_bytes ? row_bytes : 1);
+    return d < DEEP_LANES ? DEEP_LANES : d > DEEP_MAX_DELTA ? DEEP_MAX_DELTA : (uint32_t)d;
+}
+
+/* vpl's node of slot i: column, threshold key, left child (its own index for a leaf). */
+static void vpl_slot(const vpl *L, uint64_t i, uint32_t *col, uint32_t *thr, uint32_t *left) {
+    if (L->narrow) {
+        const vpl_node8 *p = (const vpl_node8 *)L->nodes + i;
+        *col = p->col, *thr = p->thr, *left = p->left;
+    } else {
+        const vpl_node16 *p = (const vpl_node16 *)L->nodes + i;
+        *col = p->col, *thr = p->thr, *left = p->left;
+    }
+}
+
+/* Tree t's slots from vpl's nodes and values (n slots from vpl slot b), into dst. */
+static void make_slots(const vpl *L, int narrow, uint64_t b, uint32_t n, uint64_t *dst) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t col, thr, left, c1, t1, l1, c2, t2, l2;
+        vpl_slot(L, b + i, &col, &thr, &left);
+        if (left == i) { /* a leaf: its value in place */
+            memcpy(narrow ? dst + i : dst + 2 * (size_t)i, &L->values[b + i], sizeof(double));
+            if (!narrow) dst[2 * (size_t)i + 1] = 0;
+            continue;
+        }
+        vpl_slot(L, b + left, &c1, &t1, &l1);
+        vpl_slot(L, b + left + 1, &c2, &t2, &l2);
+        const int ll = l1 == left, rl = l2 == left + 1;
+        if (narrow) {
+            deep_node8 nd = {thr, (uint16_t)col,
+                             (uint16_t)(left | (ll ? DEEP8_LEFT_LEAF : 0) | (rl ? DEEP8_RIGHT_LEAF : 0))};
+            memcpy(dst + i, &nd, sizeof nd);
+        } else {
+            deep_node16 nd = {thr, col, left | (ll ? DEEP16_LEFT_LEAF : 0) | (rl ? DEEP16_RIGHT_LEAF : 0), 0};
+            memcpy(dst + 2 * (size_t)i, &nd, sizeof nd);
+        }
+    }
+}
+
+/* The slots of every tree (deep_state "Slots"); vpl's nodes and values freed after. */
+static ts_status build_slots(deep_state *s, const ts_model *m) {
+    vpl *L = &s->L;
+    uint32_t max_slots = 1;
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        if (2 * m->trees[t].n_leaves - 1 > max_slots) max_slots = 2 * m->trees[t].n_leaves - 1;
+    s->narrow = max_slots <= DEEP8_MAX_SLOTS && L->n_cols <= 65536u;
+    const uint64_t words = s->narrow ? 1 : 2;
+    s->slots = malloc((L->n_nodes + 1) * words * sizeof *s->slots);
+    s->slot_base = malloc(((size_t)m->n_trees + 1) * sizeof *s->slot_base);
+    if (!s->slots || !s->slot_base) return TS_ERR_NO_MEMORY;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        s->slot_base[t] = L->trees[t].base * words;
+        make_slots(L, s->narrow, L->trees[t].base, 2 * m->trees[t].n_leaves - 1, s->slots + s->slot_base[t]);
+    }
+    s->slot_base[m->n_trees] = L->n_nodes * words;
+    free(L->nodes);
+    free(L->values);
+    L->nodes = NULL;
+    L->values = NULL;
+    return TS_OK;
+}
+
+static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout, ts_error *err) {
+    deep_state *s = calloc(1, sizeof *s);
+    if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory");
+    ts_status st = vpl_build(&s->L, m, 1, "deep", err);
+    if (st != TS_OK) {
+        free(s);
+        return st;
+    }
+    if (build_slots(s, m) != TS_OK) {
+        deep_free(s);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
+    }
+    const size_t row_bytes = vpl_row_bytes(&s->L);
+    s->delta = deep_delta(cfg, row_bytes);
+    size_t chunk = tsb_rows_per_chunk(s->L.steps / 2, 0.6);
+    *layout = (tse_layout){TS_ISA_SCALAR, 0, s->delta, row_bytes * s->delta, chunk ? chunk : 1, DEEP_LANES};
+    *out = s;
+    return TS_OK;
+}
+
+/* Slot i of a tree: an internal node's column, threshold key and left child with its
+ * flags (narrow or wide form). */
+#define DEEP_NODE(sl, narrow, i, col, thr, left)                                       \
+    do {                                                                               \
+        if (narrow) {                                                                  \
+            const deep_node8 *p_ = (const deep_node8 *)(sl) + (i);                     \
+            col = p_->col, thr = p_->thr, left = p_->left;                             \
+        } else {                                                                       \
+            const deep_node16 *p_ = (const deep_node16 *)(sl) + (i);                   \
+            col = p_->col, thr = p_->thr, left = p_->left;                             \
+        }                                                                              \
+    } while (0)
+
+/* The leaf value in slot i. */
+static inline double leaf_at(const uint64_t *sl, const int narrow, uint32_t i) {
+    double v;
+    memcpy(&v, narrow ? sl + i : sl + 2 * (size_t)i, sizeof v);
+    return v;
+}
+
+/* The step from a node (column col, threshold thr, left child and flags `left`) for the
+ * key k: the child's slot, in *leaf whether it is a leaf. */
+static inline uint32_t step(const int narrow, uint32_t k, uint32_t thr, uint32_t left, uint32_t *leaf) {
+    const uint32_t go = k > thr;
+    if (narrow) {
+        *leaf = (left >> (15 - go)) & 1u;
+        return (left & (DEEP8_MAX_SLOTS - 1)) + go;
+    }
+    *leaf = (left >> (31 - go)) & 1u;
+    return (left & 0x3FFFFFFFu) + go;
+}
+
+/* One document's walk from internal node i to its leaf, alone; returns the leaf's value. */
+static inline double walk_one(const uint64_t *sl, const int narrow, const uint32_t *k, uint32_t i) {
+    for (;;) {
+        uint32_t col, thr, left, leaf;
+        DEEP_NODE(sl, narrow, i, col, thr, left);
+        i = step(narrow, k[col], thr, left, &leaf);
+        if (leaf) return leaf_at(sl, narrow, i);
+    }
+}
+
+/* Hot loop (long on purpose): documents [0, n) of a block through one tree (slots sl,
+ * root internal), DEEP_LANES walks in flight, a lane that reaches a leaf adding it to
+ * its document's sum and taking the next document. (Branch free, with selects instead
+ * of the exit branch, it measured slower: more instructions per step.) Each document
+ * started prefetches pf_lines cache lines of the next tree from *pf on. */
+static inline void walk_tree(const uint64_t *sl, const int narrow, const uint32_t *keys, size_t n_cols, size_t n,
+                             double *out, const char *pf, const char *pf_end, uint32_t pf_lines) {
+    if (n < DEEP_LANES) {
+        for (size_t d = 0; d < n; d++) out[d] += walk_one(sl, narrow, keys + d * n_cols, 0);
+        return;
+    }
+    uint32_t doc[DEEP_LANES], at[DEEP_LANES];
+    const uint32_t *kp[DEEP_LANES]; /* lane l's keys: those of document doc[l] */
+    for (uint32_t l = 0; l < DEEP_LANES; l++) doc[l] = l, at[l] = 0, kp[l] = keys + l * n_cols;
+    size_t next = DEEP_LANES;
+    uint32_t done = DEEP_LANES; /* the lane that found no document left */
+    for (;;) {
+        for (uint32_t l = 0; l < DEEP_LANES; l++) {
+            uint32_t col, thr, left, leaf;
+            DEEP_NODE(sl, narrow, at[l], col, thr, left);
+            const uint32_t i = step(narrow, kp[l][col], thr, left, &leaf);
+            if (!leaf) {
+                at[l] = i;
+                continue;
+            }
+            out[doc[l]] += leaf_at(sl, narrow, i);
+            for (uint32_t p = 0; p < pf_lines && pf < pf_end; p++, pf += 64) __builtin_prefetch(pf);
+            if (next == n) {
+                done = l;
+                goto drain;
+            }
+            doc[l] = (uint32_t)next;
+            kp[l] = keys + next++ * n_cols;
+            at[l] = 0;
+        }
+    }
+drain:
+    for (uint32_t l = 0; l < DEEP_LANES; l++)
+        if (l != done) out[doc[l]] += walk_one(sl, narrow, keys + (size_t)doc[l] * n_cols, at[l]);
+}
+
+static void deep_block(const deep_state *s, const float *x, size_t n, size_t stride, double *out, uint32_t *keys) {
+    const vpl *L = &s->L;
+    const size_t n_cols = vpl_row_bytes(L) / sizeof(uint32_t);
+    for (size_t r = 0; r < n; r++) {
+        vpl_keys(L, x + r * stride, 1, stride, keys + r * n_cols);
+        out[r] = L->base_score;
+    }
+    for (uint32_t t = 0; t < L->n_trees; t++) {
+        const uint64_t *sl = s->slots + s->slot_base[t];
+        if (s->slot_base[t + 1] - s->slot_base[t] == (s->narrow ? 1u : 2u)) { /* a single leaf */
+            const double v = leaf_at(sl, s->narrow, 0);
+            for (size_t r = 0; r < n; r++) out[r] += v;
+            continue;
+        }
+        const char *pf = (const char *)(s->slots + s->slot_base[t + 1]);
+        const char *pf_end = (const char *)(s->slots + s->slot_base[t + 2 <= L->n_trees ? t + 2 : L->n_trees]);
+        const size_t lines = (size_t)(pf_end - pf) / 64 + 1;
+        const uint32_t pf_lines = (uint32_t)((lines + n - 1) / n);
+        if (s->narrow)
+            walk_tree(sl, 1, keys, n_cols, n, out, pf, pf_end, pf_lines);
+        else
+            walk_tree(sl, 0, keys, n_cols, n, out, pf, pf_end, pf_lines);
+    }
+}
+
+static void deep_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
+    const deep_state *s = p;
+    /* blocks of equal size (1,000 rows and delta 970: two of 500, not 970 and 30, since
+     * every block reads every tree) */
+    const size_t blocks = (n_rows + s->delta - 1) / s->delta, size = blocks ? (n_rows + blocks - 1) / blocks : 0;
+    for (size_t r0 = 0; r0 < n_rows; r0 += size) {
+        size_t n = n_rows - r0 < size ? n_rows - r0 : size;
+        deep_block(s, x + r0 * stride, n, stride, out + r0, scratch);
+    }
+}
+
+/* A candidate of auto for forests of deep trees: more than 256 leaves per tree on
+ * average (elsewhere rapid, vqs and trees-simd are faster, and timing deep would only
+ * lengthen the planning). */
+static int deep_plan_candidate(const ts_model *m, const tse_config *cfg) {
+    (void)cfg;
+    uint64_t leaves = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) leaves += m->trees[t].n_leaves;
+    return m->n_trees && leaves > 256u * (uint64_t)m->n_trees;
+}
+
+const tse_engine tse_engine_deep = {
+    .id = TS_ENGINE_DEEP, .name = "deep", .prepare = deep_prepare, .score = deep_score, .free = deep_free,
+    .plan_candidate = deep_plan_candidate,
+};
