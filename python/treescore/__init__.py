@@ -305,7 +305,9 @@ class Model:
 
     def _as_matrix(self, X):
         if _inputs.is_dataframe(X):
-            hashed = self._core.categorical_columns()
+            hashed = self.__dict__.get("_hashed")
+            if hashed is None:  # the model's CatBoost categorical columns, asked once
+                hashed = self._hashed = self._core.categorical_columns()
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None)
