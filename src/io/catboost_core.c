@@ -668,14 +668,10 @@ static ts_status check_categorical(build *b) {
     }
     for (uint32_t i = 0; i < cb->n_ctrs; i++) TS_TRY(check_ctr(b, i));
     TS_TRY(decode_tables(b));
+    dedup_known(b);
     for (uint32_t j = 0; j < cb->n_cats; j++) {
-        cat_ids *ci = &b->ids[j];
-        if (ci->n == 0) continue;
-        qsort(ci->hashes, ci->n, sizeof *ci->hashes, cmp_u32);
-        uint32_t w = 1;
-        for (uint32_t k = 1; k < ci->n; k++)
-            if (ci->hashes[k] != ci->hashes[w - 1]) ci->hashes[w++] = ci->hashes[k];
-        ci->n = w;
+        const cat_ids *ci = &b->ids[j];
+        const uint32_t w = ci->n;
         if (w > (1u << 24)) /* ids are passed as floats: exact up to 2^24 */
             return ts_fail(b->err, TS_ERR_LIMIT, "%s: categorical feature %u: %u known categories (the limit is %u)",
                            b->name, j, w, 1u << 24);

@@ -3,6 +3,7 @@
 #define TS_ISA_FILE /* built with -mavx512f -mavx512cd -mavx512bw -mavx512dq -mavx512vl: see CMakeLists.txt */
 #endif
 #include "engines/oblivious.h"
+#include "engines/common/leaves_avx512.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -74,22 +75,6 @@ static inline __attribute__((always_inline)) void ob_sym_small(const double *v, 
     for (size_t g = 0; g < ng; g++)
         ob_add_regs(ob_index(codes + g * step, off, kv, (uint32_t)d), lr, d, g + 1 == ng ? (last + 7) / 8 : 8,
                     acc + g * 64);
-}
-
-/* acc[l] += v[ix[l]] for the lanes l < n (and up to the next multiple of 8), eight at a time:
- * the values loaded in pairs into the halves of four registers (vmovsd, vmovhpd), joined,
- * one vaddpd (as rapid's wide trees). */
-static inline void ob_add_loads(const uint8_t *ix, const double *v, size_t n, double *acc) {
-    for (size_t l = 0; l < n; l += 8) {
-        __m128d a = _mm_loadh_pd(_mm_load_sd(v + ix[l]), v + ix[l + 1]);
-        __m128d b = _mm_loadh_pd(_mm_load_sd(v + ix[l + 2]), v + ix[l + 3]);
-        __m128d c = _mm_loadh_pd(_mm_load_sd(v + ix[l + 4]), v + ix[l + 5]);
-        __m128d d = _mm_loadh_pd(_mm_load_sd(v + ix[l + 6]), v + ix[l + 7]);
-        __m256d lo = _mm256_insertf128_pd(_mm256_castpd128_pd256(a), b, 1);
-        __m256d hi = _mm256_insertf128_pd(_mm256_castpd128_pd256(c), d, 1);
-        __m512d w = _mm512_insertf64x4(_mm512_castpd256_pd512(lo), hi, 1);
-        _mm512_store_pd(acc + l, _mm512_add_pd(_mm512_load_pd(acc + l), w));
-    }
 }
 
 #ifdef OB_VBMI
@@ -202,7 +187,7 @@ static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t 
     if (d <= 8) {
         for (size_t g = 0; g < ng; g++) {
             _mm512_store_si512(ix, ob_index(codes + g * step, off, kv, d));
-            ob_add_loads(ix, v, g + 1 == ng ? last : 64, acc + g * 64);
+            tsl_add_leaves8(ix, g + 1 == ng ? last : 64, v, acc + g * 64);
         }
         return;
     }

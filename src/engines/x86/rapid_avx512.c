@@ -1,6 +1,7 @@
 /* rapid_avx512.c: the rapid kernels for AVX-512BW: 64 documents per register of bytes, compares into mask registers. */
 #define TS_ISA_FILE /* built with -mavx512f -mavx512cd -mavx512bw -mavx512dq -mavx512vl: see CMakeLists.txt */
 #include "engines/rapid.h"
+#include "engines/common/leaves_avx512.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -85,21 +86,6 @@ static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
     return x->left == 0;
 }
 
-/* acc[l] += lv[ix[l]] for n lanes (n a multiple of 8), eight at a time: the values loaded
- * in pairs into the halves of four registers (vmovsd, vmovhpd), joined, one vaddpd. The
- * compiler is kept from turning the loads into gathers by their being 128-bit loads. */
-static inline void rs_add_leaves(const uint8_t *ix, size_t n, const double *lv, double *acc) {
-    for (size_t l = 0; l < n; l += 8) {
-        __m128d a = _mm_loadh_pd(_mm_load_sd(lv + ix[l]), lv + ix[l + 1]);
-        __m128d b = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 2]), lv + ix[l + 3]);
-        __m128d c = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 4]), lv + ix[l + 5]);
-        __m128d d = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 6]), lv + ix[l + 7]);
-        __m256d lo = _mm256_insertf128_pd(_mm256_castpd128_pd256(a), b, 1);
-        __m256d hi = _mm256_insertf128_pd(_mm256_castpd128_pd256(c), d, 1);
-        __m512d v = _mm512_insertf64x4(_mm512_castpd256_pd512(lo), hi, 1);
-        _mm512_storeu_pd(acc + l, _mm512_add_pd(_mm512_loadu_pd(acc + l), v));
-    }
-}
 
 static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows, double *acc, uint32_t lanes) {
     const __m512i lut_lo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0));
@@ -143,7 +129,7 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
      * vgatherdpd on Zen 4's 256-leaf models) */
     uint8_t ix[64] __attribute__((aligned(64)));
     _mm512_store_si512(ix, leaf);
-    rs_add_leaves(ix, (lanes + 7) & ~7u, lv, acc);
+    tsl_add_leaves8(ix, lanes, lv, acc);
 }
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, row); }
@@ -157,15 +143,21 @@ static inline __m512i add_below(__m512i code, __m512 t, __m512 v) {
  * side: the binary search is a chain of dependent permutes, the counts chains of masked
  * adds): the lane's block b' among the pivots, then the 15 thresholds of its block, then
  * T[255] (n = 256). */
-static inline void codes_blocked64(const float *blk, const __m512 v[4], __m512i code[4]) {
-    const __m512 piv = _mm512_load_ps(blk);
-    __m512i b[4];
+/* The lanes' blocks b' among the pivots P of a block table (a binary search of dependent
+ * permutes, four registers side by side). */
+static inline void blocks_of64(__m512 piv, const __m512 v[4], __m512i b[4]) {
     for (int c = 0; c < 4; c++) b[c] = _mm512_setzero_si512();
     for (int s = 8; s; s >>= 1)
         for (int c = 0; c < 4; c++) {
             __m512 p = _mm512_permutexvar_ps(_mm512_add_epi32(b[c], _mm512_set1_epi32(s - 1)), piv);
             b[c] = _mm512_mask_add_epi32(b[c], _mm512_cmp_ps_mask(p, v[c], _CMP_LT_OQ), b[c], _mm512_set1_epi32(s));
         }
+}
+
+static inline void codes_blocked64(const float *blk, const __m512 v[4], __m512i code[4]) {
+    const __m512 piv = _mm512_load_ps(blk);
+    __m512i b[4];
+    blocks_of64(piv, v, b);
     for (int c = 0; c < 4; c++) code[c] = _mm512_slli_epi32(b[c], 4);
     for (int k = 0; k < 15; k++) {
         const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
@@ -341,12 +333,7 @@ static inline __m512i codes16_last(const tsq *q, const tsq_feature *f, __m512 v,
 static inline void codes_blocked64_last(const float *blk, const __m512 v[4], __m512i code[4], __m512 last[4]) {
     const __m512 piv = _mm512_load_ps(blk);
     __m512i b[4];
-    for (int c = 0; c < 4; c++) b[c] = _mm512_setzero_si512();
-    for (int s = 8; s; s >>= 1)
-        for (int c = 0; c < 4; c++) {
-            __m512 p = _mm512_permutexvar_ps(_mm512_add_epi32(b[c], _mm512_set1_epi32(s - 1)), piv);
-            b[c] = _mm512_mask_add_epi32(b[c], _mm512_cmp_ps_mask(p, v[c], _CMP_LT_OQ), b[c], _mm512_set1_epi32(s));
-        }
+    blocks_of64(piv, v, b);
     for (int c = 0; c < 4; c++) {
         code[c] = _mm512_slli_epi32(b[c], 4);
         /* b' > 0: P[b' - 1] < v; b' = 0: none yet */
