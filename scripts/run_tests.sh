@@ -68,24 +68,29 @@ elif [ -d build/CMakeFiles/ts_objects.dir ]; then
         { tail -20 "$results/simde.log"; fail_stage "AVX-512 kernels through SIMDe (build)"; }
 fi
 
+# --- the Python package: pip install . into .venv (scikit-build-core from tests/requirements.txt,
+# no build isolation, the CMake tree kept in build/python so a rebuild is incremental), before
+# the conformance stage, some of whose tests score DataFrames through it (test_catboost_ctr.py)
+stage "python package: pip install ."
+pkg_ok=yes
+"$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+    --config-settings=build-dir=build/python . >"$results/pip-package.log" 2>&1 ||
+    { cat "$results/pip-package.log"; fail_stage "python package (pip install .)"; pkg_ok=no; }
+
 # --- conformance (real LightGBM/XGBoost models) and CLI behaviour, on the release binary
 stage "conformance and CLI tests (pytest)"
 TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider tests/conformance tests/cli \
     --junitxml="$results/pytest.xml" || fail_stage "conformance/CLI tests"
 
-# --- the Python package: pip install . into .venv (scikit-build-core from tests/requirements.txt,
-# no build isolation, the CMake tree kept in build/python so a rebuild is incremental), then its tests
-stage "python package (pip install ., pytest python/tests, tests/fuzz/py_input_fuzz.py ${TS_PY_FUZZ_SECONDS:-15} s)"
-if "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
-    --config-settings=build-dir=build/python . >"$results/pip-package.log" 2>&1; then
+# --- the Python package's tests
+stage "python package (pytest python/tests, tests/fuzz/py_input_fuzz.py ${TS_PY_FUZZ_SECONDS:-15} s)"
+if [ "$pkg_ok" = yes ]; then
     TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider python/tests \
         --junitxml="$results/pytest-python.xml" || fail_stage "python package tests"
     # the input layer's fuzz target (atheris), bounded; a finding is written to $results
     "$py" tests/fuzz/py_input_fuzz.py -max_total_time="${TS_PY_FUZZ_SECONDS:-15}" -rss_limit_mb=4096 \
         -artifact_prefix="$results/py_input_fuzz-" >"$results/py_input_fuzz.log" 2>&1 ||
         { tail -40 "$results/py_input_fuzz.log"; fail_stage "python input fuzzing (tests/fuzz/py_input_fuzz.py)"; }
-else
-    cat "$results/pip-package.log"; fail_stage "python package (pip install .)"
 fi
 
 # --- the examples as the README runs them: the Dask example on the bundled model (two local
