@@ -769,6 +769,38 @@ done:
         TSS_STEP(e12); TSS_STEP(e13); TSS_STEP(e14); TSS_STEP(e15);                              \
     } while (0)
 
+/* One row from its slot keys v by the top levels ("Top levels"): every tree's exit
+ * after them (x), then only the trees whose exit is a node step on, in rounds over a
+ * work list (a step each, the tree kept while its entry is a node: no branch on the
+ * path), each tree's exit leaf value into d (by tree). */
+static void top_row(const tss *L, const uint32_t *v, uint32_t *x, double *d) {
+    const tss_cnode *C = L->cn;
+    const uint32_t nt = L->n_trees;
+    uint64_t *A = (uint64_t *)(x + L->top->n_trees_pad); /* (i << 32 | entry) */
+    L->top_exits(L, v, x);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nt; i++) {
+        A[n] = (uint64_t)i << 32 | x[i];
+        n += C[x[i]].delta != 0;
+    }
+    /* the step's asm reads C and v, and says no memory: nothing moves across this */
+    __asm__ volatile("" ::: "memory");
+    while (n) {
+        uint32_t k = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            uint64_t e = (uint32_t)A[j];
+            TSS_STEP(e);
+            const uint32_t i = (uint32_t)(A[j] >> 32);
+            x[i] = (uint32_t)e;
+            A[k] = (uint64_t)i << 32 | e;
+            k += C[e].delta != 0;
+        }
+        n = k;
+    }
+    const uint32_t *tr = L->gtree;
+    for (uint32_t i = 0; i < nt; i++) d[tr[i]] = L->lval[x[i]];
+}
+
 /* The walk, for float rows (x, the entries cn) or double rows (xd, the entries cnd). */
 static inline __attribute__((always_inline)) void steps_core(const tss *L, const float *x, const double *xd,
                                                              size_t n_rows, size_t stride, double *out,
@@ -776,9 +808,8 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
     const size_t nsp = L->n_slots_pad, nt = L->n_trees;
     uint32_t *V = scratch;
     double *D = (double *)((char *)scratch + tss_round64((size_t)TSS_RB * nsp * sizeof(float)));
-    /* the top levels' exits (TSS_RB rows of ntp), after the leaf values */
+    /* the top levels' exits and work list (top_row), after the leaf values */
     uint32_t *X = (uint32_t *)((char *)D + tss_round64((size_t)TSS_RB * (nt + 64) * sizeof(double)));
-    const size_t ntp = L->top ? L->top->n_trees_pad : 0;
     const double *lval = L->lval;
     for (size_t r0 = 0; r0 < n_rows; r0 += TSS_RB) {
         const size_t nr = n_rows - r0 < TSS_RB ? n_rows - r0 : TSS_RB;
@@ -800,18 +831,18 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
             else if (!floats)
                 tss_slot_keys_d(L, xd + (r0 + r) * stride, V + r * nsp);
         }
-        /* float keys: the top levels by byte masks where the ISA has them ("Top levels"):
-         * each row's trees start at their exits, and a group steps its depth less K */
-        const int top = floats && L->top;
-        if (top)
-            for (size_t r = 0; r < nr; r++) L->top_exits(L, V + r * nsp, X + r * ntp);
+        /* float keys: the top levels by byte masks where the ISA has them ("Top levels") */
+        if (floats && L->top) {
+            for (size_t r = 0; r < nr; r++) top_row(L, V + r * nsp, X, D + r * nt);
+            goto sum;
+        }
         /* the step's asm reads C and V, and says no memory: nothing moves across this */
         __asm__ volatile("" ::: "memory");
         for (uint32_t gi = 0; gi < L->n_groups; gi++) {
             const tss_group *g = &L->groups[gi];
-            const uint32_t *tr = L->gtree + g->first, depth = top ? L->top->gdepth[gi] : g->depth;
+            const uint32_t *tr = L->gtree + g->first, depth = g->depth;
             for (size_t r = 0; r < nr; r++) {
-                const uint32_t *v = V + r * nsp, *rt = top ? X + r * ntp + g->first : L->groot + g->first;
+                const uint32_t *v = V + r * nsp, *rt = L->groot + g->first;
                 uint64_t e0 = rt[0], e1 = rt[1], e2 = rt[2], e3 = rt[3], e4 = rt[4], e5 = rt[5], e6 = rt[6],
                          e7 = rt[7], e8 = rt[8], e9 = rt[9], e10 = rt[10], e11 = rt[11], e12 = rt[12],
                          e13 = rt[13], e14 = rt[14], e15 = rt[15];
@@ -821,6 +852,7 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
                 for (uint32_t k = 0; k < g->count; k++) dr[tr[k]] = lval[e[k]];
             }
         }
+    sum:
         for (size_t r = 0; r < nr; r++) {
             const double *dr = D + r * nt;
             double acc = L->base_score;

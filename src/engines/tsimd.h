@@ -205,7 +205,7 @@ static inline size_t tss_round64(size_t n) { return (n + 63) & ~(size_t)63; }
 static inline size_t tss_scratch_bytes(const tss *L) {
     return tss_round64((size_t)TSS_RB * L->n_slots_pad * sizeof(float)) +
            tss_round64((size_t)TSS_RB * ((size_t)L->n_trees + 64) * sizeof(double)) +
-           (L->top ? tss_round64((size_t)TSS_RB * L->top->n_trees_pad * sizeof(uint32_t)) : 0);
+           (L->top ? tss_round64((size_t)L->top->n_trees_pad * (sizeof(uint32_t) + sizeof(uint64_t))) : 0);
 }
 
 /* One document's slot values (see above), scalar. */
