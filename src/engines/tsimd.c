@@ -1,6 +1,5 @@
 /* tsimd.c: the trees-simd engine (one document, trees in SIMD lanes): the generic part, which lays out supernodes and picks the ISA kernel, and the scalar kernel. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +28,7 @@ static void top_free(tss_top *T) {
     free(T->tbase);
     free(T->mr);
     free(T->wide);
-    free(T->gdepth);
+    free(T->nodes);
     free(T);
 }
 
@@ -613,22 +612,29 @@ static int top_keys(tss_top *T, const tss *L, const uint64_t *kp, uint32_t nkp, 
 
 /* Tree b->tr's entries below its top levels, appended at cn + *next: the 64 references
  * of the last level first (position p at entry *next + p), then breadth first as
- * build_steps. 0 where a delta would not fit 16 bits. */
+ * build_steps, but a leaf's entry holds its value (weight * leaf, a double's bits) and a
+ * node's delta (up to TSS_TOP_DELTA) its children's kinds (TSS_TOP_LEAF_L, _R: a leaf);
+ * the tree's nodes among the 64 into T->nodes. 0 where a delta would not fit. */
 static int top_steps(tss *L, const top_builder *b, int32_t *queue, uint32_t *next) {
     const tsm_tree *tr = b->tr;
     const uint32_t base = *next;
     uint32_t qn = 0;
-    for (uint32_t p = 0; p < TSS_TOP_BYTES; p++) queue[qn++] = b->refs[p];
+    uint64_t nodes = 0;
+    for (uint32_t p = 0; p < TSS_TOP_BYTES; p++) {
+        queue[qn++] = b->refs[p];
+        nodes |= (uint64_t)(b->refs[p] >= 0) << p;
+    }
+    b->T->nodes[b->i] = nodes;
     for (uint32_t q = 0; q < qn; q++) {
         const int32_t c = queue[q];
         if (c < 0) {
-            L->cn[base + q] = (tss_cnode){0, 0, 0};
-            L->lval[base + q] = tr->weight * tr->leaf_values[~c];
+            const double v = tr->weight * tr->leaf_values[~c];
+            memcpy(&L->cn[base + q], &v, sizeof v);
         } else {
             const tsm_node *nd = &tr->nodes[c];
-            if (qn - q > UINT16_MAX) return 0;
-            L->cn[base + q] = (tss_cnode){tss_key(nd->threshold), (uint16_t)top_slot(b, nd), (uint16_t)(qn - q)};
-            L->lval[base + q] = 0.0;
+            if (qn - q > TSS_TOP_DELTA) return 0;
+            const uint32_t kinds = (nd->left < 0 ? TSS_TOP_LEAF_L : 0) | (nd->right < 0 ? TSS_TOP_LEAF_R : 0);
+            L->cn[base + q] = (tss_cnode){tss_key(nd->threshold), (uint16_t)top_slot(b, nd), (uint16_t)((qn - q) | kinds)};
             queue[qn++] = nd->left;
             queue[qn++] = nd->right;
         }
@@ -701,24 +707,19 @@ static ts_status build_top(tss *L, const ts_model *m, ts_error *err, const uint6
     T->mr = calloc(ntp, sizeof *T->mr);
     T->wide = malloc(((size_t)ntp + 1) * sizeof *T->wide);
     T->tbase = calloc(ntp, sizeof *T->tbase); /* padding trees: the spare leaf 0 */
-    T->gdepth = malloc(((size_t)L->n_groups + 1) * sizeof *T->gdepth);
+    T->nodes = calloc(ntp, sizeof *T->nodes);
     tss_cnode *cn = realloc(L->cn, (n + add) * sizeof *cn);
     if (cn) L->cn = cn;
-    double *lval = realloc(L->lval, (n + add) * sizeof *lval);
-    if (lval) L->lval = lval;
-    if (!T->nslot || !T->nidx || !T->mr || !T->wide || !T->tbase || !T->gdepth || !cn || !lval) goto oom;
+    if (!T->nslot || !T->nidx || !T->mr || !T->wide || !T->tbase || !T->nodes || !cn) goto oom;
     /* padding trees: every byte 0 (keyset 0 against 0: left), exit position 0 */
     memset(T->nslot, 0, (size_t)ntp * TSS_TOP_BYTES);
     memset(T->nidx, 0, (size_t)ntp * TSS_TOP_BYTES);
     if (!top_trees(L, m, &b, queue, (uint32_t)n)) goto done;
-    for (uint32_t g = 0; g < L->n_groups; g++)
-        T->gdepth[g] = L->groups[g].depth > TSS_TOPK ? L->groups[g].depth - TSS_TOPK : 0;
     for (uint32_t x = 0; x < 128; x++) {
         uint32_t j = 0;
         for (uint32_t d = 0; d < 3; d++) j = 2 * j + 1 + ((x >> j) & 1);
         T->walk3[x] = (uint8_t)(j - 7);
     }
-    if (getenv("TSS_DEBUG")) fprintf(stderr, "top: %u keysets, %u keys, %u trees, %u wide\n", T->n_top, u, ntp, T->n_wide);
     L->top = T;
     T = NULL;
     goto done;
@@ -772,33 +773,32 @@ done:
 /* One row from its slot keys v by the top levels ("Top levels"): every tree's exit
  * after them (x), then only the trees whose exit is a node step on, in rounds over a
  * work list (a step each, the tree kept while its entry is a node: no branch on the
- * path), each tree's exit leaf value into d (by tree). */
+ * path), each tree's exit leaf value (in its entry) into d (by tree). */
 static void top_row(const tss *L, const uint32_t *v, uint32_t *x, double *d) {
-    const tss_cnode *C = L->cn;
+    const tss_top *T = L->top;
+    const uint64_t *C = (const uint64_t *)L->cn;
     const uint32_t nt = L->n_trees;
-    uint64_t *A = (uint64_t *)(x + L->top->n_trees_pad); /* (i << 32 | entry) */
+    uint64_t *A = (uint64_t *)(x + T->n_trees_pad); /* (i << 32 | entry) */
     L->top_exits(L, v, x);
     uint32_t n = 0;
     for (uint32_t i = 0; i < nt; i++) {
         A[n] = (uint64_t)i << 32 | x[i];
-        n += C[x[i]].delta != 0;
+        n += (uint32_t)(T->nodes[i] >> (x[i] - T->tbase[i])) & 1;
     }
-    /* the step's asm reads C and v, and says no memory: nothing moves across this */
-    __asm__ volatile("" ::: "memory");
     while (n) {
         uint32_t k = 0;
         for (uint32_t j = 0; j < n; j++) {
-            uint64_t e = (uint32_t)A[j];
-            TSS_STEP(e);
-            const uint32_t i = (uint32_t)(A[j] >> 32);
-            x[i] = (uint32_t)e;
+            const uint64_t a = A[j], w = C[(uint32_t)a];
+            const uint32_t right = (uint32_t)w < v[(w >> 32) & 0xffff], i = (uint32_t)(a >> 32);
+            const uint32_t e = (uint32_t)a + ((uint32_t)(w >> 48) & TSS_TOP_DELTA) + right;
+            x[i] = e;
             A[k] = (uint64_t)i << 32 | e;
-            k += C[e].delta != 0;
+            k += !((w >> (62 + right)) & 1);
         }
         n = k;
     }
     const uint32_t *tr = L->gtree;
-    for (uint32_t i = 0; i < nt; i++) d[tr[i]] = L->lval[x[i]];
+    for (uint32_t i = 0; i < nt; i++) memcpy(&d[tr[i]], &C[x[i]], sizeof(double));
 }
 
 /* The walk, for float rows (x, the entries cn) or double rows (xd, the entries cnd). */

@@ -85,12 +85,17 @@ typedef void (*tss_top_fn)(const struct tss *L, const uint32_t *k, uint32_t *x);
  * order) 64 node bytes of each kind (keyset and key index), the levels' 63 nodes placed
  * as tss_top_pos says; where a leaf is met above the last level, padding nodes (keyset
  * 0) go left down to it. After the walk a lane is at position p of the last level, and
- * starts its depth steps at entry tbase[t] + p: each tree has a second copy of its
- * entries below the top levels in cn (after the entries from the roots), the 64 of the
- * last level first (a node of level TSS_TOPK, or a leaf, which steps onto itself), then
- * breadth first.
+ * goes on from entry tbase[t] + p: each tree has a second copy of its entries below
+ * the top levels in cn (after the entries from the roots), the 64 of the last level
+ * first (a node of level TSS_TOPK, or a leaf), then breadth first (top_steps).
  */
 #define TSS_TOPK 6u
+/* The entries below the top levels (tsimd.c top_steps): a node's delta field holds its
+ * delta (up to TSS_TOP_DELTA) and whether each child is a leaf, whose entry then holds
+ * its value (a double) in place of a node. */
+#define TSS_TOP_DELTA 0x3fffu
+#define TSS_TOP_LEAF_L 0x4000u
+#define TSS_TOP_LEAF_R 0x8000u
 #define TSS_TOP_BYTES 64u
 
 typedef struct tss_top {
@@ -109,7 +114,7 @@ typedef struct tss_top {
                                (position p: tbase + p) */
     uint32_t *wide;         /* the trees (groot order) that read a keyset past the first 128 */
     uint32_t n_wide;
-    uint32_t *gdepth;       /* per group: its steps after the top levels */
+    uint64_t *nodes;        /* n_trees_pad: bit p: last-level position p holds a node */
     uint8_t walk3[128];     /* 3 levels of 7 node bits (breadth first) -> position 0..7 */
 } tss_top;
 
