@@ -672,8 +672,8 @@ static ts_status build_top(tss *L, const ts_model *m, ts_error *err, const uint6
         add += TSS_TOP_BYTES + e;
         max_entries = e > max_entries ? e : max_entries;
     }
-    if (n + add > UINT32_MAX) return TS_OK;
     const uint32_t ntp = L->n_groups * TSS_PG;
+    if (n + add > UINT32_MAX || ntp == 0) return TS_OK; /* (no trees: nothing to decide) */
     tss_top *T = calloc(1, sizeof *T);
     uint64_t *pairs = malloc(((size_t)m->n_trees * (TSS_TOP_BYTES - 1) + 1) * sizeof *pairs);
     uint32_t *first = malloc(((size_t)m->n_trees + 1) * sizeof *first);

@@ -210,7 +210,7 @@ static inline __attribute__((always_inline)) uint64_t top_mask(const tss_top *T,
         const __m512i lo = _mm512_permutex2var_epi8(c0, sb, c1), hi = _mm512_permutex2var_epi8(c2, sb, c3);
         cv = _mm512_mask_blend_epi8(_mm512_movepi8_mask(sb), lo, hi);
     }
-    cv = _mm512_mask_sub_epi8(cv, _cvtu64_mask64(T->mr[i]), cv, _mm512_set1_epi8(1));
+    cv = _mm512_mask_sub_epi8(cv, (__mmask64)T->mr[i], cv, _mm512_set1_epi8(1));
     return _mm512_cmpgt_epu8_mask(cv, _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES));
 }
 
