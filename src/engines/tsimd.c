@@ -470,7 +470,7 @@ typedef struct top_builder {
     tss_top *T;
     const tss *L;
     const tsm_tree *tr;
-    uint32_t i;                   /* tree (groot order) */
+    uint32_t i;                   /* tree */
     int32_t *refs;                /* TSS_TOP_BYTES: the tree's references at the last level */
     const uint64_t *keys;         /* slot keys (slot_of) */
     uint32_t nk;
@@ -648,7 +648,7 @@ static int top_trees(tss *L, const ts_model *m, top_builder *b, int32_t *queue, 
     tss_top *T = b->T;
     uint32_t next = n;
     for (uint32_t i = 0; i < m->n_trees; i++) {
-        b->tr = &m->trees[L->gtree[i]];
+        b->tr = &m->trees[i];
         b->i = i;
         top_place(b, b->tr->n_nodes ? 0 : ~0, 0, 0);
         T->tbase[i] = next;
@@ -770,15 +770,15 @@ done:
         TSS_STEP(e12); TSS_STEP(e13); TSS_STEP(e14); TSS_STEP(e15);                              \
     } while (0)
 
-/* One row from its slot keys v by the top levels ("Top levels"): every tree's exit
- * after them (x), then only the trees whose exit is a node step on, in rounds over a
- * work list (a step each, the tree kept while its entry is a node: no branch on the
- * path), each tree's exit leaf value (in its entry) into d (by tree). */
-static void top_row(const tss *L, const uint32_t *v, uint32_t *x, double *d) {
+/* One row's score from its slot keys v by the top levels ("Top levels"): every tree's
+ * exit after them (x), then only the trees whose exit is a node step on, in rounds over
+ * a work list (a step each, the tree kept while its entry is a node: no branch on the
+ * path); then the exit leaves' values (in their entries) added in tree order. */
+static double top_row(const tss *L, const uint32_t *v, uint32_t *x) {
     const tss_top *T = L->top;
     const uint64_t *C = (const uint64_t *)L->cn;
     const uint32_t nt = L->n_trees;
-    uint64_t *A = (uint64_t *)(x + T->n_trees_pad); /* (i << 32 | entry) */
+    uint64_t *A = (uint64_t *)(x + T->n_trees_pad); /* (tree << 32 | entry) */
     L->top_exits(L, v, x);
     uint32_t n = 0;
     for (uint32_t i = 0; i < nt; i++) {
@@ -797,8 +797,13 @@ static void top_row(const tss *L, const uint32_t *v, uint32_t *x, double *d) {
         }
         n = k;
     }
-    const uint32_t *tr = L->gtree;
-    for (uint32_t i = 0; i < nt; i++) memcpy(&d[tr[i]], &C[x[i]], sizeof(double));
+    double acc = L->base_score;
+    for (uint32_t i = 0; i < nt; i++) {
+        double d;
+        memcpy(&d, &C[x[i]], sizeof d);
+        acc += d;
+    }
+    return acc;
 }
 
 /* The walk, for float rows (x, the entries cn) or double rows (xd, the entries cnd). */
@@ -833,8 +838,8 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
         }
         /* float keys: the top levels by byte masks where the ISA has them ("Top levels") */
         if (floats && L->top) {
-            for (size_t r = 0; r < nr; r++) top_row(L, V + r * nsp, X, D + r * nt);
-            goto sum;
+            for (size_t r = 0; r < nr; r++) out[r0 + r] = top_row(L, V + r * nsp, X);
+            continue;
         }
         /* the step's asm reads C and V, and says no memory: nothing moves across this */
         __asm__ volatile("" ::: "memory");
@@ -852,7 +857,6 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
                 for (uint32_t k = 0; k < g->count; k++) dr[tr[k]] = lval[e[k]];
             }
         }
-    sum:
         for (size_t r = 0; r < nr; r++) {
             const double *dr = D + r * nt;
             double acc = L->base_score;

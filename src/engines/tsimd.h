@@ -76,12 +76,12 @@ struct tss;
 typedef void (*tss_keys_fn)(const struct tss *L, const float *row, uint32_t *k);
 typedef int (*tss_keys_up_fn)(const struct tss *L, const double *row, uint32_t *k);
 /* One row's top-level exits (tsimd.c "Top levels"): from its slot keys k, each tree's
- * entry after TSS_TOPK levels, in groot order (n_groups * TSS_PG of them), into x. */
+ * entry after TSS_TOPK levels, in tree order (n_trees_pad of them), into x. */
 typedef void (*tss_top_fn)(const struct tss *L, const uint32_t *k, uint32_t *x);
 
 /*
  * Top levels (tsimd.c "Top levels"): the first TSS_TOPK levels of every tree decided by
- * byte compares, 64 nodes a register (x86/tsimd_avx512.c with VBMI). Per tree (groot
+ * byte compares, 64 nodes a register (x86/tsimd_avx512.c with VBMI). Per tree (tree
  * order) 64 node bytes of each kind (keyset and key index), the levels' 63 nodes placed
  * as tss_top_pos says; where a leaf is met above the last level, padding nodes (keyset
  * 0) go left down to it. After the walk a lane is at position p of the last level, and
@@ -100,7 +100,7 @@ typedef void (*tss_top_fn)(const struct tss *L, const uint32_t *k, uint32_t *x);
 
 typedef struct tss_top {
     uint32_t n_top;         /* keysets, <= 256 (keyset 0: padding, code 0) */
-    uint32_t n_trees_pad;   /* n_groups * TSS_PG */
+    uint32_t n_trees_pad;   /* n_groups * TSS_PG (trees past n_trees: padding, exit 0) */
     uint32_t *tslot;        /* n_top: a slot of the keyset (its slot key gives the code) */
     uint32_t *toff;         /* n_top: its first block of 16 keys in tkeys */
     uint32_t *tkeys;        /* blocks of 16 sorted keys, padded with 0xffffffff; a keyset of
@@ -112,7 +112,7 @@ typedef struct tss_top {
     uint64_t *mr;           /* n_trees_pad: the nodes whose missing values go right */
     uint32_t *tbase;        /* n_trees_pad: the tree's entry of last-level position 0 in cn
                                (position p: tbase + p) */
-    uint32_t *wide;         /* the trees (groot order) that read a keyset past the first 128 */
+    uint32_t *wide;         /* the trees that read a keyset past the first 128 */
     uint32_t n_wide;
     uint64_t *nodes;        /* n_trees_pad: bit p: last-level position p holds a node */
     uint8_t walk3[128];     /* 3 levels of 7 node bits (breadth first) -> position 0..7 */
@@ -161,7 +161,8 @@ typedef struct tss {
     uint64_t n_super;
     /* Depth steps (tsimd.c "Depth steps"); cn is NULL where a tree or the slots do not
      * fit its 16-bit fields (the supernode kernels score then): */
-    tss_cnode *cn;          /* every tree's entries, trees in groot order; entry 0: a spare leaf */
+    tss_cnode *cn;          /* every tree's entries, trees in groot order; entry 0: a spare leaf;
+                               then, with top, the entries below the top levels (tree order) */
     double *lval;           /* per entry: weight * leaf value (leaf entries), else 0 */
     uint32_t *groot;        /* trees by depth, deepest first: their root entries, padded
                                to whole groups with the spare leaf 0 */
