@@ -28,6 +28,7 @@ static void top_free(tss_top *T) {
     free(T->tbase);
     free(T->mr);
     free(T->wide);
+    free(T->wide8);
     free(T->nodes);
     free(T);
 }
@@ -655,7 +656,7 @@ static int top_trees(tss *L, const ts_model *m, top_builder *b, int32_t *queue, 
         if (!top_steps(L, b, queue, &next)) return 0;
         int wide = 0; /* reads a keyset past the first 128 */
         for (uint32_t k = 0; k < TSS_TOP_BYTES; k++) wide |= T->nslot[(size_t)i * TSS_TOP_BYTES + k] >= 128;
-        if (wide) T->wide[T->n_wide++] = i;
+        if (wide) T->wide[T->n_wide++] = i, T->wide8[i / 8] |= (uint8_t)(1u << (i % 8));
     }
     return 1;
 }
@@ -706,11 +707,12 @@ static ts_status build_top(tss *L, const ts_model *m, ts_error *err, const uint6
     T->nidx = alloc64((size_t)ntp * TSS_TOP_BYTES);
     T->mr = calloc(ntp, sizeof *T->mr);
     T->wide = malloc(((size_t)ntp + 1) * sizeof *T->wide);
+    T->wide8 = calloc(ntp / 8 + 1, 1);
     T->tbase = calloc(ntp, sizeof *T->tbase); /* padding trees: the spare leaf 0 */
     T->nodes = calloc(ntp, sizeof *T->nodes);
     tss_cnode *cn = realloc(L->cn, (n + add) * sizeof *cn);
     if (cn) L->cn = cn;
-    if (!T->nslot || !T->nidx || !T->mr || !T->wide || !T->tbase || !T->nodes || !cn) goto oom;
+    if (!T->nslot || !T->nidx || !T->mr || !T->wide || !T->wide8 || !T->tbase || !T->nodes || !cn) goto oom;
     /* padding trees: every byte 0 (keyset 0 against 0: left), exit position 0 */
     memset(T->nslot, 0, (size_t)ntp * TSS_TOP_BYTES);
     memset(T->nidx, 0, (size_t)ntp * TSS_TOP_BYTES);
@@ -779,12 +781,7 @@ static double top_row(const tss *L, const uint32_t *v, uint32_t *x) {
     const uint64_t *C = (const uint64_t *)L->cn;
     const uint32_t nt = L->n_trees;
     uint64_t *A = (uint64_t *)(x + T->n_trees_pad); /* (tree << 32 | entry) */
-    L->top_exits(L, v, x);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < nt; i++) {
-        A[n] = (uint64_t)i << 32 | x[i];
-        n += (uint32_t)(T->nodes[i] >> (x[i] - T->tbase[i])) & 1;
-    }
+    uint32_t n = L->top_exits(L, v, x, A);
     while (n) {
         uint32_t k = 0;
         for (uint32_t j = 0; j < n; j++) {

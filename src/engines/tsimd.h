@@ -76,8 +76,10 @@ struct tss;
 typedef void (*tss_keys_fn)(const struct tss *L, const float *row, uint32_t *k);
 typedef int (*tss_keys_up_fn)(const struct tss *L, const double *row, uint32_t *k);
 /* One row's top-level exits (tsimd.c "Top levels"): from its slot keys k, each tree's
- * entry after TSS_TOPK levels, in tree order (n_trees_pad of them), into x. */
-typedef void (*tss_top_fn)(const struct tss *L, const uint32_t *k, uint32_t *x);
+ * entry after TSS_TOPK levels, in tree order (n_trees_pad of them), into x, and those
+ * whose exit is a node into the work list A (tree << 32 | entry: tsimd.c top_row),
+ * whose length it returns. */
+typedef uint32_t (*tss_top_fn)(const struct tss *L, const uint32_t *k, uint32_t *x, uint64_t *A);
 
 /*
  * Top levels (tsimd.c "Top levels"): the first TSS_TOPK levels of every tree decided by
@@ -113,6 +115,7 @@ typedef struct tss_top {
     uint32_t *tbase;        /* n_trees_pad: the tree's entry of last-level position 0 in cn
                                (position p: tbase + p) */
     uint32_t *wide;         /* the trees that read a keyset past the first 128 */
+    uint8_t *wide8;         /* n_trees_pad / 8: bit k of byte c: tree 8 c + k is wide */
     uint32_t n_wide;
     uint64_t *nodes;        /* n_trees_pad: bit p: last-level position p holds a node */
     uint8_t walk3[128];     /* 3 levels of 7 node bits (breadth first) -> position 0..7 */
@@ -211,7 +214,7 @@ static inline size_t tss_round64(size_t n) { return (n + 63) & ~(size_t)63; }
 static inline size_t tss_scratch_bytes(const tss *L) {
     return tss_round64((size_t)TSS_RB * L->n_slots_pad * sizeof(float)) +
            tss_round64((size_t)TSS_RB * ((size_t)L->n_trees + 64) * sizeof(double)) +
-           (L->top ? tss_round64((size_t)L->top->n_trees_pad * (sizeof(uint32_t) + sizeof(uint64_t))) : 0);
+           (L->top ? tss_round64((size_t)L->top->n_trees_pad * (sizeof(uint32_t) + sizeof(uint64_t)) + 64) : 0);
 }
 
 /* One document's slot values (see above), scalar. */
