@@ -77,7 +77,6 @@ _Static_assert(sizeof(deep_node8) == sizeof(double) && sizeof(deep_node16) == 2 
 /* Top levels: the levels decided before the walk by default, and an exit's flag for a
  * leaf (deep.h, "Top levels" below). */
 #define DEEP_TOP_DEFAULT 6u
-#define DEEP_ROUND 64u
 #define DEEP_EXIT_LEAF 0x80000000u
 
 typedef struct deep_state {
@@ -286,8 +285,6 @@ static ts_status build_slots(deep_state *s, const ts_model *m) {
 
 /* Tree t's top levels from its slots (a tree of more than one slot: its root internal):
  * columns, threshold keys and exits into col, thr (2^K - 1) and ex (2^K). */
-static int deep_sorted = 0;
-static uint32_t deep_rounds = 0;
 static void build_top(const deep_state *s, uint32_t t, uint32_t *col, uint32_t *thr, uint32_t *ex) {
     const uint64_t *sl = s->slots + s->slot_base[t];
     const uint32_t inner = (1u << s->top) - 1;
@@ -367,18 +364,15 @@ static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **o
         return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
     }
     s->top = deep_top_levels(s);
-    deep_sorted = getenv("DEEP_SORT") != NULL;
-    deep_rounds = getenv("DEEP_ROUNDS") ? (uint32_t)atoi(getenv("DEEP_ROUNDS")) : 0;
-    if (deep_rounds > DEEP_ROUND) deep_rounds = DEEP_ROUND;
     s->kern = s->top ? tsk_deep(cfg->isa) : NULL;
     if (s->top && build_tops(s) != TS_OK) {
         deep_free(s);
         return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
     }
     const size_t row_bytes = vpl_row_bytes(&s->L);
-    s->delta = deep_delta(cfg, row_bytes);
+    s->delta = deep_delta(cfg, row_bytes + (s->kern ? (size_t)s->n_tcols * 4 : 0)); /* keys and their copies */
     size_t chunk = tsb_rows_per_chunk(s->L.steps / 2, 0.6);
-    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 3 * round64((size_t)s->delta * 4);
+    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 2 * round64((size_t)s->delta * 4);
     *layout = (tse_layout){s->kern ? s->kern->isa : TS_ISA_SCALAR, 0, s->delta, scratch, chunk ? chunk : 1, DEEP_LANES};
     *out = s;
     return TS_OK;
@@ -508,14 +502,11 @@ drain:
  * gets its value, the others go to the walk's list (docs, starts); returns its length.
  * With the kernel, ck holds the top columns' copies of the block's groups. */
 static size_t top_levels(const deep_state *s, uint32_t t, const uint32_t *keys, const uint32_t *ck, size_t n,
-                         double *out, uint32_t *docs, uint32_t *starts, uint32_t *tmp) {
+                         double *out, uint32_t *docs, uint32_t *starts) {
     const size_t n_cols = s->L.n_cols, inner = ((size_t)1 << s->top) - 1;
     const uint32_t *col = s->top_col + t * inner, *thr = s->top_thr + t * inner, *ex = s->top_exit + t * (inner + 1);
     const uint64_t *sl = s->slots + s->slot_base[t];
     size_t m = 0;
-    const int sorted = deep_sorted;
-    uint32_t count[1u << DEEP_TOP_MAX];
-    if (sorted) memset(count, 0, (inner + 1) * sizeof *count);
     for (size_t d0 = 0; d0 < n; d0 += DEEP_GROUP) {
         const size_t g = n - d0 < DEEP_GROUP ? n - d0 : DEEP_GROUP;
         uint32_t h[DEEP_GROUP];
@@ -536,63 +527,11 @@ static size_t top_levels(const deep_state *s, uint32_t t, const uint32_t *keys, 
             const uint32_t v = ex[h[j]];
             if (v & DEEP_EXIT_LEAF)
                 out[d0 + j] += leaf_at(sl, s->narrow, v & ~DEEP_EXIT_LEAF);
-            else if (sorted)
-                tmp[m++] = h[j] << 16 | (uint32_t)(d0 + j), count[h[j]]++;
             else
                 docs[m] = (uint32_t)(d0 + j), starts[m++] = v;
         }
     }
-    if (sorted) { /* the list by exit: the documents of one subtree one after the other */
-        uint32_t sum = 0;
-        for (size_t e = 0; e <= inner; e++) {
-            const uint32_t c = count[e];
-            count[e] = sum, sum += c;
-        }
-        for (size_t i = 0; i < m; i++) {
-            const uint32_t e = tmp[i] >> 16, p = count[e]++;
-            docs[p] = tmp[i] & 0xFFFFu, starts[p] = ex[e];
-        }
-    }
     return m;
-}
-
-/* Hot loop (long on purpose): the listed walks of one tree (narrow slots) in rounds:
- * each of the R lanes takes one step without a branch, the lanes that reached a leaf
- * marked in a bit mask; after the round those lanes add their leaf and take the next
- * document (or, none left, give their place to the last active lane). One unpredictable
- * branch per round (the exits' loop) instead of one per exit. */
-
-static void walk_rounds(const uint64_t *sl, const uint32_t *keys, size_t n_cols, size_t n, double *out,
-                        const uint32_t *docs, const uint32_t *starts, uint32_t lanes) {
-    uint32_t at[DEEP_ROUND], doc[DEEP_ROUND];
-    const uint32_t *kp[DEEP_ROUND];
-    uint32_t act = (uint32_t)(n < lanes ? n : lanes);
-    size_t next = act;
-    for (uint32_t l = 0; l < act; l++) doc[l] = docs[l], kp[l] = keys + (size_t)docs[l] * n_cols, at[l] = starts[l];
-    while (act) {
-        uint64_t ex = 0;
-        for (uint32_t l = 0; l < act; l++) {
-            deep_node8 nd;
-            memcpy(&nd, sl + at[l], sizeof nd);
-            const uint32_t go = kp[l][nd.col] > nd.thr;
-            ex |= (uint64_t)((nd.left >> (15 - go)) & 1u) << l;
-            at[l] = (nd.left & (DEEP8_MAX_SLOTS - 1)) + go;
-        }
-        while (ex) {
-            const uint32_t l = 63 - (uint32_t)__builtin_clzll(ex);
-            ex &= ~((uint64_t)1 << l);
-            double v;
-            memcpy(&v, sl + at[l], sizeof v);
-            out[doc[l]] += v;
-            if (next < n) {
-                doc[l] = docs[next], kp[l] = keys + (size_t)docs[next] * n_cols, at[l] = starts[next];
-                next++;
-            } else {
-                act--;
-                doc[l] = doc[act], kp[l] = kp[act], at[l] = at[act];
-            }
-        }
-    }
 }
 
 /* The top columns' copies of documents [0, n) for the kernel: group g's column copy c
@@ -634,10 +573,8 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
         const size_t lines = (size_t)(pf_end - pf) / 64 + 1;
         const uint32_t pf_lines = (uint32_t)((lines + n - 1) / n);
         if (s->top) {
-            const size_t m = top_levels(s, t, keys, ck, n, out, docs, starts, starts + round64((size_t)s->delta * 4) / 4);
-            if (s->narrow && deep_rounds)
-                walk_rounds(sl, keys, n_cols, m, out, docs, starts, deep_rounds);
-            else if (s->narrow)
+            const size_t m = top_levels(s, t, keys, ck, n, out, docs, starts);
+            if (s->narrow)
                 walk_tree(sl, 1, keys, n_cols, m, out, pf, pf_end, pf_lines, 1, docs, starts);
             else
                 walk_tree(sl, 0, keys, n_cols, m, out, pf, pf_end, pf_lines, 1, docs, starts);

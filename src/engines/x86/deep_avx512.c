@@ -25,12 +25,12 @@ static void top_avx512(const uint32_t *ck, const uint32_t *col, const uint32_t *
             const __mmask16 m1 = _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(c + 16), t);
             const __mmask16 m2 = _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(c + 32), t);
             const __mmask16 m3 = _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(c + 48), t);
-            const uint64_t m = _cvtmask64_u64(_mm512_kunpackd(_mm512_kunpackw(m3, m2), _mm512_kunpackw(m1, m0)));
+            const uint64_t m = (uint64_t)m0 | (uint64_t)m1 << 16 | (uint64_t)m2 << 32 | (uint64_t)m3 << 48;
             const uint64_t r = reach[h];
             right |= r & m;
             if (l + 1 < k) reach[2 * h + 1] = r & ~m, reach[2 * h + 2] = r & m;
         }
-        e = _mm512_mask_add_epi8(e, _cvtu64_mask64(right), e, _mm512_set1_epi8((char)(1u << (k - 1 - l))));
+        e = _mm512_mask_add_epi8(e, (__mmask64)right, e, _mm512_set1_epi8((char)(1u << (k - 1 - l))));
     }
     _mm512_storeu_si512(exits, e);
 }
