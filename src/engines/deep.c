@@ -76,7 +76,7 @@ _Static_assert(sizeof(deep_node8) == sizeof(double) && sizeof(deep_node16) == 2 
 
 /* Top levels: the levels decided before the walk by default, and an exit's flag for a
  * leaf (deep.h, "Top levels" below). */
-#define DEEP_TOP_DEFAULT 6u
+#define DEEP_TOP_DEFAULT 4u
 #define DEEP_EXIT_LEAF 0x80000000u
 
 typedef struct deep_state {
@@ -92,6 +92,7 @@ typedef struct deep_state {
     uint32_t *top_off;  /* per tree 2^K - 1: node h's column copy * 64 (the kernel's col) */
     uint32_t *top_thr;  /* per tree 2^K - 1: node h's threshold key */
     uint32_t *top_exit; /* per tree 2^K: exit e's slot, | DEEP_EXIT_LEAF for a leaf */
+    uint8_t *top_leafy; /* per tree: 1 if some exit is a leaf */
     uint32_t n_tcols;   /* the columns top nodes read (the kernel's column copies) */
     uint32_t *tcols;
 } deep_state;
@@ -119,6 +120,7 @@ static void deep_free(void *p) {
     free(s->top_off);
     free(s->top_thr);
     free(s->top_exit);
+    free(s->top_leafy);
     free(s->tcols);
     free(s);
 }
@@ -316,18 +318,23 @@ static ts_status build_tops(deep_state *s) {
     s->top_col = malloc(((size_t)nt * inner + 1) * sizeof *s->top_col);
     s->top_off = malloc(((size_t)nt * inner + 1) * sizeof *s->top_off);
     s->top_thr = malloc(((size_t)nt * inner + 1) * sizeof *s->top_thr);
-    s->top_exit = malloc(((size_t)nt * (inner + 1) + 1) * sizeof *s->top_exit);
+    s->top_exit = malloc(((size_t)nt * (inner + 1) + 32) * sizeof *s->top_exit); /* (the kernel reads 16 or 32) */
+    s->top_leafy = malloc((size_t)nt + 1);
     s->tcols = malloc(((size_t)n_cols + 1) * sizeof *s->tcols);
     uint32_t *copy = malloc(((size_t)n_cols + 1) * sizeof *copy); /* column -> its copy + 1 */
-    if (!s->top_col || !s->top_off || !s->top_thr || !s->top_exit || !s->tcols || !copy) {
+    if (!s->top_col || !s->top_off || !s->top_thr || !s->top_exit || !s->top_leafy || !s->tcols || !copy) {
         free(copy);
         return TS_ERR_NO_MEMORY;
     }
     memset(copy, 0, ((size_t)n_cols + 1) * sizeof *copy);
+    memset(s->top_exit + (size_t)nt * (inner + 1), 0, 32 * sizeof *s->top_exit);
     s->n_tcols = 0;
     for (uint32_t t = 0; t < nt; t++) {
         uint32_t *col = s->top_col + (size_t)t * inner, *thr = s->top_thr + (size_t)t * inner;
+        const uint32_t *ex = s->top_exit + (size_t)t * (inner + 1);
         build_top(s, t, col, thr, s->top_exit + (size_t)t * (inner + 1));
+        s->top_leafy[t] = 0;
+        for (uint32_t e = 0; e <= inner; e++) s->top_leafy[t] |= (ex[e] & DEEP_EXIT_LEAF) != 0;
         for (uint32_t h = 0; h < inner; h++) {
             if (thr[h] != UINT32_MAX && !copy[col[h]]) s->tcols[s->n_tcols] = col[h], copy[col[h]] = ++s->n_tcols;
             s->top_off[(size_t)t * inner + h] = copy[col[h]] ? (copy[col[h]] - 1) * DEEP_GROUP : 0;
@@ -337,11 +344,12 @@ static ts_status build_tops(deep_state *s) {
     return TS_OK;
 }
 
-/* The levels decided before the walk: TREESCORE_DEEP_TOP (test builds), else the default;
- * none for a model without splits. */
-static uint32_t deep_top_levels(const deep_state *s) {
+/* The levels decided before the walk: TREESCORE_DEEP_TOP (test builds), else the default
+ * where a kernel decides them (the scalar steps measured slower than the walk's own, and
+ * no top levels is the default there); none for a model without splits. */
+static uint32_t deep_top_levels(const deep_state *s, ts_isa isa) {
     const int knob = tsr_config_get()->deep_top;
-    return s->L.n_cols == 0 ? 0 : knob >= 0 ? (uint32_t)knob : DEEP_TOP_DEFAULT;
+    return s->L.n_cols == 0 ? 0 : knob >= 0 ? (uint32_t)knob : tsk_deep(isa) ? DEEP_TOP_DEFAULT : 0;
 }
 
 /* Bytes of a block's scratch parts, each a multiple of 64: keys, the top columns'
@@ -349,6 +357,11 @@ static uint32_t deep_top_levels(const deep_state *s) {
 static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
 static size_t ck_bytes(const deep_state *s) {
     return s->kern && s->top ? (size_t)(s->delta + DEEP_GROUP - 1) / DEEP_GROUP * s->n_tcols * DEEP_GROUP * 4 : 0;
+}
+
+/* Bytes of the walk's list of documents, and of its start slots (whole groups of 64). */
+static size_t list_bytes(const deep_state *s) {
+    return (size_t)(s->delta + DEEP_GROUP - 1) / DEEP_GROUP * DEEP_GROUP * 4;
 }
 
 static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout, ts_error *err) {
@@ -363,7 +376,7 @@ static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **o
         deep_free(s);
         return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
     }
-    s->top = deep_top_levels(s);
+    s->top = deep_top_levels(s, cfg->isa);
     s->kern = s->top ? tsk_deep(cfg->isa) : NULL;
     if (s->top && build_tops(s) != TS_OK) {
         deep_free(s);
@@ -372,7 +385,7 @@ static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **o
     const size_t row_bytes = vpl_row_bytes(&s->L);
     s->delta = deep_delta(cfg, row_bytes + (s->kern ? (size_t)s->n_tcols * 4 : 0)); /* keys and their copies */
     size_t chunk = tsb_rows_per_chunk(s->L.steps / 2, 0.6);
-    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 2 * round64((size_t)s->delta * 4);
+    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 2 * list_bytes(s);
     *layout = (tse_layout){s->kern ? s->kern->isa : TS_ISA_SCALAR, 0, s->delta, scratch, chunk ? chunk : 1, DEEP_LANES};
     *out = s;
     return TS_OK;
@@ -441,8 +454,8 @@ static inline int lane_step(deep_lanes *w, const uint32_t l, const uint64_t *sl,
     out[w->doc[l]] += leaf_at(sl, narrow, i);
     for (uint32_t p = 0; p < pf_lines && *pf < pf_end; p++, *pf += 64) __builtin_prefetch(*pf);
     if (*next == n) return 1;
-    if (listed) { /* the list's next document, from its start slot */
-        const uint32_t d = docs[*next];
+    if (listed) { /* the list's next document (docs NULL: document next), from its start slot */
+        const uint32_t d = docs ? docs[*next] : (uint32_t)*next;
         w->doc[l] = d, w->kp[l] = keys + (size_t)d * n_cols, w->at[l] = starts[(*next)++];
         return 0;
     }
@@ -458,15 +471,17 @@ static inline int lane_step(deep_lanes *w, const uint32_t l, const uint64_t *sl,
  * each at its own place). (Branch free, with selects instead of the exit branch, it
  * measured slower: more instructions per step.) Each document started prefetches
  * pf_lines cache lines of the next tree from *pf on. listed: the walks are documents
- * docs[0 .. n), each from its slot starts[i] (below the top levels), instead. */
+ * docs[0 .. n) (docs NULL: 0 .. n), each from its slot starts[i] (below the top
+ * levels), instead. */
 static inline void walk_tree(const uint64_t *sl, const int narrow, const uint32_t *keys, size_t n_cols, size_t n,
                              double *out, const char *pf, const char *pf_end, uint32_t pf_lines, const int listed,
                              const uint32_t *docs, const uint32_t *starts) {
     if (n < DEEP_LANES) {
         for (size_t d = 0; d < n; d++)
-            if (listed)
-                out[docs[d]] += walk_one(sl, narrow, keys + (size_t)docs[d] * n_cols, starts[d]);
-            else
+            if (listed) {
+                const size_t r = docs ? docs[d] : d;
+                out[r] += walk_one(sl, narrow, keys + r * n_cols, starts[d]);
+            } else
                 out[d] += walk_one(sl, narrow, keys + d * n_cols, 0);
         return;
     }
@@ -478,7 +493,7 @@ static inline void walk_tree(const uint64_t *sl, const int narrow, const uint32_
     w.root_step = !(w.root_left & leaf_flags);
     w.root_left &= ~leaf_flags;
     for (uint32_t l = 0; l < DEEP_LANES; l++) {
-        w.doc[l] = listed ? docs[l] : l, w.kp[l] = keys + (size_t)w.doc[l] * n_cols;
+        w.doc[l] = listed && docs ? docs[l] : l, w.kp[l] = keys + (size_t)w.doc[l] * n_cols;
         w.at[l] = listed ? starts[l] : lane_start(&w, w.kp[l]);
     }
     size_t next = DEEP_LANES;
@@ -499,20 +514,30 @@ drain:
 }
 
 /* Tree t's top levels for documents [0, n) of a block: a document whose exit is a leaf
- * gets its value, the others go to the walk's list (docs, starts); returns its length.
- * With the kernel, ck holds the top columns' copies of the block's groups. */
+ * gets its value, the others go to the walk's list (*docs, starts); returns its length.
+ * With the kernel, ck holds the top columns' copies of the block's groups; where no exit
+ * of the tree is a leaf and K <= 5, the kernel writes the start slots itself and *docs is
+ * set to NULL (every document in order). */
 static size_t top_levels(const deep_state *s, uint32_t t, const uint32_t *keys, const uint32_t *ck, size_t n,
-                         double *out, uint32_t *docs, uint32_t *starts) {
+                         double *out, uint32_t **docs_io, uint32_t *starts) {
     const size_t n_cols = s->L.n_cols, inner = ((size_t)1 << s->top) - 1;
     const uint32_t *col = s->top_col + t * inner, *thr = s->top_thr + t * inner, *ex = s->top_exit + t * (inner + 1);
     const uint64_t *sl = s->slots + s->slot_base[t];
+    uint32_t *docs = *docs_io;
     size_t m = 0;
+    if (s->kern && s->top <= 5 && !s->top_leafy[t]) {
+        uint8_t e[DEEP_GROUP];
+        for (size_t d0 = 0; d0 < n; d0 += DEEP_GROUP)
+            s->kern->top(ck + d0 * s->n_tcols, s->top_off + t * inner, thr, s->top, e, ex, starts + d0);
+        *docs_io = NULL;
+        return n;
+    }
     for (size_t d0 = 0; d0 < n; d0 += DEEP_GROUP) {
         const size_t g = n - d0 < DEEP_GROUP ? n - d0 : DEEP_GROUP;
         uint32_t h[DEEP_GROUP];
         if (s->kern) {
             uint8_t e[DEEP_GROUP];
-            s->kern->top(ck + d0 * s->n_tcols, s->top_off + t * inner, thr, s->top, e);
+            s->kern->top(ck + d0 * s->n_tcols, s->top_off + t * inner, thr, s->top, e, NULL, NULL);
             for (size_t j = 0; j < g; j++) h[j] = e[j];
         } else { /* the group level by level: each document's step is independent */
             for (size_t j = 0; j < g; j++) h[j] = 0;
@@ -555,7 +580,7 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
     const size_t n_cols = vpl_row_bytes(L) / sizeof(uint32_t);
     uint32_t *keys = scratch;
     uint32_t *ck = (uint32_t *)((char *)scratch + round64(vpl_row_bytes(L) * s->delta));
-    uint32_t *docs = (uint32_t *)((char *)ck + ck_bytes(s)), *starts = docs + round64((size_t)s->delta * 4) / 4;
+    uint32_t *docs = (uint32_t *)((char *)ck + ck_bytes(s)), *starts = docs + list_bytes(s) / 4;
     for (size_t r = 0; r < n; r++) {
         vpl_keys(L, x + r * stride, 1, stride, keys + r * n_cols);
         out[r] = L->base_score;
@@ -573,11 +598,12 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
         const size_t lines = (size_t)(pf_end - pf) / 64 + 1;
         const uint32_t pf_lines = (uint32_t)((lines + n - 1) / n);
         if (s->top) {
-            const size_t m = top_levels(s, t, keys, ck, n, out, docs, starts);
+            uint32_t *list = docs;
+            const size_t m = top_levels(s, t, keys, ck, n, out, &list, starts);
             if (s->narrow)
-                walk_tree(sl, 1, keys, n_cols, m, out, pf, pf_end, pf_lines, 1, docs, starts);
+                walk_tree(sl, 1, keys, n_cols, m, out, pf, pf_end, pf_lines, 1, list, starts);
             else
-                walk_tree(sl, 0, keys, n_cols, m, out, pf, pf_end, pf_lines, 1, docs, starts);
+                walk_tree(sl, 0, keys, n_cols, m, out, pf, pf_end, pf_lines, 1, list, starts);
         } else if (s->narrow)
             walk_tree(sl, 1, keys, n_cols, n, out, pf, pf_end, pf_lines, 0, NULL, NULL);
         else

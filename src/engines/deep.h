@@ -16,14 +16,17 @@
  *
  * The kernel: for the 64 documents of a group, their keys column by column
  * (ck[c * 64 + j]: the key of column copy c of document j), the K levels of one tree
- * (col[h]: c * 64, the offset of node h's column in ck), writes exits[j] for j < 64.
+ * (col[h]: c * 64, the offset of node h's column in ck), writes exits[j] for j < 64;
+ * and where starts is not NULL (K <= 5 only, ex then 16 readable entries for K < 5),
+ * starts[j] = ex[exits[j]] (the tree's exit slots) for j < 64.
  */
 #define DEEP_TOP_MAX 8u  /* most levels: 255 nodes, 256 exits */
 #define DEEP_GROUP 64u   /* documents of a kernel call */
 
 typedef struct deep_kernels {
     ts_isa isa;
-    void (*top)(const uint32_t *ck, const uint32_t *col, const uint32_t *thr, uint32_t k, uint8_t *exits);
+    void (*top)(const uint32_t *ck, const uint32_t *col, const uint32_t *thr, uint32_t k, uint8_t *exits,
+                const uint32_t *ex, uint32_t *starts);
 } deep_kernels;
 
 #endif /* TS_ENGINES_DEEP_H */

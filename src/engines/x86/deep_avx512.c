@@ -12,7 +12,8 @@
  * h of level l. A document's exit has bit K - 1 - l set iff it is in right[l]: K masked
  * byte adds build the 64 exits in one register.
  */
-static void top_avx512(const uint32_t *ck, const uint32_t *col, const uint32_t *thr, uint32_t k, uint8_t *exits) {
+static void top_avx512(const uint32_t *ck, const uint32_t *col, const uint32_t *thr, uint32_t k, uint8_t *exits,
+                       const uint32_t *ex, uint32_t *starts) {
     uint64_t reach[1u << DEEP_TOP_MAX];
     __m512i e = _mm512_setzero_si512();
     reach[0] = ~(uint64_t)0;
@@ -33,6 +34,13 @@ static void top_avx512(const uint32_t *ck, const uint32_t *col, const uint32_t *
         e = _mm512_mask_add_epi8(e, (__mmask64)right, e, _mm512_set1_epi8((char)(1u << (k - 1 - l))));
     }
     _mm512_storeu_si512(exits, e);
+    if (!starts) return;
+    /* starts[j] = ex[exits[j]] (k <= 5: 32 exits at most, two registers of them) */
+    const __m512i t0 = _mm512_loadu_si512(ex), t1 = k == 5 ? _mm512_loadu_si512(ex + 16) : t0;
+    _mm512_storeu_si512(starts, _mm512_permutex2var_epi32(t0, _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(e, 0)), t1));
+    _mm512_storeu_si512(starts + 16, _mm512_permutex2var_epi32(t0, _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(e, 1)), t1));
+    _mm512_storeu_si512(starts + 32, _mm512_permutex2var_epi32(t0, _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(e, 2)), t1));
+    _mm512_storeu_si512(starts + 48, _mm512_permutex2var_epi32(t0, _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(e, 3)), t1));
 }
 
 const deep_kernels tse_deep_avx512 = {TS_ISA_AVX512, top_avx512};
