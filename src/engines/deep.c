@@ -78,6 +78,10 @@ _Static_assert(sizeof(deep_node8) == sizeof(double) && sizeof(deep_node16) == 2 
  * leaf (deep.h, "Top levels" below). */
 #define DEEP_TOP_DEFAULT 4u
 #define DEEP_EXIT_LEAF 0x80000000u
+/* Fewest documents of a block whose top levels are decided first (in smaller blocks the
+ * walk waits on the tree's lines more than on its steps: batch 100 measured 1.05-1.1x
+ * slower with them). TREESCORE_DEEP_TOP (tests) takes them for every block. */
+#define DEEP_TOP_MIN_DOCS 256u
 
 typedef struct deep_state {
     vpl L;            /* built for one lane: its columns and keys (its nodes and values are
@@ -87,6 +91,7 @@ typedef struct deep_state {
     uint64_t *slot_base;
     uint32_t delta;
     uint32_t top;     /* K: the top levels decided before the walk (0: none) */
+    uint32_t top_min; /* in blocks of at least top_min documents */
     const deep_kernels *kern; /* the SIMD top levels, or NULL: the scalar ones */
     uint32_t *top_col;  /* per tree 2^K - 1: node h's column in a row of keys */
     uint32_t *top_off;  /* per tree 2^K - 1: node h's column copy * 64 (the kernel's col) */
@@ -377,6 +382,7 @@ static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **o
         return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
     }
     s->top = deep_top_levels(s, cfg->isa);
+    s->top_min = tsr_config_get()->deep_top >= 0 ? 0 : DEEP_TOP_MIN_DOCS;
     s->kern = s->top ? tsk_deep(cfg->isa) : NULL;
     if (s->top && build_tops(s) != TS_OK) {
         deep_free(s);
@@ -585,7 +591,8 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
         vpl_keys(L, x + r * stride, 1, stride, keys + r * n_cols);
         out[r] = L->base_score;
     }
-    if (s->kern && s->top) copy_top_columns(s, keys, n, ck);
+    const int top = s->top && n >= s->top_min;
+    if (s->kern && top) copy_top_columns(s, keys, n, ck);
     for (uint32_t t = 0; t < L->n_trees; t++) {
         const uint64_t *sl = s->slots + s->slot_base[t];
         if (s->slot_base[t + 1] - s->slot_base[t] == (s->narrow ? 1u : 2u)) { /* a single leaf */
@@ -597,7 +604,7 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
         const char *pf_end = (const char *)(s->slots + s->slot_base[t + 2 <= L->n_trees ? t + 2 : L->n_trees]);
         const size_t lines = (size_t)(pf_end - pf) / 64 + 1;
         const uint32_t pf_lines = (uint32_t)((lines + n - 1) / n);
-        if (s->top) {
+        if (top) {
             uint32_t *list = docs;
             const size_t m = top_levels(s, t, keys, ck, n, out, &list, starts);
             if (s->narrow)
