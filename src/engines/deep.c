@@ -20,11 +20,14 @@
  *
  *   for each block of delta documents          (their keys, vpred_layout.h, made once)
  *     for each tree, in order
+ *       with AVX-512, blocks of 256 documents or more: the tree's top K = 4 levels
+ *       decided for all of them, 64 at a time ("Top levels" below): each document's
+ *       start slot below them (or its leaf, added at once)
  *       16 lanes, each walking one document: a step loads the lane's node (8 bytes,
  *       "Slots") and its key, and moves to the left child or the one after it; a
  *       lane that reaches a leaf adds it to its document's sum and starts the next
- *       document of the block at the root's child it goes to (the root is held in
- *       registers: no load of it on the walk).
+ *       document of the block at its start slot, or (no top levels) at the root's
+ *       child it goes to (the root is held in registers: no load of it on the walk).
  *
  * The 16 walks are independent load chains, so their latencies overlap (software
  * pipelining across documents, as VPred does, without VPred's padding); the tree being
@@ -37,8 +40,8 @@
  * (1.12x slower on msn-srf-500x4096).
  *
  * Scores: out[d] starts at base_score and every tree adds weight * leaf value in tree
- * order (a document gets exactly one leaf per tree before the next tree starts), so the
- * sums are naive's bit for bit.
+ * order (a document gets exactly one leaf per tree before the next tree starts, from
+ * the top levels or from the walk), so the sums are naive's bit for bit.
  */
 
 /*
@@ -287,7 +290,14 @@ static ts_status build_slots(deep_state *s, const ts_model *m) {
  * once; the document takes no lane). With AVX-512, 64 documents per node in four
  * compares (x86/deep_avx512.c) from a copy of their keys column by column (only the
  * columns top nodes read); else each document steps down the K levels without a branch,
- * the documents of a group level by level (independent chains).
+ * the documents of a group level by level (independent chains; only where
+ * TREESCORE_DEEP_TOP asks: it measured slower than the walk's own steps).
+ *
+ * What it buys is small (docs/benchmarks.md, issue 25 fourth session): the walk's
+ * steps through the top levels were already cheap (their nodes in L1, no walk ends
+ * there, so the exit branch is predicted), about 0.6 ns against 4 ns for a step below
+ * them. K = 4 measured 1.03-1.05x faster than none on msn-srf-500x4096; K = 6 0.9x
+ * (63 nodes and 133 of the 135 columns copied, the copies pushing keys out of L2).
  */
 
 /* Tree t's top levels from its slots (a tree of more than one slot: its root internal):
