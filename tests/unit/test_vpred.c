@@ -218,8 +218,7 @@ static void test_many_trees(void) {
  * documents, blocks of 64, 100 and the default. Any exit planted wrong (a swapped
  * pair, an off-by-one slot) changes some rows' scores here.
  */
-static void test_deep_top_levels(void) {
-    ts_model *m = random_model(40, 1, 300, 3);
+static void check_deep_top(const ts_model *m, uint32_t k0, uint32_t k_step) {
     const size_t n_rows = 333, cols = n_features + 1;
     float *x = malloc(n_rows * cols * sizeof *x);
     double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
@@ -229,7 +228,7 @@ static void test_deep_top_levels(void) {
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
     static const uint32_t deltas[] = {0, 64, 100};
     static const size_t batch_sizes[] = {333, 1, 63, 65, 130};
-    for (size_t k = 0; k < sizeof levels / sizeof levels[0]; k++) {
+    for (size_t k = k0; k < sizeof levels / sizeof levels[0]; k += k_step) {
         setenv("TREESCORE_DEEP_TOP", levels[k], 1);
         tsr_config_reload();
         for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
@@ -263,6 +262,14 @@ static void test_deep_top_levels(void) {
     free(x);
     free(ref);
     free(got);
+}
+
+static void test_deep_top_levels(void) {
+    ts_model *m = random_model(40, 1, 300, 3);
+    check_deep_top(m, 0, 1);
+    ts_model_free(m);
+    m = random_model(2, 17000, 18000, 0); /* 16-byte slots (more than 16,384 slots a tree) */
+    check_deep_top(m, 2, 3);
     ts_model_free(m);
 }
 
