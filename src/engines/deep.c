@@ -32,7 +32,7 @@
  * The 16 walks are independent load chains, so their latencies overlap (software
  * pipelining across documents, as VPred does, without VPred's padding); the tree being
  * walked stays in L1/L2 while the whole block goes through it, and the block's keys in
- * L2 (delta sized so that they take half of L2). The last walks of a tree, when no
+ * L2 (delta sized so that they take three quarters of L2: deep_delta). The last walks of a tree, when no
  * document is left to refill a lane, finish one lane at a time. The 16 lanes are
  * written out (lane_step inlined with a constant lane): their state sits at fixed
  * places on the stack, which Zen 4 renames, where a loop over the lanes kept it in
