@@ -34,6 +34,7 @@ void tsq_free(tsq *q) {
     free(q->slot_of);
     free(q->thr_d);
     free(q->blk_d);
+    free(q->thr_n);
     memset(q, 0, sizeof *q);
 }
 
@@ -110,6 +111,12 @@ static void fill_blocks_d(const tsq_feature *f, const double *t, double *b) {
     }
 }
 
+/* Feature f's gap floats (quant.h "Gap floats") from its float and double thresholds. */
+static void fill_gap_floats(const tsq_feature *f, const float *t, const double *td, float *n) {
+    for (uint32_t k = 0; k < (1u << f->steps); k++)
+        n[k] = k < f->n_thr && (double)t[k] != td[k] ? nextafterf(t[k], INFINITY) : NAN;
+}
+
 /* Returns 0 when double codes (q->thr_d set) cannot be used: a float threshold out of
  * step with its double (quant.h "Double codes"). */
 static int fill_tables(tsq *q, const pair *p, size_t n) {
@@ -142,6 +149,7 @@ static int fill_tables(tsq *q, const pair *p, size_t n) {
         f->steps = steps_for(f->n_thr);
         for (uint32_t k = f->n_thr; k < (1u << f->steps); k++) t[k] = INFINITY;
         for (uint32_t k = f->n_thr; td && k < (1u << f->steps); k++) td[k] = INFINITY;
+        if (td) fill_gap_floats(f, t, td, q->thr_n + table);
         table += 1u << f->steps;
         if (blocked(f->n_thr)) {
             f->blocks = blk;
@@ -178,9 +186,10 @@ static ts_status build(tsq *q, const ts_model *m, int doubles, ts_error *err) {
         q->blk = aligned_alloc(64, (blk + 16) * sizeof *q->blk); /* 16: a multiple of 64 bytes */
         if (doubles) {
             q->thr_d = malloc((entries + 1) * sizeof *q->thr_d);
+            q->thr_n = malloc((entries + 1) * sizeof *q->thr_n);
             q->blk_d = aligned_alloc(64, (blk + 8) * sizeof *q->blk_d); /* 8: a multiple of 64 bytes */
         }
-        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && (!doubles || (q->thr_d && q->blk_d))) {
+        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && (!doubles || (q->thr_d && q->blk_d && q->thr_n))) {
             q->doubles = fill_tables(q, p, n) && doubles;
         } else
             st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for feature code tables");

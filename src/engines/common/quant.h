@@ -83,6 +83,17 @@
  * along D and equal D with equal F, which tsq_build_f64 checks (else it builds the float
  * codes, and q->doubles stays 0). The searches above only need the tables sorted, not
  * distinct, so float rows are coded as before.
+ *
+ * Gap floats (thr_n): double rows can be coded on the float tables too. With u the
+ * value v rounded up to a float, the float code c = #{ i : F[i] < u } counts every D[i] <
+ * snap(v), and more only when some D[i] >= snap(v) has F[i] < u: then v is no float, d <
+ * v < u for the float d below u, and F[i] (at most d, and at least d, which snaps to at
+ * most D[i]) is d: the largest F below u, F[c - 1], is d, and D[i] is no float. So
+ * thr_n[i] = the float after F[i] where (double)F[i] != D[i], else NaN, and only lanes
+ * with thr_n[c - 1] == u (values in the float gap of a threshold: rare; c = 0 never
+ * matches, since every F[i] >= u there) need their code from the doubles. The zero range
+ * is the same in floats for u, except for v just below -Z (u = -Z, v < -Z): those lanes
+ * too. Float codes of u in the zero range are 0.0's code (no F lies in [-Z, Z)).
  */
 
 /* Thresholds per segment: a segment's codes run from 0 to 255. */
@@ -129,6 +140,8 @@ typedef struct tsq {
     int doubles;         /* double codes ("Double codes"): thr_d and blk_d are set */
     double *thr_d;       /* as thr, the double thresholds D (padded with +inf) */
     double *blk_d;       /* as blk, in doubles (64-byte aligned) */
+    float *thr_n;        /* as thr ("Gap floats"): the float after F[i] where D[i] is no float, else NaN;
+                          * NaN padding */
 } tsq;
 
 /* The codes of m. */

@@ -110,6 +110,48 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
 #undef RS_TRANSPOSE
 #endif /* RS_QUANTIZE */
 
+#if !defined(RS_QUANTIZE_F64) && defined(RS_F64_UP)
+#define RS_QUANTIZE_F64 RS(quantize_f64)
+#define RS_TRANSPOSE (2048 / RS_LANES)
+
+/* The same for double rows, float first (quant.h "Gap floats"; an ISA with RS_F64_UP):
+ * the columns are transposed as RS(quantize)'s, each value rounded up to a float on its
+ * way (rs_columns16_f64, rs_round_up), and coded by rs_code_feature_f64, which reads the
+ * doubles again only for the rare lanes the floats cannot code. The next group's rows are
+ * prefetched after a full group. */
+static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+    const tsq *q = &T->q;
+    float xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
+    if (q->n_used == 0) return;
+    const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column; /* rows reach last */
+    if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
+        for (uint32_t j0 = 0; j0 < q->n_used;) {
+            const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < 16 ? last - c0 + 1 : 16;
+            if (nd == RS_LANES) /* a full group: more rows may follow (a lone row has none to fetch) */
+                for (size_t l = 0; l < RS_LANES; l++) {
+                    __builtin_prefetch(x + (RS_LANES + l) * stride + c0);
+                    __builtin_prefetch(x + (RS_LANES + l) * stride + c0 + n - 1);
+                }
+            rs_columns16_f64(x, stride, nd, c0, n, xt);
+            for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
+                rs_code_feature_f64(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, x + q->f[j0].column,
+                                    stride, codes);
+        }
+        return;
+    }
+    for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
+        const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
+        for (size_t l = 0; l < ((nd + 15) & ~(size_t)15); l++) { /* lanes of 16-lane registers holding rows */
+            const double *row = x + l * stride;
+            for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? rs_round_up(row[q->f[j0 + j].column]) : -INFINITY;
+        }
+        for (uint32_t j = 0; j < nj; j++)
+            rs_code_feature_f64(T, j0 + j, xt + (size_t)j * RS_LANES, nd, x + q->f[j0 + j].column, stride, codes);
+    }
+}
+#undef RS_TRANSPOSE
+#endif
+
 #ifndef RS_QUANTIZE_F64
 #define RS_QUANTIZE_F64 RS(quantize_f64)
 #define RS_TRANSPOSE (1024 / RS_LANES)
