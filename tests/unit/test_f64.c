@@ -358,6 +358,71 @@ static void test_double_codes_sparse(void) {
     free(got);
 }
 
+/* Float thresholds inside LightGBM's zero range, as models built in memory may have them
+ * (LightGBM's own never do), under double inputs around -Z, 0 and Z: rapid codes the
+ * zero range as 0.0 there, and the doubles just below -Z from the doubles (quant.h "Gap
+ * floats", `snap`). Every ISA level, batches 1 to 70. */
+static void test_zero_range_floats(void) {
+    static const float thr[] = {-TSM_ZERO_RANGE, -0.0f, 0.0f, 1e-40f, -1e-40f, 5e-36f, -5e-36f, TSM_ZERO_RANGE, -1e-30f};
+    const double zd = (double)TSM_ZERO_RANGE;
+    const double vals[] = {nextafter(-zd, -INFINITY), -zd, nextafter(-zd, INFINITY), -1e-36, -0.0, 0.0, 1e-36, 1e-40,
+                           nextafter(1e-40, INFINITY), zd, nextafter(zd, INFINITY), nextafter(zd, -INFINITY), -1e-30,
+                           1e-30, NAN, nextafter(-1e-30, -INFINITY), nextafter((double)-1e-30f, INFINITY)};
+    const uint32_t n_trees = 30, n_rows = 2000, cols = 2;
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    ts_error err;
+    for (uint32_t t = 0; t < n_trees; t++) {
+        ref_tree *rt = &trees[t];
+        rt->n = 1 + below(6);
+        double td[16];
+        for (uint32_t i = 0; i < rt->n; i++) {
+            const float f = thr[below(sizeof thr / sizeof thr[0])];
+            rt->ref[i] = (ref_node){(double)f, below(2) ? MT_NAN : MT_NONE, (int)below(2)};
+            uint32_t flags = rt->ref[i].mt == MT_NONE ? (0.0 <= (double)f ? TSM_MISSING_LEFT : 0)
+                                                      : (rt->ref[i].default_left ? TSM_MISSING_LEFT : 0);
+            rt->nodes[i] = (tsm_node){f, below(2), ~(int32_t)i, i + 1 < rt->n ? (int32_t)(i + 1) : ~(int32_t)rt->n, flags};
+            td[i] = (double)f;
+        }
+        for (uint32_t l = 0; l <= rt->n; l++) rt->leaves[l] = (double)below(1000) / 8.0 - 60.0;
+        CHECK_STATUS(tsm_model_add_tree_d(m, rt->n, rt->nodes, td, rt->n + 1, rt->leaves, 1.0, &err), TS_OK);
+    }
+    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
+    double *x = malloc((size_t)n_rows * cols * sizeof *x), *ref = malloc(n_rows * sizeof *ref);
+    double *got = malloc(n_rows * sizeof *got);
+    for (uint32_t r = 0; r < n_rows; r++) {
+        for (uint32_t j = 0; j < cols; j++) x[r * cols + j] = vals[below(sizeof vals / sizeof vals[0])];
+        ref[r] = ref_score(n_trees, x + r * cols);
+    }
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (isas[i] > ts_cpu_isa()) continue;
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = TS_ENGINE_RAPID;
+        o.max_isa = isas[i];
+        o.n_threads = 1;
+        ts_scorer *s = NULL;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (!s) continue;
+        uint32_t bad = 0;
+        for (uint32_t n = 1; n <= 70; n++) {
+            const uint32_t r0 = (n * 13) % (n_rows - n + 1);
+            CHECK_STATUS(ts_scorer_score_f64(s, x + (size_t)r0 * cols, n, cols, cols, got, &err), TS_OK);
+            for (uint32_t r = 0; r < n; r++)
+                if (memcmp(&got[r], &ref[r0 + r], sizeof *got) != 0 && bad++ < 3)
+                    fprintf(stderr, "rapid zero range %s batch %u row %u: %.17g != %.17g\n", ts_isa_name(isas[i]), n,
+                            r0 + r, got[r], ref[r0 + r]);
+        }
+        CHECK_MSG(bad == 0, "rapid zero range %s: %u rows differ from LightGBM's double decisions", ts_isa_name(isas[i]),
+                  bad);
+        ts_scorer_free(s);
+    }
+    ts_model_free(m);
+    free(x);
+    free(ref);
+    free(got);
+}
+
 /* XGBoost models convert double inputs to float32 first: score_f64 == score on (float)x. */
 static void test_float_models_cast(void) {
     ts_model *m = NULL;
@@ -389,6 +454,7 @@ int main(void) {
     RUN_TEST(test_crowded_gaps);
     RUN_TEST(test_double_codes);
     RUN_TEST(test_double_codes_sparse);
+    RUN_TEST(test_zero_range_floats);
     RUN_TEST(test_float_models_cast);
     return check_summary("test_f64");
 }

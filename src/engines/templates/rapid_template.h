@@ -115,14 +115,16 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
 #define RS_TRANSPOSE (2048 / RS_LANES)
 
 /* The same for double rows, float first (quant.h "Gap floats"; an ISA with RS_F64_UP):
- * the columns are transposed as RS(quantize)'s, each value rounded up to a float on its
- * way (rs_columns16_f64, rs_round_up), and coded by rs_code_feature_f64, which reads the
- * doubles again only for the rare lanes the floats cannot code. The next group's rows are
- * prefetched after a full group. */
+ * the columns are copied out as RS(quantize)'s, each value rounded up to a float on its
+ * way (tsq_round_up, or with RS_COLUMNS16_F64 the ISA's rs_columns16_f64, 16 columns of
+ * the rows at a time, the next group's rows prefetched after a full group), and coded by
+ * rs_code_feature_f64, which reads the doubles again only for the rare lanes the floats
+ * cannot code. */
 static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
     const tsq *q = &T->q;
     float xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
     if (q->n_used == 0) return;
+#ifdef RS_COLUMNS16_F64
     const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column; /* rows reach last */
     if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
         for (uint32_t j0 = 0; j0 < q->n_used;) {
@@ -139,11 +141,17 @@ static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride
         }
         return;
     }
+#endif
     for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
         const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
+#ifdef RS_COLUMN_F64
+        if (stride <= INT32_MAX / 4) /* the ISA's column copy (rs_column_f64: gathers) */
+            for (uint32_t j = 0; j < nj; j++) rs_column_f64(x + q->f[j0 + j].column, stride, nd, xt + (size_t)j * RS_LANES);
+        else
+#endif
         for (size_t l = 0; l < ((nd + 15) & ~(size_t)15); l++) { /* lanes of 16-lane registers holding rows */
             const double *row = x + l * stride;
-            for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? rs_round_up(row[q->f[j0 + j].column]) : -INFINITY;
+            for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? tsq_round_up(row[q->f[j0 + j].column]) : -INFINITY;
         }
         for (uint32_t j = 0; j < nj; j++)
             rs_code_feature_f64(T, j0 + j, xt + (size_t)j * RS_LANES, nd, x + q->f[j0 + j].column, stride, codes);

@@ -364,8 +364,8 @@ static void fix_lanes(const tsq *q, uint32_t j, __mmask16 fix, const double *x, 
  * x the doubles (x[lane * stride]). The float codes of u, as for float rows; then the
  * lanes whose u is the gap float of their largest threshold below (thr_n[c - 1] == u: a
  * permute of the feature's gap floats up to 32 thresholds, a gather above), and for
- * features with zero-is-missing nodes those at u = -Z, take their codes from the
- * doubles (rare: values in the float gap of a threshold). So a double costs a float
+ * features with zero-is-missing nodes (or `snap`) those at u = -Z, take their codes from
+ * the doubles (rare: values in the float gap of a threshold). So a double costs a float
  * (and its rounding, in the transpose) plus about five instructions per 16 lanes. */
 static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *col, size_t nd, const double *x,
                                 size_t stride, uint8_t *codes) {
@@ -378,6 +378,8 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
     __mmask16 nan[4], zero[4], fix[4] = {0, 0, 0, 0};
     __m512 v[4];
     load64(col, nd, v, nan, zero);
+    if (f->snap) /* zero-range lanes coded as 0.0 (quant.h "Gap floats") */
+        for (size_t c = 0; c < 4; c++) v[c] = _mm512_mask_mov_ps(v[c], zero[c], _mm512_setzero_ps());
     if (f->blocks != UINT32_MAX) {
         /* the block search's largest F below u, and the float after it (bits + 1 away from
          * zero; a false alarm where that F is its D: harmless) */
@@ -407,8 +409,9 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
             fix[c] = _mm512_cmp_ps_mask(g, v[c], _CMP_EQ_OQ);
         }
     }
-    if (f->has_zero) /* u = -Z: v may lie below the zero range */
-        for (size_t c = 0; c < nv; c++) fix[c] |= _mm512_cmp_ps_mask(v[c], _mm512_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ);
+    if (f->has_zero || f->snap) /* u = -Z: v may lie below the zero range (v[] snapped: from col) */
+        for (size_t c = 0; c < nv; c++)
+            fix[c] |= _mm512_cmp_ps_mask(_mm512_load_ps(col + 16 * c), _mm512_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ);
     if (__builtin_expect((fix[0] | fix[1] | fix[2] | fix[3]) != 0, 0))
         for (size_t c = 0; c < nv; c++) {
             const __mmask16 rows = (__mmask16)(nd - 16 * c >= 16 ? 0xFFFFu : (1u << (nd - 16 * c)) - 1);
@@ -440,13 +443,8 @@ static void rs_columns16_f64(const double *x, size_t stride, size_t nd, uint32_t
         for (size_t k = 0; k < 16; k++) _mm512_store_ps(out + k * 64 + l0, r[k]);
     }
 }
+#define RS_COLUMNS16_F64 1
 #define RS_F64_UP 1
-
-/* One double rounded up to a float (the transposes of sparse columns). */
-static inline float rs_round_up(double v) {
-    float u = (float)v;
-    return (double)u < v ? nextafterf(u, INFINITY) : u;
-}
 
 #define RS_UPDATE rs_update8
 #define RS_GROUPS 8
