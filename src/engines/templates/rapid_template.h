@@ -28,7 +28,15 @@
  *   void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd,
  *                        uint8_t *codes): the same from double values under double codes
  *                        (T->q.doubles; quant.h "Double codes": tsq_slot_code_d); col holds
- *                        values (or -inf) only up to the next multiple of 8 lanes from nd
+ *                        values (or -inf) only up to the next multiple of 8 lanes from nd;
+ *                        or, where the ISA defines RS_F64_UP (float first: quant.h "Gap
+ *                        floats"), void rs_code_feature_f64(const tsq_tables *T, uint32_t j,
+ *                        const float *col, size_t nd, const double *x, size_t stride,
+ *                        uint8_t *codes): col the values rounded up to floats (tsq_round_up;
+ *                        -inf from nd up to the next multiple of 16), x the feature's double
+ *                        in the group's first row (x[lane * stride]), and optionally
+ *                        RS_COLUMNS16_F64 (rs_columns16_f64: 16 columns of the rows, rounded
+ *                        up, as rs_columns16) or RS_COLUMN_F64 (rs_column_f64: one column)
  *   rs_v                 a row: one byte per lane
  *   rs_v rs_ones(void), rs_v rs_zeros(void)
  *   rs_kv rs_k(const rs_entry *e), rs_mv rs_m(const rs_entry *e): an entry's k and mask,
@@ -127,13 +135,11 @@ static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride
 #ifdef RS_COLUMNS16_F64
     const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column; /* rows reach last */
     if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
+        if (nd == RS_LANES) /* a full group: more rows may follow (a lone row has none to fetch) */
+            for (size_t l = 0; l < RS_LANES; l++)
+                for (uint32_t c = first; c <= last; c += 8) __builtin_prefetch(x + (RS_LANES + l) * stride + c);
         for (uint32_t j0 = 0; j0 < q->n_used;) {
             const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < 16 ? last - c0 + 1 : 16;
-            if (nd == RS_LANES) /* a full group: more rows may follow (a lone row has none to fetch) */
-                for (size_t l = 0; l < RS_LANES; l++) {
-                    __builtin_prefetch(x + (RS_LANES + l) * stride + c0);
-                    __builtin_prefetch(x + (RS_LANES + l) * stride + c0 + n - 1);
-                }
             rs_columns16_f64(x, stride, nd, c0, n, xt);
             for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
                 rs_code_feature_f64(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, x + q->f[j0].column,
