@@ -336,7 +336,7 @@ static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, s
     __m512i nat[4];
     __mmask16 nan[4], zero[4];
     __m512 v[4];
-    load64(col, nd, v, nan, zero);
+    load64(col, RS_LANES, v, nan, zero); /* the float transposes fill every lane */
     codes64(q, &q->f[j], v, nd, nat);
     store_slot_codes(q, j, nat, nan, zero, codes);
 }
