@@ -209,8 +209,8 @@ static inline __m256 gap_floats8(const float *gap, uint32_t n, __m256i at) {
 /* Feature j's slots for one group of 32 double values (tsq_slot_code_d), float first as
  * in the AVX-512 kernel (quant.h "Gap floats"): col holds the values rounded up to floats
  * (u), x the doubles (x[lane * stride]); the float codes of u, then the lanes whose u is
- * the gap float of their largest threshold below, or -Z on a zero-is-missing feature,
- * coded from their doubles (rare). */
+ * the gap float of their largest threshold below, or -Z on a zero-is-missing (or `snap`)
+ * feature, coded from their doubles (rare). */
 static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *col, size_t nd, const double *x,
                                 size_t stride, uint8_t *codes) {
     const tsq *q = &T->q;

@@ -169,7 +169,7 @@ static inline void codes_blocked64(const float *blk, const __m512 v[4], __m512i 
 /* As codes_blocked64, with the largest threshold below each lane's value (NaN where
  * there is none): the pivot before the lane's block, then each of the block's thresholds
  * below the value, then P[15] (one masked move per compare: measured cheaper than a
- * gather of F[c - 1] afterwards on Zen 4). */
+ * gather of thr_n[c - 1] afterwards on Zen 4, dev model f64/f32 1.13 against 1.16). */
 static inline void codes_blocked64_last(const float *blk, const __m512 v[4], __m512i code[4], __m512 last[4]) {
     const __m512 piv = _mm512_load_ps(blk);
     __m512i b[4];
@@ -363,7 +363,8 @@ static void fix_lanes(const tsq *q, uint32_t j, __mmask16 fix, const double *x, 
  * (quant.h "Gap floats"): col holds the values rounded up to floats (u; rs_columns16_f64),
  * x the doubles (x[lane * stride]). The float codes of u, as for float rows; then the
  * lanes whose u is the gap float of their largest threshold below (thr_n[c - 1] == u: a
- * permute of the feature's gap floats up to 32 thresholds, a gather above), and for
+ * permute of the feature's gap floats up to 32 thresholds, the float after the block
+ * search's largest F below u for block tables, a gather above), and for
  * features with zero-is-missing nodes (or `snap`) those at u = -Z, take their codes from
  * the doubles (rare: values in the float gap of a threshold). So a double costs a float
  * (and its rounding, in the transpose) plus about five instructions per 16 lanes. */
