@@ -282,6 +282,46 @@ static void rs_column_f64(const double *x, size_t stride, size_t nd, float *out)
 }
 #define RS_COLUMN_F64 1
 
+/* 8 x 8 floats transposed in registers (unpacks, shuffles, 128-bit lane swaps). */
+static inline void transpose8(__m256 r[8]) {
+    __m256 t[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x20);
+        t[4 + i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x31);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+}
+
+/* Columns c0 .. c0 + n - 1 (n <= 8) of the group's double rows, rounded up, into
+ * out[k * 32 + lane], lanes nd .. up to a multiple of 8 -inf, 8 rows an 8 x 8 transpose;
+ * columns past n, and lanes from the next multiple of 8 on, left unwritten. */
+static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
+    const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
+    const __m256i lo = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n), lane);
+    const __m256i hi = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n - 4), lane);
+    for (size_t l0 = 0; l0 < nd; l0 += 8) {
+        __m256 r[8];
+        for (size_t i = 0; i < 8; i++) {
+            const double *p = x + (l0 + i) * stride + c0;
+            r[i] = l0 + i < nd ? _mm256_set_m128(round_up4(_mm256_maskload_pd(p + 4, hi)), round_up4(_mm256_maskload_pd(p, lo)))
+                               : _mm256_set1_ps(-INFINITY);
+        }
+        transpose8(r);
+        for (size_t k = 0; k < 8; k++) _mm256_store_ps(out + k * 32 + l0, r[k]);
+    }
+}
+#define RS_COLUMNS_F64 8
+
 #define RS_UPDATE rs_update8
 #define RS(name) rs_avx2_##name
 #include "engines/templates/rapid_template.h"

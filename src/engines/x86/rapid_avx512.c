@@ -360,7 +360,7 @@ static void fix_lanes(const tsq *q, uint32_t j, __mmask16 fix, const double *x, 
 }
 
 /* Feature j's slots for one group of 64 double values (tsq_slot_code_d), float first
- * (quant.h "Gap floats"): col holds the values rounded up to floats (u; rs_columns16_f64),
+ * (quant.h "Gap floats"): col holds the values rounded up to floats (u; rs_columns_f64),
  * x the doubles (x[lane * stride]). The float codes of u, as for float rows; then the
  * lanes whose u is the gap float of their largest threshold below (thr_n[c - 1] == u: a
  * permute of the feature's gap floats up to 32 thresholds, the float after the block
@@ -430,7 +430,7 @@ static inline __m256 round_up8(__m512d x) {
  * floats") on its way: columns c0 .. c0 + n - 1 (n <= 16) of the group's rows into
  * out[k * 64 + lane], lanes nd .. up to a multiple of 16 -inf; columns past n, and lanes
  * from the next multiple of 16 on, left unwritten (a single row costs one transpose). */
-static void rs_columns16_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
+static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
     const __mmask8 lo = (__mmask8)(n >= 8 ? 0xFFu : (1u << n) - 1), hi = (__mmask8)(n > 8 ? (1u << (n - 8)) - 1 : 0);
     for (size_t l0 = 0; l0 < nd; l0 += 16) {
         __m512 r[16];
@@ -444,7 +444,7 @@ static void rs_columns16_f64(const double *x, size_t stride, size_t nd, uint32_t
         for (size_t k = 0; k < 16; k++) _mm512_store_ps(out + k * 64 + l0, r[k]);
     }
 }
-#define RS_COLUMNS16_F64 1
+#define RS_COLUMNS_F64 16
 #define RS_F64_UP 1
 
 #define RS_UPDATE rs_update8
