@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_avx512_simde.sh: on a CPU without AVX-512, run test_engines and test_f64 with the AVX-512 kernels (vqs, rapid, trees-simd, oblivious) compiled through SIMDe and the CPU check claiming AVX-512.
+# check_avx512_simde.sh: on a CPU without AVX-512, run test_engines and test_f64 with the AVX-512 kernels (vqs, rapid, trees-simd, oblivious, deep) compiled through SIMDe and the CPU check claiming AVX-512.
 #
 #   scripts/check_avx512_simde.sh [BUILD_DIR] [--link-only]   (default build; needs its object files)
 #
@@ -22,7 +22,7 @@ objdir=$build/CMakeFiles/ts_objects.dir
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cflags=(-std=gnu11 -O1 -w -I"$root/include" -I"$root/src" -DTS_TEST_KNOBS=1)
-for k in vqs rapid tsimd oblivious; do
+for k in vqs rapid tsimd oblivious deep; do
     gcc "${cflags[@]}" -include "$root/tests/simde/avx512_shims.h" -c "src/engines/x86/${k}_avx512.c" -o "$work/${k}_avx512.o"
 done
 # trees-simd's VBMI kernels (the top levels by byte masks: vpermi2b, vpcmpub) through SIMDe too
@@ -38,7 +38,7 @@ sed -e "s/$(printf '%s' "$pattern" | sed 's/[][\.*^$/()]/\\&/g')/v = (int)apply_
     -e "s/$features/return (v \& ~DETECTED) | TSR_CPU_GFNI | TSR_CPU_AVX512VBMI;/" src/platform/cpu.c >"$work/cpu.c"
 gcc "${cflags[@]}" -Isrc/platform -c "$work/cpu.c" -o "$work/cpu.o"
 # (objects whose source is gone, left by an older build of a moved file, are not linked)
-mapfile -t objs < <(find "$objdir" -name '*.o' ! -name "rapid_avx512.c.o" ! -name "vqs_avx512.c.o" ! -name "tsimd_avx512.c.o" ! -name "tsimd_avx512vbmi.c.o" ! -name "oblivious_avx512.c.o" ! -name "cpu.c.o" |
+mapfile -t objs < <(find "$objdir" -name '*.o' ! -name "rapid_avx512.c.o" ! -name "vqs_avx512.c.o" ! -name "tsimd_avx512.c.o" ! -name "tsimd_avx512vbmi.c.o" ! -name "oblivious_avx512.c.o" ! -name "deep_avx512.c.o" ! -name "cpu.c.o" |
     while read -r o; do src=${o#"$objdir"/}; [ -f "${src%.o}" ] && echo "$o"; done)
 # A CUDA build's GPU engines: their CUDA object and runtime, as CMakeLists.txt links them.
 libs=()

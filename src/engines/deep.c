@@ -4,8 +4,11 @@
 
 #include "common/error.h"
 #include "engines/common/blocks.h"
+#include "engines/common/kernels.h"
+#include "engines/deep.h"
 #include "engines/engine.h"
 #include "engines/common/vpred_layout.h"
+#include "platform/config.h"
 #include "platform/cpu_caches.h"
 
 /*
@@ -17,16 +20,19 @@
  *
  *   for each block of delta documents          (their keys, vpred_layout.h, made once)
  *     for each tree, in order
+ *       with AVX-512, blocks of 256 documents or more: the tree's top K = 4 levels
+ *       decided for all of them, 64 at a time ("Top levels" below): each document's
+ *       start slot below them (or its leaf, added at once)
  *       16 lanes, each walking one document: a step loads the lane's node (8 bytes,
  *       "Slots") and its key, and moves to the left child or the one after it; a
  *       lane that reaches a leaf adds it to its document's sum and starts the next
- *       document of the block at the root's child it goes to (the root is held in
- *       registers: no load of it on the walk).
+ *       document of the block at its start slot, or (no top levels) at the root's
+ *       child it goes to (the root is held in registers: no load of it on the walk).
  *
  * The 16 walks are independent load chains, so their latencies overlap (software
  * pipelining across documents, as VPred does, without VPred's padding); the tree being
  * walked stays in L1/L2 while the whole block goes through it, and the block's keys in
- * L2 (delta sized so that they take half of L2). The last walks of a tree, when no
+ * L2 (delta sized so that they take three quarters of L2: deep_delta). The last walks of a tree, when no
  * document is left to refill a lane, finish one lane at a time. The 16 lanes are
  * written out (lane_step inlined with a constant lane): their state sits at fixed
  * places on the stack, which Zen 4 renames, where a loop over the lanes kept it in
@@ -34,8 +40,8 @@
  * (1.12x slower on msn-srf-500x4096).
  *
  * Scores: out[d] starts at base_score and every tree adds weight * leaf value in tree
- * order (a document gets exactly one leaf per tree before the next tree starts), so the
- * sums are naive's bit for bit.
+ * order (a document gets exactly one leaf per tree before the next tree starts, from
+ * the top levels or from the walk), so the sums are naive's bit for bit.
  */
 
 /*
@@ -71,6 +77,15 @@ typedef struct deep_node16 {
 
 _Static_assert(sizeof(deep_node8) == sizeof(double) && sizeof(deep_node16) == 2 * sizeof(double), "slot sizes");
 
+/* Top levels: the levels decided before the walk by default, and an exit's flag for a
+ * leaf (deep.h, "Top levels" below). */
+#define DEEP_TOP_DEFAULT 4u
+#define DEEP_EXIT_LEAF 0x80000000u
+/* Fewest documents of a block whose top levels are decided first (in smaller blocks the
+ * walk waits on the tree's lines more than on its steps: batch 100 measured 1.05-1.1x
+ * slower with them). TREESCORE_DEEP_TOP (tests) takes them for every block. */
+#define DEEP_TOP_MIN_DOCS 256u
+
 typedef struct deep_state {
     vpl L;            /* built for one lane: its columns and keys (its nodes and values are
                          freed once the slots are made) */
@@ -78,7 +93,30 @@ typedef struct deep_state {
     uint64_t *slots;  /* tree t's at slot_base[t] (in 8-byte units) */
     uint64_t *slot_base;
     uint32_t delta;
+    uint32_t top;     /* K: the top levels decided before the walk (0: none) */
+    uint32_t top_min; /* in blocks of at least top_min documents */
+    const deep_kernels *kern; /* the SIMD top levels, or NULL: the scalar ones */
+    uint32_t *top_col;  /* per tree 2^K - 1: node h's column in a row of keys */
+    uint32_t *top_off;  /* per tree 2^K - 1: node h's column copy * 64 (the kernel's col) */
+    uint32_t *top_thr;  /* per tree 2^K - 1: node h's threshold key */
+    uint32_t *top_exit; /* per tree 2^K: exit e's slot, | DEEP_EXIT_LEAF for a leaf */
+    uint8_t *top_leafy; /* per tree: 1 if some exit is a leaf */
+    uint32_t n_tcols;   /* the columns top nodes read (the kernel's column copies) */
+    uint32_t *tcols;
 } deep_state;
+
+/* Slot i of a tree: an internal node's column, threshold key and left child with its
+ * flags (narrow or wide form). */
+#define DEEP_NODE(sl, narrow, i, col_, thr_, left_)                                       \
+    do {                                                                               \
+        if (narrow) {                                                                  \
+            const deep_node8 *p_ = (const deep_node8 *)(sl) + (i);                     \
+            col_ = p_->col, thr_ = p_->thr, left_ = p_->left;                          \
+        } else {                                                                       \
+            const deep_node16 *p_ = (const deep_node16 *)(sl) + (i);                   \
+            col_ = p_->col, thr_ = p_->thr, left_ = p_->left;                          \
+        }                                                                              \
+    } while (0)
 
 static void deep_free(void *p) {
     deep_state *s = p;
@@ -86,12 +124,21 @@ static void deep_free(void *p) {
     vpl_free(&s->L);
     free(s->slots);
     free(s->slot_base);
+    free(s->top_col);
+    free(s->top_off);
+    free(s->top_thr);
+    free(s->top_exit);
+    free(s->top_leafy);
+    free(s->tcols);
     free(s);
 }
 
-/* Documents per block: cfg->delta, else the documents whose keys fill half of L2. */
+/* Documents per block: cfg->delta, else the documents whose keys fill three quarters of
+ * L2 (on msn-srf-500x4096, 1,013 documents with the top levels' copies: a batch of 1,000
+ * is one block, 1.05-1.08x two blocks of 500, which half of L2 gave; at 3,000 rows per
+ * call blocks of 1,000 or 1,500 beat blocks of 679 or 3,000). */
 static uint32_t deep_delta(const tse_config *cfg, size_t row_bytes) {
-    size_t d = cfg->delta ? cfg->delta : tsr_cache_sizes()->l2 / 2 / (row_bytes ? row_bytes : 1);
+    size_t d = cfg->delta ? cfg->delta : tsr_cache_sizes()->l2 * 3 / 4 / (row_bytes ? row_bytes : 1);
     return d < DEEP_LANES ? DEEP_LANES : d > DEEP_MAX_DELTA ? DEEP_MAX_DELTA : (uint32_t)d;
 }
 
@@ -237,6 +284,104 @@ static ts_status build_slots(deep_state *s, const ts_model *m) {
     return TS_OK;
 }
 
+/*
+ * Top levels. Every document of a block walks the top levels of every tree, so they are
+ * decided first, for all the block's documents, before the walk (deep.h): tree t's top
+ * K levels as a complete binary tree in heap order, a leaf met above level K padded with
+ * nodes that always go left down to level K, and its 2^K exits: the slot of the node at
+ * level K a document reaches (where its walk starts) or the leaf (its value added at
+ * once; the document takes no lane). With AVX-512, 64 documents per node in four
+ * compares (x86/deep_avx512.c) from a copy of their keys column by column (only the
+ * columns top nodes read); else each document steps down the K levels without a branch,
+ * the documents of a group level by level (independent chains; only where
+ * TREESCORE_DEEP_TOP asks: it measured slower than the walk's own steps).
+ *
+ * What it buys is small (docs/benchmarks.md, issue 25 fourth session): the walk's
+ * steps through the top levels were already cheap (their nodes in L1, no walk ends
+ * there, so the exit branch is predicted), about 0.6 ns against 4 ns for a step below
+ * them. K = 4 measured 1.03-1.05x faster than none on msn-srf-500x4096; K = 6 0.9x
+ * (63 nodes and 133 of the 135 columns copied, the copies pushing keys out of L2).
+ */
+
+/* Tree t's top levels from its slots (a tree of more than one slot: its root internal):
+ * columns, threshold keys and exits into col, thr (2^K - 1) and ex (2^K). */
+static void build_top(const deep_state *s, uint32_t t, uint32_t *col, uint32_t *thr, uint32_t *ex) {
+    const uint64_t *sl = s->slots + s->slot_base[t];
+    const uint32_t inner = (1u << s->top) - 1;
+    const uint32_t mask = s->narrow ? DEEP8_MAX_SLOTS - 1 : 0x3FFFFFFFu;
+    const uint32_t lflag = s->narrow ? DEEP8_LEFT_LEAF : DEEP16_LEFT_LEAF;
+    const uint32_t rflag = s->narrow ? DEEP8_RIGHT_LEAF : DEEP16_RIGHT_LEAF;
+    uint32_t at[2u << DEEP_TOP_MAX];
+    uint8_t leaf[2u << DEEP_TOP_MAX];
+    at[0] = 0, leaf[0] = s->slot_base[t + 1] - s->slot_base[t] == (s->narrow ? 1u : 2u);
+    for (uint32_t h = 0; h < inner; h++) {
+        if (leaf[h]) { /* padding: always left, the leaf below it */
+            col[h] = 0, thr[h] = UINT32_MAX;
+            at[2 * h + 1] = at[2 * h + 2] = at[h], leaf[2 * h + 1] = leaf[2 * h + 2] = 1;
+            continue;
+        }
+        uint32_t c, th, left;
+        DEEP_NODE(sl, s->narrow, at[h], c, th, left);
+        col[h] = c, thr[h] = th;
+        at[2 * h + 1] = left & mask, at[2 * h + 2] = (left & mask) + 1;
+        leaf[2 * h + 1] = (left & lflag) != 0, leaf[2 * h + 2] = (left & rflag) != 0;
+    }
+    for (uint32_t e = 0; e <= inner; e++) ex[e] = at[inner + e] | (leaf[inner + e] ? DEEP_EXIT_LEAF : 0);
+}
+
+/* The top levels of every tree (s->top > 0), and the columns they read, copied for the
+ * kernel (top_off). */
+static ts_status build_tops(deep_state *s) {
+    const uint32_t nt = s->L.n_trees, inner = (1u << s->top) - 1, n_cols = s->L.n_cols;
+    s->top_col = malloc(((size_t)nt * inner + 1) * sizeof *s->top_col);
+    s->top_off = malloc(((size_t)nt * inner + 1) * sizeof *s->top_off);
+    s->top_thr = malloc(((size_t)nt * inner + 1) * sizeof *s->top_thr);
+    s->top_exit = malloc(((size_t)nt * (inner + 1) + 32) * sizeof *s->top_exit); /* (the kernel reads 16 or 32) */
+    s->top_leafy = malloc((size_t)nt + 1);
+    s->tcols = malloc(((size_t)n_cols + 1) * sizeof *s->tcols);
+    uint32_t *copy = malloc(((size_t)n_cols + 1) * sizeof *copy); /* column -> its copy + 1 */
+    if (!s->top_col || !s->top_off || !s->top_thr || !s->top_exit || !s->top_leafy || !s->tcols || !copy) {
+        free(copy);
+        return TS_ERR_NO_MEMORY;
+    }
+    memset(copy, 0, ((size_t)n_cols + 1) * sizeof *copy);
+    memset(s->top_exit + (size_t)nt * (inner + 1), 0, 32 * sizeof *s->top_exit);
+    s->n_tcols = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+        uint32_t *col = s->top_col + (size_t)t * inner, *thr = s->top_thr + (size_t)t * inner;
+        const uint32_t *ex = s->top_exit + (size_t)t * (inner + 1);
+        build_top(s, t, col, thr, s->top_exit + (size_t)t * (inner + 1));
+        s->top_leafy[t] = 0;
+        for (uint32_t e = 0; e <= inner; e++) s->top_leafy[t] |= (ex[e] & DEEP_EXIT_LEAF) != 0;
+        for (uint32_t h = 0; h < inner; h++) {
+            if (thr[h] != UINT32_MAX && !copy[col[h]]) s->tcols[s->n_tcols] = col[h], copy[col[h]] = ++s->n_tcols;
+            s->top_off[(size_t)t * inner + h] = copy[col[h]] ? (copy[col[h]] - 1) * DEEP_GROUP : 0;
+        }
+    }
+    free(copy);
+    return TS_OK;
+}
+
+/* The levels decided before the walk: TREESCORE_DEEP_TOP (test builds), else the default
+ * where a kernel decides them (the scalar steps measured slower than the walk's own, and
+ * no top levels is the default there); none for a model without splits. */
+static uint32_t deep_top_levels(const deep_state *s, ts_isa isa) {
+    const int knob = tsr_config_get()->deep_top;
+    return s->L.n_cols == 0 ? 0 : knob >= 0 ? (uint32_t)knob : tsk_deep(isa) ? DEEP_TOP_DEFAULT : 0;
+}
+
+/* Bytes of a block's scratch parts, each a multiple of 64: keys, the top columns'
+ * copies (ck, groups of 64 documents), the walk's list of documents and start slots. */
+static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
+static size_t ck_bytes(const deep_state *s) {
+    return s->kern && s->top ? (size_t)(s->delta + DEEP_GROUP - 1) / DEEP_GROUP * s->n_tcols * DEEP_GROUP * 4 : 0;
+}
+
+/* Bytes of the walk's list of documents, and of its start slots (whole groups of 64). */
+static size_t list_bytes(const deep_state *s) {
+    return (size_t)(s->delta + DEEP_GROUP - 1) / DEEP_GROUP * DEEP_GROUP * 4;
+}
+
 static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout, ts_error *err) {
     deep_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory");
@@ -249,26 +394,22 @@ static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **o
         deep_free(s);
         return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
     }
+    s->top = deep_top_levels(s, cfg->isa);
+    s->top_min = tsr_config_get()->deep_top >= 0 ? 0 : DEEP_TOP_MIN_DOCS;
+    s->kern = s->top ? tsk_deep(cfg->isa) : NULL;
+    if (s->top && build_tops(s) != TS_OK) {
+        deep_free(s);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
+    }
     const size_t row_bytes = vpl_row_bytes(&s->L);
-    s->delta = deep_delta(cfg, row_bytes);
+    s->delta = deep_delta(cfg, row_bytes + (s->kern ? (size_t)s->n_tcols * 4 : 0)); /* keys and their copies */
     size_t chunk = tsb_rows_per_chunk(s->L.steps / 2, 0.6);
-    *layout = (tse_layout){TS_ISA_SCALAR, 0, s->delta, row_bytes * s->delta, chunk ? chunk : 1, DEEP_LANES};
+    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 2 * list_bytes(s);
+    *layout = (tse_layout){s->kern ? s->kern->isa : TS_ISA_SCALAR, 0, s->delta, scratch, chunk ? chunk : 1, DEEP_LANES};
     *out = s;
     return TS_OK;
 }
 
-/* Slot i of a tree: an internal node's column, threshold key and left child with its
- * flags (narrow or wide form). */
-#define DEEP_NODE(sl, narrow, i, col, thr, left)                                       \
-    do {                                                                               \
-        if (narrow) {                                                                  \
-            const deep_node8 *p_ = (const deep_node8 *)(sl) + (i);                     \
-            col = p_->col, thr = p_->thr, left = p_->left;                             \
-        } else {                                                                       \
-            const deep_node16 *p_ = (const deep_node16 *)(sl) + (i);                   \
-            col = p_->col, thr = p_->thr, left = p_->left;                             \
-        }                                                                              \
-    } while (0)
 
 /* The leaf value in slot i. */
 static inline double leaf_at(const uint64_t *sl, const int narrow, uint32_t i) {
@@ -320,7 +461,8 @@ static inline uint32_t lane_start(const deep_lanes *w, const uint32_t *k) {
  * document was left to take. */
 static inline int lane_step(deep_lanes *w, const uint32_t l, const uint64_t *sl, const int narrow,
                             const uint32_t *keys, size_t n_cols, size_t n, size_t *next, double *out,
-                            const char **pf, const char *pf_end, uint32_t pf_lines) {
+                            const char **pf, const char *pf_end, uint32_t pf_lines, const int listed,
+                            const uint32_t *docs, const uint32_t *starts) {
     uint32_t col, thr, left, leaf;
     DEEP_NODE(sl, narrow, w->at[l], col, thr, left);
     const uint32_t i = step(narrow, w->kp[l][col], thr, left, &leaf);
@@ -331,6 +473,11 @@ static inline int lane_step(deep_lanes *w, const uint32_t l, const uint64_t *sl,
     out[w->doc[l]] += leaf_at(sl, narrow, i);
     for (uint32_t p = 0; p < pf_lines && *pf < pf_end; p++, *pf += 64) __builtin_prefetch(*pf);
     if (*next == n) return 1;
+    if (listed) { /* the list's next document (docs NULL: document next), from its start slot */
+        const uint32_t d = docs ? docs[*next] : (uint32_t)*next;
+        w->doc[l] = d, w->kp[l] = keys + (size_t)d * n_cols, w->at[l] = starts[(*next)++];
+        return 0;
+    }
     w->doc[l] = (uint32_t)*next;
     w->kp[l] = keys + (*next)++ * n_cols;
     w->at[l] = lane_start(w, w->kp[l]);
@@ -342,11 +489,20 @@ static inline int lane_step(deep_lanes *w, const uint32_t l, const uint64_t *sl,
  * its document's sum and taking the next document (lane_step; the lanes written out,
  * each at its own place). (Branch free, with selects instead of the exit branch, it
  * measured slower: more instructions per step.) Each document started prefetches
- * pf_lines cache lines of the next tree from *pf on. */
-static inline void walk_tree(const uint64_t *sl, const int narrow, const uint32_t *keys, size_t n_cols, size_t n,
-                             double *out, const char *pf, const char *pf_end, uint32_t pf_lines) {
+ * pf_lines cache lines of the next tree from *pf on. listed: the walks are documents
+ * docs[0 .. n) (docs NULL: 0 .. n), each from its slot starts[i] (below the top
+ * levels), instead. */
+static inline __attribute__((always_inline)) void walk_tree(const uint64_t *sl, const int narrow, const uint32_t *keys,
+                                                           size_t n_cols, size_t n, double *out, const char *pf,
+                                                           const char *pf_end, uint32_t pf_lines, const int listed,
+                                                           const uint32_t *docs, const uint32_t *starts) {
     if (n < DEEP_LANES) {
-        for (size_t d = 0; d < n; d++) out[d] += walk_one(sl, narrow, keys + d * n_cols, 0);
+        for (size_t d = 0; d < n; d++)
+            if (listed) {
+                const size_t r = docs ? docs[d] : d;
+                out[r] += walk_one(sl, narrow, keys + r * n_cols, starts[d]);
+            } else
+                out[d] += walk_one(sl, narrow, keys + d * n_cols, 0);
         return;
     }
     deep_lanes w;
@@ -356,12 +512,14 @@ static inline void walk_tree(const uint64_t *sl, const int narrow, const uint32_
     leaf_flags = narrow ? DEEP8_LEFT_LEAF | DEEP8_RIGHT_LEAF : DEEP16_LEFT_LEAF | DEEP16_RIGHT_LEAF;
     w.root_step = !(w.root_left & leaf_flags);
     w.root_left &= ~leaf_flags;
-    for (uint32_t l = 0; l < DEEP_LANES; l++)
-        w.doc[l] = l, w.kp[l] = keys + l * n_cols, w.at[l] = lane_start(&w, w.kp[l]);
+    for (uint32_t l = 0; l < DEEP_LANES; l++) {
+        w.doc[l] = listed && docs ? docs[l] : l, w.kp[l] = keys + (size_t)w.doc[l] * n_cols;
+        w.at[l] = listed ? starts[l] : lane_start(&w, w.kp[l]);
+    }
     size_t next = DEEP_LANES;
     uint32_t done = DEEP_LANES; /* the lane that found no document left */
 #define DEEP_LANE(l)                                                                               \
-    if (lane_step(&w, l, sl, narrow, keys, n_cols, n, &next, out, &pf, pf_end, pf_lines)) {      \
+    if (lane_step(&w, l, sl, narrow, keys, n_cols, n, &next, out, &pf, pf_end, pf_lines, listed, docs, starts)) { \
         done = l;                                                                                  \
         goto drain;                                                                                \
     }
@@ -375,13 +533,93 @@ drain:
         if (l != done) out[w.doc[l]] += walk_one(sl, narrow, keys + (size_t)w.doc[l] * n_cols, w.at[l]);
 }
 
-static void deep_block(const deep_state *s, const float *x, size_t n, size_t stride, double *out, uint32_t *keys) {
+/* walk_tree with its form and start constant, one copy each (no test of them on a step). */
+#define DEEP_WALK(name, narrow, listed)                                                                         \
+    static void name(const uint64_t *sl, const uint32_t *keys, size_t n_cols, size_t n, double *out,             \
+                     const char *pf, const char *pf_end, uint32_t pf_lines, const uint32_t *docs,                \
+                     const uint32_t *starts) {                                                                   \
+        walk_tree(sl, narrow, keys, n_cols, n, out, pf, pf_end, pf_lines, listed, docs, starts);                \
+    }
+DEEP_WALK(walk_narrow_root, 1, 0)
+DEEP_WALK(walk_narrow_listed, 1, 1)
+DEEP_WALK(walk_wide_root, 0, 0)
+DEEP_WALK(walk_wide_listed, 0, 1)
+#undef DEEP_WALK
+
+/* Tree t's top levels for documents [0, n) of a block: a document whose exit is a leaf
+ * gets its value, the others go to the walk's list (*docs, starts); returns its length.
+ * With the kernel, ck holds the top columns' copies of the block's groups; where no exit
+ * of the tree is a leaf and K <= 5, the kernel writes the start slots itself and *docs is
+ * set to NULL (every document in order). */
+static size_t top_levels(const deep_state *s, uint32_t t, const uint32_t *keys, const uint32_t *ck, size_t n,
+                         double *out, uint32_t **docs_io, uint32_t *starts) {
+    const size_t n_cols = s->L.n_cols, inner = ((size_t)1 << s->top) - 1;
+    const uint32_t *col = s->top_col + t * inner, *thr = s->top_thr + t * inner, *ex = s->top_exit + t * (inner + 1);
+    const uint64_t *sl = s->slots + s->slot_base[t];
+    uint32_t *docs = *docs_io;
+    size_t m = 0;
+    if (s->kern && s->top <= 5 && !s->top_leafy[t]) {
+        uint8_t e[DEEP_GROUP];
+        for (size_t d0 = 0; d0 < n; d0 += DEEP_GROUP)
+            s->kern->top(ck + d0 * s->n_tcols, s->top_off + t * inner, thr, s->top, e, ex, starts + d0);
+        *docs_io = NULL;
+        return n;
+    }
+    for (size_t d0 = 0; d0 < n; d0 += DEEP_GROUP) {
+        const size_t g = n - d0 < DEEP_GROUP ? n - d0 : DEEP_GROUP;
+        uint32_t h[DEEP_GROUP];
+        if (s->kern) {
+            uint8_t e[DEEP_GROUP];
+            s->kern->top(ck + d0 * s->n_tcols, s->top_off + t * inner, thr, s->top, e, NULL, NULL);
+            for (size_t j = 0; j < g; j++) h[j] = e[j];
+        } else { /* the group level by level: each document's step is independent */
+            for (size_t j = 0; j < g; j++) h[j] = 0;
+            for (uint32_t l = 0; l < s->top; l++)
+                for (size_t j = 0; j < g; j++) {
+                    const uint32_t x = h[j];
+                    h[j] = 2 * x + 1 + (keys[(d0 + j) * n_cols + col[x]] > thr[x]);
+                }
+            for (size_t j = 0; j < g; j++) h[j] -= (uint32_t)inner;
+        }
+        for (size_t j = 0; j < g; j++) {
+            const uint32_t v = ex[h[j]];
+            if (v & DEEP_EXIT_LEAF)
+                out[d0 + j] += leaf_at(sl, s->narrow, v & ~DEEP_EXIT_LEAF);
+            else
+                docs[m] = (uint32_t)(d0 + j), starts[m++] = v;
+        }
+    }
+    return m;
+}
+
+/* The top columns' copies of documents [0, n) for the kernel: group g's column copy c
+ * at ck[(g * n_tcols + c) * 64 + j], lanes past n zero. */
+static void copy_top_columns(const deep_state *s, const uint32_t *keys, size_t n, uint32_t *ck) {
+    const size_t n_cols = s->L.n_cols, nc = s->n_tcols;
+    for (size_t d0 = 0; d0 < n; d0 += DEEP_GROUP) {
+        uint32_t *g = ck + d0 * nc;
+        const size_t m = n - d0 < DEEP_GROUP ? n - d0 : DEEP_GROUP;
+        for (size_t j = 0; j < m; j++) {
+            const uint32_t *k = keys + (d0 + j) * n_cols;
+            for (size_t c = 0; c < nc; c++) g[c * DEEP_GROUP + j] = k[s->tcols[c]];
+        }
+        for (size_t c = 0; c < nc; c++)
+            for (size_t j = m; j < DEEP_GROUP; j++) g[c * DEEP_GROUP + j] = 0;
+    }
+}
+
+static void deep_block(const deep_state *s, const float *x, size_t n, size_t stride, double *out, void *scratch) {
     const vpl *L = &s->L;
     const size_t n_cols = vpl_row_bytes(L) / sizeof(uint32_t);
+    uint32_t *keys = scratch;
+    uint32_t *ck = (uint32_t *)((char *)scratch + round64(vpl_row_bytes(L) * s->delta));
+    uint32_t *docs = (uint32_t *)((char *)ck + ck_bytes(s)), *starts = docs + list_bytes(s) / 4;
     for (size_t r = 0; r < n; r++) {
         vpl_keys(L, x + r * stride, 1, stride, keys + r * n_cols);
         out[r] = L->base_score;
     }
+    const int top = s->top && n >= s->top_min;
+    if (s->kern && top) copy_top_columns(s, keys, n, ck);
     for (uint32_t t = 0; t < L->n_trees; t++) {
         const uint64_t *sl = s->slots + s->slot_base[t];
         if (s->slot_base[t + 1] - s->slot_base[t] == (s->narrow ? 1u : 2u)) { /* a single leaf */
@@ -393,10 +631,13 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
         const char *pf_end = (const char *)(s->slots + s->slot_base[t + 2 <= L->n_trees ? t + 2 : L->n_trees]);
         const size_t lines = (size_t)(pf_end - pf) / 64 + 1;
         const uint32_t pf_lines = (uint32_t)((lines + n - 1) / n);
-        if (s->narrow)
-            walk_tree(sl, 1, keys, n_cols, n, out, pf, pf_end, pf_lines);
-        else
-            walk_tree(sl, 0, keys, n_cols, n, out, pf, pf_end, pf_lines);
+        if (top) {
+            uint32_t *list = docs;
+            const size_t m = top_levels(s, t, keys, ck, n, out, &list, starts);
+            (s->narrow ? walk_narrow_listed : walk_wide_listed)(sl, keys, n_cols, m, out, pf, pf_end, pf_lines, list,
+                                                                 starts);
+        } else
+            (s->narrow ? walk_narrow_root : walk_wide_root)(sl, keys, n_cols, n, out, pf, pf_end, pf_lines, NULL, NULL);
     }
 }
 

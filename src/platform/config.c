@@ -62,6 +62,10 @@ static void load(void) {
     c.chunk_rows = (size_t)positive("TREESCORE_CHUNK_ROWS");
     c.ifelse_file_nodes = (uint64_t)positive("TREESCORE_IFELSE_FILE_NODES");
     c.split_trees = (unsigned)positive("TREESCORE_SPLIT_TREES");
+    const char *top = getenv("TREESCORE_DEEP_TOP");
+    c.deep_top = top && top[0] >= '0' && top[0] <= '8' && top[1] == '\0' ? top[0] - '0' : -1;
+#else
+    c.deep_top = -1;
 #endif
     snapshot = c;
 }

@@ -18,6 +18,10 @@ static inline simde__mmask16 _mm512_cmplt_epu32_mask(simde__m512i a, simde__m512
     uint32_t x[16], y[16]; memcpy(x, &a, 64); memcpy(y, &b, 64);
     simde__mmask16 m = 0; for (int i = 0; i < 16; i++) if (x[i] < y[i]) m |= (simde__mmask16)(1u << i); return m;
 }
+static inline simde__mmask16 _mm512_cmpgt_epu32_mask(simde__m512i a, simde__m512i b) {
+    uint32_t x[16], y[16]; memcpy(x, &a, 64); memcpy(y, &b, 64);
+    simde__mmask16 m = 0; for (int i = 0; i < 16; i++) if (x[i] > y[i]) m |= (simde__mmask16)(1u << i); return m;
+}
 static inline simde__m256i _mm512_cvtepi32_epi16(simde__m512i a) {
     int32_t x[16]; int16_t r[16]; memcpy(x, &a, 64); for (int i = 0; i < 16; i++) r[i] = (int16_t)x[i];
     simde__m256i o; memcpy(&o, r, 32); return o;

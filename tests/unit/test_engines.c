@@ -70,6 +70,9 @@ static const config configs[] = {
     {TS_ENGINE_DEEP, TS_ISA_AUTO, 0, 0, 1},
     {TS_ENGINE_DEEP, TS_ISA_AUTO, 0, 16, 2},
     {TS_ENGINE_DEEP, TS_ISA_SCALAR, 0, 37, 3},
+    {TS_ENGINE_DEEP, TS_ISA_AVX2, 0, 0, 1},
+    {TS_ENGINE_DEEP, TS_ISA_AVX512, 0, 0, 1},
+    {TS_ENGINE_DEEP, TS_ISA_AVX512, 0, 100, 2},
     {TS_ENGINE_AUTO, TS_ISA_AUTO, 0, 0, 0},
     /* where a CUDA device runs them (docs/gpu.md); elsewhere they refuse and are skipped */
     {TS_ENGINE_GPU_NAIVE, TS_ISA_AUTO, 0, 0, 1},

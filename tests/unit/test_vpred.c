@@ -116,7 +116,8 @@ static void check_engines_on(const ts_model *m, size_t n_rows) {
         ts_scorer *s = make_scorer(m, &configs[c]);
         if (!s) continue;
         CHECK(ts_scorer_engine(s) == configs[c].engine);
-        CHECK(ts_scorer_isa(s) == TS_ISA_SCALAR);
+        /* (deep's top levels: its AVX-512 kernel where the CPU has AVX-512) */
+        CHECK(ts_scorer_isa(s) == TS_ISA_SCALAR || configs[c].engine == TS_ENGINE_DEEP);
         check_blocking(m, s, &configs[c]);
         for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
             check_batches(m, s, x, n_rows, cols, stride, batches[b], ref, got);
@@ -206,6 +207,69 @@ static void test_wide_layout(void) {
 static void test_many_trees(void) {
     ts_model *m = random_model(1500, 2, 40, 50);
     check_engines_on(m, 200);
+    ts_model_free(m);
+}
+
+/*
+ * deep's top levels (deep.c "Top levels"), K = 0 to 8 levels (TREESCORE_DEEP_TOP), with
+ * the scalar steps and the AVX-512 kernel where the CPU has it: trees shallower than K
+ * (padding below leaves), one-leaf trees, chains deeper than 8, rows on thresholds and
+ * NaN both ways (random_value), batches that are not multiples of the kernel's 64
+ * documents, blocks of 64, 100 and the default. Any exit planted wrong (a swapped
+ * pair, an off-by-one slot) changes some rows' scores here.
+ */
+static void check_deep_top(const ts_model *m, uint32_t k0, uint32_t k_step) {
+    const size_t n_rows = 333, cols = n_features + 1;
+    float *x = malloc(n_rows * cols * sizeof *x);
+    double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
+    for (size_t i = 0; i < n_rows * cols; i++) x[i] = random_value();
+    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * cols);
+    static const char *levels[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8"};
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    static const uint32_t deltas[] = {0, 64, 100};
+    static const size_t batch_sizes[] = {333, 1, 63, 65, 130};
+    for (size_t k = k0; k < sizeof levels / sizeof levels[0]; k += k_step) {
+        setenv("TREESCORE_DEEP_TOP", levels[k], 1);
+        tsr_config_reload();
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
+            for (size_t d = 0; d < sizeof deltas / sizeof deltas[0]; d++) {
+                ts_scorer_options o;
+                ts_scorer_options_init(&o);
+                o.engine = TS_ENGINE_DEEP, o.max_isa = isas[i], o.delta = deltas[d], o.n_threads = 1;
+                ts_scorer *s = NULL;
+                ts_error err;
+                CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+                if (!s) continue;
+                const int kernel = k > 0 && isas[i] == TS_ISA_AVX512 && ts_cpu_isa() >= TS_ISA_AVX512;
+                CHECK_MSG(ts_scorer_isa(s) == (kernel ? TS_ISA_AVX512 : TS_ISA_SCALAR), "deep top %s isa %s", levels[k],
+                          ts_isa_name(ts_scorer_isa(s)));
+                for (size_t b = 0; b < sizeof batch_sizes / sizeof batch_sizes[0]; b++) {
+                    for (size_t r = 0; r < n_rows; r++) got[r] = -12345.0;
+                    for (size_t r = 0; r < n_rows; r += batch_sizes[b]) {
+                        const size_t n = n_rows - r < batch_sizes[b] ? n_rows - r : batch_sizes[b];
+                        CHECK_STATUS(ts_scorer_score(s, x + r * cols, n, cols, cols, got + r, &err), TS_OK);
+                    }
+                    size_t bad = 0;
+                    for (size_t r = 0; r < n_rows; r++) bad += memcmp(&got[r], &ref[r], sizeof ref[r]) != 0;
+                    CHECK_MSG(bad == 0, "deep top %s isa %s delta %u batch %zu: %zu of %zu rows differ", levels[k],
+                              ts_isa_name(ts_scorer_isa(s)), deltas[d], batch_sizes[b], bad, n_rows);
+                }
+                ts_scorer_free(s);
+            }
+    }
+    unsetenv("TREESCORE_DEEP_TOP");
+    tsr_config_reload();
+    free(x);
+    free(ref);
+    free(got);
+}
+
+static void test_deep_top_levels(void) {
+    ts_model *m = random_model(40, 1, 300, 3);
+    check_deep_top(m, 0, 1);
+    ts_model_free(m);
+    m = random_model(2, 17000, 18000, 0); /* 16-byte slots (more than 16,384 slots a tree) */
+    check_deep_top(m, 2, 3);
     ts_model_free(m);
 }
 
@@ -376,6 +440,7 @@ int main(void) {
     RUN_TEST(test_wide_layout);
     RUN_TEST(test_many_trees);
     RUN_TEST(test_block_vpred_chunks);
+    RUN_TEST(test_deep_top_levels);
     RUN_TEST(test_f64);
     RUN_TEST(test_concurrent_callers);
     return check_summary("test_vpred");

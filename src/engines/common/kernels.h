@@ -22,6 +22,8 @@
  *                                                                one where the CPU has VBMI); the levels
  *                                                                of rapid's quantizers, whose codes it
  *                                                                reads (coder.h)
+ *   deep         its own top levels         -        -      yes (the top levels of every tree,
+ *                (deep.c)                                         64 documents a call: deep.h)
  *
  * Each kernel table is an engine's own type (vqs.h, rapid.h, tsimd.h), declared here
  * as an incomplete struct: this header says which exist, the engine's header what they
@@ -36,6 +38,7 @@ struct vqs_kernels;
 struct rs_kernels;
 struct tss_kernels;
 struct ob_kernels;
+struct deep_kernels;
 
 extern const struct rs_kernels tse_rapid_scalar;
 extern const struct ob_kernels tse_oblivious_scalar;
@@ -44,6 +47,7 @@ extern const struct vqs_kernels tse_vqs_sse42, tse_vqs_avx2, tse_vqs_avx512;
 extern const struct rs_kernels tse_rapid_avx2, tse_rapid_avx512, tse_rapid_avx512gf;
 extern const struct tss_kernels tse_tsimd_avx2, tse_tsimd_avx512, tse_tsimd_avx512vbmi;
 extern const struct ob_kernels tse_oblivious_avx2, tse_oblivious_avx512, tse_oblivious_avx512vbmi;
+extern const struct deep_kernels tse_deep_avx512;
 #endif
 
 /* vqs's kernels of the best level at most isa; NULL: none (the scalar qs kernel). */
@@ -96,6 +100,17 @@ static inline const struct ob_kernels *tsk_oblivious(ts_isa isa, int vbmi) {
     (void)vbmi;
 #endif
     return &tse_oblivious_scalar;
+}
+
+/* deep's top-level kernels of the best level at most isa; NULL: none (its scalar top
+ * levels). */
+static inline const struct deep_kernels *tsk_deep(ts_isa isa) {
+#ifdef TSK_X86
+    if (isa >= TS_ISA_AVX512) return &tse_deep_avx512;
+#else
+    (void)isa;
+#endif
+    return NULL;
 }
 
 #endif /* TS_ENGINES_KERNELS_H */

@@ -34,6 +34,7 @@ void tsq_free(tsq *q) {
     free(q->slot_of);
     free(q->thr_d);
     free(q->blk_d);
+    free(q->thr_n);
     memset(q, 0, sizeof *q);
 }
 
@@ -110,6 +111,12 @@ static void fill_blocks_d(const tsq_feature *f, const double *t, double *b) {
     }
 }
 
+/* Feature f's gap floats (quant.h "Gap floats") from its float and double thresholds. */
+static void fill_gap_floats(const tsq_feature *f, const float *t, const double *td, float *n) {
+    for (uint32_t k = 0; k < (1u << f->steps); k++)
+        n[k] = k < f->n_thr && (double)t[k] != td[k] ? nextafterf(t[k], INFINITY) : NAN;
+}
+
 /* Returns 0 when double codes (q->thr_d set) cannot be used: a float threshold out of
  * step with its double (quant.h "Double codes"). */
 static int fill_tables(tsq *q, const pair *p, size_t n) {
@@ -117,7 +124,7 @@ static int fill_tables(tsq *q, const pair *p, size_t n) {
     q->n_slots = 0;
     for (size_t i = 0; i < n; j++) {
         tsq_feature *f = &q->f[j];
-        *f = (tsq_feature){p[i].feature, 0, 0, table, 0, UINT32_MAX, UINT32_MAX};
+        *f = (tsq_feature){p[i].feature, 0, 0, table, 0, UINT32_MAX, UINT32_MAX, 0};
         float *t = q->thr + table;
         double *td = q->thr_d ? q->thr_d + table : NULL;
         uint32_t rules = 0;
@@ -142,6 +149,8 @@ static int fill_tables(tsq *q, const pair *p, size_t n) {
         f->steps = steps_for(f->n_thr);
         for (uint32_t k = f->n_thr; k < (1u << f->steps); k++) t[k] = INFINITY;
         for (uint32_t k = f->n_thr; td && k < (1u << f->steps); k++) td[k] = INFINITY;
+        if (td) fill_gap_floats(f, t, td, q->thr_n + table);
+        for (uint32_t k = 0; td && k < f->n_thr; k++) f->snap |= t[k] >= -TSM_ZERO_RANGE && t[k] < TSM_ZERO_RANGE;
         table += 1u << f->steps;
         if (blocked(f->n_thr)) {
             f->blocks = blk;
@@ -153,12 +162,13 @@ static int fill_tables(tsq *q, const pair *p, size_t n) {
             f->chunks = blk;
             for (uint32_t c = 0; c < chunks_of(f->n_thr); c++, blk += TSQ_BLOCK_FLOATS) {
                 const uint32_t first = c * TSQ_BLOCK_MAX, left = f->n_thr - first;
-                const tsq_feature part = {f->column, left < TSQ_BLOCK_MAX ? left : TSQ_BLOCK_MAX, 0, 0, 0, 0, 0};
+                const tsq_feature part = {f->column, left < TSQ_BLOCK_MAX ? left : TSQ_BLOCK_MAX, 0, 0, 0, 0, 0, 0};
                 fill_blocks(&part, t + first, q->blk + blk);
             }
         }
     }
     q->slot_first[q->n_used] = q->n_slots;
+    for (uint32_t k = 0; q->thr_n && k < 16; k++) q->thr_n[table + k] = NAN;
     return 1;
 }
 
@@ -178,9 +188,10 @@ static ts_status build(tsq *q, const ts_model *m, int doubles, ts_error *err) {
         q->blk = aligned_alloc(64, (blk + 16) * sizeof *q->blk); /* 16: a multiple of 64 bytes */
         if (doubles) {
             q->thr_d = malloc((entries + 1) * sizeof *q->thr_d);
+            q->thr_n = malloc((entries + 16) * sizeof *q->thr_n); /* 16 may be read from any feature's */
             q->blk_d = aligned_alloc(64, (blk + 8) * sizeof *q->blk_d); /* 8: a multiple of 64 bytes */
         }
-        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && (!doubles || (q->thr_d && q->blk_d))) {
+        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && (!doubles || (q->thr_d && q->blk_d && q->thr_n))) {
             q->doubles = fill_tables(q, p, n) && doubles;
         } else
             st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for feature code tables");

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model/forest.h"
 #include "treescore.h"
@@ -83,6 +84,20 @@
  * along D and equal D with equal F, which tsq_build_f64 checks (else it builds the float
  * codes, and q->doubles stays 0). The searches above only need the tables sorted, not
  * distinct, so float rows are coded as before.
+ *
+ * Gap floats (thr_n): double rows can be coded on the float tables too. With u the
+ * value v rounded up to a float, the float code c = #{ i : F[i] < u } counts every D[i] <
+ * snap(v), and more only when some D[i] >= snap(v) has F[i] < u: then v is no float, d <
+ * v < u for the float d below u, and F[i] (at most d, and at least d, which snaps to at
+ * most D[i]) is d: the largest F below u, F[c - 1], is d, and D[i] is no float. So
+ * thr_n[i] = the float after F[i] where (double)F[i] != D[i], else NaN, and only lanes
+ * with thr_n[c - 1] == u (values in the float gap of a threshold: rare; c = 0 never
+ * matches, since every F[i] >= u there) need their code from the doubles. The zero range
+ * is the same in floats for u, except for v just below -Z (u = -Z, v < -Z): those lanes
+ * too, on features whose zero range matters (zero-is-missing nodes, or `snap`). Float
+ * codes of u in the zero range are 0.0's code when no F lies in [-Z, Z) (LightGBM's F
+ * never does: tsm_threshold_lightgbm); a feature with one (float thresholds of a model
+ * built in memory) has `snap` set, and its zero-range lanes are coded as 0.0.
  */
 
 /* Thresholds per segment: a segment's codes run from 0 to 255. */
@@ -104,6 +119,7 @@ typedef struct tsq_feature {
     uint32_t has_zero;   /* a TSM_ZERO_IS_MISSING node reads it */
     uint32_t blocks;     /* its block table's first float in tsq.blk, or UINT32_MAX */
     uint32_t chunks;     /* its chunk tables' first float in tsq.blk, or UINT32_MAX */
+    uint32_t snap;       /* double codes: a float threshold lies in [-Z, Z) ("Gap floats") */
 } tsq_feature;
 
 /* How a slot sees missing values (quant.h "Missing values"). */
@@ -129,6 +145,8 @@ typedef struct tsq {
     int doubles;         /* double codes ("Double codes"): thr_d and blk_d are set */
     double *thr_d;       /* as thr, the double thresholds D (padded with +inf) */
     double *blk_d;       /* as blk, in doubles (64-byte aligned) */
+    float *thr_n;        /* as thr ("Gap floats"): the float after F[i] where D[i] is no float, else NaN;
+                          * NaN padding */
 } tsq;
 
 /* The codes of m. */
@@ -202,6 +220,19 @@ static inline uint32_t tsq_slot_code_d(const tsq *q, uint32_t s, double v) {
         c = tsq_code_d(q, sl->feature, v);
     c = c > sl->base ? c - sl->base : 0;
     return c > 255 ? 255 : c;
+}
+
+/* v rounded up to a float (u of "Gap floats"), whatever the FPU's rounding mode: the
+ * nearest float, or the one after it when that lies below v (NaN stays NaN). */
+static inline float tsq_round_up(double v) {
+    float u = (float)v;
+    uint32_t b;
+    memcpy(&b, &u, sizeof b);
+    /* below v (so no NaN, no +inf, no -0.0): one step up, +1 from +0.0 or a positive
+     * float, -1 from a negative one; without a branch (half of all doubles round down) */
+    b += (uint32_t)((double)u < v) * (1u - ((b >> 31) << 1));
+    memcpy(&u, &b, sizeof u);
+    return u;
 }
 
 /*

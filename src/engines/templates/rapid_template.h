@@ -28,7 +28,15 @@
  *   void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd,
  *                        uint8_t *codes): the same from double values under double codes
  *                        (T->q.doubles; quant.h "Double codes": tsq_slot_code_d); col holds
- *                        values (or -inf) only up to the next multiple of 8 lanes from nd
+ *                        values (or -inf) only up to the next multiple of 8 lanes from nd;
+ *                        or, where the ISA defines RS_F64_UP (float first: quant.h "Gap
+ *                        floats"), void rs_code_feature_f64(const tsq_tables *T, uint32_t j,
+ *                        const float *col, size_t nd, const double *x, size_t stride,
+ *                        uint8_t *codes): col the values rounded up to floats (tsq_round_up;
+ *                        -inf from nd up to the next multiple of 16), x the feature's double
+ *                        in the group's first row (x[lane * stride]), and optionally
+ *                        RS_COLUMNS_F64 N (rs_columns_f64: N columns of the rows, rounded
+ *                        up, as rs_columns16) or RS_COLUMN_F64 (rs_column_f64: one column)
  *   rs_v                 a row: one byte per lane
  *   rs_v rs_ones(void), rs_v rs_zeros(void)
  *   rs_kv rs_k(const rs_entry *e), rs_mv rs_m(const rs_entry *e): an entry's k and mask,
@@ -109,6 +117,54 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
 }
 #undef RS_TRANSPOSE
 #endif /* RS_QUANTIZE */
+
+#if !defined(RS_QUANTIZE_F64) && defined(RS_F64_UP)
+#define RS_QUANTIZE_F64 RS(quantize_f64)
+#define RS_TRANSPOSE (2048 / RS_LANES)
+
+/* The same for double rows, float first (quant.h "Gap floats"; an ISA with RS_F64_UP):
+ * the columns are copied out as RS(quantize)'s, each value rounded up to a float on its
+ * way (tsq_round_up, or with RS_COLUMNS_F64 the ISA's rs_columns_f64, RS_COLUMNS_F64 columns
+ * of the rows at a time, the next group's rows prefetched after a full group), and coded by
+ * rs_code_feature_f64, which reads the doubles again only for the rare lanes the floats
+ * cannot code. */
+static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+    const tsq *q = &T->q;
+    float xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
+    if (q->n_used == 0) return;
+#ifdef RS_COLUMNS_F64
+    const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column; /* rows reach last */
+    if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
+        if (nd == RS_LANES) /* a full group: more rows may follow (a lone row has none to fetch) */
+            for (size_t l = 0; l < RS_LANES; l++)
+                for (uint32_t c = first; c <= last; c += 8) __builtin_prefetch(x + (RS_LANES + l) * stride + c);
+        for (uint32_t j0 = 0; j0 < q->n_used;) {
+            const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < RS_COLUMNS_F64 ? last - c0 + 1 : RS_COLUMNS_F64;
+            rs_columns_f64(x, stride, nd, c0, n, xt);
+            for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
+                rs_code_feature_f64(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, x + q->f[j0].column,
+                                    stride, codes);
+        }
+        return;
+    }
+#endif
+    for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
+        const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
+#ifdef RS_COLUMN_F64
+        if (stride <= INT32_MAX / 4) /* the ISA's column copy (rs_column_f64: gathers) */
+            for (uint32_t j = 0; j < nj; j++) rs_column_f64(x + q->f[j0 + j].column, stride, nd, xt + (size_t)j * RS_LANES);
+        else
+#endif
+        for (size_t l = 0; l < ((nd + 15) & ~(size_t)15); l++) { /* lanes of 16-lane registers holding rows */
+            const double *row = x + l * stride;
+            for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? tsq_round_up(row[q->f[j0 + j].column]) : -INFINITY;
+        }
+        for (uint32_t j = 0; j < nj; j++)
+            rs_code_feature_f64(T, j0 + j, xt + (size_t)j * RS_LANES, nd, x + q->f[j0 + j].column, stride, codes);
+    }
+}
+#undef RS_TRANSPOSE
+#endif
 
 #ifndef RS_QUANTIZE_F64
 #define RS_QUANTIZE_F64 RS(quantize_f64)

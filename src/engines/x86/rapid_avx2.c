@@ -190,70 +190,137 @@ static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, s
     store_slot_codes(T, j, nat, nan, zero, codes);
 }
 
-/* ---- double codes (quant.h "Double codes") ---- */
+/* ---- double codes (quant.h "Double codes", "Gap floats") ---- */
 
-/* 8 dwords from two registers of 4 qwords (their low halves, in lane order). */
-static inline __m256i to32(__m256i a, __m256i b) {
-    const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-    return _mm256_blend_epi32(_mm256_permutevar8x32_epi32(a, idx), _mm256_permutevar8x32_epi32(b, idx), 0xF0);
+/* thr_n[at] for 8 lanes of feature f (at = c - 1 from -1 on: -1 reads some entry, a false
+ * alarm at worst, which the doubles then settle): a permute up to 8 thresholds, two and a
+ * blend up to 16 (tsq pads thr_n so that 16 can be read from any feature's), a gather
+ * above. */
+static inline __m256 gap_floats8(const float *gap, uint32_t n, __m256i at) {
+    if (n <= 8) return _mm256_permutevar8x32_ps(_mm256_loadu_ps(gap), at);
+    if (n <= 16) {
+        const __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(gap), at);
+        const __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(gap + 8), at);
+        return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(at, 28))); /* bit 3 of at */
+    }
+    return _mm256_i32gather_ps(gap, _mm256_max_epi32(at, _mm256_setzero_si256()), 4);
 }
 
-/* Natural double codes of 8 values (two registers of 4, zero range already snapped) as 8
- * dwords: a linear scan of the double thresholds until no lane is above the last one
- * compared; features with a block table lane by lane with the binary search (AVX2 has
- * no permute of doubles by a variable index across 256 bits). */
-static inline __m256i codes8_d(const tsq *q, uint32_t j, __m256d v0, __m256d v1) {
-    const tsq_feature *f = &q->f[j];
-    if (f->blocks != UINT32_MAX) {
-        double x[8] __attribute__((aligned(32)));
-        int32_t c[8] __attribute__((aligned(32)));
-        _mm256_store_pd(x, v0);
-        _mm256_store_pd(x + 4, v1);
-        for (int l = 0; l < 8; l++) c[l] = (int32_t)tsq_code_d(q, j, x[l]); /* NaN: 0 */
-        return _mm256_load_si256((const __m256i *)c);
-    }
-    const double *t = q->thr_d + f->table;
-    __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
-    uint32_t i = 0;
-    for (; i + 2 <= f->n_thr; i += 2) {
-        const __m256d a = _mm256_set1_pd(t[i]), b = _mm256_set1_pd(t[i + 1]);
-        const __m256d a0 = _mm256_cmp_pd(a, v0, _CMP_LT_OQ), a1 = _mm256_cmp_pd(a, v1, _CMP_LT_OQ);
-        const __m256d b0 = _mm256_cmp_pd(b, v0, _CMP_LT_OQ), b1 = _mm256_cmp_pd(b, v1, _CMP_LT_OQ);
-        p0 = _mm256_sub_epi64(p0, _mm256_add_epi64(_mm256_castpd_si256(a0), _mm256_castpd_si256(b0)));
-        p1 = _mm256_sub_epi64(p1, _mm256_add_epi64(_mm256_castpd_si256(a1), _mm256_castpd_si256(b1)));
-        const __m256d any = _mm256_or_pd(b0, b1);
-        if (_mm256_testz_pd(any, any)) break; /* no lane above t[i + 1]: none above any later */
-    }
-    if (i + 2 > f->n_thr && i < f->n_thr) {
-        const __m256d a = _mm256_set1_pd(t[i]);
-        p0 = _mm256_sub_epi64(p0, _mm256_castpd_si256(_mm256_cmp_pd(a, v0, _CMP_LT_OQ)));
-        p1 = _mm256_sub_epi64(p1, _mm256_castpd_si256(_mm256_cmp_pd(a, v1, _CMP_LT_OQ)));
-    }
-    return to32(p0, p1);
-}
-
-/* Feature j's slots for one group of 32 double values (tsq_slot_code_d), as
- * rs_code_feature: natural codes once (zero-range values snapped to 0.0), then each
- * slot's through the saturating packs. */
-static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
+/* Feature j's slots for one group of 32 double values (tsq_slot_code_d), float first as
+ * in the AVX-512 kernel (quant.h "Gap floats"): col holds the values rounded up to floats
+ * (u), x the doubles (x[lane * stride]); the float codes of u, then the lanes whose u is
+ * the gap float of their largest threshold below, or -Z on a zero-is-missing (or `snap`)
+ * feature, coded from their doubles (rare). */
+static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *col, size_t nd, const double *x,
+                                size_t stride, uint8_t *codes) {
     const tsq *q = &T->q;
-    const __m256d zr = _mm256_set1_pd((double)TSM_ZERO_RANGE), sign = _mm256_set1_pd(-0.0);
+    const tsq_feature *f = &q->f[j];
+    const float *gap = q->thr_n + f->table;
     __m256i nat[4], nan[4], zero[4];
+    uint32_t fix = 0;
     for (size_t c = 0; c < 4; c++) {
         nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
         if (8 * c >= nd) continue;
-        __m256d x0 = _mm256_load_pd(col + 8 * c), x1 = _mm256_load_pd(col + 8 * c + 4);
-        const __m256d n0 = _mm256_cmp_pd(x0, x0, _CMP_UNORD_Q), n1 = _mm256_cmp_pd(x1, x1, _CMP_UNORD_Q);
-        const __m256d z0 = _mm256_cmp_pd(_mm256_andnot_pd(sign, x0), zr, _CMP_LE_OQ);
-        const __m256d z1 = _mm256_cmp_pd(_mm256_andnot_pd(sign, x1), zr, _CMP_LE_OQ);
-        x0 = _mm256_andnot_pd(z0, x0); /* zero range -> 0.0 */
-        x1 = _mm256_andnot_pd(z1, x1);
-        nan[c] = to32(_mm256_castpd_si256(n0), _mm256_castpd_si256(n1));
-        zero[c] = to32(_mm256_castpd_si256(z0), _mm256_castpd_si256(z1));
-        nat[c] = codes8_d(q, j, x0, x1);
+        const __m256 u = _mm256_load_ps(col + 8 * c);
+        __m256 v = u;
+        if (f->snap) /* zero-range lanes coded as 0.0 (quant.h "Gap floats") */
+            v = _mm256_andnot_ps(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), u), _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ), u);
+        nat[c] = codes8(q, f, v, &nan[c], &zero[c]);
+        const __m256 g = gap_floats8(gap, f->n_thr, _mm256_sub_epi32(nat[c], _mm256_set1_epi32(1)));
+        __m256 m = _mm256_cmp_ps(g, v, _CMP_EQ_OQ);
+        if (f->has_zero || f->snap) m = _mm256_or_ps(m, _mm256_cmp_ps(u, _mm256_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ));
+        fix |= (uint32_t)_mm256_movemask_ps(m) << (8 * c);
+    }
+    if (nd < 32) fix &= (1u << nd) - 1;
+    if (__builtin_expect(fix != 0, 0)) {
+        int32_t n[32] __attribute__((aligned(32))), z[32] __attribute__((aligned(32)));
+        for (size_t c = 0; c < 4; c++) {
+            _mm256_store_si256((__m256i *)(n + 8 * c), nat[c]);
+            _mm256_store_si256((__m256i *)(z + 8 * c), zero[c]);
+        }
+        for (; fix; fix &= fix - 1) {
+            const unsigned l = (unsigned)__builtin_ctz(fix);
+            const double v = x[l * stride];
+            const int in = v >= -(double)TSM_ZERO_RANGE && v <= (double)TSM_ZERO_RANGE;
+            n[l] = (int32_t)tsq_code_d(q, j, in ? 0.0 : v);
+            z[l] = in ? -1 : 0;
+        }
+        for (size_t c = 0; c < 4; c++) {
+            nat[c] = _mm256_load_si256((const __m256i *)(n + 8 * c));
+            zero[c] = _mm256_load_si256((const __m256i *)(z + 8 * c));
+        }
     }
     store_slot_codes(T, j, nat, nan, zero, codes);
 }
+#define RS_F64_UP 1
+
+/* 4 doubles rounded up to floats (u), whatever the rounding mode: the nearest, one step
+ * up where that lies below (as tsq_round_up). */
+static inline __m128 round_up4(__m256d x) {
+    const __m128 u = _mm256_cvtpd_ps(x);
+    const __m256i lt = _mm256_castpd_si256(_mm256_cmp_pd(_mm256_cvtps_pd(u), x, _CMP_LT_OQ));
+    const __m128i below = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(lt, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+    const __m128i b = _mm_castps_si128(u), step = _mm_or_si128(_mm_srai_epi32(b, 31), _mm_set1_epi32(1));
+    return _mm_castsi128_ps(_mm_add_epi32(b, _mm_and_si128(step, below)));
+}
+
+/* One column of the group's double rows (x: its value in row 0), rounded up, into
+ * out[lane], lanes nd .. up to a multiple of 16 -inf: 4 rows a gather (3 * stride fits
+ * an int: rapid_template.h checks). */
+static void rs_column_f64(const double *x, size_t stride, size_t nd, float *out) {
+    const __m128i rows = _mm_setr_epi32(0, (int)stride, 2 * (int)stride, 3 * (int)stride);
+    for (size_t l = 0; l < ((nd + 15) & ~(size_t)15); l += 4) {
+        __m256d v = _mm256_set1_pd(-INFINITY);
+        if (l + 4 <= nd)
+            v = _mm256_i32gather_pd(x + l * stride, rows, 8);
+        else if (l < nd)
+            v = _mm256_mask_i32gather_pd(v, x + l * stride, rows,
+                                         _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)(nd - l)),
+                                                                                _mm256_setr_epi64x(0, 1, 2, 3))), 8);
+        _mm_store_ps(out + l, round_up4(v));
+    }
+}
+#define RS_COLUMN_F64 1
+
+/* 8 x 8 floats transposed in registers (unpacks, shuffles, 128-bit lane swaps). */
+static inline void transpose8(__m256 r[8]) {
+    __m256 t[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x20);
+        t[4 + i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x31);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+}
+
+/* Columns c0 .. c0 + n - 1 (n <= 8) of the group's double rows, rounded up, into
+ * out[k * 32 + lane], lanes nd .. up to a multiple of 8 -inf, 8 rows an 8 x 8 transpose;
+ * columns past n, and lanes from the next multiple of 8 on, left unwritten. */
+static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
+    const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
+    const __m256i lo = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n), lane);
+    const __m256i hi = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n - 4), lane);
+    for (size_t l0 = 0; l0 < nd; l0 += 8) {
+        __m256 r[8];
+        for (size_t i = 0; i < 8; i++) {
+            const double *p = x + (l0 + i) * stride + c0;
+            r[i] = l0 + i < nd ? _mm256_set_m128(round_up4(_mm256_maskload_pd(p + 4, hi)), round_up4(_mm256_maskload_pd(p, lo)))
+                               : _mm256_set1_ps(-INFINITY);
+        }
+        transpose8(r);
+        for (size_t k = 0; k < 8; k++) _mm256_store_ps(out + k * 32 + l0, r[k]);
+    }
+}
+#define RS_COLUMNS_F64 8
 
 #define RS_UPDATE rs_update8
 #define RS(name) rs_avx2_##name

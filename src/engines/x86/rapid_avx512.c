@@ -166,6 +166,37 @@ static inline void codes_blocked64(const float *blk, const __m512 v[4], __m512i 
     for (int c = 0; c < 4; c++) code[c] = add_below(code[c], _mm512_set1_ps(blk[15]), v[c]);
 }
 
+/* As codes_blocked64, with the largest threshold below each lane's value (NaN where
+ * there is none): the pivot before the lane's block, then each of the block's thresholds
+ * below the value, then P[15] (one masked move per compare: measured cheaper than a
+ * gather of thr_n[c - 1] afterwards on Zen 4, dev model f64/f32 1.13 against 1.16). */
+static inline void codes_blocked64_last(const float *blk, const __m512 v[4], __m512i code[4], __m512 last[4]) {
+    const __m512 piv = _mm512_load_ps(blk);
+    __m512i b[4];
+    blocks_of64(piv, v, b);
+    for (int c = 0; c < 4; c++) {
+        code[c] = _mm512_slli_epi32(b[c], 4);
+        /* b' > 0: P[b' - 1] < v; b' = 0: none yet */
+        last[c] = _mm512_mask_permutexvar_ps(_mm512_set1_ps(NAN), _mm512_cmpgt_epi32_mask(b[c], _mm512_setzero_si512()),
+                                             _mm512_sub_epi32(b[c], _mm512_set1_epi32(1)), piv);
+    }
+    for (int k = 0; k < 15; k++) {
+        const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
+        for (int c = 0; c < 4; c++) {
+            const __m512 tv = _mm512_permutexvar_ps(b[c], u);
+            const __mmask16 m = _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ);
+            code[c] = _mm512_mask_add_epi32(code[c], m, code[c], _mm512_set1_epi32(1));
+            last[c] = _mm512_mask_mov_ps(last[c], m, tv);
+        }
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512 tv = _mm512_set1_ps(blk[15]);
+        const __mmask16 m = _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ);
+        code[c] = _mm512_mask_add_epi32(code[c], m, code[c], _mm512_set1_epi32(1));
+        last[c] = _mm512_mask_mov_ps(last[c], m, tv);
+    }
+}
+
 /* Natural codes of 16 values v of feature f by a linear scan of its thresholds. */
 static inline __m512i codes16(const tsq *q, const tsq_feature *f, __m512 v) {
     const __m512i one = _mm512_set1_epi32(1);
@@ -270,20 +301,9 @@ static inline void store_slot_codes(const tsq *q, uint32_t j, const __m512i nat[
     }
 }
 
-/* Feature j's slots for one group of 64 documents: its natural codes once, then each
- * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
- * base, clamped to 0 .. 255. */
-static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
-    const tsq *q = &T->q;
-    const tsq_feature *f = &q->f[j];
-    __m512i nat[4];
-    __mmask16 nan[4], zero[4];
-    __m512 v[4];
-    for (size_t c = 0; c < 4; c++) {
-        v[c] = _mm512_load_ps(col + 16 * c); /* lanes >= nd hold -inf: code 0 */
-        nan[c] = _mm512_cmp_ps_mask(v[c], v[c], _CMP_UNORD_Q);
-        zero[c] = _mm512_cmp_ps_mask(_mm512_abs_ps(v[c]), _mm512_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ);
-    }
+/* Feature j's natural codes of a group's 64 values v (lanes >= nd -inf), by the feature's
+ * kind of table (quant.h). */
+static inline __attribute__((always_inline)) void codes64(const tsq *q, const tsq_feature *f, const __m512 v[4], size_t nd, __m512i nat[4]) {
     if (f->blocks != UINT32_MAX)
         codes_blocked64(q->blk + f->blocks, v, nat);
     else if (f->chunks != UINT32_MAX) /* quant.h "Chunk tables": the chunks' counts added */
@@ -296,164 +316,136 @@ static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, s
         codes64_search(q, f, v, nd, nat);
     else
         for (size_t c = 0; c < 4; c++) nat[c] = 16 * c < nd ? codes16(q, f, v[c]) : _mm512_setzero_si512();
-    store_slot_codes(q, j, nat, nan, zero, codes);
 }
 
-/* ---- double codes (quant.h "Double codes") ---- */
-
-/* As codes16, for the float-first double codes below: also the largest threshold below
- * each lane's value (NaN where there is none), one masked move per threshold beside the
- * count's chain. */
-static inline __m512i codes16_last(const tsq *q, const tsq_feature *f, __m512 v, __m512 *last) {
-    const __m512i one = _mm512_set1_epi32(1);
-    const float *t = q->thr + f->table;
-    __m512i pos = _mm512_setzero_si512();
-    __m512 l = _mm512_set1_ps(NAN);
-#define RS_STEP(ti) do { const __m512 tv = _mm512_set1_ps(ti); const __mmask16 m = _mm512_cmp_ps_mask(tv, v, _CMP_LT_OQ); \
-        pos = _mm512_mask_add_epi32(pos, m, pos, one); l = _mm512_mask_mov_ps(l, m, tv); c3 = m; } while (0)
-    __mmask16 c3;
-    uint32_t i = 0;
-    for (; i + 4 <= f->n_thr; i += 4) {
-        RS_STEP(t[i]);
-        RS_STEP(t[i + 1]);
-        RS_STEP(t[i + 2]);
-        RS_STEP(t[i + 3]);
-        if (!c3) break; /* no lane above t[i + 3]: none above any later */
-    }
-    if (i + 4 > f->n_thr)
-        for (; i < f->n_thr; i++) RS_STEP(t[i]);
-#undef RS_STEP
-    *last = l;
-    return pos;
-}
-
-/* As codes_blocked64, with the largest threshold below each lane's value (NaN where
- * there is none): the pivot before the lane's block, then each of the block's thresholds
- * below the value, then P[15]. */
-static inline void codes_blocked64_last(const float *blk, const __m512 v[4], __m512i code[4], __m512 last[4]) {
-    const __m512 piv = _mm512_load_ps(blk);
-    __m512i b[4];
-    blocks_of64(piv, v, b);
-    for (int c = 0; c < 4; c++) {
-        code[c] = _mm512_slli_epi32(b[c], 4);
-        /* b' > 0: P[b' - 1] < v; b' = 0: none yet */
-        last[c] = _mm512_mask_permutexvar_ps(_mm512_set1_ps(NAN), _mm512_cmpgt_epi32_mask(b[c], _mm512_setzero_si512()),
-                                             _mm512_sub_epi32(b[c], _mm512_set1_epi32(1)), piv);
-    }
-    for (int k = 0; k < 15; k++) {
-        const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
-        for (int c = 0; c < 4; c++) {
-            const __m512 tv = _mm512_permutexvar_ps(b[c], u);
-            const __mmask16 m = _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ);
-            code[c] = _mm512_mask_add_epi32(code[c], m, code[c], _mm512_set1_epi32(1));
-            last[c] = _mm512_mask_mov_ps(last[c], m, tv);
-        }
-    }
-    for (int c = 0; c < 4; c++) {
-        const __m512 tv = _mm512_set1_ps(blk[15]);
-        const __mmask16 m = _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ);
-        code[c] = _mm512_mask_add_epi32(code[c], m, code[c], _mm512_set1_epi32(1));
-        last[c] = _mm512_mask_mov_ps(last[c], m, tv);
+/* The group's 64 values of a feature from its column (registers from lane nd on -inf:
+ * col may hold nothing there), with their NaN and zero-range lanes. */
+static inline void load64(const float *col, size_t nd, __m512 v[4], __mmask16 nan[4], __mmask16 zero[4]) {
+    for (size_t c = 0; c < 4; c++) {
+        v[c] = 16 * c < nd ? _mm512_load_ps(col + 16 * c) : _mm512_set1_ps(-INFINITY); /* -inf: code 0 */
+        nan[c] = _mm512_cmp_ps_mask(v[c], v[c], _CMP_UNORD_Q);
+        zero[c] = _mm512_cmp_ps_mask(_mm512_abs_ps(v[c]), _mm512_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ);
     }
 }
 
-/* 16 floats from two registers of 8 doubles, rounded as `rounding` says. */
-#define RS_JOIN_PS(a, b, rounding) \
-    _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvt_roundpd_ps(a, rounding | _MM_FROUND_NO_EXC)), \
-                       _mm512_cvt_roundpd_ps(b, rounding | _MM_FROUND_NO_EXC), 1)
-
-/* Feature j's slots for one group of 64 double values (tsq_slot_code_d), float first:
- * with u the value v (zero-range values snapped to 0.0) rounded up to a float and d
- * rounded down, the float tables' count c = #{F[i] < u} (F[i] the largest float <=
- * D[i], quant.h "Double codes") counts every D[i] < v, and more only where some D[i] >= v
- * has F[i] < u, i.e. F[i] == d: the largest F below u, F[c - 1], equals d. Only those
- * lanes (values in the float gap of a threshold: rare) take a scalar correction on the
- * doubles, c down while D[c - 1] >= v. So the double codes cost the float codes (16 lanes
- * a compare, not 8) plus the roundings. Then the slots as in rs_code_feature. */
-static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *col, size_t nd, uint8_t *codes) {
+/* Feature j's slots for one group of 64 documents: its natural codes once, then each
+ * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
+ * base, clamped to 0 .. 255. */
+static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
     const tsq *q = &T->q;
-    const tsq_feature *f = &q->f[j];
     __m512i nat[4];
     __mmask16 nan[4], zero[4];
-    __m512 up[4], down[4], last[4];
-    const __m512 zr = _mm512_set1_ps(TSM_ZERO_RANGE);
-    for (size_t c = 0; c < 4; c++) {
-        /* lanes >= nd hold -inf (code 0); registers past them are not read (rs_columns8_f64
-         * leaves them unwritten) */
-        const __m512d x0 = 16 * c < nd ? _mm512_load_pd(col + 16 * c) : _mm512_set1_pd(-INFINITY);
-        const __m512d x1 = 16 * c + 8 < nd ? _mm512_load_pd(col + 16 * c + 8) : _mm512_set1_pd(-INFINITY);
-        up[c] = RS_JOIN_PS(x0, x1, _MM_FROUND_TO_POS_INF);
-        down[c] = RS_JOIN_PS(x0, x1, _MM_FROUND_TO_NEG_INF);
-        nan[c] = _mm512_cmp_ps_mask(up[c], up[c], _CMP_UNORD_Q);
-        /* |v| <= ZR (a float) iff roundup(v) <= ZR and rounddown(v) >= -ZR; snapped to 0.0 */
-        zero[c] = _mm512_cmp_ps_mask(up[c], zr, _CMP_LE_OQ) & _mm512_cmp_ps_mask(down[c], _mm512_sub_ps(_mm512_setzero_ps(), zr), _CMP_GE_OQ);
-        up[c] = _mm512_mask_mov_ps(up[c], zero[c], _mm512_setzero_ps());
-        down[c] = _mm512_mask_mov_ps(down[c], zero[c], _mm512_setzero_ps());
-    }
-    const size_t nv = (nd + 15) / 16;
-    if (f->blocks != UINT32_MAX)
-        codes_blocked64_last(q->blk + f->blocks, up, nat, last);
-    else if (f->n_thr > TSQ_BLOCK_MAX) {
-        codes64_search(q, f, up, nd, nat);
-        for (size_t c = 0; c < nv; c++) /* F[c - 1] where c > 0 */
-            last[c] = _mm512_mask_i32gather_ps(_mm512_set1_ps(NAN), _mm512_cmpgt_epi32_mask(nat[c], _mm512_setzero_si512()),
-                                               _mm512_sub_epi32(nat[c], _mm512_set1_epi32(1)), q->thr + f->table, 4);
-    } else
-        for (size_t c = 0; c < 4; c++)
-            nat[c] = 16 * c < nd ? codes16_last(q, f, up[c], &last[c]) : _mm512_setzero_si512();
-    const double *d = q->thr_d + f->table;
-    for (size_t c = 0; c < nv; c++) {
-        __mmask16 fix = _mm512_cmp_ps_mask(last[c], down[c], _CMP_EQ_OQ);
-        if (__builtin_expect(fix != 0, 0)) {
-            uint32_t n[16] __attribute__((aligned(64)));
-            _mm512_store_si512(n, nat[c]);
-            for (; fix; fix &= (__mmask16)(fix - 1)) { /* never a NaN or zero-range lane */
-                const unsigned l = (unsigned)__builtin_ctz(fix);
-                while (n[l] > 0 && d[n[l] - 1] >= col[16 * c + l]) n[l]--;
-            }
-            nat[c] = _mm512_load_si512(n);
-        }
-    }
+    __m512 v[4];
+    load64(col, RS_LANES, v, nan, zero); /* the float transposes fill every lane */
+    codes64(q, &q->f[j], v, nd, nat);
     store_slot_codes(q, j, nat, nan, zero, codes);
 }
-#undef RS_JOIN_PS
 
-/* 8 x 8 doubles transposed in registers: unpacks, two-source permutes of 128-bit pairs,
- * then 256-bit halves joined. */
-static inline void transpose8_d(__m512d r[8]) {
-    __m512d t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);     /* rows 2i, 2i+1 of columns 0, 2, 4, 6 */
-        t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]); /* of columns 1, 3, 5, 7 */
+/* ---- double codes (quant.h "Double codes", "Gap floats") ---- */
+
+/* Lanes `fix` of 16 coded from floats, coded from their doubles x[l * stride] instead
+ * (tsq_slot_code_d's natural code and zero range). */
+static void fix_lanes(const tsq *q, uint32_t j, __mmask16 fix, const double *x, size_t stride, __m512i *nat,
+                      __mmask16 *zero) {
+    uint32_t n[16] __attribute__((aligned(64)));
+    _mm512_store_si512(n, *nat);
+    for (; fix; fix &= (__mmask16)(fix - 1)) {
+        const unsigned l = (unsigned)__builtin_ctz(fix);
+        const double v = x[l * stride];
+        const int z = v >= -(double)TSM_ZERO_RANGE && v <= (double)TSM_ZERO_RANGE;
+        n[l] = tsq_code_d(q, j, z ? 0.0 : v);
+        *zero = z ? (__mmask16)(*zero | (1u << l)) : (__mmask16)(*zero & ~(1u << l));
     }
-    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-    for (int h = 0; h < 2; h++) { /* rows 4h .. 4h + 3 */
-        u[4 * h + 0] = _mm512_permutex2var_pd(t[4 * h], lo, t[4 * h + 2]);     /* columns 0 | 4 */
-        u[4 * h + 1] = _mm512_permutex2var_pd(t[4 * h], hi, t[4 * h + 2]);     /* columns 2 | 6 */
-        u[4 * h + 2] = _mm512_permutex2var_pd(t[4 * h + 1], lo, t[4 * h + 3]); /* columns 1 | 5 */
-        u[4 * h + 3] = _mm512_permutex2var_pd(t[4 * h + 1], hi, t[4 * h + 3]); /* columns 3 | 7 */
-    }
-    static const int col_of[4] = {0, 2, 1, 3};
-    for (int k = 0; k < 4; k++) {
-        r[col_of[k]] = _mm512_shuffle_f64x2(u[k], u[4 + k], _MM_SHUFFLE(1, 0, 1, 0));
-        r[col_of[k] + 4] = _mm512_shuffle_f64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 2, 3, 2));
-    }
+    *nat = _mm512_load_si512(n);
 }
 
-/* As rs_columns16, for doubles: columns c0 .. c0 + n - 1 (n <= 8) of the group's rows into
- * out[k * 64 + lane], lanes nd .. up to a multiple of 8 -inf; columns past n, and lanes
- * from the next multiple of 8 on, left unwritten (a single row costs one transpose). */
-static void rs_columns8_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, double *out) {
-    const __mmask8 cols = (__mmask8)((1u << n) - 1);
-    for (size_t l0 = 0; l0 < nd; l0 += 8) {
-        __m512d r[8];
-        for (size_t i = 0; i < 8; i++)
-            r[i] = l0 + i < nd ? _mm512_maskz_loadu_pd(cols, x + (l0 + i) * stride + c0) : _mm512_set1_pd(-INFINITY);
-        transpose8_d(r);
-        for (size_t k = 0; k < 8; k++) _mm512_store_pd(out + k * 64 + l0, r[k]);
+/* Feature j's slots for one group of 64 double values (tsq_slot_code_d), float first
+ * (quant.h "Gap floats"): col holds the values rounded up to floats (u; rs_columns_f64),
+ * x the doubles (x[lane * stride]). The float codes of u, as for float rows; then the
+ * lanes whose u is the gap float of their largest threshold below (thr_n[c - 1] == u: a
+ * permute of the feature's gap floats up to 32 thresholds, the float after the block
+ * search's largest F below u for block tables, a gather above), and for
+ * features with zero-is-missing nodes (or `snap`) those at u = -Z, take their codes from
+ * the doubles (rare: values in the float gap of a threshold). So a double costs a float
+ * (and its rounding, in the transpose) plus about five instructions per 16 lanes. */
+static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *col, size_t nd, const double *x,
+                                size_t stride, uint8_t *codes) {
+    const tsq *q = &T->q;
+    const tsq_feature *f = &q->f[j];
+    const uint32_t n = f->n_thr;
+    const size_t nv = (nd + 15) / 16;
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i nat[4];
+    __mmask16 nan[4], zero[4], fix[4] = {0, 0, 0, 0};
+    __m512 v[4];
+    load64(col, nd, v, nan, zero);
+    if (f->snap) /* zero-range lanes coded as 0.0 (quant.h "Gap floats") */
+        for (size_t c = 0; c < 4; c++) v[c] = _mm512_mask_mov_ps(v[c], zero[c], _mm512_setzero_ps());
+    if (f->blocks != UINT32_MAX) {
+        /* the block search's largest F below u, and the float after it (bits + 1 away from
+         * zero; a false alarm where that F is its D: harmless) */
+        __m512 last[4];
+        codes_blocked64_last(q->blk + f->blocks, v, nat, last);
+        for (size_t c = 0; c < nv; c++) {
+            const __m512i bits = _mm512_castps_si512(last[c]);
+            const __m512 next = _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_or_si512(_mm512_srai_epi32(bits, 31), one)));
+            fix[c] = _mm512_cmp_ps_mask(next, v[c], _CMP_EQ_OQ);
+        }
+    } else {
+        codes64(q, f, v, nd, nat);
+        /* thr_n[c - 1]: a permute of the gap floats of up to 32 thresholds (two registers,
+         * NaN past them), a gather above; for c = 0 any entry (every F >= u there, so no
+         * gap float is u) */
+        const float *gap = q->thr_n + f->table;
+        const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFFu : (1u << n) - 1);
+        const __mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFFu : n > 16 ? (1u << (n - 16)) - 1 : 0);
+        const __m512 none = _mm512_set1_ps(NAN);
+        const __m512 g0 = _mm512_mask_mov_ps(none, m0, _mm512_maskz_loadu_ps(m0, gap));
+        const __m512 g1 = n > 16 && n <= 32 ? _mm512_mask_mov_ps(none, m1, _mm512_maskz_loadu_ps(m1, gap + 16)) : none;
+        for (size_t c = 0; c < nv; c++) {
+            const __m512i at = _mm512_sub_epi32(nat[c], one);
+            const __m512 g = n <= 16   ? _mm512_permutexvar_ps(at, g0)
+                             : n <= 32 ? _mm512_permutex2var_ps(g0, at, g1)
+                                       : _mm512_i32gather_ps(_mm512_max_epi32(at, _mm512_setzero_si512()), gap, 4);
+            fix[c] = _mm512_cmp_ps_mask(g, v[c], _CMP_EQ_OQ);
+        }
+    }
+    if (f->has_zero || f->snap) /* u = -Z: v may lie below the zero range (v[] snapped: from col) */
+        for (size_t c = 0; c < nv; c++)
+            fix[c] |= _mm512_cmp_ps_mask(_mm512_load_ps(col + 16 * c), _mm512_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ);
+    if (__builtin_expect((fix[0] | fix[1] | fix[2] | fix[3]) != 0, 0))
+        for (size_t c = 0; c < nv; c++) {
+            const __mmask16 rows = (__mmask16)(nd - 16 * c >= 16 ? 0xFFFFu : (1u << (nd - 16 * c)) - 1);
+            if (fix[c] & rows) fix_lanes(q, j, fix[c] & rows, x + 16 * c * stride, stride, &nat[c], &zero[c]);
+        }
+    store_slot_codes(q, j, nat, nan, zero, codes);
+}
+
+/* The float u at or above each of 8 doubles. */
+static inline __m256 round_up8(__m512d x) {
+    return _mm512_cvt_roundpd_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+}
+
+/* As rs_columns16, from double rows, each value rounded up to a float (u: quant.h "Gap
+ * floats") on its way: columns c0 .. c0 + n - 1 (n <= 16) of the group's rows into
+ * out[k * 64 + lane], lanes nd .. up to a multiple of 16 -inf; columns past n, and lanes
+ * from the next multiple of 16 on, left unwritten (a single row costs one transpose). */
+static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
+    const __mmask8 lo = (__mmask8)(n >= 8 ? 0xFFu : (1u << n) - 1), hi = (__mmask8)(n > 8 ? (1u << (n - 8)) - 1 : 0);
+    for (size_t l0 = 0; l0 < nd; l0 += 16) {
+        __m512 r[16];
+        for (size_t i = 0; i < 16; i++) {
+            const double *p = x + (l0 + i) * stride + c0;
+            r[i] = l0 + i < nd ? _mm512_insertf32x8(_mm512_castps256_ps512(round_up8(_mm512_maskz_loadu_pd(lo, p))),
+                                                    round_up8(_mm512_maskz_loadu_pd(hi, p + 8)), 1)
+                               : _mm512_set1_ps(-INFINITY);
+        }
+        transpose16(r);
+        for (size_t k = 0; k < 16; k++) _mm512_store_ps(out + k * 64 + l0, r[k]);
     }
 }
-#define RS_COLUMNS8_F64 1
+#define RS_COLUMNS_F64 16
+#define RS_F64_UP 1
 
 #define RS_UPDATE rs_update8
 #define RS_GROUPS 8
