@@ -462,7 +462,9 @@ typedef struct ts_scorer_options {
                              registers) */
     uint32_t lanes;       /* vpred, block-vpred: documents interleaved (v); 0 (default) = the
                              engine's choice for the model. trees-simd: 8 or 16 = its SIMD
-                             kernel of 8 (AVX2) or 16 (AVX-512) trees per step; 0 = depth steps.
+                             kernel of 8 (AVX2) or 16 (AVX-512) trees per step; 0 = depth steps
+                             (below the top levels decided by byte masks where the CPU has
+                             AVX-512 VBMI); 1 = depth steps from the roots.
                              oblivious: 1 = its AVX-512 kernel without VBMI's byte planes */
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.

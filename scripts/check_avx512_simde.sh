@@ -25,18 +25,20 @@ cflags=(-std=gnu11 -O1 -w -I"$root/include" -I"$root/src" -DTS_TEST_KNOBS=1)
 for k in vqs rapid tsimd oblivious deep; do
     gcc "${cflags[@]}" -include "$root/tests/simde/avx512_shims.h" -c "src/engines/x86/${k}_avx512.c" -o "$work/${k}_avx512.o"
 done
+# trees-simd's VBMI kernels (the top levels by byte masks: vpermi2b, vpcmpub) through SIMDe too
+gcc "${cflags[@]}" -include "$root/tests/simde/avx512_shims.h" -c src/engines/x86/tsimd_avx512vbmi.c -o "$work/tsimd_avx512vbmi.o"
 # The CPU check claims AVX-512 (TREESCORE_ISA still caps it, so the tests' levels apply).
 pattern='v = (int)apply_env_cap(tsr_isa_of_features(tsr_cpu_features()));'
 grep -qF "$pattern" src/platform/cpu.c || { echo "check_avx512_simde: src/platform/cpu.c changed: update the pattern"; exit 1; }
 # It claims GFNI and VBMI too, so that test_engines runs both of rapid's AVX-512 kernels (the
-# GFNI update through SIMDe's gfni.h) and oblivious's VBMI kernel.
+# GFNI update through SIMDe's gfni.h), oblivious's VBMI kernel and trees-simd's.
 features='return v & ~DETECTED;'
 grep -qF "$features" src/platform/cpu.c || { echo "check_avx512_simde: src/platform/cpu.c changed: update the pattern"; exit 1; }
 sed -e "s/$(printf '%s' "$pattern" | sed 's/[][\.*^$/()]/\\&/g')/v = (int)apply_env_cap(TS_ISA_AVX512);/" \
     -e "s/$features/return (v \& ~DETECTED) | TSR_CPU_GFNI | TSR_CPU_AVX512VBMI;/" src/platform/cpu.c >"$work/cpu.c"
 gcc "${cflags[@]}" -Isrc/platform -c "$work/cpu.c" -o "$work/cpu.o"
 # (objects whose source is gone, left by an older build of a moved file, are not linked)
-mapfile -t objs < <(find "$objdir" -name '*.o' ! -name "rapid_avx512.c.o" ! -name "vqs_avx512.c.o" ! -name "tsimd_avx512.c.o" ! -name "oblivious_avx512.c.o" ! -name "deep_avx512.c.o" ! -name "cpu.c.o" |
+mapfile -t objs < <(find "$objdir" -name '*.o' ! -name "rapid_avx512.c.o" ! -name "vqs_avx512.c.o" ! -name "tsimd_avx512.c.o" ! -name "tsimd_avx512vbmi.c.o" ! -name "oblivious_avx512.c.o" ! -name "deep_avx512.c.o" ! -name "cpu.c.o" |
     while read -r o; do src=${o#"$objdir"/}; [ -f "${src%.o}" ] && echo "$o"; done)
 # A CUDA build's GPU engines: their CUDA object and runtime, as CMakeLists.txt links them.
 libs=()

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "engines/common/quant.h"
 #include "engines/tsimd.h"
+#include "platform/cpu.h"
 
 /* Supernode levels K (tsimd.h): 2 measured fastest of 2 to 5 on a 500 x 64-leaf LightGBM
  * model (depths up to 13; AVX-512, Zen 4), see docs/benchmarks.md. */
@@ -16,7 +17,24 @@ typedef struct tss_state {
     tss_kernel kernel;
 } tss_state;
 
+static void top_free(tss_top *T) {
+    if (!T) return;
+    free(T->tslot);
+    free(T->toff);
+    free(T->tkeys);
+    free(T->tsum);
+    free(T->nslot);
+    free(T->nidx);
+    free(T->tbase);
+    free(T->mr);
+    free(T->wide);
+    free(T->wide8);
+    free(T->nodes);
+    free(T);
+}
+
 static void tss_free_layout(tss *L) {
+    top_free(L->top);
     free(L->slot_col);
     free(L->slot_miss);
     free(L->slot_zero);
@@ -139,6 +157,7 @@ static int place(builder *b, size_t e, int32_t c, uint32_t j, uint32_t d) {
 }
 
 static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk);
+static ts_status build_top(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk);
 
 static ts_status build(tss *L, const ts_model *m, ts_error *err) {
     uint64_t n_nodes = 0, n_leaves = 0;
@@ -196,6 +215,7 @@ static ts_status build(tss *L, const ts_model *m, ts_error *err) {
     }
     for (uint32_t t = m->n_trees; t < m->n_trees + TSS_LANES_MAX; t++) L->root[t] = ~0;
     st = build_steps(L, m, err, keys, u);
+    if (st == TS_OK && L->cn && L->top_exits) st = build_top(L, m, err, keys, u);
     if (st != TS_OK) goto done;
     if (!grow(&b)) goto oom; /* at least one supernode allocated */
     L->node = malloc(((size_t)b.cap << L->levels) * sizeof *L->node);
@@ -426,6 +446,296 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
     return TS_OK;
 }
 
+/*
+ * Top levels (tsimd.h "Top levels"): the first TSS_TOPK levels of every tree are stepped
+ * by every row, whatever its path; with VBMI they are decided 64 nodes an instruction
+ * (x86/tsimd_avx512.c tss_top_exits). Codes are per *keyset*, a feature and its
+ * TSM_ZERO_IS_MISSING flag (the slots of one feature that differ only in where missing
+ * goes share one): its keys are the distinct threshold keys of its nodes in the top
+ * levels (at most 254), and a row's code is 0 when the value is missing for the keyset
+ * (its slot key 0 or 0xffffffff), else 1 + the count of keys below the slot key. A node
+ * of the keyset's i-th key stores j = i + 1 when missing goes left (right iff code > j:
+ * count > i, as the step's key(t) < key(v); missing: 0 > j never) and j = i when missing
+ * goes right, its bit set in the tree's mr mask: the kernel subtracts 1 from those
+ * nodes' codes (count > i; missing: 0 - 1 = 255 > i). Padding nodes read keyset 0
+ * (code 0) against j = 0: left. The row's codes sit in up to four registers of 64: per
+ * tree vpermi2b of two (keysets in order of the number of trees that read them, the
+ * 127 most read in the first two), one vpcmpub (code > j) into a 64-bit mask, and a
+ * 6-level walk of the mask (two 7-bit table lookups); the trees that read a keyset past
+ * the first 128 are redone from four registers (vpermi2b twice, a blend on bit 7). The
+ * depth steps then start each tree at its exit and a group steps its depth less K.
+ * Where a keyset has more than 254 keys or there are more than 255 keysets, the model
+ * has no top levels (cn as before). Rows on the double keys (cnd) step from the roots.
+ */
+typedef struct top_builder {
+    tss_top *T;
+    const tss *L;
+    const tsm_tree *tr;
+    uint32_t i;                   /* tree */
+    int32_t *refs;                /* TSS_TOP_BYTES: the tree's references at the last level */
+    const uint64_t *keys;         /* slot keys (slot_of) */
+    uint32_t nk;
+    const uint32_t *slot_ks;      /* slot -> keyset (1 .. n_top - 1; 0: not in the top levels) */
+    const uint64_t *kp;           /* (keyset << 32 | threshold key), sorted, distinct */
+    uint32_t nkp;
+} top_builder;
+
+/* The first index of a[] not below x. */
+static uint32_t lower_bound64(const uint64_t *a, uint32_t n, uint64_t x) {
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+static uint32_t top_slot(const top_builder *b, const tsm_node *nd) { return slot_of(b->keys, b->nk, slot_key(nd)); }
+
+/* The slots of a tree's top levels (slot << 32 | threshold key), from reference c at level l. */
+static void top_collect(const top_builder *b, int32_t c, uint32_t l, uint64_t *out, uint32_t *n) {
+    if (c < 0 || l == TSS_TOPK) return;
+    const tsm_node *nd = &b->tr->nodes[c];
+    out[(*n)++] = (uint64_t)top_slot(b, nd) << 32 | tss_key(nd->threshold);
+    top_collect(b, nd->left, l + 1, out, n);
+    top_collect(b, nd->right, l + 1, out, n);
+}
+
+/* Node reference c at level l, position q of tree b->i's top bytes (tsimd.h). */
+static void top_place(const top_builder *b, int32_t c, uint32_t l, uint32_t q) {
+    tss_top *T = b->T;
+    const size_t t = (size_t)b->i * TSS_TOP_BYTES;
+    if (l == TSS_TOPK) {
+        b->refs[q] = c;
+        return;
+    }
+    const size_t pos = t + tss_top_pos(l, q);
+    if (c < 0) { /* padding: keyset 0 (code 0) against 0, always left */
+        T->nslot[pos] = 0;
+        T->nidx[pos] = 0;
+        top_place(b, c, l + 1, 2 * q);
+        top_place(b, c, l + 1, 2 * q + 1);
+        return;
+    }
+    const tsm_node *nd = &b->tr->nodes[c];
+    const uint32_t s = top_slot(b, nd), ks = b->slot_ks[s];
+    const uint64_t pk = (uint64_t)ks << 32 | tss_key(nd->threshold);
+    const uint32_t i = lower_bound64(b->kp, b->nkp, pk) - lower_bound64(b->kp, b->nkp, (uint64_t)ks << 32);
+    const int left = b->L->slot_miss[s] == b->L->slot_miss[s]; /* -inf: missing goes left */
+    T->nslot[pos] = (uint8_t)ks;
+    T->nidx[pos] = (uint8_t)(i + (uint32_t)left);
+    if (!left) T->mr[b->i] |= 1ull << tss_top_pos(l, q);
+    top_place(b, nd->left, l + 1, 2 * q);
+    top_place(b, nd->right, l + 1, 2 * q + 1);
+}
+
+static void *alloc64(size_t n) { return aligned_alloc(64, tss_round64(n ? n : 1)); }
+
+/* A slot's keyset: its feature and zero-is-missing flag. */
+static uint64_t keyset_of(const tss *L, uint32_t s) { return (uint64_t)L->slot_col[s] << 1 | L->slot_zero[s]; }
+
+/* slot_ks: the keysets of the slots read in the top levels (pairs: (slot << 32 | key),
+ * trees' runs from first[t] to first[t + 1]), numbered from 1 in order of the number of
+ * trees that read them; their count + 1 into *n_top. */
+static int top_number(const tss *L, const uint64_t *pairs, const uint32_t *first, uint32_t n_trees, uint32_t *slot_ks,
+                      uint32_t *n_top) {
+    const uint32_t ns = L->n_slots;
+    uint64_t *ks = malloc((size_t)ns * sizeof *ks);
+    uint32_t *cnt = calloc(ns, sizeof *cnt), *last = malloc((size_t)ns * sizeof *last), *order = malloc((size_t)ns * sizeof *order);
+    if (!ks || !cnt || !last || !order) {
+        free(ks), free(cnt), free(last), free(order);
+        return -1;
+    }
+    uint32_t nks = 0;
+    for (uint32_t s = 1; s < ns; s++) ks[nks++] = keyset_of(L, s);
+    qsort(ks, nks, sizeof *ks, cmp_u64);
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < nks; i++)
+        if (u == 0 || ks[i] != ks[u - 1]) ks[u++] = ks[i];
+    nks = u;
+    for (uint32_t i = 0; i < nks; i++) last[i] = UINT32_MAX;
+    for (uint32_t t = 0; t < n_trees; t++) /* trees per keyset */
+        for (uint32_t p = first[t]; p < first[t + 1]; p++) {
+            const uint32_t k = lower_bound64(ks, nks, keyset_of(L, (uint32_t)(pairs[p] >> 32)));
+            if (last[k] != t) last[k] = t, cnt[k]++;
+        }
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < nks; k++)
+        if (cnt[k]) order[n++] = k;
+    for (uint32_t a = 1; a < n; a++) /* by count, most first (insertion sort: stable) */
+        for (uint32_t b = a; b > 0 && cnt[order[b]] > cnt[order[b - 1]]; b--) {
+            uint32_t x = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = x;
+        }
+    for (uint32_t r = 0; r < n; r++) last[order[r]] = r + 1; /* rank + 1 */
+    for (uint32_t s = 1; s < ns; s++) {
+        const uint32_t k = lower_bound64(ks, nks, keyset_of(L, s));
+        slot_ks[s] = cnt[k] ? last[k] : 0;
+    }
+    *n_top = n + 1;
+    free(ks), free(cnt), free(last), free(order);
+    return 1;
+}
+
+/* The keysets' keys (kp: (keyset << 32 | key), sorted, distinct), blocks and block maxima,
+ * and a slot reading each; 0 where a keyset has more than 254 keys. */
+static int top_keys(tss_top *T, const tss *L, const uint64_t *kp, uint32_t nkp, const uint32_t *slot_ks) {
+    const uint32_t n = T->n_top;
+    uint32_t *cnt = calloc(n, sizeof *cnt);
+    if (!cnt) return -1;
+    for (uint32_t p = 0; p < nkp; p++) cnt[kp[p] >> 32]++;
+    uint32_t blocks = 0;
+    int ok = 1;
+    for (uint32_t u = 0; u < n; u++) blocks += cnt[u] / 16 + 1, ok &= cnt[u] <= 254;
+    T->tslot = calloc(n, sizeof *T->tslot);
+    T->toff = malloc(n * sizeof *T->toff);
+    T->tkeys = alloc64((size_t)blocks * 16 * sizeof *T->tkeys);
+    T->tsum = alloc64((size_t)n * 16 * sizeof *T->tsum);
+    if (!ok || !T->tslot || !T->toff || !T->tkeys || !T->tsum) {
+        free(cnt);
+        return ok ? -1 : 0;
+    }
+    memset(T->tkeys, 0xff, (size_t)blocks * 16 * sizeof *T->tkeys);
+    memset(T->tsum, 0xff, (size_t)n * 16 * sizeof *T->tsum);
+    for (uint32_t s = L->n_slots; s-- > 1;) /* keyset 0 reads slot 0 (key 0: code 0) */
+        if (slot_ks[s]) T->tslot[slot_ks[s]] = s;
+    for (uint32_t u = 0, blk = 0, p = 0; u < n; p += cnt[u], u++) {
+        T->toff[u] = blk;
+        for (uint32_t i = 0; i < cnt[u]; i++) T->tkeys[(size_t)blk * 16 + i] = (uint32_t)kp[p + i];
+        const uint32_t nb = cnt[u] / 16 + 1;
+        for (uint32_t b = 0; b < nb; b++) T->tsum[(size_t)u * 16 + b] = T->tkeys[(size_t)(blk + b) * 16 + 15];
+        blk += nb;
+    }
+    free(cnt);
+    return 1;
+}
+
+/* Tree b->tr's entries below its top levels, appended at cn + *next: the 64 references
+ * of the last level first (position p at entry *next + p), then breadth first as
+ * build_steps, but a leaf's entry holds its value (weight * leaf, a double's bits) and a
+ * node's delta (up to TSS_TOP_DELTA) its children's kinds (TSS_TOP_LEAF_L, _R: a leaf);
+ * the tree's nodes among the 64 into T->nodes. 0 where a delta would not fit. */
+static int top_steps(tss *L, const top_builder *b, int32_t *queue, uint32_t *next) {
+    const tsm_tree *tr = b->tr;
+    const uint32_t base = *next;
+    uint32_t qn = 0;
+    uint64_t nodes = 0;
+    for (uint32_t p = 0; p < TSS_TOP_BYTES; p++) {
+        queue[qn++] = b->refs[p];
+        nodes |= (uint64_t)(b->refs[p] >= 0) << p;
+    }
+    b->T->nodes[b->i] = nodes;
+    for (uint32_t q = 0; q < qn; q++) {
+        const int32_t c = queue[q];
+        if (c < 0) {
+            const double v = tr->weight * tr->leaf_values[~c];
+            memcpy(&L->cn[base + q], &v, sizeof v);
+        } else {
+            const tsm_node *nd = &tr->nodes[c];
+            if (qn - q > TSS_TOP_DELTA) return 0;
+            const uint32_t kinds = (nd->left < 0 ? TSS_TOP_LEAF_L : 0) | (nd->right < 0 ? TSS_TOP_LEAF_R : 0);
+            L->cn[base + q] = (tss_cnode){tss_key(nd->threshold), (uint16_t)top_slot(b, nd), (uint16_t)((qn - q) | kinds)};
+            queue[qn++] = nd->left;
+            queue[qn++] = nd->right;
+        }
+    }
+    *next = base + qn;
+    return 1;
+}
+
+/* The trees' bytes, masks and entries below the top levels; 0 where a delta does not fit. */
+static int top_trees(tss *L, const ts_model *m, top_builder *b, int32_t *queue, uint32_t n) {
+    tss_top *T = b->T;
+    uint32_t next = n;
+    for (uint32_t i = 0; i < m->n_trees; i++) {
+        b->tr = &m->trees[i];
+        b->i = i;
+        top_place(b, b->tr->n_nodes ? 0 : ~0, 0, 0);
+        T->tbase[i] = next;
+        if (!top_steps(L, b, queue, &next)) return 0;
+        int wide = 0; /* reads a keyset past the first 128 */
+        for (uint32_t k = 0; k < TSS_TOP_BYTES; k++) wide |= T->nslot[(size_t)i * TSS_TOP_BYTES + k] >= 128;
+        if (wide) T->wide[T->n_wide++] = i, T->wide8[i / 8] |= (uint8_t)(1u << (i % 8));
+    }
+    return 1;
+}
+
+/* The top levels (above) of the depth-step layout; L->top stays NULL where they do not
+ * fit their bytes. keys: the slots' keys (slot_of). The trees' entries below their top
+ * levels are appended to cn and lval (top_steps), after the entries from the roots. */
+static ts_status build_top(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk) {
+    uint64_t n = 1, add = 0;
+    uint32_t max_entries = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        const uint32_t e = m->trees[t].n_nodes + m->trees[t].n_leaves;
+        n += e;
+        add += TSS_TOP_BYTES + e;
+        max_entries = e > max_entries ? e : max_entries;
+    }
+    const uint32_t ntp = L->n_groups * TSS_PG;
+    if (n + add > UINT32_MAX || ntp == 0) return TS_OK; /* (no trees: nothing to decide) */
+    tss_top *T = calloc(1, sizeof *T);
+    uint64_t *pairs = malloc(((size_t)m->n_trees * (TSS_TOP_BYTES - 1) + 1) * sizeof *pairs);
+    uint32_t *first = malloc(((size_t)m->n_trees + 1) * sizeof *first);
+    uint32_t *slot_ks = calloc(L->n_slots, sizeof *slot_ks);
+    int32_t *queue = malloc(((size_t)max_entries + TSS_TOP_BYTES) * sizeof *queue), refs[TSS_TOP_BYTES];
+    ts_status st = TS_OK;
+    if (!T || !pairs || !first || !slot_ks || !queue) goto oom;
+    top_builder b = {T, L, NULL, 0, refs, keys, nk, slot_ks, pairs, 0};
+    uint32_t np = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        b.tr = &m->trees[t];
+        first[t] = np;
+        if (b.tr->n_nodes) top_collect(&b, 0, 0, pairs, &np);
+    }
+    first[m->n_trees] = np;
+    int r = top_number(L, pairs, first, m->n_trees, slot_ks, &T->n_top);
+    if (r < 0) goto oom;
+    if (T->n_top > 256) goto done;
+    for (uint32_t p = 0; p < np; p++) pairs[p] = (uint64_t)slot_ks[pairs[p] >> 32] << 32 | (uint32_t)pairs[p];
+    qsort(pairs, np, sizeof *pairs, cmp_u64);
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < np; i++)
+        if (u == 0 || pairs[i] != pairs[u - 1]) pairs[u++] = pairs[i];
+    b.nkp = u;
+    r = top_keys(T, L, pairs, u, slot_ks);
+    if (r < 0) goto oom;
+    if (!r) goto done;
+    T->n_trees_pad = ntp;
+    T->nslot = alloc64((size_t)ntp * TSS_TOP_BYTES);
+    T->nidx = alloc64((size_t)ntp * TSS_TOP_BYTES);
+    T->mr = calloc(ntp, sizeof *T->mr);
+    T->wide = malloc(((size_t)ntp + 1) * sizeof *T->wide);
+    T->wide8 = calloc(ntp / 8 + 1, 1);
+    T->tbase = calloc(ntp, sizeof *T->tbase); /* padding trees: the spare leaf 0 */
+    T->nodes = calloc(ntp, sizeof *T->nodes);
+    tss_cnode *cn = realloc(L->cn, (n + add) * sizeof *cn);
+    if (cn) L->cn = cn;
+    if (!T->nslot || !T->nidx || !T->mr || !T->wide || !T->wide8 || !T->tbase || !T->nodes || !cn) goto oom;
+    /* padding trees: every byte 0 (keyset 0 against 0: left), exit position 0 */
+    memset(T->nslot, 0, (size_t)ntp * TSS_TOP_BYTES);
+    memset(T->nidx, 0, (size_t)ntp * TSS_TOP_BYTES);
+    if (!top_trees(L, m, &b, queue, (uint32_t)n)) goto done;
+    for (uint32_t x = 0; x < 128; x++) {
+        uint32_t j = 0;
+        for (uint32_t d = 0; d < 3; d++) j = 2 * j + 1 + ((x >> j) & 1);
+        T->walk3[x] = (uint8_t)(j - 7);
+    }
+    L->top = T;
+    T = NULL;
+    goto done;
+oom:
+    st = ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+done:
+    top_free(T);
+    free(pairs);
+    free(first);
+    free(slot_ks);
+    free(queue);
+    return st;
+}
+
 /* The depth-step kernel (scalar, no branch): up to TSS_RB rows at a time, each group of
  * trees through all of them while its entries are in the L1 cache: TSS_PG (16)
  * independent chains of loads, kept in registers. A step: e += delta + (t < v[slot]),
@@ -462,6 +772,37 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
         TSS_STEP(e12); TSS_STEP(e13); TSS_STEP(e14); TSS_STEP(e15);                              \
     } while (0)
 
+/* One row's score from its slot keys v by the top levels ("Top levels"): every tree's
+ * exit after them (x), then only the trees whose exit is a node step on, in rounds over
+ * a work list (a step each, the tree kept while its entry is a node: no branch on the
+ * path); then the exit leaves' values (in their entries) added in tree order. */
+static double top_row(const tss *L, const uint32_t *v, uint32_t *x) {
+    const tss_top *T = L->top;
+    const uint64_t *C = (const uint64_t *)L->cn;
+    const uint32_t nt = L->n_trees;
+    uint64_t *A = (uint64_t *)(x + T->n_trees_pad); /* (tree << 32 | entry) */
+    uint32_t n = L->top_exits(L, v, x, A);
+    while (n) {
+        uint32_t k = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            const uint64_t a = A[j], w = C[(uint32_t)a];
+            const uint32_t right = (uint32_t)w < v[(w >> 32) & 0xffff], i = (uint32_t)(a >> 32);
+            const uint32_t e = (uint32_t)a + ((uint32_t)(w >> 48) & TSS_TOP_DELTA) + right;
+            x[i] = e;
+            A[k] = (uint64_t)i << 32 | e;
+            k += !((w >> (62 + right)) & 1);
+        }
+        n = k;
+    }
+    double acc = L->base_score;
+    for (uint32_t i = 0; i < nt; i++) {
+        double d;
+        memcpy(&d, &C[x[i]], sizeof d);
+        acc += d;
+    }
+    return acc;
+}
+
 /* The walk, for float rows (x, the entries cn) or double rows (xd, the entries cnd). */
 static inline __attribute__((always_inline)) void steps_core(const tss *L, const float *x, const double *xd,
                                                              size_t n_rows, size_t stride, double *out,
@@ -469,6 +810,8 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
     const size_t nsp = L->n_slots_pad, nt = L->n_trees;
     uint32_t *V = scratch;
     double *D = (double *)((char *)scratch + tss_round64((size_t)TSS_RB * nsp * sizeof(float)));
+    /* the top levels' exits and work list (top_row), after the leaf values */
+    uint32_t *X = (uint32_t *)((char *)D + tss_round64((size_t)TSS_RB * (nt + 64) * sizeof(double)));
     const double *lval = L->lval;
     for (size_t r0 = 0; r0 < n_rows; r0 += TSS_RB) {
         const size_t nr = n_rows - r0 < TSS_RB ? n_rows - r0 : TSS_RB;
@@ -490,17 +833,22 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
             else if (!floats)
                 tss_slot_keys_d(L, xd + (r0 + r) * stride, V + r * nsp);
         }
+        /* float keys: the top levels by byte masks where the ISA has them ("Top levels") */
+        if (floats && L->top) {
+            for (size_t r = 0; r < nr; r++) out[r0 + r] = top_row(L, V + r * nsp, X);
+            continue;
+        }
         /* the step's asm reads C and V, and says no memory: nothing moves across this */
         __asm__ volatile("" ::: "memory");
         for (uint32_t gi = 0; gi < L->n_groups; gi++) {
             const tss_group *g = &L->groups[gi];
-            const uint32_t *rt = L->groot + g->first, *tr = L->gtree + g->first;
+            const uint32_t *tr = L->gtree + g->first, depth = g->depth;
             for (size_t r = 0; r < nr; r++) {
-                const uint32_t *v = V + r * nsp;
+                const uint32_t *v = V + r * nsp, *rt = L->groot + g->first;
                 uint64_t e0 = rt[0], e1 = rt[1], e2 = rt[2], e3 = rt[3], e4 = rt[4], e5 = rt[5], e6 = rt[6],
                          e7 = rt[7], e8 = rt[8], e9 = rt[9], e10 = rt[10], e11 = rt[11], e12 = rt[12],
                          e13 = rt[13], e14 = rt[14], e15 = rt[15];
-                for (uint32_t d = g->depth; d > 0; d--) TSS_STEP16();
+                for (uint32_t d = depth; d > 0; d--) TSS_STEP16();
                 const uint64_t e[TSS_PG] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
                 double *dr = D + r * nt;
                 for (uint32_t k = 0; k < g->count; k++) dr[tr[k]] = lval[e[k]];
@@ -545,12 +893,14 @@ static void tss_scalar(const tss *L, const float *x, size_t n_rows, size_t strid
 
 static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                                ts_error *err) {
-    const tss_kernels *k = tsk_tsimd(cfg->isa);
+    /* the VBMI kernels (top levels by byte masks) unless lanes is 1 (depth steps from the roots) */
+    const tss_kernels *k = tsk_tsimd(cfg->isa, cfg->lanes != 1 && (tsr_cpu_features() & TSR_CPU_AVX512VBMI) != 0);
     tss_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     s->L.base_score = m->base_score;
     s->L.n_trees = m->n_trees;
     s->L.levels = TSS_LEVELS;
+    s->L.top_exits = k && cfg->lanes < 8 ? k->top_exits : NULL;
     ts_status st = build(&s->L, m, err);
     if (st != TS_OK) {
         tsimd_free(s);
@@ -571,7 +921,7 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
         s->L.gaps_any = NULL;
     }
     if (cfg->lanes >= 8) {
-        if (k && k->lanes > cfg->lanes) k = tsk_tsimd(TS_ISA_AVX2);
+        if (k && k->lanes > cfg->lanes) k = tsk_tsimd(TS_ISA_AVX2, 0);
         s->kernel = k ? k->kernel : tss_scalar;
     } else {
         k = NULL;

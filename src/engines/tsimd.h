@@ -75,6 +75,66 @@ typedef struct tss_group {
 struct tss;
 typedef void (*tss_keys_fn)(const struct tss *L, const float *row, uint32_t *k);
 typedef int (*tss_keys_up_fn)(const struct tss *L, const double *row, uint32_t *k);
+/* One row's top-level exits (tsimd.c "Top levels"): from its slot keys k, each tree's
+ * entry after TSS_TOPK levels, in tree order (n_trees_pad of them), into x, and those
+ * whose exit is a node into the work list A (tree << 32 | entry: tsimd.c top_row),
+ * whose length it returns. */
+typedef uint32_t (*tss_top_fn)(const struct tss *L, const uint32_t *k, uint32_t *x, uint64_t *A);
+
+/*
+ * Top levels (tsimd.c "Top levels"): the first TSS_TOPK levels of every tree decided by
+ * byte compares, 64 nodes a register (x86/tsimd_avx512.c with VBMI). Per tree (tree
+ * order) 64 node bytes of each kind (keyset and key index), the levels' 63 nodes placed
+ * as tss_top_pos says; where a leaf is met above the last level, padding nodes (keyset
+ * 0) go left down to it. After the walk a lane is at position p of the last level, and
+ * goes on from entry tbase[t] + p: each tree has a second copy of its entries below
+ * the top levels in cn (after the entries from the roots), the 64 of the last level
+ * first (a node of level TSS_TOPK, or a leaf), then breadth first (top_steps).
+ */
+#define TSS_TOPK 6u
+/* The entries below the top levels (tsimd.c top_steps): a node's delta field holds its
+ * delta (up to TSS_TOP_DELTA) and whether each child is a leaf, whose entry then holds
+ * its value (a double) in place of a node. */
+#define TSS_TOP_DELTA 0x3fffu
+#define TSS_TOP_LEAF_L 0x4000u
+#define TSS_TOP_LEAF_R 0x8000u
+#define TSS_TOP_BYTES 64u
+
+typedef struct tss_top {
+    uint32_t n_top;         /* keysets, <= 256 (keyset 0: padding, code 0) */
+    uint32_t n_trees_pad;   /* n_groups * TSS_PG (trees past n_trees: padding, exit 0) */
+    uint32_t *tslot;        /* n_top: a slot of the keyset (its slot key gives the code) */
+    uint32_t *toff;         /* n_top: its first block of 16 keys in tkeys */
+    uint32_t *tkeys;        /* blocks of 16 sorted keys, padded with 0xffffffff; a keyset of
+                               c keys has c / 16 + 1 blocks (the last one has padding) */
+    uint32_t *tsum;         /* n_top * 16: its blocks' largest keys (0xffffffff past its
+                               blocks): the block of a key is the count of those below it */
+    uint8_t *nslot;         /* n_trees_pad * 64: node bytes: keyset */
+    uint8_t *nidx;          /* n_trees_pad * 64: node bytes: j (tsimd.c "Top levels") */
+    uint64_t *mr;           /* n_trees_pad: the nodes whose missing values go right */
+    uint32_t *tbase;        /* n_trees_pad: the tree's entry of last-level position 0 in cn
+                               (position p: tbase + p) */
+    uint32_t *wide;         /* the trees that read a keyset past the first 128 */
+    uint8_t *wide8;         /* n_trees_pad / 8: bit k of byte c: tree 8 c + k is wide */
+    uint32_t n_wide;
+    uint64_t *nodes;        /* n_trees_pad: bit p: last-level position p holds a node */
+    uint8_t walk3[128];     /* 3 levels of 7 node bits (breadth first) -> position 0..7 */
+} tss_top;
+
+/* The byte of the node at level l < TSS_TOPK, position q, in a tree's 64: the first 3
+ * levels' 7 nodes, then under each of their 8 positions a 3-level subtree of 7 nodes
+ * (so that 7 contiguous mask bits decide 3 levels: tss_top_walk). */
+static inline uint32_t tss_top_pos(uint32_t l, uint32_t q) {
+    if (l < 3) return (1u << l) - 1 + q;
+    const uint32_t ll = l - 3;
+    return 7 + 7 * (q >> ll) + (1u << ll) - 1 + (q & ((1u << ll) - 1));
+}
+
+/* A tree's last-level position from its 64-bit mask (bit b: node byte b goes right). */
+static inline uint32_t tss_top_walk(const tss_top *T, uint64_t m) {
+    const uint32_t a = T->walk3[m & 127];
+    return a * 8 + T->walk3[(m >> (7 + 7 * a)) & 127];
+}
 
 #define TSS_GAPS_ANY 65536u
 
@@ -104,7 +164,8 @@ typedef struct tss {
     uint64_t n_super;
     /* Depth steps (tsimd.c "Depth steps"); cn is NULL where a tree or the slots do not
      * fit its 16-bit fields (the supernode kernels score then): */
-    tss_cnode *cn;          /* every tree's entries, trees in groot order; entry 0: a spare leaf */
+    tss_cnode *cn;          /* every tree's entries, trees in groot order; entry 0: a spare leaf;
+                               then, with top, the entries below the top levels (tree order) */
     double *lval;           /* per entry: weight * leaf value (leaf entries), else 0 */
     uint32_t *groot;        /* trees by depth, deepest first: their root entries, padded
                                to whole groups with the spare leaf 0 */
@@ -125,6 +186,8 @@ typedef struct tss {
     tss_keys_up_fn keys_up;
     uint64_t *gaps_any;     /* TSS_GAPS_ANY bits: bit (hash >> (64 - 16)) set for each key of
                              * gaps (a filter in L1 before the table: no bit, no entry) */
+    tss_top *top;           /* the top levels by byte masks, or NULL (tsimd.c "Top levels") */
+    tss_top_fn top_exits;   /* with top: the ISA's function */
 } tss;
 
 /*
@@ -139,6 +202,7 @@ typedef struct tss_kernels {
     tss_kernel kernel;
     tss_keys_fn keys;        /* NULL: the scalar tss_slot_keys */
     tss_keys_up_fn keys_up;  /* NULL: the scalar tss_slot_keys_up */
+    tss_top_fn top_exits;    /* NULL: no top levels by byte masks (needs VBMI) */
 } tss_kernels;
 
 /* The kernels per ISA (tse_tsimd_avx2, tse_tsimd_avx512) and tsk_tsimd, which picks
@@ -149,7 +213,8 @@ static inline size_t tss_round64(size_t n) { return (n + 63) & ~(size_t)63; }
  * depth steps TSS_RB rows' slot values and leaf values (doubles). */
 static inline size_t tss_scratch_bytes(const tss *L) {
     return tss_round64((size_t)TSS_RB * L->n_slots_pad * sizeof(float)) +
-           tss_round64((size_t)TSS_RB * ((size_t)L->n_trees + 64) * sizeof(double));
+           tss_round64((size_t)TSS_RB * ((size_t)L->n_trees + 64) * sizeof(double)) +
+           (L->top ? tss_round64((size_t)L->top->n_trees_pad * (sizeof(uint32_t) + sizeof(uint64_t)) + 64) : 0);
 }
 
 /* One document's slot values (see above), scalar. */

@@ -25,8 +25,14 @@
 /* Timing budget (all candidates, all rounds) and its bounds in rounds. The budget can be
  * changed with TREESCORE_PLAN_MS (tests use a small one). */
 #define DEFAULT_BUDGET_MS 500.0
-/* A candidate this many times slower than the best on the probe is not timed further. */
+/* A candidate this many times slower than the best on the probe is not timed further;
+ * for a range planned at more rows than the probe, LARGE_PRUNE_FACTOR times: engines
+ * that fill document lanes gain up to about 8x per document from 16 rows to 1,000 (rapid
+ * on msn-lgb-1000x256: 29 against 3.7 us), where trees-simd gains little, so a 4x gap on
+ * the probe dropped the fastest engine at 1,000 rows (docs/benchmarks.md, issue 23
+ * fourth session). */
 #define PRUNE_FACTOR 4.0
+#define LARGE_PRUNE_FACTOR 16.0
 #define MIN_ROUNDS 3
 #define MAX_ROUNDS 9
 #define MAX_SAMPLE_ROWS 4096u
@@ -362,9 +368,10 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
         if (probe_s[i] < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
         if (probe_s[i] >= 0 && (best == 0 || probe_s[i] < best)) best = probe_s[i];
     }
+    const double prune = batch > probe ? LARGE_PRUNE_FACTOR : PRUNE_FACTOR;
     for (int i = 0; i < n; i++) {
         if (probe_s[i] < 0) continue;
-        if (best > 0 && probe_s[i] > PRUNE_FACTOR * best) {
+        if (best > 0 && probe_s[i] > prune * best) {
             snprintf(c[i].skipped, sizeof c[i].skipped, "%.1fx slower than the fastest on a probe of %zu-row calls",
                      probe_s[i] / best, probe);
             continue;

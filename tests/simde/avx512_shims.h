@@ -14,6 +14,10 @@ static inline simde__mmask32 _mm512_cmpgt_epu16_mask(simde__m512i a, simde__m512
     uint16_t x[32], y[32]; memcpy(x, &a, 64); memcpy(y, &b, 64);
     simde__mmask32 m = 0; for (int i = 0; i < 32; i++) if (x[i] > y[i]) m |= (simde__mmask32)1 << i; return m;
 }
+static inline simde__mmask16 _mm512_cmplt_epu32_mask(simde__m512i a, simde__m512i b) {
+    uint32_t x[16], y[16]; memcpy(x, &a, 64); memcpy(y, &b, 64);
+    simde__mmask16 m = 0; for (int i = 0; i < 16; i++) if (x[i] < y[i]) m |= (simde__mmask16)(1u << i); return m;
+}
 static inline simde__mmask16 _mm512_cmpgt_epu32_mask(simde__m512i a, simde__m512i b) {
     uint32_t x[16], y[16]; memcpy(x, &a, 64); memcpy(y, &b, 64);
     simde__mmask16 m = 0; for (int i = 0; i < 16; i++) if (x[i] > y[i]) m |= (simde__mmask16)(1u << i); return m;

@@ -352,6 +352,105 @@ static void test_trees_simd_batches(void) {
     free(got);
 }
 
+/* trees-simd's top levels by byte masks (tsimd.c "Top levels", with VBMI): feature 0's
+ * top-level nodes (the first 6 levels) take exactly n_keys thresholds, top_key(0 ..
+ * n_keys - 1), missing going either way (254: the most a keyset takes; 255: no top
+ * levels); one-leaf trees, trees shallower than 6 levels and deep ones among them. */
+static float top_key(uint32_t i) { return (float)i * 0.5f - 60.25f; }
+
+static ts_model *top_model(uint32_t n_trees, uint32_t n_keys) {
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    const uint32_t max_leaves = 90;
+    tsm_node *nodes = malloc(max_leaves * sizeof *nodes);
+    double *leaves = malloc(max_leaves * sizeof *leaves);
+    int32_t queue[2 * 90];
+    uint32_t level[2 * 90], next = 0;
+    for (uint32_t t = 0; t < n_trees; t++) {
+        const uint32_t L = t % 7 == 3 ? 1 : t % 7 == 5 ? 2 + rnd_below(20) : 1 + rnd_below(max_leaves);
+        random_tree(L, t % 5 == 0, nodes, leaves);
+        uint32_t qn = 0;
+        if (L > 1) queue[qn] = 0, level[qn++] = 0;
+        for (uint32_t q = 0; q < qn; q++) { /* the nodes of the first 6 levels */
+            tsm_node *nd = &nodes[queue[q]];
+            if (next < n_keys && rnd_below(3)) {
+                nd->feature = 0;
+                nd->threshold = top_key(next++);
+                nd->flags = rnd_below(2) ? TSM_MISSING_LEFT : 0;
+            } else if (nd->feature == 0) {
+                nd->feature = 1 + rnd_below(n_features - 1);
+                nd->threshold = random_threshold(nd->feature);
+                nd->flags &= TSM_MISSING_LEFT;
+            }
+            if (level[q] + 1 < 6) {
+                if (nd->left >= 0) queue[qn] = nd->left, level[qn++] = level[q] + 1;
+                if (nd->right >= 0) queue[qn] = nd->right, level[qn++] = level[q] + 1;
+            }
+        }
+        ts_error err;
+        CHECK_STATUS(tsm_model_add_tree(m, L - 1, nodes, L, leaves, 1.0, &err), TS_OK);
+    }
+    CHECK_MSG(next == n_keys, "top_model: %u of %u keys placed", next, n_keys);
+    return finish_random_model(m, nodes, leaves);
+}
+
+/* Rows of the top models: feature 0 on its keys, a float step either side, NaN, zeros,
+ * or anything; the other features random_value's. */
+static float top_value(uint32_t j, uint32_t n_keys) {
+    if (j != 0 || rnd_below(5) == 0) return random_value();
+    const float k = top_key(rnd_below(n_keys + 1));
+    switch (rnd_below(4)) {
+    case 0: return nextafterf(k, INFINITY);
+    case 1: return nextafterf(k, -INFINITY);
+    default: return k;
+    }
+}
+
+static void test_trees_simd_top(void) {
+    /* features: 12 (codes in one register), 100 (two), 200 (more than 128 keysets: the
+     * trees that read one past the first 128 redone from four registers) */
+    static const struct { uint32_t features, trees, keys; } cases[] = {
+        {12, 200, 254}, {12, 200, 255}, {12, 37, 40}, {100, 300, 254}, {200, 400, 120}, {200, 300, 254},
+    };
+    const uint32_t saved = n_features;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        n_features = cases[c].features;
+        ts_model *m = top_model(cases[c].trees, cases[c].keys);
+        const size_t n_rows = 300, cols = n_features, stride = cols + 1;
+        float *x = malloc(n_rows * stride * sizeof *x);
+        double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
+        for (size_t r = 0; r < n_rows; r++)
+            for (size_t j = 0; j < stride; j++) x[r * stride + j] = top_value((uint32_t)j, cases[c].keys);
+        for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+        for (uint32_t lanes = 0; lanes < 2; lanes++) { /* 1: depth steps from the roots */
+            ts_scorer_options o;
+            ts_scorer_options_init(&o);
+            o.engine = TS_ENGINE_TREES_SIMD;
+            o.lanes = lanes;
+            o.n_threads = 1;
+            ts_scorer *s = NULL;
+            ts_error err;
+            CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+            if (!s) continue;
+            size_t bad = 0;
+            for (size_t n = 1; n <= n_rows; n += n < 40 ? 1 : 130) {
+                const size_t first = (n * 7) % (n_rows - n + 1);
+                CHECK_STATUS(ts_scorer_score(s, x + first * stride, n, cols, stride, got, &err), TS_OK);
+                for (size_t r = 0; r < n; r++)
+                    if (memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0) bad++;
+            }
+            CHECK_MSG(bad == 0, "trees-simd top levels, lanes %u, %u features, %u keys: %zu rows differ", lanes,
+                      n_features, cases[c].keys, bad);
+            if (m->compares_double) check_f64(m, s, x, n_rows, cols, stride, got);
+            ts_scorer_free(s);
+        }
+        free(x);
+        free(ref);
+        free(got);
+        ts_model_free(m);
+    }
+    n_features = saved;
+}
+
 /* An oblivious tree of depth d (CatBoost's SymmetricTree) in heap order: level i's nodes
  * all the split lv[i], node i's children 2i + 1 and 2i + 2, the last level's the leaves;
  * children swapped at random nodes (as CatBoost's one-hot splits swap them), which
@@ -593,6 +692,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_chunk_thresholds);
     RUN_TEST(test_sparse_columns);
     if (!only_rapid) RUN_TEST(test_trees_simd_batches);
+    if (!only_rapid) RUN_TEST(test_trees_simd_top);
     if (!only_rapid) RUN_TEST(test_oblivious_forests);
 }
 

@@ -15,7 +15,9 @@
  *   engine       scalar                     sse4.2   avx2   avx512
  *   vqs          qs's (common/qs_kernel.c)  yes      yes    yes
  *   rapid        yes (rapid_scalar.c)       -        yes    yes, two (rapid.c picks GFNI or not)
- *   trees-simd   its own scalar steps       -        yes    yes
+ *   trees-simd   its own scalar steps       -        yes    yes, two (tsimd.c picks the VBMI one,
+ *                                                                whose top levels are byte masks, where
+ *                                                                the CPU has VBMI)
  *   oblivious    yes (oblivious_scalar.c)   -        yes    yes, two (oblivious.c picks the VBMI
  *                                                                one where the CPU has VBMI); the levels
  *                                                                of rapid's quantizers, whose codes it
@@ -43,7 +45,7 @@ extern const struct ob_kernels tse_oblivious_scalar;
 #ifdef TSK_X86
 extern const struct vqs_kernels tse_vqs_sse42, tse_vqs_avx2, tse_vqs_avx512;
 extern const struct rs_kernels tse_rapid_avx2, tse_rapid_avx512, tse_rapid_avx512gf;
-extern const struct tss_kernels tse_tsimd_avx2, tse_tsimd_avx512;
+extern const struct tss_kernels tse_tsimd_avx2, tse_tsimd_avx512, tse_tsimd_avx512vbmi;
 extern const struct ob_kernels tse_oblivious_avx2, tse_oblivious_avx512, tse_oblivious_avx512vbmi;
 extern const struct deep_kernels tse_deep_avx512;
 #endif
@@ -73,13 +75,15 @@ static inline const struct rs_kernels *tsk_rapid(ts_isa isa, int (*use_gfni)(voi
     return &tse_rapid_scalar;
 }
 
-/* trees-simd's kernels of the best level at most isa; NULL: none (its scalar steps). */
-static inline const struct tss_kernels *tsk_tsimd(ts_isa isa) {
+/* trees-simd's kernels of the best level at most isa; NULL: none (its scalar steps); at
+ * AVX-512 the VBMI kernels when vbmi says so. */
+static inline const struct tss_kernels *tsk_tsimd(ts_isa isa, int vbmi) {
 #ifdef TSK_X86
-    if (isa >= TS_ISA_AVX512) return &tse_tsimd_avx512;
+    if (isa >= TS_ISA_AVX512) return vbmi ? &tse_tsimd_avx512vbmi : &tse_tsimd_avx512;
     if (isa >= TS_ISA_AVX2) return &tse_tsimd_avx2;
 #else
     (void)isa;
+    (void)vbmi;
 #endif
     return NULL;
 }

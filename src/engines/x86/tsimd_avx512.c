@@ -1,4 +1,4 @@
-/* tsimd_avx512.c: the trees-simd kernel for AVX-512: 16 trees per register, four blocks of them stepped together. */
+/* tsimd_avx512.c: the trees-simd kernels for AVX-512: 16 trees per register, four blocks of them stepped together; the slot keys 16 at a time; with TSS_VBMI (tsimd_avx512vbmi.c) the top levels by byte masks. */
 #define TS_ISA_FILE /* built with -mavx512f -mavx512cd -mavx512bw -mavx512dq -mavx512vl: see CMakeLists.txt */
 #include "engines/tsimd.h"
 
@@ -166,6 +166,103 @@ static int tss_keys16_up(const tss *L, const double *row, uint32_t *k) {
 }
 #undef TSS_JOIN_PS
 
-const tss_kernels tse_tsimd_avx512 = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up};
+#ifdef TSS_VBMI
+/*
+ * Top levels (tsimd.c "Top levels"), with VBMI: one row's byte code per keyset (0 when
+ * its slot key says missing, else 1 + the count of its sorted keys below the key: the
+ * block of 16 by the block maxima, then one compare), the codes in registers, and per
+ * tree its 64 node bytes' codes by vpermi2b, less 1 on the nodes whose missing values
+ * go right, one vpcmpub (code > j: right) into a 64-bit mask, and the walk.
+ */
+static inline void top_codes(const tss_top *T, const uint32_t *k, uint8_t *c) {
+    for (uint32_t u = 0; u < T->n_top; u++) {
+        const uint32_t key = k[T->tslot[u]];
+        const __m512i kv = _mm512_set1_epi32((int)key);
+        const uint32_t b = (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(_mm512_load_si512(T->tsum + 16 * (size_t)u), kv));
+        const uint32_t n = (uint32_t)__builtin_popcount(
+            _mm512_cmplt_epu32_mask(_mm512_load_si512(T->tkeys + 16 * ((size_t)T->toff[u] + b)), kv));
+        c[u] = key + 1u <= 1u ? 0 : (uint8_t)(1 + 16 * b + n); /* key 0 or 0xffffffff: missing */
+    }
+}
+
+/* Trees i0 .. i0 + 7's exits from their masks M (tss_top_walk in 64-bit lanes: the 7-bit
+ * table lookups by vpermi2b on every byte, byte 0 of each lane kept) into x; those whose
+ * exit is a node (and not wide) appended to the work list A at *n as (i << 32 | entry). */
+static inline void walk8(const tss_top *T, uint32_t i0, __m512i M, __m512i w0, __m512i w1, uint32_t *x, uint64_t *A,
+                         uint32_t *n) {
+    const __m512i b0 = _mm512_set1_epi64(0xff), b7 = _mm512_set1_epi64(127);
+    const __m512i a = _mm512_and_si512(_mm512_permutex2var_epi8(w0, _mm512_and_si512(M, b7), w1), b0);
+    const __m512i a8 = _mm512_slli_epi64(a, 3);
+    const __m512i sh = _mm512_add_epi64(_mm512_sub_epi64(a8, a), _mm512_set1_epi64(7));
+    const __m512i s = _mm512_and_si512(_mm512_srlv_epi64(M, sh), b7);
+    const __m512i p = _mm512_add_epi64(a8, _mm512_and_si512(_mm512_permutex2var_epi8(w0, s, w1), b0));
+    const __m512i e = _mm512_add_epi64(p, _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(T->tbase + i0))));
+    _mm256_storeu_si256((__m256i *)(x + i0), _mm512_cvtepi64_epi32(e));
+    const __mmask8 node = _mm512_mask_test_epi64_mask((__mmask8)~T->wide8[i0 / 8], _mm512_srlv_epi64(_mm512_loadu_si512(T->nodes + i0), p),
+                                                      _mm512_set1_epi64(1));
+    const __m512i idx = _mm512_add_epi64(_mm512_set1_epi64(i0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm512_storeu_si512(A + *n, _mm512_maskz_compress_epi64(node, _mm512_or_si512(_mm512_slli_epi64(idx, 32), e)));
+    *n += (uint32_t)__builtin_popcount(node);
+}
+
+/* Tree i's mask from its node bytes, the codes in c0, c1 (W <= 2: keysets < 128) or c0-c3. */
+static inline __attribute__((always_inline)) uint64_t top_mask(const tss_top *T, size_t i, int W, __m512i c0, __m512i c1,
+                                                              __m512i c2, __m512i c3) {
+    const __m512i sb = _mm512_load_si512(T->nslot + i * TSS_TOP_BYTES);
+    __m512i cv;
+    if (W == 1) {
+        cv = _mm512_permutexvar_epi8(sb, c0);
+    } else if (W == 2) {
+        cv = _mm512_permutex2var_epi8(c0, sb, c1);
+    } else {
+        const __m512i lo = _mm512_permutex2var_epi8(c0, sb, c1), hi = _mm512_permutex2var_epi8(c2, sb, c3);
+        cv = _mm512_mask_blend_epi8(_mm512_movepi8_mask(sb), lo, hi);
+    }
+    cv = _mm512_mask_sub_epi8(cv, (__mmask64)T->mr[i], cv, _mm512_set1_epi8(1));
+    return _mm512_cmpgt_epu8_mask(cv, _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES));
+}
+
+/* The trees' exits (hot loop): 8 trees' masks, then their walk; the trees that read a
+ * keyset past 128 again from four registers. Returns the work list's length. */
+static inline __attribute__((always_inline)) uint32_t top_walk(const tss *L, const uint8_t *codes, int W, uint32_t *x,
+                                                              uint64_t *A) {
+    const tss_top *T = L->top;
+    const __m512i c0 = _mm512_load_si512(codes), c1 = _mm512_load_si512(codes + 64);
+    const __m512i c2 = _mm512_load_si512(codes + 128), c3 = _mm512_load_si512(codes + 192);
+    const __m512i w0 = _mm512_loadu_si512(T->walk3), w1 = _mm512_loadu_si512(T->walk3 + 64);
+    /* masks stored as 64-bit words and read back as one register a round later (read at
+     * once, the load waits for the 8 stores: no store forwarding) */
+    __attribute__((aligned(64))) uint64_t mm[2][8];
+    uint32_t n = 0;
+    for (uint32_t i0 = 0; i0 < T->n_trees_pad; i0 += 8) {
+        uint64_t *m = mm[(i0 / 8) & 1];
+        for (uint32_t k = 0; k < 8; k++) m[k] = top_mask(T, i0 + k, W, c0, c1, c2, c3);
+        if (i0) walk8(T, i0 - 8, _mm512_load_si512(mm[(i0 / 8 - 1) & 1]), w0, w1, x, A, &n);
+    }
+    const uint32_t last = T->n_trees_pad - 8;
+    walk8(T, last, _mm512_load_si512(mm[(last / 8) & 1]), w0, w1, x, A, &n);
+    for (uint32_t w = 0; w < T->n_wide; w++) { /* (W == 1 has none) */
+        const uint32_t i = T->wide[w], p = tss_top_walk(T, top_mask(T, i, 4, c0, c1, c2, c3));
+        x[i] = T->tbase[i] + p;
+        A[n] = (uint64_t)i << 32 | x[i];
+        n += (uint32_t)(T->nodes[i] >> p) & 1;
+    }
+    return n;
+}
+
+static uint32_t tss_top_exits(const tss *L, const uint32_t *k, uint32_t *x, uint64_t *A) {
+    __attribute__((aligned(64))) uint8_t codes[256];
+    _mm512_store_si512(codes, _mm512_setzero_si512());
+    _mm512_store_si512(codes + 64, _mm512_setzero_si512());
+    _mm512_store_si512(codes + 128, _mm512_setzero_si512());
+    _mm512_store_si512(codes + 192, _mm512_setzero_si512());
+    top_codes(L->top, k, codes);
+    return L->top->n_top <= 64 ? top_walk(L, codes, 1, x, A) : top_walk(L, codes, 2, x, A);
+}
+
+const tss_kernels tse_tsimd_avx512vbmi = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up, tss_top_exits};
+#else
+const tss_kernels tse_tsimd_avx512 = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up, NULL};
+#endif
 
 #endif
