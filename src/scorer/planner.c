@@ -165,6 +165,11 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
     return tsr_config_get()->plan_rule ? TS_PLAN_RULE : TS_PLAN_MEASURE;
 }
 
+/* The engines' generation in the wisdom key's CPU field: answers timed by another
+ * release, or before an engine's speed changed much (bump the date then), are not
+ * reused: a stale pick would stay the plan of every later scorer of the model. */
+#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-27"
+
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config, batch and threads. */
 static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, tsp_wisdom_key *k) {
     tsm_hash h = tsm_model_hash(m);
@@ -176,6 +181,7 @@ static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, u
     tsm_hash ch = tsm_hash_init();
     tsm_hash_bytes(&ch, brand, strlen(brand));
     tsm_hash_bytes(&ch, words, sizeof words);
+    tsm_hash_bytes(&ch, WISDOM_ENGINES, sizeof WISDOM_ENGINES - 1);
     tsm_hash_hex(&ch, k->cpu);
     k->batch = batch;
     k->threads = threads;
