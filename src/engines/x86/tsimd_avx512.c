@@ -187,22 +187,36 @@ static inline void top_codes(const tss_top *T, const uint32_t *k, uint8_t *c) {
 
 /* Trees i0 .. i0 + 7's exits from their masks M (tss_top_walk in 64-bit lanes: the 7-bit
  * table lookups by vpermi2b on every byte, byte 0 of each lane kept) into x; those whose
- * exit is a node (and not wide) appended to the work list A at *n as (i << 32 | entry). */
-static inline void walk8(const tss_top *T, uint32_t i0, __m512i M, __m512i w0, __m512i w1, uint32_t *x, uint64_t *A,
-                         uint32_t *n) {
+ * exit is a node (and not wide) appended to the work list A at *n as (i << 32 | entry).
+ * tb: the trees' tbase (64-bit lanes), nd: their nodes, keep: not wide, ti: i << 32. */
+static inline void walk8(uint32_t i0, __m512i M, __m512i w0, __m512i w1, __m512i tb, __m512i nd, __mmask8 keep,
+                         __m512i ti, uint32_t *x, uint64_t *A, uint32_t *n) {
     const __m512i b0 = _mm512_set1_epi64(0xff), b7 = _mm512_set1_epi64(127);
     const __m512i a = _mm512_and_si512(_mm512_permutex2var_epi8(w0, _mm512_and_si512(M, b7), w1), b0);
     const __m512i a8 = _mm512_slli_epi64(a, 3);
     const __m512i sh = _mm512_add_epi64(_mm512_sub_epi64(a8, a), _mm512_set1_epi64(7));
     const __m512i s = _mm512_and_si512(_mm512_srlv_epi64(M, sh), b7);
     const __m512i p = _mm512_add_epi64(a8, _mm512_and_si512(_mm512_permutex2var_epi8(w0, s, w1), b0));
-    const __m512i e = _mm512_add_epi64(p, _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(T->tbase + i0))));
+    const __m512i e = _mm512_add_epi64(p, tb);
     _mm256_storeu_si256((__m256i *)(x + i0), _mm512_cvtepi64_epi32(e));
-    const __mmask8 node = _mm512_mask_test_epi64_mask((__mmask8)~T->wide8[i0 / 8], _mm512_srlv_epi64(_mm512_loadu_si512(T->nodes + i0), p),
-                                                      _mm512_set1_epi64(1));
-    const __m512i idx = _mm512_add_epi64(_mm512_set1_epi64(i0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm512_storeu_si512(A + *n, _mm512_maskz_compress_epi64(node, _mm512_or_si512(_mm512_slli_epi64(idx, 32), e)));
+    const __mmask8 node = _mm512_mask_test_epi64_mask(keep, _mm512_srlv_epi64(nd, p), _mm512_set1_epi64(1));
+    _mm512_storeu_si512(A + *n, _mm512_maskz_compress_epi64(node, _mm512_or_si512(ti, e)));
     *n += (uint32_t)__builtin_popcount(node);
+}
+
+/* walk8 for R rows of trees i0 .. i0 + 7 (row r: masks mm[r], x + ntp r, A + ntp r). */
+static inline __attribute__((always_inline)) void walk8_rows(const tss_top *T, uint32_t i0, int R,
+                                                            uint64_t (*mm)[8], __m512i w0, __m512i w1,
+                                                            uint32_t *x, uint64_t *A, uint32_t *n) {
+    const size_t ntp = T->n_trees_pad;
+    const __m512i tb = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(T->tbase + i0)));
+    const __m512i nd = _mm512_loadu_si512(T->nodes + i0);
+    const __mmask8 keep = (__mmask8)~T->wide8[i0 / 8];
+    const __m512i ti = _mm512_slli_epi64(
+        _mm512_add_epi64(_mm512_set1_epi64(i0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7)), 32);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++)
+        walk8(i0, _mm512_load_si512(mm[r]), w0, w1, tb, nd, keep, ti, x + ntp * r, A + ntp * r, &n[r]);
 }
 
 /* Tree i's mask from its node bytes, the codes in c0, c1 (W <= 2: keysets < 128) or c0-c3. */
@@ -256,16 +270,10 @@ static inline __attribute__((always_inline)) void top_walk(const tss *L, const u
                 mm[h][r][k] = _mm512_cmpgt_epu8_mask(cv, ix);
             }
         }
-        if (i0) {
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++)
-                walk8(T, i0 - 8, _mm512_load_si512(mm[h ^ 1][r]), w0, w1, x + ntp * r, A + ntp * r, &n[r]);
-        }
+        if (i0) walk8_rows(T, i0 - 8, R, mm[h ^ 1], w0, w1, x, A, n);
     }
     const uint32_t last = (uint32_t)ntp - 8;
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++)
-        walk8(T, last, _mm512_load_si512(mm[(last / 8) & 1][r]), w0, w1, x + ntp * r, A + ntp * r, &n[r]);
+    walk8_rows(T, last, R, mm[(last / 8) & 1], w0, w1, x, A, n);
     for (int r = 0; r < R && T->n_wide; r++) { /* (W == 1 has none) */
         const uint8_t *c = codes + 256 * r;
         const __m512i d0 = _mm512_load_si512(c), d1 = _mm512_load_si512(c + 64);
