@@ -174,14 +174,21 @@ static int tss_keys16_up(const tss *L, const double *row, uint32_t *k) {
  * tree its 64 node bytes' codes by vpermi2b, less 1 on the nodes whose missing values
  * go right, one vpcmpub (code > j: right) into a 64-bit mask, and the walk.
  */
-static inline void top_codes(const tss_top *T, const uint32_t *k, uint8_t *c) {
+static inline void top_codes(const tss_top *T, const uint32_t *k, size_t ks, uint32_t R, uint8_t *c) {
+    /* keysets outer, rows inner: a keyset's slot, block maxima and first block read once */
     for (uint32_t u = 0; u < T->n_top; u++) {
-        const uint32_t key = k[T->tslot[u]];
-        const __m512i kv = _mm512_set1_epi32((int)key);
-        const uint32_t b = (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(_mm512_load_si512(T->tsum + 16 * (size_t)u), kv));
-        const uint32_t n = (uint32_t)__builtin_popcount(
-            _mm512_cmplt_epu32_mask(_mm512_load_si512(T->tkeys + 16 * ((size_t)T->toff[u] + b)), kv));
-        c[u] = key + 1u <= 1u ? 0 : (uint8_t)(1 + 16 * b + n); /* key 0 or 0xffffffff: missing */
+        const uint32_t slot = T->tslot[u];
+        const __m512i sum = _mm512_load_si512(T->tsum + 16 * (size_t)u);
+        const uint32_t *keys = T->tkeys + 16 * (size_t)T->toff[u];
+        for (uint32_t r = 0; r < R; r++) {
+            const uint32_t key = k[ks * r + slot];
+            const __m512i kv = _mm512_set1_epi32((int)key);
+            const uint32_t b = (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(sum, kv));
+            const uint32_t n =
+                (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(_mm512_load_si512(keys + 16 * b), kv));
+            const uint32_t ok = key + 1u > 1u; /* key 0 or 0xffffffff: missing, code 0 (no branch) */
+            c[256 * r + u] = (uint8_t)((1 + 16 * b + n) & (0u - ok));
+        }
     }
 }
 
@@ -301,10 +308,8 @@ static inline __attribute__((always_inline)) void top_walk(const tss *L, const u
 static void tss_top_exits(const tss *L, const uint32_t *k, size_t ks, uint32_t R, uint32_t *x, uint64_t *A,
                           uint32_t *n) {
     __attribute__((aligned(64))) uint8_t codes[TSS_TOPR * 256];
-    for (uint32_t r = 0; r < R; r++) {
-        for (uint32_t q = 0; q < 256; q += 64) _mm512_store_si512(codes + 256 * r + q, _mm512_setzero_si512());
-        top_codes(L->top, k + ks * r, codes + 256 * r);
-    }
+    for (uint32_t q = 0; q < TSS_TOPR * 256; q += 64) _mm512_store_si512(codes + q, _mm512_setzero_si512());
+    top_codes(L->top, k, ks, R, codes);
     switch (R) { /* tsimd.c top_rows_n: 1, 2, 4 or TSS_TOPR rows */
     case 1: TSS_TOP_WALK(1); break;
     case 2: TSS_TOP_WALK(2); break;
