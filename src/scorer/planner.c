@@ -42,7 +42,7 @@
  * predictor learn it, and one call of one row is too short to time). */
 #define MIN_SAMPLE_ROWS 256u
 #define MIN_TIMED_ROWS 64u
-/* Ranges of small batches (up to 16 rows) time 16 rows per timing and get this share of
+/* Ranges of small batches (below 16 rows) time 16 rows per timing and get this share of
  * the budget each: their calls are short, and the time to the first prediction must not
  * grow much with the number of ranges. */
 #define SMALL_TIMED_ROWS 16u
@@ -532,7 +532,7 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
     for (int r = TSP_RANGES - 1; r >= 0 && st == TS_OK; r--) {
         if (!rc[r].planned || rc[r].engine != TS_ENGINE_AUTO) continue;
         unsigned batch = rc[r].batch;
-        int small = batch <= SMALL_TIMED_ROWS; /* a share of the budget when larger ranges are planned too */
+        int small = batch < SMALL_TIMED_ROWS; /* a share of the budget when larger ranges are planned too */
         double budget = budget_s() * (small && batch < max_batch ? SMALL_BUDGET_SHARE : 1.0);
         size_t min_rows = small ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
         reset_timings(c, n);
