@@ -180,6 +180,15 @@ static inline void top_codes(const tss_top *T, const uint32_t *k, size_t ks, uin
         const uint32_t slot = T->tslot[u];
         const __m512i sum = _mm512_load_si512(T->tsum + 16 * (size_t)u);
         const uint32_t *keys = T->tkeys + 16 * (size_t)T->toff[u];
+        if (T->tsum[16 * (size_t)u] == 0xffffffffu) { /* up to 15 keys: one block, no maxima */
+            const __m512i k0 = _mm512_load_si512(keys);
+            for (uint32_t r = 0; r < R; r++) {
+                const uint32_t key = k[ks * r + slot];
+                const uint32_t n = (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(k0, _mm512_set1_epi32((int)key)));
+                c[256 * r + u] = (uint8_t)((1 + n) & (0u - (uint32_t)(key + 1u > 1u)));
+            }
+            continue;
+        }
         for (uint32_t r = 0; r < R; r++) {
             const uint32_t key = k[ks * r + slot];
             const __m512i kv = _mm512_set1_epi32((int)key);
