@@ -174,7 +174,8 @@ static int tss_keys16_up(const tss *L, const double *row, uint32_t *k) {
  * tree its 64 node bytes' codes by vpermi2b, less 1 on the nodes whose missing values
  * go right, one vpcmpub (code > j: right) into a 64-bit mask, and the walk.
  */
-static inline void top_codes(const tss_top *T, const uint32_t *k, size_t ks, uint32_t R, uint8_t *c) {
+static inline __attribute__((always_inline)) void top_codes(const tss_top *T, const uint32_t *k, size_t ks, uint32_t R,
+                                                             uint8_t *c) {
     /* keysets outer, rows inner: a keyset's slot, block maxima and first block read once */
     for (uint32_t u = 0; u < T->n_top; u++) {
         const uint32_t slot = T->tslot[u];
@@ -307,18 +308,18 @@ static inline __attribute__((always_inline)) void top_walk(const tss *L, const u
 
 #define TSS_TOP_WALK(RR)                                                                          \
     do {                                                                                          \
+        for (uint32_t q = 0; q < (RR) * 256u; q += 64) _mm512_store_si512(codes + q, _mm512_setzero_si512()); \
+        top_codes(L->top, k, ks, RR, codes);                                                      \
         if (L->top->n_top <= 64)                                                                  \
             top_walk(L, codes, 1, RR, x, A, n);                                                   \
         else                                                                                      \
             top_walk(L, codes, 2, RR, x, A, n);                                                   \
     } while (0)
 
-/* R <= TSS_TOPR rows' exits (tsimd.h tss_top_fn): their codes, then the walk. */
+/* R <= TSS_TOPR rows' exits (tsimd.h tss_top_fn): their codes, then the walk (R a constant in each). */
 static void tss_top_exits(const tss *L, const uint32_t *k, size_t ks, uint32_t R, uint32_t *x, uint64_t *A,
                           uint32_t *n) {
     __attribute__((aligned(64))) uint8_t codes[TSS_TOPR * 256];
-    for (uint32_t q = 0; q < TSS_TOPR * 256; q += 64) _mm512_store_si512(codes + q, _mm512_setzero_si512());
-    top_codes(L->top, k, ks, R, codes);
     switch (R) { /* tsimd.c top_rows_n: 1, 2, 4 or TSS_TOPR rows */
     case 1: TSS_TOP_WALK(1); break;
     case 2: TSS_TOP_WALK(2); break;
