@@ -772,35 +772,71 @@ done:
         TSS_STEP(e12); TSS_STEP(e13); TSS_STEP(e14); TSS_STEP(e15);                              \
     } while (0)
 
-/* One row's score from its slot keys v by the top levels ("Top levels"): every tree's
- * exit after them (x), then only the trees whose exit is a node step on, in rounds over
- * a work list (a step each, the tree kept while its entry is a node: no branch on the
- * path); then the exit leaves' values (in their entries) added in tree order. */
-static double top_row(const tss *L, const uint32_t *v, uint32_t *x) {
+/* R rows' scores from their slot keys V (row r: V + nsp r) by the top levels ("Top
+ * levels"): every tree's exit after them (x), then only the trees whose exit is a node
+ * step on, in rounds over each row's work list (a step each, the tree kept while its
+ * entry is a node: no branch on the path; the R rows' lists in one round, independent
+ * chains); then each row's exit leaves' values (in their entries) added in tree order,
+ * the R rows' sums side by side. Hot loop. */
+static inline __attribute__((always_inline)) void top_rows(const tss *L, const uint32_t *V, size_t nsp, uint32_t R,
+                                                          uint32_t *x, double *out) {
     const tss_top *T = L->top;
     const uint64_t *C = (const uint64_t *)L->cn;
+    const size_t ntp = T->n_trees_pad;
     const uint32_t nt = L->n_trees;
-    uint64_t *A = (uint64_t *)(x + T->n_trees_pad); /* (tree << 32 | entry) */
-    uint32_t n = L->top_exits(L, v, x, A);
-    while (n) {
-        uint32_t k = 0;
-        for (uint32_t j = 0; j < n; j++) {
-            const uint64_t a = A[j], w = C[(uint32_t)a];
-            const uint32_t right = (uint32_t)w < v[(w >> 32) & 0xffff], i = (uint32_t)(a >> 32);
-            const uint32_t e = (uint32_t)a + ((uint32_t)(w >> 48) & TSS_TOP_DELTA) + right;
-            x[i] = e;
-            A[k] = (uint64_t)i << 32 | e;
-            k += !((w >> (62 + right)) & 1);
+    uint64_t *A = (uint64_t *)(x + TSS_TOPR * ntp); /* (tree << 32 | entry), per row */
+    uint32_t n[TSS_TOPR];
+    L->top_exits(L, V, nsp, R, x, A, n);
+    for (uint32_t any = 1; any;) {
+        any = 0;
+        for (uint32_t r = 0; r < R; r++) {
+            const uint32_t *v = V + nsp * r;
+            uint32_t *xr = x + ntp * r;
+            uint64_t *Ar = A + ntp * r;
+            uint32_t k = 0;
+            for (uint32_t j = 0; j < n[r]; j++) {
+                const uint64_t a = Ar[j], w = C[(uint32_t)a];
+                const uint32_t right = (uint32_t)w < v[(w >> 32) & 0xffff], i = (uint32_t)(a >> 32);
+                const uint32_t e = (uint32_t)a + ((uint32_t)(w >> 48) & TSS_TOP_DELTA) + right;
+                xr[i] = e;
+                Ar[k] = (uint64_t)i << 32 | e;
+                k += !((w >> (62 + right)) & 1);
+            }
+            n[r] = k;
+            any |= k;
         }
-        n = k;
     }
-    double acc = L->base_score;
+    double acc[TSS_TOPR];
+    for (uint32_t r = 0; r < R; r++) acc[r] = L->base_score;
     for (uint32_t i = 0; i < nt; i++) {
-        double d;
-        memcpy(&d, &C[x[i]], sizeof d);
-        acc += d;
+#pragma GCC unroll 16
+        for (uint32_t r = 0; r < R; r++) {
+            double d;
+            memcpy(&d, &C[x[ntp * r + i]], sizeof d);
+            acc[r] += d;
+        }
     }
-    return acc;
+    for (uint32_t r = 0; r < R; r++) out[r] = acc[r];
+}
+
+/* nr rows by top_rows, TSS_TOPR at a time (R a constant in each call). */
+static void top_rows_n(const tss *L, const uint32_t *V, size_t nsp, size_t nr, uint32_t *x, double *out) {
+    for (size_t r = 0; r < nr;) {
+        const size_t m = nr - r;
+        if (m >= TSS_TOPR) {
+            top_rows(L, V + nsp * r, nsp, TSS_TOPR, x, out + r);
+            r += TSS_TOPR;
+        } else if (m >= 4) {
+            top_rows(L, V + nsp * r, nsp, 4, x, out + r);
+            r += 4;
+        } else if (m >= 2) {
+            top_rows(L, V + nsp * r, nsp, 2, x, out + r);
+            r += 2;
+        } else {
+            top_rows(L, V + nsp * r, nsp, 1, x, out + r);
+            r += 1;
+        }
+    }
 }
 
 /* The walk, for float rows (x, the entries cn) or double rows (xd, the entries cnd). */
@@ -810,7 +846,7 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
     const size_t nsp = L->n_slots_pad, nt = L->n_trees;
     uint32_t *V = scratch;
     double *D = (double *)((char *)scratch + tss_round64((size_t)TSS_RB * nsp * sizeof(float)));
-    /* the top levels' exits and work list (top_row), after the leaf values */
+    /* the top levels' exits and work lists (top_rows), after the leaf values */
     uint32_t *X = (uint32_t *)((char *)D + tss_round64((size_t)TSS_RB * (nt + 64) * sizeof(double)));
     const double *lval = L->lval;
     for (size_t r0 = 0; r0 < n_rows; r0 += TSS_RB) {
@@ -835,7 +871,7 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
         }
         /* float keys: the top levels by byte masks where the ISA has them ("Top levels") */
         if (floats && L->top) {
-            for (size_t r = 0; r < nr; r++) out[r0 + r] = top_row(L, V + r * nsp, X);
+            top_rows_n(L, V, nsp, nr, X, out + r0);
             continue;
         }
         /* the step's asm reads C and V, and says no memory: nothing moves across this */

@@ -75,11 +75,16 @@ typedef struct tss_group {
 struct tss;
 typedef void (*tss_keys_fn)(const struct tss *L, const float *row, uint32_t *k);
 typedef int (*tss_keys_up_fn)(const struct tss *L, const double *row, uint32_t *k);
-/* One row's top-level exits (tsimd.c "Top levels"): from its slot keys k, each tree's
- * entry after TSS_TOPK levels, in tree order (n_trees_pad of them), into x, and those
- * whose exit is a node into the work list A (tree << 32 | entry: tsimd.c top_row),
- * whose length it returns. */
-typedef uint32_t (*tss_top_fn)(const struct tss *L, const uint32_t *k, uint32_t *x, uint64_t *A);
+/* R rows' top-level exits (tsimd.c "Top levels"), R <= TSS_TOPR: from row r's slot keys
+ * k + ks r, each tree's entry after TSS_TOPK levels, in tree order (n_trees_pad of them),
+ * into x + n_trees_pad r, and those whose exit is a node into the work list
+ * A + n_trees_pad r (tree << 32 | entry: tsimd.c top_rows), whose length goes to n[r]. */
+typedef void (*tss_top_fn)(const struct tss *L, const uint32_t *k, size_t ks, uint32_t R, uint32_t *x,
+                           uint64_t *A, uint32_t *n);
+/* Rows that go through the top levels together (trees outer, rows inner). */
+#ifndef TSS_TOPR
+#define TSS_TOPR 8u
+#endif
 
 /*
  * Top levels (tsimd.c "Top levels"): the first TSS_TOPK levels of every tree decided by
@@ -214,7 +219,7 @@ static inline size_t tss_round64(size_t n) { return (n + 63) & ~(size_t)63; }
 static inline size_t tss_scratch_bytes(const tss *L) {
     return tss_round64((size_t)TSS_RB * L->n_slots_pad * sizeof(float)) +
            tss_round64((size_t)TSS_RB * ((size_t)L->n_trees + 64) * sizeof(double)) +
-           (L->top ? tss_round64((size_t)L->top->n_trees_pad * (sizeof(uint32_t) + sizeof(uint64_t)) + 64) : 0);
+           (L->top ? tss_round64((size_t)TSS_TOPR * L->top->n_trees_pad * (sizeof(uint32_t) + sizeof(uint64_t)) + 64) : 0);
 }
 
 /* One document's slot values (see above), scalar. */

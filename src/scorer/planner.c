@@ -50,8 +50,8 @@
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
-const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 16, 128};
-const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 11, 48, DEFAULT_BATCH};
+const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 32, 128};
+const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 16, 64, DEFAULT_BATCH};
 _Static_assert(TSP_RANGES == 5, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
@@ -538,7 +538,7 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
     for (int r = TSP_RANGES - 1; r >= 0 && st == TS_OK; r--) {
         if (!rc[r].planned || rc[r].engine != TS_ENGINE_AUTO) continue;
         unsigned batch = rc[r].batch;
-        int small = batch < 16; /* a share of the budget when larger ranges are planned too */
+        int small = batch < SMALL_TIMED_ROWS; /* a share of the budget when larger ranges are planned too */
         double budget = budget_s() * (small && batch < max_batch ? SMALL_BUDGET_SHARE : 1.0);
         size_t min_rows = small ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
         reset_timings(c, n);

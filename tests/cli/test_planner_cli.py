@@ -44,8 +44,8 @@ def test_info_plan_table_every_range(ts, cache):
     out = r.stdout
     assert "plan: rows per call -> engine" in out and "every batch size" in out, r
     table = out[out.index("plan: rows per call"):].splitlines()[1:6]
-    assert [l.split()[0] for l in table] == ["1", "2-7", "8-15", "16-127", "128+"], out
-    for batch in (1, 4, 11, 48, 1000):
+    assert [l.split()[0] for l in table] == ["1", "2-7", "8-31", "32-127", "128+"], out
+    for batch in (1, 4, 16, 64, 1000):
         assert f"(batch {batch})" in out, out
     lines = (cache / "wisdom").read_text().splitlines()
     assert len(lines) == 5 and all(l.startswith("treescore-wisdom-4 ") for l in lines), lines

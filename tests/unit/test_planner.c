@@ -220,7 +220,7 @@ static void test_ranges(const ts_model *m) {
             if (!s) continue;
             const char *r = ts_scorer_plan_report(s);
             CHECK_MSG(strstr(r, "plan: rows per call -> engine\n") && strstr(r, "\n  1 ") && strstr(r, "\n  2-7 ") &&
-                          strstr(r, "\n  8-15 ") && strstr(r, "\n  16-127 ") && strstr(r, "\n  128+ "),
+                          strstr(r, "\n  8-31 ") && strstr(r, "\n  32-127 ") && strstr(r, "\n  128+ "),
                       "report: %s", r);
             CHECK(ts_scorer_engine_for(s, 1000) == ts_scorer_engine(s));
             for (uint32_t b = 1; b <= n; b++) {

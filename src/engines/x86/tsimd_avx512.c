@@ -174,35 +174,66 @@ static int tss_keys16_up(const tss *L, const double *row, uint32_t *k) {
  * tree its 64 node bytes' codes by vpermi2b, less 1 on the nodes whose missing values
  * go right, one vpcmpub (code > j: right) into a 64-bit mask, and the walk.
  */
-static inline void top_codes(const tss_top *T, const uint32_t *k, uint8_t *c) {
+static inline __attribute__((always_inline)) void top_codes(const tss_top *T, const uint32_t *k, size_t ks, uint32_t R,
+                                                             uint8_t *c) {
+    /* keysets outer, rows inner: a keyset's slot, block maxima and first block read once */
     for (uint32_t u = 0; u < T->n_top; u++) {
-        const uint32_t key = k[T->tslot[u]];
-        const __m512i kv = _mm512_set1_epi32((int)key);
-        const uint32_t b = (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(_mm512_load_si512(T->tsum + 16 * (size_t)u), kv));
-        const uint32_t n = (uint32_t)__builtin_popcount(
-            _mm512_cmplt_epu32_mask(_mm512_load_si512(T->tkeys + 16 * ((size_t)T->toff[u] + b)), kv));
-        c[u] = key + 1u <= 1u ? 0 : (uint8_t)(1 + 16 * b + n); /* key 0 or 0xffffffff: missing */
+        const uint32_t slot = T->tslot[u];
+        const __m512i sum = _mm512_load_si512(T->tsum + 16 * (size_t)u);
+        const uint32_t *keys = T->tkeys + 16 * (size_t)T->toff[u];
+        if (T->tsum[16 * (size_t)u] == 0xffffffffu) { /* up to 15 keys: one block, no maxima */
+            const __m512i k0 = _mm512_load_si512(keys);
+            for (uint32_t r = 0; r < R; r++) {
+                const uint32_t key = k[ks * r + slot];
+                const uint32_t n = (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(k0, _mm512_set1_epi32((int)key)));
+                c[256 * r + u] = (uint8_t)((1 + n) & (0u - (uint32_t)(key + 1u > 1u)));
+            }
+            continue;
+        }
+        for (uint32_t r = 0; r < R; r++) {
+            const uint32_t key = k[ks * r + slot];
+            const __m512i kv = _mm512_set1_epi32((int)key);
+            const uint32_t b = (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(sum, kv));
+            const uint32_t n =
+                (uint32_t)__builtin_popcount(_mm512_cmplt_epu32_mask(_mm512_load_si512(keys + 16 * b), kv));
+            const uint32_t ok = key + 1u > 1u; /* key 0 or 0xffffffff: missing, code 0 (no branch) */
+            c[256 * r + u] = (uint8_t)((1 + 16 * b + n) & (0u - ok));
+        }
     }
 }
 
 /* Trees i0 .. i0 + 7's exits from their masks M (tss_top_walk in 64-bit lanes: the 7-bit
  * table lookups by vpermi2b on every byte, byte 0 of each lane kept) into x; those whose
- * exit is a node (and not wide) appended to the work list A at *n as (i << 32 | entry). */
-static inline void walk8(const tss_top *T, uint32_t i0, __m512i M, __m512i w0, __m512i w1, uint32_t *x, uint64_t *A,
-                         uint32_t *n) {
+ * exit is a node (and not wide) appended to the work list A at *n as (i << 32 | entry).
+ * tb: the trees' tbase (64-bit lanes), nd: their nodes, keep: not wide, ti: i << 32. */
+static inline void walk8(uint32_t i0, __m512i M, __m512i w0, __m512i w1, __m512i tb, __m512i nd, __mmask8 keep,
+                         __m512i ti, uint32_t *x, uint64_t *A, uint32_t *n) {
     const __m512i b0 = _mm512_set1_epi64(0xff), b7 = _mm512_set1_epi64(127);
     const __m512i a = _mm512_and_si512(_mm512_permutex2var_epi8(w0, _mm512_and_si512(M, b7), w1), b0);
     const __m512i a8 = _mm512_slli_epi64(a, 3);
     const __m512i sh = _mm512_add_epi64(_mm512_sub_epi64(a8, a), _mm512_set1_epi64(7));
     const __m512i s = _mm512_and_si512(_mm512_srlv_epi64(M, sh), b7);
     const __m512i p = _mm512_add_epi64(a8, _mm512_and_si512(_mm512_permutex2var_epi8(w0, s, w1), b0));
-    const __m512i e = _mm512_add_epi64(p, _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(T->tbase + i0))));
+    const __m512i e = _mm512_add_epi64(p, tb);
     _mm256_storeu_si256((__m256i *)(x + i0), _mm512_cvtepi64_epi32(e));
-    const __mmask8 node = _mm512_mask_test_epi64_mask((__mmask8)~T->wide8[i0 / 8], _mm512_srlv_epi64(_mm512_loadu_si512(T->nodes + i0), p),
-                                                      _mm512_set1_epi64(1));
-    const __m512i idx = _mm512_add_epi64(_mm512_set1_epi64(i0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm512_storeu_si512(A + *n, _mm512_maskz_compress_epi64(node, _mm512_or_si512(_mm512_slli_epi64(idx, 32), e)));
+    const __mmask8 node = _mm512_mask_test_epi64_mask(keep, _mm512_srlv_epi64(nd, p), _mm512_set1_epi64(1));
+    _mm512_storeu_si512(A + *n, _mm512_maskz_compress_epi64(node, _mm512_or_si512(ti, e)));
     *n += (uint32_t)__builtin_popcount(node);
+}
+
+/* walk8 for R rows of trees i0 .. i0 + 7 (row r: masks mm[r], x + ntp r, A + ntp r). */
+static inline __attribute__((always_inline)) void walk8_rows(const tss_top *T, uint32_t i0, int R,
+                                                            uint64_t (*mm)[8], __m512i w0, __m512i w1,
+                                                            uint32_t *x, uint64_t *A, uint32_t *n) {
+    const size_t ntp = T->n_trees_pad;
+    const __m512i tb = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(T->tbase + i0)));
+    const __m512i nd = _mm512_loadu_si512(T->nodes + i0);
+    const __mmask8 keep = (__mmask8)~T->wide8[i0 / 8];
+    const __m512i ti = _mm512_slli_epi64(
+        _mm512_add_epi64(_mm512_set1_epi64(i0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7)), 32);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++)
+        walk8(i0, _mm512_load_si512(mm[r]), w0, w1, tb, nd, keep, ti, x + ntp * r, A + ntp * r, &n[r]);
 }
 
 /* Tree i's mask from its node bytes, the codes in c0, c1 (W <= 2: keysets < 128) or c0-c3. */
@@ -222,43 +253,81 @@ static inline __attribute__((always_inline)) uint64_t top_mask(const tss_top *T,
     return _mm512_cmpgt_epu8_mask(cv, _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES));
 }
 
-/* The trees' exits (hot loop): 8 trees' masks, then their walk; the trees that read a
- * keyset past 128 again from four registers. Returns the work list's length. */
-static inline __attribute__((always_inline)) uint32_t top_walk(const tss *L, const uint8_t *codes, int W, uint32_t *x,
-                                                              uint64_t *A) {
+/* The trees' exits for R rows (hot loop): trees outer, rows inner, so that each tree's
+ * node bytes are loaded once for the R rows (whose codes stay in registers, or L1):
+ * 8 trees' masks per row, then their walk; the trees that read a keyset past 128 again
+ * from four registers. Row r: codes + 256 r, x + ntp r, A + ntp r, its list's length n[r]. */
+static inline __attribute__((always_inline)) void top_walk(const tss *L, const uint8_t *codes, int W, int R,
+                                                          uint32_t *x, uint64_t *A, uint32_t *n) {
     const tss_top *T = L->top;
-    const __m512i c0 = _mm512_load_si512(codes), c1 = _mm512_load_si512(codes + 64);
-    const __m512i c2 = _mm512_load_si512(codes + 128), c3 = _mm512_load_si512(codes + 192);
+    const size_t ntp = T->n_trees_pad;
+    __m512i c0[TSS_TOPR], c1[TSS_TOPR];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+        c0[r] = _mm512_load_si512(codes + 256 * r);
+        c1[r] = _mm512_load_si512(codes + 256 * r + 64);
+        n[r] = 0;
+    }
     const __m512i w0 = _mm512_loadu_si512(T->walk3), w1 = _mm512_loadu_si512(T->walk3 + 64);
+    const __m512i one = _mm512_set1_epi8(1);
     /* masks stored as 64-bit words and read back as one register a round later (read at
      * once, the load waits for the 8 stores: no store forwarding) */
-    __attribute__((aligned(64))) uint64_t mm[2][8];
-    uint32_t n = 0;
-    for (uint32_t i0 = 0; i0 < T->n_trees_pad; i0 += 8) {
-        uint64_t *m = mm[(i0 / 8) & 1];
-        for (uint32_t k = 0; k < 8; k++) m[k] = top_mask(T, i0 + k, W, c0, c1, c2, c3);
-        if (i0) walk8(T, i0 - 8, _mm512_load_si512(mm[(i0 / 8 - 1) & 1]), w0, w1, x, A, &n);
+    __attribute__((aligned(64))) uint64_t mm[2][TSS_TOPR][8];
+    for (uint32_t i0 = 0; i0 < ntp; i0 += 8) {
+        const uint32_t h = (i0 / 8) & 1;
+        for (uint32_t k = 0; k < 8; k++) {
+            const size_t i = i0 + k;
+            const __m512i sb = _mm512_load_si512(T->nslot + i * TSS_TOP_BYTES);
+            const __m512i ix = _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES);
+            const __mmask64 mr = (__mmask64)T->mr[i];
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++) {
+                __m512i cv = W == 1 ? _mm512_permutexvar_epi8(sb, c0[r]) : _mm512_permutex2var_epi8(c0[r], sb, c1[r]);
+                cv = _mm512_mask_sub_epi8(cv, mr, cv, one);
+                mm[h][r][k] = _mm512_cmpgt_epu8_mask(cv, ix);
+            }
+        }
+        if (i0) walk8_rows(T, i0 - 8, R, mm[h ^ 1], w0, w1, x, A, n);
     }
-    const uint32_t last = T->n_trees_pad - 8;
-    walk8(T, last, _mm512_load_si512(mm[(last / 8) & 1]), w0, w1, x, A, &n);
-    for (uint32_t w = 0; w < T->n_wide; w++) { /* (W == 1 has none) */
-        const uint32_t i = T->wide[w], p = tss_top_walk(T, top_mask(T, i, 4, c0, c1, c2, c3));
-        x[i] = T->tbase[i] + p;
-        A[n] = (uint64_t)i << 32 | x[i];
-        n += (uint32_t)(T->nodes[i] >> p) & 1;
+    const uint32_t last = (uint32_t)ntp - 8;
+    walk8_rows(T, last, R, mm[(last / 8) & 1], w0, w1, x, A, n);
+    for (int r = 0; r < R && T->n_wide; r++) { /* (W == 1 has none) */
+        const uint8_t *c = codes + 256 * r;
+        const __m512i d0 = _mm512_load_si512(c), d1 = _mm512_load_si512(c + 64);
+        const __m512i d2 = _mm512_load_si512(c + 128), d3 = _mm512_load_si512(c + 192);
+        uint32_t *xr = x + ntp * r;
+        uint64_t *Ar = A + ntp * r;
+        for (uint32_t w = 0; w < T->n_wide; w++) {
+            const uint32_t i = T->wide[w], p = tss_top_walk(T, top_mask(T, i, 4, d0, d1, d2, d3));
+            xr[i] = T->tbase[i] + p;
+            Ar[n[r]] = (uint64_t)i << 32 | xr[i];
+            n[r] += (uint32_t)(T->nodes[i] >> p) & 1;
+        }
     }
-    return n;
 }
 
-static uint32_t tss_top_exits(const tss *L, const uint32_t *k, uint32_t *x, uint64_t *A) {
-    __attribute__((aligned(64))) uint8_t codes[256];
-    _mm512_store_si512(codes, _mm512_setzero_si512());
-    _mm512_store_si512(codes + 64, _mm512_setzero_si512());
-    _mm512_store_si512(codes + 128, _mm512_setzero_si512());
-    _mm512_store_si512(codes + 192, _mm512_setzero_si512());
-    top_codes(L->top, k, codes);
-    return L->top->n_top <= 64 ? top_walk(L, codes, 1, x, A) : top_walk(L, codes, 2, x, A);
+#define TSS_TOP_WALK(RR)                                                                          \
+    do {                                                                                          \
+        for (uint32_t q = 0; q < (RR) * 256u; q += 64) _mm512_store_si512(codes + q, _mm512_setzero_si512()); \
+        top_codes(L->top, k, ks, RR, codes);                                                      \
+        if (L->top->n_top <= 64)                                                                  \
+            top_walk(L, codes, 1, RR, x, A, n);                                                   \
+        else                                                                                      \
+            top_walk(L, codes, 2, RR, x, A, n);                                                   \
+    } while (0)
+
+/* R <= TSS_TOPR rows' exits (tsimd.h tss_top_fn): their codes, then the walk (R a constant in each). */
+static void tss_top_exits(const tss *L, const uint32_t *k, size_t ks, uint32_t R, uint32_t *x, uint64_t *A,
+                          uint32_t *n) {
+    __attribute__((aligned(64))) uint8_t codes[TSS_TOPR * 256];
+    switch (R) { /* tsimd.c top_rows_n: 1, 2, 4 or TSS_TOPR rows */
+    case 1: TSS_TOP_WALK(1); break;
+    case 2: TSS_TOP_WALK(2); break;
+    case 4: TSS_TOP_WALK(4); break;
+    default: TSS_TOP_WALK(TSS_TOPR); break;
+    }
 }
+#undef TSS_TOP_WALK
 
 const tss_kernels tse_tsimd_avx512vbmi = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up, tss_top_exits};
 #else
