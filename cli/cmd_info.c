@@ -9,7 +9,7 @@ static const char usage[] =
     "Print a summary of MODEL: format, objective, trees, leaves, depth, features, base\n"
     "score, and whether its splits route missing values. With --plan, also what\n"
     "--engine auto would pick for this model, thread count and machine, for each range of\n"
-    "rows per call (1, 2-7, 8-15, 16-127, 128+: the table at the end), and why: the planner's\n"
+    "rows per call (1, 2-7, 8-31, 32-127, 128+: the table at the end), and why: the planner's\n"
     "timings of the candidate engines (us/doc per range), the wisdom file's earlier\n"
     "answers, or the rule of thumb (--planner rule).\n"
     "\n"
