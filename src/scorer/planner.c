@@ -554,7 +554,10 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         unsigned batch = rc[r].batch;
         int small = batch < SMALL_TIMED_ROWS; /* a share of the budget when larger ranges are planned too */
         double budget = budget_s() * (small && batch < max_batch ? SMALL_BUDGET_SHARE : 1.0);
-        size_t min_rows = small ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
+        /* 8-15 rows (a batch_hint there): as the 8-31 range, several calls per timing, so
+         * that one cold call after the other candidates' does not decide (rapid chose for
+         * 11 rows on msn-lgb-1000x64 where trees-simd was 1.39x faster) */
+        size_t min_rows = small && batch < 8 ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
         reset_timings(c, n);
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
         time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, small);
