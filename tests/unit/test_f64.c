@@ -307,6 +307,19 @@ static void test_double_codes(void) {
  * the used columns are fewer than half of those they span: rapid's double quantizers
  * then copy the used columns out of the rows one by one (rapid_template.h) instead of
  * transposing runs of columns. Every ISA level, batches 1 to 150 and 600. */
+
+/* A one-thread rapid scorer of m at most at isa (NULL, with a failed check, when it
+ * cannot be made). */
+static ts_scorer *rapid_at(const ts_model *m, ts_isa isa, ts_error *err) {
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = TS_ENGINE_RAPID;
+    o.max_isa = isa;
+    o.n_threads = 1;
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, err), TS_OK);
+    return s;
+}
 static void test_double_codes_sparse(void) {
     const uint32_t n_trees = 200, n_rows = 600, used = N_FEAT + N_POOL, spread = 3, cols = spread * used + 1;
     ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
@@ -332,13 +345,7 @@ static void test_double_codes_sparse(void) {
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         if (isas[i] > ts_cpu_isa()) continue;
-        ts_scorer_options o;
-        ts_scorer_options_init(&o);
-        o.engine = TS_ENGINE_RAPID;
-        o.max_isa = isas[i];
-        o.n_threads = 1;
-        ts_scorer *s = NULL;
-        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        ts_scorer *s = rapid_at(m, isas[i], &err);
         if (!s) continue;
         uint32_t bad = 0;
         for (uint32_t n = 1; n <= 151; n++) { /* rows [r0, r0 + n); 151: all of them */
@@ -396,13 +403,7 @@ static void test_zero_range_floats(void) {
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         if (isas[i] > ts_cpu_isa()) continue;
-        ts_scorer_options o;
-        ts_scorer_options_init(&o);
-        o.engine = TS_ENGINE_RAPID;
-        o.max_isa = isas[i];
-        o.n_threads = 1;
-        ts_scorer *s = NULL;
-        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        ts_scorer *s = rapid_at(m, isas[i], &err);
         if (!s) continue;
         uint32_t bad = 0;
         for (uint32_t n = 1; n <= 70; n++) {
