@@ -308,6 +308,20 @@ static void test_sparse_columns(void) {
     ts_model_free(m);
 }
 
+/* A one-thread trees-simd scorer of m at most at isa, of `lanes` lanes (NULL, with a
+ * failed check, when it cannot be made). */
+static ts_scorer *tsimd_at(const ts_model *m, ts_isa isa, uint32_t lanes, ts_error *err) {
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = TS_ENGINE_TREES_SIMD;
+    o.max_isa = isa;
+    o.lanes = lanes;
+    o.n_threads = 1;
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, err), TS_OK);
+    return s;
+}
+
 /* trees-simd (lanes hold trees): every batch size 1 .. 300 through one scorer per kernel,
  * tree counts around its blocks (8, 16 lanes; 4 blocks stepped together), one-leaf trees
  * among them, and deep unbalanced trees (many supernodes per tree). */
@@ -324,15 +338,8 @@ static void test_trees_simd_batches(void) {
         for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
         for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
         for (size_t k = 0; k < 3 * sizeof isas / sizeof isas[0]; k++) {
-            ts_scorer_options o;
-            ts_scorer_options_init(&o);
-            o.engine = TS_ENGINE_TREES_SIMD;
-            o.max_isa = isas[k % 3];
-            o.lanes = lanes[k / 3];
-            o.n_threads = 1;
-            ts_scorer *s = NULL;
             ts_error err;
-            CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+            ts_scorer *s = tsimd_at(m, isas[k % 3], lanes[k / 3], &err);
             if (!s) continue;
             size_t bad = 0;
             for (size_t n = 1; n <= n_rows; n++) {
@@ -342,7 +349,7 @@ static void test_trees_simd_batches(void) {
                     if (memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0) bad++;
             }
             CHECK_MSG(bad == 0, "trees-simd isa %s lanes %u, %u trees: %zu rows differ", ts_isa_name(ts_scorer_isa(s)),
-                      o.lanes, m->n_trees, bad);
+                      lanes[k / 3], m->n_trees, bad);
             ts_scorer_free(s);
         }
         ts_model_free(m);
@@ -422,14 +429,8 @@ static void test_trees_simd_top(void) {
             for (size_t j = 0; j < stride; j++) x[r * stride + j] = top_value((uint32_t)j, cases[c].keys);
         for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
         for (uint32_t lanes = 0; lanes < 2; lanes++) { /* 1: depth steps from the roots */
-            ts_scorer_options o;
-            ts_scorer_options_init(&o);
-            o.engine = TS_ENGINE_TREES_SIMD;
-            o.lanes = lanes;
-            o.n_threads = 1;
-            ts_scorer *s = NULL;
             ts_error err;
-            CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+            ts_scorer *s = tsimd_at(m, TS_ISA_AUTO, lanes, &err);
             if (!s) continue;
             size_t bad = 0;
             for (size_t n = 1; n <= n_rows; n += n < 40 ? 1 : 130) {

@@ -303,11 +303,6 @@ static void test_double_codes(void) {
     free(reff);
 }
 
-/* The same trees (test_double_codes') with their features on every third column, so that
- * the used columns are fewer than half of those they span: rapid's double quantizers
- * then copy the used columns out of the rows one by one (rapid_template.h) instead of
- * transposing runs of columns. Every ISA level, batches 1 to 150 and 600. */
-
 /* A one-thread rapid scorer of m at most at isa (NULL, with a failed check, when it
  * cannot be made). */
 static ts_scorer *rapid_at(const ts_model *m, ts_isa isa, ts_error *err) {
@@ -320,6 +315,11 @@ static ts_scorer *rapid_at(const ts_model *m, ts_isa isa, ts_error *err) {
     CHECK_STATUS(ts_scorer_create(m, &o, &s, err), TS_OK);
     return s;
 }
+
+/* The same trees (test_double_codes') with their features on every third column, so that
+ * the used columns are fewer than half of those they span: rapid's double quantizers
+ * then copy the used columns out of the rows one by one (rapid_template.h) instead of
+ * transposing runs of columns. Every ISA level, batches 1 to 150 and 600. */
 static void test_double_codes_sparse(void) {
     const uint32_t n_trees = 200, n_rows = 600, used = N_FEAT + N_POOL, spread = 3, cols = spread * used + 1;
     ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
