@@ -819,11 +819,62 @@ static inline __attribute__((always_inline)) void top_rows(const tss *L, const u
     for (uint32_t r = 0; r < R; r++) out[r] = acc[r];
 }
 
+/* Calls of more rows: trees in chunks of 2^TSS_CHUNK_LG (tsimd.h tss_top_range_fn)
+ * that every row takes through the top levels, the steps below them and the sums before
+ * the next chunk, so that a chunk's node bytes and entries are read from L1 by all the
+ * rows; one work list for the chunk's rows, in the order of its trees (8 at a time). */
+#ifndef TSS_CHUNK_LG
+#define TSS_CHUNK_LG 6u
+#endif
+#define TSS_CHUNK_ROWS (2u * TSS_TOPR)
+#ifndef TSS_CHUNK_MIN
+#define TSS_CHUNK_MIN 2u
+#endif
+
+/* R rows' scores (2 TSS_TOPR at most) by chunks of trees (above); as top_rows, each
+ * row's leaf values added in tree order. Hot loop. */
+static inline __attribute__((always_inline)) void top_rows_chunked(const tss *L, const uint32_t *V, size_t nsp,
+                                                                  uint32_t R, double *out) {
+    const tss_top *T = L->top;
+    const uint64_t *C = (const uint64_t *)L->cn;
+    const uint32_t ntp = T->n_trees_pad, nt = L->n_trees, lg = TSS_CHUNK_LG, ch = 1u << lg;
+    const uint32_t R1 = R < TSS_TOPR ? R : TSS_TOPR, R2 = R - R1;
+    __attribute__((aligned(64))) uint8_t codes[TSS_CHUNK_ROWS * 256];
+    uint32_t X[TSS_CHUNK_ROWS << TSS_CHUNK_LG];
+    uint64_t A[TSS_CHUNK_ROWS << TSS_CHUNK_LG];
+    L->top_codes(L, V, nsp, R1, codes);
+    if (R2) L->top_codes(L, V + nsp * TSS_TOPR, nsp, R2, codes + 256 * TSS_TOPR);
+    double acc[TSS_CHUNK_ROWS];
+    for (uint32_t r = 0; r < R; r++) acc[r] = L->base_score;
+    for (uint32_t t0 = 0; t0 < ntp; t0 += ch) {
+        const uint32_t t1 = ntp - t0 < ch ? ntp : t0 + ch;
+        uint32_t n = 0;
+        L->top_range(L, codes, R1, t0, t1, 0, lg, nsp, X, A, &n);
+        if (R2) L->top_range(L, codes + 256 * TSS_TOPR, R2, t0, t1, TSS_TOPR, lg, nsp, X, A, &n);
+        L->top_steps(L, V, X, A, n);
+        const uint32_t te = nt - t0 < ch ? nt - t0 : ch;
+        for (uint32_t i = 0; i < te; i++) {
+#pragma GCC unroll 16
+            for (uint32_t r = 0; r < R; r++) {
+                double d;
+                memcpy(&d, &C[X[(r << lg) + i]], sizeof d);
+                acc[r] += d;
+            }
+        }
+        if (nt <= t1) break;
+    }
+    for (uint32_t r = 0; r < R; r++) out[r] = acc[r];
+}
+
 /* nr rows by top_rows, TSS_TOPR at a time (R a constant in each call). */
 static void top_rows_n(const tss *L, const uint32_t *V, size_t nsp, size_t nr, uint32_t *x, double *out) {
     for (size_t r = 0; r < nr;) {
         const size_t m = nr - r;
-        if (m >= TSS_TOPR) {
+        if (m >= TSS_CHUNK_MIN && L->top_range) {
+            const uint32_t R = m < TSS_CHUNK_ROWS ? (uint32_t)m : TSS_CHUNK_ROWS;
+            top_rows_chunked(L, V + nsp * r, nsp, R, out + r);
+            r += R;
+        } else if (m >= TSS_TOPR) {
             top_rows(L, V + nsp * r, nsp, TSS_TOPR, x, out + r);
             r += TSS_TOPR;
         } else if (m >= 4) {
@@ -937,6 +988,9 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
     s->L.n_trees = m->n_trees;
     s->L.levels = TSS_LEVELS;
     s->L.top_exits = k && cfg->lanes < 8 ? k->top_exits : NULL;
+    s->L.top_codes = s->L.top_exits ? k->top_codes : NULL;
+    s->L.top_range = s->L.top_exits ? k->top_range : NULL;
+    s->L.top_steps = s->L.top_exits ? k->top_steps : NULL;
     ts_status st = build(&s->L, m, err);
     if (st != TS_OK) {
         tsimd_free(s);
