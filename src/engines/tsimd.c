@@ -819,29 +819,31 @@ static inline __attribute__((always_inline)) void top_rows(const tss *L, const u
     for (uint32_t r = 0; r < R; r++) out[r] = acc[r];
 }
 
-/* Calls of more rows: trees in chunks of 2^TSS_CHUNK_LG (tsimd.h tss_top_range_fn)
- * that every row takes through the top levels, the steps below them and the sums before
- * the next chunk, so that a chunk's node bytes and entries are read from L1 by all the
- * rows; one work list for the chunk's rows, in the order of its trees (8 at a time). */
-#ifndef TSS_CHUNK_LG
-#define TSS_CHUNK_LG 6u
-#endif
+/* Calls of more rows: trees in chunks (tsimd.h tss_top_range_fn) that every row takes
+ * through the top levels, the steps below them and the sums before the next chunk, so
+ * that the rows read a chunk's node bytes and entries from L1 or L2 one after the other;
+ * one work list for the chunk's rows, in the order of its trees (8 at a time). A chunk
+ * holds 2^lg trees, (rows << lg) <= TSS_CHUNK_ITEMS: 64 trees for 9-16 rows, up to 512
+ * for 2 (fewer rows, longer chunks: the rounds' lists stay long). */
+#define TSS_CHUNK_ITEMS 1024u
 #define TSS_CHUNK_ROWS (2u * TSS_TOPR)
-#ifndef TSS_CHUNK_MIN
-#define TSS_CHUNK_MIN 2u
-#endif
+/* Calls of 4 rows or more go by chunks (2 rows measured 1-3% slower by chunks on the dev
+ * model, 4 and 8 rows as fast or 3-5% faster, 16 rows 5-10% faster: docs/benchmarks.md) */
+#define TSS_CHUNK_MIN 4u
 
 /* R rows' scores (2 TSS_TOPR at most) by chunks of trees (above); as top_rows, each
- * row's leaf values added in tree order. Hot loop. */
+ * row's leaf values added in tree order (the R sums side by side). Hot loop. */
 static inline __attribute__((always_inline)) void top_rows_chunked(const tss *L, const uint32_t *V, size_t nsp,
                                                                   uint32_t R, double *out) {
     const tss_top *T = L->top;
     const uint64_t *C = (const uint64_t *)L->cn;
-    const uint32_t ntp = T->n_trees_pad, nt = L->n_trees, lg = TSS_CHUNK_LG, ch = 1u << lg;
+    uint32_t lg = 3;
+    while ((R << (lg + 1)) <= TSS_CHUNK_ITEMS) lg++;
+    const uint32_t ntp = T->n_trees_pad, nt = L->n_trees, ch = 1u << lg;
     const uint32_t R1 = R < TSS_TOPR ? R : TSS_TOPR, R2 = R - R1;
     __attribute__((aligned(64))) uint8_t codes[TSS_CHUNK_ROWS * 256];
-    uint32_t X[TSS_CHUNK_ROWS << TSS_CHUNK_LG];
-    uint64_t A[TSS_CHUNK_ROWS << TSS_CHUNK_LG];
+    uint32_t X[TSS_CHUNK_ITEMS];
+    uint64_t A[TSS_CHUNK_ITEMS];
     L->top_codes(L, V, nsp, R1, codes);
     if (R2) L->top_codes(L, V + nsp * TSS_TOPR, nsp, R2, codes + 256 * TSS_TOPR);
     double acc[TSS_CHUNK_ROWS];
@@ -870,10 +872,12 @@ static inline __attribute__((always_inline)) void top_rows_chunked(const tss *L,
 static void top_rows_n(const tss *L, const uint32_t *V, size_t nsp, size_t nr, uint32_t *x, double *out) {
     for (size_t r = 0; r < nr;) {
         const size_t m = nr - r;
-        if (m >= TSS_CHUNK_MIN && L->top_range) {
-            const uint32_t R = m < TSS_CHUNK_ROWS ? (uint32_t)m : TSS_CHUNK_ROWS;
-            top_rows_chunked(L, V + nsp * r, nsp, R, out + r);
-            r += R;
+        if (m >= TSS_CHUNK_ROWS && L->top_range) { /* (R a constant: the sums in registers) */
+            top_rows_chunked(L, V + nsp * r, nsp, TSS_CHUNK_ROWS, out + r);
+            r += TSS_CHUNK_ROWS;
+        } else if (m >= TSS_CHUNK_MIN && L->top_range) {
+            top_rows_chunked(L, V + nsp * r, nsp, (uint32_t)m, out + r);
+            r += m;
         } else if (m >= TSS_TOPR) {
             top_rows(L, V + nsp * r, nsp, TSS_TOPR, x, out + r);
             r += TSS_TOPR;
