@@ -872,11 +872,17 @@ static inline __attribute__((always_inline)) void top_rows_chunked(const tss *L,
 static void top_rows_n(const tss *L, const uint32_t *V, size_t nsp, size_t nr, uint32_t *x, double *out) {
     for (size_t r = 0; r < nr;) {
         const size_t m = nr - r;
-        if (m >= TSS_CHUNK_ROWS && L->top_range) { /* (R a constant: the sums in registers) */
+        if (m >= TSS_CHUNK_ROWS && L->top_range) { /* (R a constant: the R sums in registers) */
             top_rows_chunked(L, V + nsp * r, nsp, TSS_CHUNK_ROWS, out + r);
             r += TSS_CHUNK_ROWS;
         } else if (m >= TSS_CHUNK_MIN && L->top_range) {
-            top_rows_chunked(L, V + nsp * r, nsp, (uint32_t)m, out + r);
+            switch (m) { /* R a constant in each case */
+#define TSS_CHUNKED(RR) case RR: top_rows_chunked(L, V + nsp * r, nsp, RR, out + r); break
+                TSS_CHUNKED(4); TSS_CHUNKED(5); TSS_CHUNKED(6); TSS_CHUNKED(7); TSS_CHUNKED(8); TSS_CHUNKED(9);
+                TSS_CHUNKED(10); TSS_CHUNKED(11); TSS_CHUNKED(12); TSS_CHUNKED(13); TSS_CHUNKED(14);
+                default: TSS_CHUNKED(15);
+#undef TSS_CHUNKED
+            }
             r += m;
         } else if (m >= TSS_TOPR) {
             top_rows(L, V + nsp * r, nsp, TSS_TOPR, x, out + r);
