@@ -216,12 +216,12 @@ static inline void walk8(uint32_t i0, __m512i M, __m512i w0, __m512i w1, __m512i
 /* walk8, the 8 exits stored at xs. */
 static inline void walk8_at(__m512i M, __m512i w0, __m512i w1, __m512i tb, __m512i nd, __mmask8 keep, __m512i ti,
                             uint32_t *xs, uint64_t *A, uint32_t *n) {
-    const __m512i b0 = _mm512_set1_epi64(0xff), b7 = _mm512_set1_epi64(127);
-    const __m512i a = _mm512_and_si512(_mm512_permutex2var_epi8(w0, _mm512_and_si512(M, b7), w1), b0);
+    /* (an index's bytes 1-7 are 0, and walk3[0] is 0: the looked-up lanes need no mask) */
+    const __m512i b7 = _mm512_set1_epi64(127);
+    const __m512i a = _mm512_permutex2var_epi8(w0, _mm512_and_si512(M, b7), w1);
     const __m512i a8 = _mm512_slli_epi64(a, 3);
-    const __m512i sh = _mm512_add_epi64(_mm512_sub_epi64(a8, a), _mm512_set1_epi64(7));
-    const __m512i s = _mm512_and_si512(_mm512_srlv_epi64(M, sh), b7);
-    const __m512i p = _mm512_add_epi64(a8, _mm512_and_si512(_mm512_permutex2var_epi8(w0, s, w1), b0));
+    const __m512i s = _mm512_and_si512(_mm512_srlv_epi64(_mm512_srli_epi64(M, 7), _mm512_sub_epi64(a8, a)), b7);
+    const __m512i p = _mm512_add_epi64(a8, _mm512_permutex2var_epi8(w0, s, w1));
     const __m512i e = _mm512_add_epi64(p, tb);
     _mm256_storeu_si256((__m256i *)xs, _mm512_cvtepi64_epi32(e));
     const __mmask8 node = _mm512_mask_test_epi64_mask(keep, _mm512_srlv_epi64(nd, p), _mm512_set1_epi64(1));
