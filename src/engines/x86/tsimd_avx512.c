@@ -399,17 +399,20 @@ static void tss_top_codes(const tss *L, const uint32_t *k, size_t ks, uint32_t R
 
 /* tsimd.h tss_top_steps_fn (hot loop): in rounds, each item moved to its child
  * (e + delta + right) and kept (compacted in place) while that child is a node; its entry
- * into x at every step. A step in x86-64 with BMI (19 instructions): the entry w, the
- * slot key's compare (carry: right), a += delta + carry, the x index by bextr, the kept
- * count k += 1 - (the child's leaf bit: w's bit 62 + right). */
+ * into x at every step. A step in x86-64 with BMI (19 instructions, against 28 from the C
+ * below): the entry w, the slot key's compare (carry: right), a += delta + carry, the x
+ * index by bextr, the kept count k += 1 - (the child's leaf bit: w's bit 62 + right). */
 static void tss_top_steps(const tss *L, const uint32_t *V, uint32_t *x, uint64_t *A, uint32_t n) {
     const uint64_t *C = (const uint64_t *)L->cn;
-    const uint64_t cd = 48u | 14u << 8, cx = 32u | TSS_XI_BITS << 8; /* bextr: delta, x index */
     _Static_assert(TSS_TOP_DELTA == 0x3fffu && TSS_TOP_LEAF_L == 0x4000u, "tss_top_steps: the entry's fields");
+#if defined(__x86_64__) && defined(__BMI__) && defined(__BMI2__) && defined(__GNUC__)
+    const uint64_t cd = 48u | 14u << 8, cx = 32u | TSS_XI_BITS << 8; /* bextr: delta, x index */
+#endif
     while (n) {
         uint64_t k = 0;
         const uint64_t *end = A + n;
         for (const uint64_t *p = A; p < end; p++) {
+#if defined(__x86_64__) && defined(__BMI__) && defined(__BMI2__) && defined(__GNUC__)
             uint64_t a, e, w, s, t, c;
             __asm__("movq (%[p]), %[a]\n\t"
                     "movl %k[a], %k[e]\n\t"
@@ -433,6 +436,14 @@ static void tss_top_steps(const tss *L, const uint32_t *V, uint32_t *x, uint64_t
                     : [a] "=&r"(a), [e] "=&r"(e), [w] "=&r"(w), [s] "=&r"(s), [t] "=&r"(t), [c] "=&c"(c), [k] "+r"(k)
                     : [p] "r"(p), [C] "r"(C), [V] "r"(V), [x] "r"(x), [A] "r"(A), [cd] "r"(cd), [cx] "r"(cx)
                     : "cc", "memory");
+#else
+            const uint64_t a = *p, w = C[(uint32_t)a];
+            const uint32_t right = (uint32_t)w < V[(uint32_t)(a >> (32 + TSS_XI_BITS)) + (uint16_t)(w >> 32)];
+            const uint64_t a2 = a + ((w >> 48) & TSS_TOP_DELTA) + right;
+            x[(a2 >> 32) & ((1u << TSS_XI_BITS) - 1)] = (uint32_t)a2;
+            A[k] = a2;
+            k += !((w >> (62 + right)) & 1);
+#endif
         }
         n = (uint32_t)k;
     }
