@@ -42,23 +42,25 @@
  * predictor learn it, and one call of one row is too short to time). */
 #define MIN_SAMPLE_ROWS 256u
 #define MIN_TIMED_ROWS 64u
-/* Ranges of small batches (below 16 rows) time 16 rows per timing and get this share of
- * the budget each: their calls are short, and the time to the first prediction must not
- * grow much with the number of ranges. */
+/* Ranges of small batches (below 16 rows) get this share of the budget each (their calls
+ * are short, and the time to the first prediction must not grow much with the number of
+ * ranges); below 8 rows they time SMALL_TIMED_ROWS rows per timing, 8-15 rows
+ * MIN_TIMED_ROWS. The budget binds only on big models: 9 rounds of 64 rows of 8
+ * candidates at 5 us/doc take 23 ms. */
 #define SMALL_TIMED_ROWS 16u
 #define SMALL_BUDGET_SHARE 0.125
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
-const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 32, 128};
-const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 16, 64, DEFAULT_BATCH};
-_Static_assert(TSP_RANGES == 5, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
+const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 16, 32, 128};
+const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 11, 22, 64, DEFAULT_BATCH};
+_Static_assert(TSP_RANGES == 6, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
 /* ---- report text -------------------------------------------------------------------- */
 
 typedef struct text {
-    char buf[4096];
+    char buf[8192]; /* six ranges of 12 candidates with skip reasons: about 5 KB */
     size_t len;
 } text;
 
@@ -554,9 +556,9 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         unsigned batch = rc[r].batch;
         int small = batch < SMALL_TIMED_ROWS; /* a share of the budget when larger ranges are planned too */
         double budget = budget_s() * (small && batch < max_batch ? SMALL_BUDGET_SHARE : 1.0);
-        /* 8-15 rows (a batch_hint there): as the 8-31 range, several calls per timing, so
-         * that one cold call after the other candidates' does not decide (rapid chose for
-         * 11 rows on msn-lgb-1000x64 where trees-simd was 1.39x faster) */
+        /* 8-15 rows: several calls per timing (64 rows), so that one cold call after the
+         * other candidates' does not decide (timed so as a batch_hint of 11, rapid was
+         * chosen on msn-lgb-1000x64 where trees-simd was 1.39x faster) */
         size_t min_rows = small && batch < 8 ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
         reset_timings(c, n);
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
