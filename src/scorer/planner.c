@@ -26,7 +26,7 @@
  * changed with TREESCORE_PLAN_MS (tests use a small one). */
 #define DEFAULT_BUDGET_MS 500.0
 /* A candidate this many times slower than the best on the probe is not timed further;
- * for a range planned at more rows than the probe, LARGE_PRUNE_FACTOR times: engines
+ * for a range planned at more than twice the probe's rows, LARGE_PRUNE_FACTOR times: engines
  * that fill document lanes gain up to about 8x per document from 16 rows to 1,000 (rapid
  * on msn-lgb-1000x256: 29 against 3.7 us), where trees-simd gains little, so a 4x gap on
  * the probe dropped the fastest engine at 1,000 rows (docs/benchmarks.md, issue 23
@@ -49,6 +49,10 @@
  * candidates at 5 us/doc take 23 ms. */
 #define SMALL_TIMED_ROWS 16u
 #define SMALL_BUDGET_SHARE 0.125
+/* Ranges of 16-31 rows (two: 16-23 and 24-31) get this share each, so that the two
+ * cost what one range of 8-31 did (on msn-lgb-1000x256 a full budget each took the plan
+ * from 2.8-4.0 s to 4.3-4.8 s: nine candidates at 20-270 us/doc use all of it). */
+#define MID_BUDGET_SHARE 0.5
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
@@ -376,7 +380,8 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
         if (probe_s[i] < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
         if (probe_s[i] >= 0 && (best == 0 || probe_s[i] < best)) best = probe_s[i];
     }
-    const double prune = batch > probe ? LARGE_PRUNE_FACTOR : PRUNE_FACTOR;
+    /* 19 and 27 rows against a 16-row probe: rapid gains at most 27 / 16 per document */
+    const double prune = batch > 2 * probe ? LARGE_PRUNE_FACTOR : PRUNE_FACTOR;
     for (int i = 0; i < n; i++) {
         if (probe_s[i] < 0) continue;
         if (best > 0 && probe_s[i] > prune * best) {
@@ -558,20 +563,23 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         if (!rc[r].planned || rc[r].engine != TS_ENGINE_AUTO) continue;
         unsigned batch = rc[r].batch;
         int small = batch < SMALL_TIMED_ROWS; /* a share of the budget when larger ranges are planned too */
-        double budget = budget_s() * (small && batch < max_batch ? SMALL_BUDGET_SHARE : 1.0);
+        double share = small ? SMALL_BUDGET_SHARE : batch < 32 ? MID_BUDGET_SHARE : 1.0;
+        double budget = budget_s() * (batch < max_batch ? share : 1.0);
         /* 8-15 rows: several calls per timing (64 rows), so that one cold call after the
          * other candidates' does not decide (timed so as a batch_hint of 11, rapid was
          * chosen on msn-lgb-1000x64 where trees-simd was 1.39x faster) */
         size_t min_rows = small && batch < 8 ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
         reset_timings(c, n);
+        double t_range = tsr_now();
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
         time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, small);
         size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
         int best = fastest(c, n);
         say_range(t, (unsigned)r, batch);
-        say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s%s\n", rows,
-            data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0, threads,
-            threads == 1 ? "" : "s", ts_isa_name(cfg->isa), small ? "; the least time of each" : "");
+        say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds in %.0f ms, %u thread%s, isa %s%s\n", rows,
+            data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0,
+            1e3 * (tsr_now() - t_range), threads, threads == 1 ? "" : "s", ts_isa_name(cfg->isa),
+            small ? "; the least time of each" : "");
         report_table(t, c, n, best);
         if (best < 0) {
             st = ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
