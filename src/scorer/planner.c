@@ -415,7 +415,7 @@ static void prune_first_round(candidate *c, int n, size_t rows) {
                      c[i].times[0] / best, rows);
 }
 
-/* use_min: rank by the least time instead of the median (small batches, whose few short
+/* use_min: rank by the least time instead of the median (batches below 32 rows, whose short
  * timings one preemption on a busy machine can spoil). */
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
                         unsigned threads, double budget, size_t min_rows, int use_min) {
@@ -588,14 +588,19 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         reset_timings(c, n);
         double t_range = tsr_now();
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
-        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, small);
+        /* below 32 rows the least time of each candidate: a timing there is 64-128 rows
+         * (0.1-1 ms), which one preemption on a busy machine spoils whole; with medians,
+         * 16-19 and 27-row calls went to the slower of rapid and trees-simd (1.2-1.9x) in 3
+         * of 12 cells at a load of 4-6 on 2 cores */
+        int use_min = batch < 32;
+        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, use_min);
         size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
         int best = fastest(c, n);
         say_range(t, (unsigned)r, batch);
         say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds in %.0f ms, %u thread%s, isa %s%s\n", rows,
             data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0,
             1e3 * (tsr_now() - t_range), threads, threads == 1 ? "" : "s", ts_isa_name(cfg->isa),
-            small ? "; the least time of each" : "");
+            use_min ? "; the least time of each" : "");
         report_table(t, c, n, best);
         if (best < 0) {
             st = ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
