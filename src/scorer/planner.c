@@ -483,7 +483,9 @@ typedef struct prepared_set {
 } prepared_set;
 
 static void say_range(text *t, unsigned r, unsigned batch) {
-    if (r + 1 < TSP_RANGES)
+    if (r + 1 < TSP_RANGES && tsp_range_first[r + 1] - 1 == tsp_range_first[r])
+        say(t, "range %u row%s", tsp_range_first[r], tsp_range_first[r] == 1 ? "" : "s");
+    else if (r + 1 < TSP_RANGES)
         say(t, "range %u-%u rows", tsp_range_first[r], tsp_range_first[r + 1] - 1);
     else
         say(t, "range %u+ rows", tsp_range_first[r]);
