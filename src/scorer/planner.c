@@ -64,7 +64,7 @@ _Static_assert(TSP_RANGES == 7, "tsp_range_of, tsp_range_first and tsp_range_bat
 /* ---- report text -------------------------------------------------------------------- */
 
 typedef struct text {
-    char buf[8192]; /* six ranges of 12 candidates with skip reasons: about 5 KB */
+    char buf[16384]; /* seven ranges of up to 12 candidates with skip reasons: 7 KB measured */
     size_t len;
 } text;
 
@@ -591,9 +591,10 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         double t_range = tsr_now();
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
         /* below 32 rows the least time of each candidate: a timing there is 64-128 rows
-         * (0.1-1 ms), which one preemption on a busy machine spoils whole; with medians,
-         * 16-19 and 27-row calls went to the slower of rapid and trees-simd (1.2-1.9x) in 3
-         * of 12 cells at a load of 4-6 on 2 cores */
+         * (0.1-1 ms), which one preemption on a busy machine spoils whole (preemption only
+         * adds time). Not shown to help: at a load of 4-6 on 2 cores the picks at 16, 19
+         * and 27 rows went to the slower of rapid and trees-simd in 3 of 12 cells with
+         * medians and with minima alike, where bench's own fastest changed between runs */
         int use_min = batch < 32;
         time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, use_min);
         size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
