@@ -400,17 +400,21 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
     return rows < rows_avail ? rows : rows_avail;
 }
 
-/* After the first round at the range's own batch: a candidate PRUNE_FACTOR times slower
- * than that round's best is not timed further, so that the contenders get the rounds
- * (a range planned at more rows than the probe keeps candidates up to 16x slower on the
- * probe; on msn-lgb-1000x256 at 1,000 rows vqs, vpred and naive at 25-69 us/doc left 3
- * rounds in the budget for rapid, ifelse and trees-simd at 4-10). */
+/* After the first round of a range planned at more than twice the probe's rows (64 and
+ * 1,000): a candidate FIRST_ROUND_PRUNE times slower than that round's best is not timed
+ * further, so that the contenders get the rounds (the probe keeps candidates up to 16x
+ * slower there; on msn-lgb-1000x256 at 1,000 rows vqs, vpred and naive at 25-69 us/doc
+ * left 3 rounds in the budget for rapid, ifelse and trees-simd at 4-10). Only there, and
+ * not at 4x: the first round is one timing per candidate, and on small batches one
+ * preemption made trees-simd's 20x slower than it is (it was pruned and one-row calls
+ * of msn-lgb-1000x64 went to ifelse, 3.4x slower, at a load of 4 on 2 cores). */
+#define FIRST_ROUND_PRUNE 8.0
 static void prune_first_round(candidate *c, int n, size_t rows) {
     double best = 0;
     for (int i = 0; i < n; i++)
         if (!c[i].skipped[0] && c[i].n_times && (best == 0 || c[i].times[0] < best)) best = c[i].times[0];
     for (int i = 0; i < n; i++)
-        if (!c[i].skipped[0] && c[i].n_times && best > 0 && c[i].times[0] > PRUNE_FACTOR * best)
+        if (!c[i].skipped[0] && c[i].n_times && best > 0 && c[i].times[0] > FIRST_ROUND_PRUNE * best)
             snprintf(c[i].skipped, sizeof c[i].skipped, "%.1fx slower than the fastest in the first round of %zu-row calls",
                      c[i].times[0] / best, rows);
 }
@@ -418,7 +422,7 @@ static void prune_first_round(candidate *c, int n, size_t rows) {
 /* use_min: rank by the least time instead of the median (batches below 32 rows, whose short
  * timings one preemption on a busy machine can spoil). */
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
-                        unsigned threads, double budget, size_t min_rows, int use_min) {
+                        unsigned threads, double budget, size_t min_rows, int use_min, int prune_first) {
     double t0 = tsr_now();
     for (int r = 0; r < MAX_ROUNDS; r++) {
         if (r >= MIN_ROUNDS && tsr_now() - t0 > budget) break;
@@ -431,7 +435,7 @@ static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t
                 if (t < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
                 else c[i].times[c[i].n_times++] = t;
             }
-        if (r == 0) prune_first_round(c, n, rows);
+        if (r == 0 && prune_first) prune_first_round(c, n, rows);
     }
     for (int i = 0; i < n; i++)
         if (!c[i].skipped[0]) {
@@ -596,7 +600,7 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
          * and 27 rows went to the slower of rapid and trees-simd in 3 of 12 cells with
          * medians and with minima alike, where bench's own fastest changed between runs */
         int use_min = batch < 32;
-        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, use_min);
+        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, use_min, batch > 2 * SMALL_TIMED_ROWS);
         size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
         int best = fastest(c, n);
         say_range(t, (unsigned)r, batch);
