@@ -26,7 +26,7 @@
  * changed with TREESCORE_PLAN_MS (tests use a small one). */
 #define DEFAULT_BUDGET_MS 500.0
 /* A candidate this many times slower than the best on the probe is not timed further;
- * for a range planned at more rows than the probe, LARGE_PRUNE_FACTOR times: engines
+ * for a range planned at more than twice the probe's rows, LARGE_PRUNE_FACTOR times: engines
  * that fill document lanes gain up to about 8x per document from 16 rows to 1,000 (rapid
  * on msn-lgb-1000x256: 29 against 3.7 us), where trees-simd gains little, so a 4x gap on
  * the probe dropped the fastest engine at 1,000 rows (docs/benchmarks.md, issue 23
@@ -42,23 +42,29 @@
  * predictor learn it, and one call of one row is too short to time). */
 #define MIN_SAMPLE_ROWS 256u
 #define MIN_TIMED_ROWS 64u
-/* Ranges of small batches (below 16 rows) time 16 rows per timing and get this share of
- * the budget each: their calls are short, and the time to the first prediction must not
- * grow much with the number of ranges. */
+/* Ranges of small batches (below 16 rows) get this share of the budget each (their calls
+ * are short, and the time to the first prediction must not grow much with the number of
+ * ranges); below 8 rows they time SMALL_TIMED_ROWS rows per timing, 8-15 rows
+ * MIN_TIMED_ROWS. The budget binds only on big models: 9 rounds of 64 rows of 8
+ * candidates at 5 us/doc take 23 ms. */
 #define SMALL_TIMED_ROWS 16u
 #define SMALL_BUDGET_SHARE 0.125
+/* Ranges of 16-31 rows (two: 16-23 and 24-31) get this share each, so that the two
+ * cost what one range of 8-31 did (on msn-lgb-1000x256 a full budget each took the plan
+ * from 2.8-4.0 s to 4.3-4.8 s: nine candidates at 20-270 us/doc use all of it). */
+#define MID_BUDGET_SHARE 0.5
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
-const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 32, 128};
-const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 16, 64, DEFAULT_BATCH};
-_Static_assert(TSP_RANGES == 5, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
+const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 16, 24, 32, 128};
+const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 11, 19, 27, 64, DEFAULT_BATCH};
+_Static_assert(TSP_RANGES == 7, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
 /* ---- report text -------------------------------------------------------------------- */
 
 typedef struct text {
-    char buf[4096];
+    char buf[16384]; /* seven ranges of up to 12 candidates with skip reasons: 7 KB measured */
     size_t len;
 } text;
 
@@ -168,7 +174,7 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
 /* The engines' generation in the wisdom key's CPU field: answers timed by another
  * release, or before an engine's speed changed much (bump the date then), are not
  * reused: a stale pick would stay the plan of every later scorer of the model. */
-#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-27"
+#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-27, planner 7 ranges timed warm"
 
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config, batch and threads. */
 static void make_key(const ts_model *m, const tse_config *cfg, unsigned batch, unsigned threads, tsp_wisdom_key *k) {
@@ -374,7 +380,8 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
         if (probe_s[i] < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
         if (probe_s[i] >= 0 && (best == 0 || probe_s[i] < best)) best = probe_s[i];
     }
-    const double prune = batch > probe ? LARGE_PRUNE_FACTOR : PRUNE_FACTOR;
+    /* 19 and 27 rows against a 16-row probe: rapid gains at most 27 / 16 per document */
+    const double prune = batch > 2 * probe ? LARGE_PRUNE_FACTOR : PRUNE_FACTOR;
     for (int i = 0; i < n; i++) {
         if (probe_s[i] < 0) continue;
         if (best > 0 && probe_s[i] > prune * best) {
@@ -393,19 +400,42 @@ static size_t sample_size(candidate *c, int n, const float *x, size_t rows_avail
     return rows < rows_avail ? rows : rows_avail;
 }
 
-/* use_min: rank by the least time instead of the median (small batches, whose few short
+/* After the first round of a range planned at more than twice the probe's rows (64 and
+ * 1,000): a candidate FIRST_ROUND_PRUNE times slower than that round's best is not timed
+ * further, so that the contenders get the rounds (the probe keeps candidates up to 16x
+ * slower there; on msn-lgb-1000x256 at 1,000 rows vqs, vpred and naive at 25-69 us/doc
+ * left 3 rounds in the budget for rapid, ifelse and trees-simd at 4-10). Only there, and
+ * not at 4x: the first round is one timing per candidate, and on small batches one
+ * preemption made trees-simd's 20x slower than it is (it was pruned and one-row calls
+ * of msn-lgb-1000x64 went to ifelse, 3.4x slower, at a load of 4 on 2 cores). */
+#define FIRST_ROUND_PRUNE 8.0
+static void prune_first_round(candidate *c, int n, size_t rows) {
+    double best = 0;
+    for (int i = 0; i < n; i++)
+        if (!c[i].skipped[0] && c[i].n_times && (best == 0 || c[i].times[0] < best)) best = c[i].times[0];
+    for (int i = 0; i < n; i++)
+        if (!c[i].skipped[0] && c[i].n_times && best > 0 && c[i].times[0] > FIRST_ROUND_PRUNE * best)
+            snprintf(c[i].skipped, sizeof c[i].skipped, "%.1fx slower than the fastest in the first round of %zu-row calls",
+                     c[i].times[0] / best, rows);
+}
+
+/* use_min: rank by the least time instead of the median (batches below 32 rows, whose short
  * timings one preemption on a busy machine can spoil). */
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
-                        unsigned threads, double budget, size_t min_rows, int use_min) {
+                        unsigned threads, double budget, size_t min_rows, int use_min, int prune_first) {
     double t0 = tsr_now();
     for (int r = 0; r < MAX_ROUNDS; r++) {
         if (r >= MIN_ROUNDS && tsr_now() - t0 > budget) break;
         for (int i = 0; i < n; i++)
             if (!c[i].skipped[0]) {
+                /* one untimed call first: the other candidates' timings evicted this
+                 * one's layout, where a caller's calls in a row find it warm */
+                if (time_call(&c[i], x, rows < 16 ? rows : 16, avail, width, out, threads, 1) < 0) continue;
                 double t = time_call(&c[i], x, rows, avail, width, out, threads, min_rows);
                 if (t < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
                 else c[i].times[c[i].n_times++] = t;
             }
+        if (r == 0 && prune_first) prune_first_round(c, n, rows);
     }
     for (int i = 0; i < n; i++)
         if (!c[i].skipped[0]) {
@@ -457,7 +487,9 @@ typedef struct prepared_set {
 } prepared_set;
 
 static void say_range(text *t, unsigned r, unsigned batch) {
-    if (r + 1 < TSP_RANGES)
+    if (r + 1 < TSP_RANGES && tsp_range_first[r + 1] - 1 == tsp_range_first[r])
+        say(t, "range %u row%s", tsp_range_first[r], tsp_range_first[r] == 1 ? "" : "s");
+    else if (r + 1 < TSP_RANGES)
         say(t, "range %u-%u rows", tsp_range_first[r], tsp_range_first[r + 1] - 1);
     else
         say(t, "range %u+ rows", tsp_range_first[r]);
@@ -553,20 +585,29 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         if (!rc[r].planned || rc[r].engine != TS_ENGINE_AUTO) continue;
         unsigned batch = rc[r].batch;
         int small = batch < SMALL_TIMED_ROWS; /* a share of the budget when larger ranges are planned too */
-        double budget = budget_s() * (small && batch < max_batch ? SMALL_BUDGET_SHARE : 1.0);
-        /* 8-15 rows (a batch_hint there): as the 8-31 range, several calls per timing, so
-         * that one cold call after the other candidates' does not decide (rapid chose for
-         * 11 rows on msn-lgb-1000x64 where trees-simd was 1.39x faster) */
+        double share = small ? SMALL_BUDGET_SHARE : batch < 32 ? MID_BUDGET_SHARE : 1.0;
+        double budget = budget_s() * (batch < max_batch ? share : 1.0);
+        /* 8-15 rows: several calls per timing (64 rows), so that one cold call after the
+         * other candidates' does not decide (timed so as a batch_hint of 11, rapid was
+         * chosen on msn-lgb-1000x64 where trees-simd was 1.39x faster) */
         size_t min_rows = small && batch < 8 ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
         reset_timings(c, n);
+        double t_range = tsr_now();
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
-        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, small);
+        /* below 32 rows the least time of each candidate: a timing there is 64-128 rows
+         * (0.1-1 ms), which one preemption on a busy machine spoils whole (preemption only
+         * adds time). Not shown to help: at a load of 4-6 on 2 cores the picks at 16, 19
+         * and 27 rows went to the slower of rapid and trees-simd in 3 of 12 cells with
+         * medians and with minima alike, where bench's own fastest changed between runs */
+        int use_min = batch < 32;
+        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, use_min, batch > 2 * SMALL_TIMED_ROWS);
         size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
         int best = fastest(c, n);
         say_range(t, (unsigned)r, batch);
-        say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds, %u thread%s, isa %s%s\n", rows,
-            data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0, threads,
-            threads == 1 ? "" : "s", ts_isa_name(cfg->isa), small ? "; the least time of each" : "");
+        say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds in %.0f ms, %u thread%s, isa %s%s\n", rows,
+            data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0,
+            1e3 * (tsr_now() - t_range), threads, threads == 1 ? "" : "s", ts_isa_name(cfg->isa),
+            use_min ? "; the least time of each" : "");
         report_table(t, c, n, best);
         if (best < 0) {
             st = ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");

@@ -8,21 +8,28 @@
 /* Batch-size ranges: a scorer keeps an engine per range and each ts_scorer_score call
  * uses the engine of the range its n_rows falls in. Range r holds batches of
  * tsp_range_first[r] .. tsp_range_first[r + 1] - 1 rows (the last: and more); the
- * planner times range r at tsp_range_batch[r] rows. Chosen from measurements on
- * 500 x 64 and 1,000 x 64-leaf trees (docs/benchmarks.md, 2026-11-26/27): trees-simd wins
- * one row to past 16 (it takes the top levels 8 rows at a time), rapid from about 32
- * rows, and its lead grows to 4x past 100. rapid's cost per row falls about as 1/n below
- * 64 rows (a group of 64 lanes), so a range must not span much more than a factor of 4
- * below 32 rows: 2-15 timed at 6 rows once kept rapid for 2-row calls that trees-simd
- * scores 3x faster, and 16-127 timed at 48 gave 16-row calls to rapid. The wisdom file
- * keys an answer by the batch timed (not the range's index), so answers timed for the
- * older ranges (11, 48 rows) are simply not found. */
-#define TSP_RANGES 5
+ * planner times range r at tsp_range_batch[r] rows, about the geometric mean of its ends.
+ * Chosen from measurements on 500 x 64 and 1,000 x 64-leaf trees (docs/benchmarks.md,
+ * 2026-11-26/27): trees-simd wins one row to 15-26 rows (its cost per row is flat; the
+ * crossover is 15 on msn-lgb-1000x64, about 21 on msn-xgb-1000x64, 26 on the dev model),
+ * rapid from there, and its lead grows to 4x past 100. rapid's cost per call is nearly
+ * constant below 64 rows (a group of 64 lanes: 64-78 us a call from 8 to 31 rows on
+ * msn-lgb-1000x64), so its cost per row falls as 1/n: against an engine of flat cost per
+ * row, a range [a, b] timed at sqrt(a b) rows is off by at most sqrt(b / a) at its ends
+ * when the crossover falls inside it (timing one end: b / a). Hence short ranges where
+ * the crossovers fall: 8-15, 16-23 and 24-31 (at most 1.4x, 1.2x, 1.14x off). 8-31 timed
+ * at 16 gave 11-row calls to rapid on msn-lgb-1000x64 where trees-simd was 1.39x faster;
+ * 16-31 timed at 22 rows is a tie on the dev model, where trees-simd is 1.2-1.3x rapid
+ * at 16 rows (Python's batch 16 goal). The
+ * wisdom file keys an answer by the batch timed (not the range's index), so answers
+ * timed for older ranges (16 rows) are simply not found. */
+#define TSP_RANGES 7
 extern const uint32_t tsp_range_first[TSP_RANGES];
 extern const uint32_t tsp_range_batch[TSP_RANGES];
 
 static inline unsigned tsp_range_of(size_t n_rows) {
-    return n_rows < 2 ? 0u : n_rows < 8 ? 1u : n_rows < 32 ? 2u : n_rows < 128 ? 3u : 4u;
+    return n_rows < 16 ? (n_rows < 2 ? 0u : n_rows < 8 ? 1u : 2u)
+                       : n_rows < 32 ? (n_rows < 24 ? 3u : 4u) : n_rows < 128 ? 5u : 6u;
 }
 
 /* One prepared engine. */
@@ -64,7 +71,8 @@ int tsp_split_rule(const ts_model *m, const tse_engine *e, const void *state, un
  *     once (shared by the ranges), and timed, on n_threads threads, on a sample of
  *     min(batch, a cap that bounds the time) rows (the caller's opts->sample, or
  *     synthetic rows whose values sit on, just above and just below the model's
- *     thresholds, and some NaN), in alternating rounds; a probe first drops candidates
+ *     thresholds, and some NaN), in alternating rounds (each timing after one untimed
+ *     call of the same candidate: warm, as a caller's calls in a row); a probe first drops candidates
  *     PRUNE_FACTOR times slower than the best; ranges of small batches get a smaller
  *     budget and time fewer rows. The fastest median wins and is appended to the wisdom
  *     file (one line per range). With n_threads > 1, the one-row range's winner is also

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "platform/config.h"
+#include "scorer/planner.h"
 #include "treescore.h"
 
 #ifndef TS_TEST_DATA_DIR
@@ -220,7 +221,9 @@ static void test_ranges(const ts_model *m) {
             if (!s) continue;
             const char *r = ts_scorer_plan_report(s);
             CHECK_MSG(strstr(r, "plan: rows per call -> engine\n") && strstr(r, "\n  1 ") && strstr(r, "\n  2-7 ") &&
-                          strstr(r, "\n  8-31 ") && strstr(r, "\n  32-127 ") && strstr(r, "\n  128+ "),
+                          strstr(r, "\n  8-15 ") && strstr(r, "\n  16-23 ") && strstr(r, "\n  24-31 ") &&
+                          strstr(r, "\n  32-127 ") &&
+                          strstr(r, "\n  128+ "),
                       "report: %s", r);
             CHECK(ts_scorer_engine_for(s, 1000) == ts_scorer_engine(s));
             for (uint32_t b = 1; b <= n; b++) {
@@ -234,9 +237,9 @@ static void test_ranges(const ts_model *m) {
             }
             ts_scorer_free(s);
         }
-    /* measured on 1 to 4 threads: 5 ranges each, once (then the wisdom file answers);
+    /* measured on 1 to 4 threads: 7 ranges each, once (then the wisdom file answers);
      * batch 1 on 1 thread was remembered by test_measure_then_wisdom */
-    CHECK_MSG(count_lines(wisdom) == before + 19, "%zu lines, %zu before", count_lines(wisdom), before);
+    CHECK_MSG(count_lines(wisdom) == before + 27, "%zu lines, %zu before", count_lines(wisdom), before);
     /* batch_hint: one range, one engine for every call */
     ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 5);
     CHECK(strstr(ts_scorer_plan_report(s), "batch_hint: one engine for every call") != NULL);
@@ -318,7 +321,20 @@ static void test_bad_plan(const ts_model *m) {
     CHECK(s == NULL && strstr(err.message, "plan") != NULL);
 }
 
+/* The ranges' table: tsp_range_of puts every row count in the range tsp_range_first
+ * says, and each range's timed batch in its own range. */
+static void test_range_table(void) {
+    CHECK(tsp_range_first[0] == 1);
+    for (size_t n = 1; n <= 300; n++) {
+        unsigned r = tsp_range_of(n);
+        CHECK_MSG(r < TSP_RANGES && tsp_range_first[r] <= n && (r + 1 == TSP_RANGES || n < tsp_range_first[r + 1]),
+                  "%zu rows: range %u", n, r);
+    }
+    for (unsigned r = 0; r < TSP_RANGES; r++) CHECK_MSG(tsp_range_of(tsp_range_batch[r]) == r, "range %u", r);
+}
+
 int main(void) {
+    test_range_table();
     CHECK(mkdtemp(dir) != NULL);
     snprintf(wisdom, sizeof wisdom, "%s/wisdom", dir);
     setenv("TREESCORE_WISDOM", wisdom, 1);
