@@ -95,7 +95,8 @@ typedef struct deep_state {
     uint32_t delta;
     uint32_t top;     /* K: the top levels decided before the walk (0: none) */
     uint32_t top_min; /* in blocks of at least top_min documents */
-    const deep_kernels *kern; /* the SIMD top levels, or NULL: the scalar ones */
+    const deep_kernels *kern; /* the SIMD top levels and walk, or NULL: the scalar ones */
+    int gathered;       /* the kernel's walk (else the 16 scalar walks) */
     uint32_t *top_col;  /* per tree 2^K - 1: node h's column in a row of keys */
     uint32_t *top_off;  /* per tree 2^K - 1: node h's column copy * 64 (the kernel's col) */
     uint32_t *top_thr;  /* per tree 2^K - 1: node h's threshold key */
@@ -382,6 +383,9 @@ static size_t list_bytes(const deep_state *s) {
     return (size_t)(s->delta + DEEP_GROUP - 1) / DEEP_GROUP * DEEP_GROUP * 4;
 }
 
+/* Bytes of the gathered walk's leaf list (deep.h: n + 16 entries), each of its two parts. */
+static size_t leaf_list_bytes(const deep_state *s) { return s->gathered ? round64(((size_t)s->delta + 16) * 4) : 0; }
+
 static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout, ts_error *err) {
     deep_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory");
@@ -396,16 +400,19 @@ static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **o
     }
     s->top = deep_top_levels(s, cfg->isa);
     s->top_min = tsr_config_get()->deep_top >= 0 ? 0 : DEEP_TOP_MIN_DOCS;
-    s->kern = s->top ? tsk_deep(cfg->isa) : NULL;
+    s->kern = tsk_deep(cfg->isa);
     if (s->top && build_tops(s) != TS_OK) {
         deep_free(s);
         return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
     }
     const size_t row_bytes = vpl_row_bytes(&s->L);
-    s->delta = deep_delta(cfg, row_bytes + (s->kern ? (size_t)s->n_tcols * 4 : 0)); /* keys and their copies */
+    s->delta = deep_delta(cfg, row_bytes + (s->kern && s->top ? (size_t)s->n_tcols * 4 : 0)); /* keys, copies */
+    s->gathered = s->kern && s->kern->walk && cfg->lanes != 1 && (uint64_t)s->delta * s->L.n_cols < (1ull << 31);
+    if (!s->top && !s->gathered) s->kern = NULL; /* (the scalar walk from the root: no kernel) */
     size_t chunk = tsb_rows_per_chunk(s->L.steps / 2, 0.6);
-    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 2 * list_bytes(s);
-    *layout = (tse_layout){s->kern ? s->kern->isa : TS_ISA_SCALAR, 0, s->delta, scratch, chunk ? chunk : 1, DEEP_LANES};
+    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 2 * list_bytes(s) + 2 * leaf_list_bytes(s);
+    *layout = (tse_layout){s->kern ? s->kern->isa : TS_ISA_SCALAR, 0, s->delta, scratch, chunk ? chunk : 1,
+                           s->gathered ? 2 * DEEP_LANES : DEEP_LANES};
     *out = s;
     return TS_OK;
 }
@@ -614,6 +621,7 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
     uint32_t *keys = scratch;
     uint32_t *ck = (uint32_t *)((char *)scratch + round64(vpl_row_bytes(L) * s->delta));
     uint32_t *docs = (uint32_t *)((char *)ck + ck_bytes(s)), *starts = docs + list_bytes(s) / 4;
+    uint32_t *ldoc = starts + list_bytes(s) / 4, *lslot = ldoc + leaf_list_bytes(s) / 4;
     for (size_t r = 0; r < n; r++) {
         vpl_keys(L, x + r * stride, 1, stride, keys + r * n_cols);
         out[r] = L->base_score;
@@ -631,12 +639,16 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
         const char *pf_end = (const char *)(s->slots + s->slot_base[t + 2 <= L->n_trees ? t + 2 : L->n_trees]);
         const size_t lines = (size_t)(pf_end - pf) / 64 + 1;
         const uint32_t pf_lines = (uint32_t)((lines + n - 1) / n);
-        if (top) {
-            uint32_t *list = docs;
-            const size_t m = top_levels(s, t, keys, ck, n, out, &list, starts);
+        uint32_t *list = docs;
+        const size_t m = top ? top_levels(s, t, keys, ck, n, out, &list, starts) : n;
+        if (s->gathered) { /* pf_lines per pass of 32 lanes: a document takes 4 steps or more */
+            const size_t passes = n / 8 ? n / 8 : 1;
+            s->kern->walk(sl, s->narrow, keys, (uint32_t)n_cols, m, top ? list : NULL, top ? starts : NULL, out, ldoc,
+                          lslot, pf, pf_end, (uint32_t)((lines + passes - 1) / passes));
+        } else if (top)
             (s->narrow ? walk_narrow_listed : walk_wide_listed)(sl, keys, n_cols, m, out, pf, pf_end, pf_lines, list,
                                                                  starts);
-        } else
+        else
             (s->narrow ? walk_narrow_root : walk_wide_root)(sl, keys, n_cols, n, out, pf, pf_end, pf_lines, NULL, NULL);
     }
 }
