@@ -23,10 +23,12 @@
  */
 #define DEEP_TOP_MAX 8u  /* most levels: 255 nodes, 256 exits */
 #define DEEP_GROUP 64u   /* documents of a kernel call */
+#define DEEP_WALK_MAX_DOCS 4096u /* documents of a walk (its leaf list packs them in 12 bits) */
 
 /*
- * The walk (deep.c, "The walk"): documents docs[0 .. n) (docs NULL: 0 .. n - 1), their
- * keys at keys + d * n_cols (n * n_cols below 2^31), each from its slot starts[i]
+ * The walk (x86/deep_avx512.c, "The gathered walk"): documents docs[0 .. n) (docs NULL:
+ * 0 .. n - 1; n at most DEEP_WALK_MAX_DOCS), their keys at keys + d * n_cols (n * n_cols
+ * below 2^31), each from its slot starts[i]
  * (starts NULL: the root, slot 0) down tree sl (8-byte slots if narrow, else 16: deep.c
  * "Slots"; its root internal) to its leaf, whose value it adds to out[d]. ldoc and lslot
  * hold n + 16 entries each (the kernel's leaf list). Each pass of its loop prefetches
