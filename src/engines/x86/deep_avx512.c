@@ -92,9 +92,13 @@ static inline __attribute__((always_inline)) void grefill(glanes *v, __m512i at,
     } else {
         const size_t avail = w->n - *next;
         if (cnt > avail) { /* the walk's last documents, to the lowest lanes of free_ */
+#ifdef __BMI2__
+            take = (__mmask16)_pdep_u32((1u << avail) - 1, free_);
+#else /* (SIMDe's build: scripts/check_avx512_simde.sh) */
             unsigned rest = free_;
             take = 0;
             for (size_t i = 0; i < avail; i++) take = (__mmask16)(take | (rest & (0u - rest))), rest &= rest - 1;
+#endif
             cnt = (unsigned)avail;
         }
         v->act = (__mmask16)((v->act & ~free_) | take);
