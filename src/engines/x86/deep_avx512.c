@@ -184,10 +184,11 @@ static inline __attribute__((always_inline)) void gwalk(const gwalk_in *w, const
     for (int g = 0; g < DEEP_GREGS; g++) any |= v[g].act;
     while (any) {
         any = 0;
-        for (int g = 0; g < DEEP_GREGS; g++) {
-            gstep(&v[g], w, narrow, listed, started, 0, ncols, &nl, &next);
-            any |= v[g].act;
-        }
+        for (int g = 0; g < DEEP_GREGS; g++)
+            if (v[g].act) { /* (a register whose lanes are all done takes no steps) */
+                gstep(&v[g], w, narrow, listed, started, 0, ncols, &nl, &next);
+                any |= v[g].act;
+            }
     }
     for (size_t i = 0; i < n; i++) {
         const uint32_t e = w->ldoc[i], d = narrow ? e & 0xFFF : e, slot = narrow ? e >> 12 : w->lslot[i];
