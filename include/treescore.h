@@ -396,9 +396,10 @@ typedef enum ts_engine {
                              leaf index; other trees are walked on the same codes. auto times
                              it on models whose trees are all oblivious */
     TS_ENGINE_DEEP = 13      /* deep trees (thousands of leaves, fully grown forests): a block of
-                             documents walks each tree in turn, 16 walks interleaved, each
-                             lane taking the next document as soon as its walk reaches a leaf
-                             (no padding to the tree's depth) */
+                             documents walks each tree in turn, 32 walks in AVX-512 gathers
+                             (else 16 scalar walks) interleaved, each lane taking the next
+                             document as soon as its walk reaches a leaf (no padding to the
+                             tree's depth) */
 } ts_engine;
 #define TS_ENGINE_COUNT 14
 
@@ -465,7 +466,9 @@ typedef struct ts_scorer_options {
                              kernel of 8 (AVX2) or 16 (AVX-512) trees per step; 0 = depth steps
                              (below the top levels decided by byte masks where the CPU has
                              AVX-512 VBMI); 1 = depth steps from the roots.
-                             oblivious: 1 = its AVX-512 kernel without VBMI's byte planes */
+                             oblivious: 1 = its AVX-512 kernel without VBMI's byte planes.
+                             deep: 1 = its 16 scalar walks where the CPU has AVX-512 (else
+                             its gathered walk of 32 lanes) */
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.
                              0 (default): every batch size: the planner picks an engine for

@@ -1,4 +1,4 @@
-/* deep.c: the deep-tree engine: a block of documents walks each tree in turn, 16 walks interleaved, a lane refilled with the next document as soon as its walk ends. */
+/* deep.c: the deep-tree engine: a block of documents walks each tree in turn, 32 gathered walks (AVX-512) or 16 scalar ones interleaved, a lane refilled with the next document as soon as its walk ends. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,13 +23,19 @@
  *       with AVX-512, blocks of 256 documents or more: the tree's top K = 4 levels
  *       decided for all of them, 64 at a time ("Top levels" below): each document's
  *       start slot below them (or its leaf, added at once)
- *       16 lanes, each walking one document: a step loads the lane's node (8 bytes,
+ *       with AVX-512, the gathered walk (x86/deep_avx512.c, deep.h "The walk"): 32
+ *       lanes in two registers, a step gathering the lanes' slots and keys, a lane
+ *       that reaches a leaf writing it to a leaf list and taking the next document
+ *       of the block (no branch on a document's path); then each listed leaf added
+ *       to its document's sum
+ *       else 16 lanes, each walking one document: a step loads the lane's node (8 bytes,
  *       "Slots") and its key, and moves to the left child or the one after it; a
  *       lane that reaches a leaf adds it to its document's sum and starts the next
  *       document of the block at its start slot, or (no top levels) at the root's
  *       child it goes to (the root is held in registers: no load of it on the walk).
  *
- * The 16 walks are independent load chains, so their latencies overlap (software
+ * The scalar walk (16 lanes; the gathered one is x86/deep_avx512.c's). The 16 walks are
+ * independent load chains, so their latencies overlap (software
  * pipelining across documents, as VPred does, without VPred's padding); the tree being
  * walked stays in L1/L2 while the whole block goes through it, and the block's keys in
  * L2 (delta sized so that they take three quarters of L2: deep_delta). The last walks of a tree, when no
@@ -75,6 +81,7 @@ typedef struct deep_node16 {
 /* Most documents per block (keys in scratch: delta * row bytes). */
 #define DEEP_MAX_DELTA 4096u
 
+_Static_assert(DEEP_MAX_DELTA <= DEEP_WALK_MAX_DOCS, "the gathered walk's leaf list holds 12-bit documents");
 _Static_assert(sizeof(deep_node8) == sizeof(double) && sizeof(deep_node16) == 2 * sizeof(double), "slot sizes");
 
 /* Top levels: the levels decided before the walk by default, and an exit's flag for a
@@ -95,7 +102,8 @@ typedef struct deep_state {
     uint32_t delta;
     uint32_t top;     /* K: the top levels decided before the walk (0: none) */
     uint32_t top_min; /* in blocks of at least top_min documents */
-    const deep_kernels *kern; /* the SIMD top levels, or NULL: the scalar ones */
+    const deep_kernels *kern; /* the SIMD top levels and walk, or NULL: the scalar ones */
+    int gathered;       /* the kernel's walk (else the 16 scalar walks) */
     uint32_t *top_col;  /* per tree 2^K - 1: node h's column in a row of keys */
     uint32_t *top_off;  /* per tree 2^K - 1: node h's column copy * 64 (the kernel's col) */
     uint32_t *top_thr;  /* per tree 2^K - 1: node h's threshold key */
@@ -211,8 +219,10 @@ static void set_left_field(uint64_t *sl, int narrow, uint32_t i, uint32_t v) {
  * holds more of the training rows: the likelier way) stays within few cache lines, four
  * steps per line. On msn-srf-500x4096 (1,000 test rows, 50 trees) 66% of the steps take
  * the child of more leaves (67% the child of more training rows: scikit-learn's counts
- * would buy nothing more); about 1% faster than breadth first. src -> dst; work holds
- * 4n uint32.
+ * would buy nothing more); about 1% faster than breadth first. The pairs of two leaves
+ * (which no step reads: a leaf is known from its parent's flags; only its value is read)
+ * go after all the others, so that the lines the walk reads hold more nodes: 1.02x for
+ * both walks on msn-srf-500x4096. src -> dst; work holds 4n uint32.
  */
 static void relayout_heavy(const uint64_t *src, uint64_t *dst, uint32_t n, int narrow, uint32_t *work) {
     const uint32_t mask = narrow ? DEEP8_MAX_SLOTS - 1 : 0x3FFFFFFFu;
@@ -230,15 +240,23 @@ static void relayout_heavy(const uint64_t *src, uint64_t *dst, uint32_t n, int n
         const uint32_t l = left_field(src, narrow, i) & mask;
         leaves[i] = inner[i] ? leaves[l] + leaves[l + 1] : 1;
     }
-    uint32_t sp = 0, next = 1;
+    uint32_t sp = 0, next = 1, n_def = 0; /* pairs of two leaves deferred to the end: stack[n - 1 - k] */
     pos[0] = 0;
     stack[sp++] = 0;
     while (sp) {
         const uint32_t i = stack[--sp], l = left_field(src, narrow, i) & mask;
+        if (!inner[l] && !inner[l + 1]) {
+            stack[n - 1 - n_def++] = l;
+            continue;
+        }
         pos[l] = next, pos[l + 1] = next + 1, next += 2;
         const uint32_t heavy = leaves[l + 1] > leaves[l] ? l + 1 : l, light = heavy == l ? l + 1 : l;
         if (inner[light]) stack[sp++] = light;
         if (inner[heavy]) stack[sp++] = heavy;
+    }
+    for (uint32_t k = 0; k < n_def; k++) {
+        const uint32_t l = stack[n - 1 - k];
+        pos[l] = next, pos[l + 1] = next + 1, next += 2;
     }
     const size_t w = narrow ? 1 : 2;
     for (uint32_t i = 0; i < n; i++) {
@@ -382,6 +400,9 @@ static size_t list_bytes(const deep_state *s) {
     return (size_t)(s->delta + DEEP_GROUP - 1) / DEEP_GROUP * DEEP_GROUP * 4;
 }
 
+/* Bytes of the gathered walk's leaf list (deep.h: n + 16 entries), each of its two parts. */
+static size_t leaf_list_bytes(const deep_state *s) { return s->gathered ? round64(((size_t)s->delta + 16) * 4) : 0; }
+
 static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout, ts_error *err) {
     deep_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory");
@@ -396,16 +417,19 @@ static ts_status deep_prepare(const ts_model *m, const tse_config *cfg, void **o
     }
     s->top = deep_top_levels(s, cfg->isa);
     s->top_min = tsr_config_get()->deep_top >= 0 ? 0 : DEEP_TOP_MIN_DOCS;
-    s->kern = s->top ? tsk_deep(cfg->isa) : NULL;
+    s->kern = tsk_deep(cfg->isa);
     if (s->top && build_tops(s) != TS_OK) {
         deep_free(s);
         return ts_fail(err, TS_ERR_NO_MEMORY, "deep: out of memory preparing %u trees", m->n_trees);
     }
     const size_t row_bytes = vpl_row_bytes(&s->L);
-    s->delta = deep_delta(cfg, row_bytes + (s->kern ? (size_t)s->n_tcols * 4 : 0)); /* keys and their copies */
+    s->delta = deep_delta(cfg, row_bytes + (s->kern && s->top ? (size_t)s->n_tcols * 4 : 0)); /* keys, copies */
+    s->gathered = s->kern && s->kern->walk && cfg->lanes != 1 && (uint64_t)s->delta * s->L.n_cols < (1ull << 31);
+    if (!s->top && !s->gathered) s->kern = NULL; /* (the scalar walk from the root: no kernel) */
     size_t chunk = tsb_rows_per_chunk(s->L.steps / 2, 0.6);
-    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 2 * list_bytes(s);
-    *layout = (tse_layout){s->kern ? s->kern->isa : TS_ISA_SCALAR, 0, s->delta, scratch, chunk ? chunk : 1, DEEP_LANES};
+    const size_t scratch = round64(row_bytes * s->delta) + ck_bytes(s) + 2 * list_bytes(s) + 2 * leaf_list_bytes(s);
+    *layout = (tse_layout){s->kern ? s->kern->isa : TS_ISA_SCALAR, 0, s->delta, scratch, chunk ? chunk : 1,
+                           s->gathered ? 2 * DEEP_LANES : DEEP_LANES};
     *out = s;
     return TS_OK;
 }
@@ -614,6 +638,7 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
     uint32_t *keys = scratch;
     uint32_t *ck = (uint32_t *)((char *)scratch + round64(vpl_row_bytes(L) * s->delta));
     uint32_t *docs = (uint32_t *)((char *)ck + ck_bytes(s)), *starts = docs + list_bytes(s) / 4;
+    uint32_t *ldoc = starts + list_bytes(s) / 4, *lslot = ldoc + leaf_list_bytes(s) / 4;
     for (size_t r = 0; r < n; r++) {
         vpl_keys(L, x + r * stride, 1, stride, keys + r * n_cols);
         out[r] = L->base_score;
@@ -631,12 +656,16 @@ static void deep_block(const deep_state *s, const float *x, size_t n, size_t str
         const char *pf_end = (const char *)(s->slots + s->slot_base[t + 2 <= L->n_trees ? t + 2 : L->n_trees]);
         const size_t lines = (size_t)(pf_end - pf) / 64 + 1;
         const uint32_t pf_lines = (uint32_t)((lines + n - 1) / n);
-        if (top) {
-            uint32_t *list = docs;
-            const size_t m = top_levels(s, t, keys, ck, n, out, &list, starts);
+        uint32_t *list = docs;
+        const size_t m = top ? top_levels(s, t, keys, ck, n, out, &list, starts) : n;
+        if (s->gathered) { /* pf_lines per pass of 32 lanes: a document takes 4 steps or more */
+            const size_t passes = n / 8 ? n / 8 : 1;
+            s->kern->walk(sl, s->narrow, keys, (uint32_t)n_cols, m, top ? list : NULL, top ? starts : NULL, out, ldoc,
+                          lslot, pf, pf_end, (uint32_t)((lines + passes - 1) / passes));
+        } else if (top)
             (s->narrow ? walk_narrow_listed : walk_wide_listed)(sl, keys, n_cols, m, out, pf, pf_end, pf_lines, list,
                                                                  starts);
-        } else
+        else
             (s->narrow ? walk_narrow_root : walk_wide_root)(sl, keys, n_cols, n, out, pf, pf_end, pf_lines, NULL, NULL);
     }
 }

@@ -139,3 +139,22 @@ static inline simde__m512i _mm512_mask_i32gather_epi64(simde__m512i src, simde__
     for (int j = 0; j < 8; j++) if (k >> j & 1) memcpy(&r[j], (const char *)base + (int64_t)i[j] * scale, 8);
     simde__m512i o; memcpy(&o, r, 64); return o;
 }
+/* deep's gathered walk (x86/deep_avx512.c) */
+static inline simde__m512i _mm512_i32gather_epi32(simde__m512i idx, const void *base, int scale) {
+    return _mm512_mask_i32gather_epi32(simde_mm512_setzero_si512(), 0xFFFF, idx, base, scale);
+}
+static inline simde__m512i _mm512_i32gather_epi64(simde__m256i idx, const void *base, int scale) {
+    return _mm512_mask_i32gather_epi64(simde_mm512_setzero_si512(), 0xFF, idx, base, scale);
+}
+static inline simde__m512i _mm512_mask_expand_epi32(simde__m512i src, simde__mmask16 k, simde__m512i a) {
+    int32_t s[16], x[16]; memcpy(s, &src, 64); memcpy(x, &a, 64);
+    for (int i = 0, j = 0; i < 16; i++) if (k >> i & 1) s[i] = x[j++];
+    simde__m512i o; memcpy(&o, s, 64); return o;
+}
+static inline simde__mmask16 _mm512_mask_cmpgt_epu32_mask(simde__mmask16 k, simde__m512i a, simde__m512i b) {
+    return (simde__mmask16)(k & _mm512_cmpgt_epu32_mask(a, b));
+}
+static inline simde__m512i _mm512_maskz_loadu_epi32(simde__mmask16 k, const void *p) {
+    int32_t r[16]; for (int i = 0; i < 16; i++) if (k >> i & 1) memcpy(&r[i], (const char *)p + 4 * i, 4); else r[i] = 0;
+    simde__m512i o; memcpy(&o, r, 64); return o;
+}

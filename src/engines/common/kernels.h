@@ -22,8 +22,9 @@
  *                                                                one where the CPU has VBMI); the levels
  *                                                                of rapid's quantizers, whose codes it
  *                                                                reads (coder.h)
- *   deep         its own top levels         -        -      yes (the top levels of every tree,
- *                (deep.c)                                         64 documents a call: deep.h)
+ *   deep         its own top levels and     -        -      yes (the top levels of every tree,
+ *                walk (deep.c)                                    64 documents a call, and the
+ *                                                                 gathered walk: deep.h)
  *
  * Each kernel table is an engine's own type (vqs.h, rapid.h, tsimd.h), declared here
  * as an incomplete struct: this header says which exist, the engine's header what they
@@ -102,8 +103,8 @@ static inline const struct ob_kernels *tsk_oblivious(ts_isa isa, int vbmi) {
     return &tse_oblivious_scalar;
 }
 
-/* deep's top-level kernels of the best level at most isa; NULL: none (its scalar top
- * levels). */
+/* deep's kernels (top levels, gathered walk) of the best level at most isa; NULL: none
+ * (its scalar top levels and walk). */
 static inline const struct deep_kernels *tsk_deep(ts_isa isa) {
 #ifdef TSK_X86
     if (isa >= TS_ISA_AVX512) return &tse_deep_avx512;
