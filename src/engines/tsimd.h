@@ -81,6 +81,23 @@ typedef int (*tss_keys_up_fn)(const struct tss *L, const double *row, uint32_t *
  * A + n_trees_pad r (tree << 32 | entry: tsimd.c top_rows), whose length goes to n[r]. */
 typedef void (*tss_top_fn)(const struct tss *L, const uint32_t *k, size_t ks, uint32_t R, uint32_t *x,
                            uint64_t *A, uint32_t *n);
+/* Calls of more rows (tsimd.c top_rows_chunked): R <= TSS_TOPR rows' codes (tsimd.c
+ * "Top levels", TSS_TOPR * 256 bytes at `codes`, row r at codes + 256 r) from their slot
+ * keys k + ks r; then, for trees t0 .. t1 - 1 (multiples of 8, t1 <= n_trees_pad) and
+ * the R rows whose codes are at `codes`, the rows numbered rt .. rt + R - 1 of a chunk
+ * (x index of row q, tree i: (q << lg) + i - t0, below 2^TSS_XI_BITS), each tree's exit
+ * entry into x at its index, and those whose exit is a node appended to the work list A
+ * at *n as an item (TSS_ITEM), 8 trees at a time, the rows of those 8 side by side; then
+ * the steps below the top levels of the n items at A (rounds until each one's entry is a
+ * leaf), row q's slot keys at V + q nsp, each item's entries into x. */
+#define TSS_XI_BITS 11u
+/* An item: row q's slot keys' offset (q nsp, its keys at V + q nsp), the x index and the entry. */
+#define TSS_ITEM(q, nsp, xi, e) \
+    (((uint64_t)(q) * (nsp) << TSS_XI_BITS | (uint64_t)(xi)) << 32 | (uint32_t)(e))
+typedef void (*tss_top_codes_fn)(const struct tss *L, const uint32_t *k, size_t ks, uint32_t R, uint8_t *codes);
+typedef void (*tss_top_range_fn)(const struct tss *L, const uint8_t *codes, uint32_t R, uint32_t t0, uint32_t t1,
+                                 uint32_t rt, uint32_t lg, size_t nsp, uint32_t *x, uint64_t *A, uint32_t *n);
+typedef void (*tss_top_steps_fn)(const struct tss *L, const uint32_t *V, uint32_t *x, uint64_t *A, uint32_t n);
 /* Rows that go through the top levels together (trees outer, rows inner). */
 #ifndef TSS_TOPR
 #define TSS_TOPR 8u
@@ -193,6 +210,9 @@ typedef struct tss {
                              * gaps (a filter in L1 before the table: no bit, no entry) */
     tss_top *top;           /* the top levels by byte masks, or NULL (tsimd.c "Top levels") */
     tss_top_fn top_exits;   /* with top: the ISA's function */
+    tss_top_codes_fn top_codes;  /* with top: the ISA's functions for calls of more rows */
+    tss_top_range_fn top_range;
+    tss_top_steps_fn top_steps;
 } tss;
 
 /*
@@ -208,6 +228,9 @@ typedef struct tss_kernels {
     tss_keys_fn keys;        /* NULL: the scalar tss_slot_keys */
     tss_keys_up_fn keys_up;  /* NULL: the scalar tss_slot_keys_up */
     tss_top_fn top_exits;    /* NULL: no top levels by byte masks (needs VBMI) */
+    tss_top_codes_fn top_codes;
+    tss_top_range_fn top_range;
+    tss_top_steps_fn top_steps;
 } tss_kernels;
 
 /* The kernels per ISA (tse_tsimd_avx2, tse_tsimd_avx512) and tsk_tsimd, which picks

@@ -86,6 +86,6 @@ static void tss_avx2(const tss *L, const float *x, size_t n_rows, size_t stride,
     }
 }
 
-const tss_kernels tse_tsimd_avx2 = {TS_ISA_AVX2, 8, tss_avx2, NULL, NULL, NULL};
+const tss_kernels tse_tsimd_avx2 = {TS_ISA_AVX2, 8, tss_avx2, NULL, NULL, NULL, NULL, NULL, NULL};
 
 #endif

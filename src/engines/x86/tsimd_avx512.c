@@ -206,16 +206,24 @@ static inline __attribute__((always_inline)) void top_codes(const tss_top *T, co
  * table lookups by vpermi2b on every byte, byte 0 of each lane kept) into x; those whose
  * exit is a node (and not wide) appended to the work list A at *n as (i << 32 | entry).
  * tb: the trees' tbase (64-bit lanes), nd: their nodes, keep: not wide, ti: i << 32. */
+static inline void walk8_at(__m512i M, __m512i w0, __m512i w1, __m512i tb, __m512i nd, __mmask8 keep, __m512i ti,
+                            uint32_t *xs, uint64_t *A, uint32_t *n);
 static inline void walk8(uint32_t i0, __m512i M, __m512i w0, __m512i w1, __m512i tb, __m512i nd, __mmask8 keep,
                          __m512i ti, uint32_t *x, uint64_t *A, uint32_t *n) {
-    const __m512i b0 = _mm512_set1_epi64(0xff), b7 = _mm512_set1_epi64(127);
-    const __m512i a = _mm512_and_si512(_mm512_permutex2var_epi8(w0, _mm512_and_si512(M, b7), w1), b0);
+    walk8_at(M, w0, w1, tb, nd, keep, ti, x + i0, A, n);
+}
+
+/* walk8, the 8 exits stored at xs. */
+static inline void walk8_at(__m512i M, __m512i w0, __m512i w1, __m512i tb, __m512i nd, __mmask8 keep, __m512i ti,
+                            uint32_t *xs, uint64_t *A, uint32_t *n) {
+    /* (an index's bytes 1-7 are 0, and walk3[0] is 0: the looked-up lanes need no mask) */
+    const __m512i b7 = _mm512_set1_epi64(127);
+    const __m512i a = _mm512_permutex2var_epi8(w0, _mm512_and_si512(M, b7), w1);
     const __m512i a8 = _mm512_slli_epi64(a, 3);
-    const __m512i sh = _mm512_add_epi64(_mm512_sub_epi64(a8, a), _mm512_set1_epi64(7));
-    const __m512i s = _mm512_and_si512(_mm512_srlv_epi64(M, sh), b7);
-    const __m512i p = _mm512_add_epi64(a8, _mm512_and_si512(_mm512_permutex2var_epi8(w0, s, w1), b0));
+    const __m512i s = _mm512_and_si512(_mm512_srlv_epi64(_mm512_srli_epi64(M, 7), _mm512_sub_epi64(a8, a)), b7);
+    const __m512i p = _mm512_add_epi64(a8, _mm512_permutex2var_epi8(w0, s, w1));
     const __m512i e = _mm512_add_epi64(p, tb);
-    _mm256_storeu_si256((__m256i *)(x + i0), _mm512_cvtepi64_epi32(e));
+    _mm256_storeu_si256((__m256i *)xs, _mm512_cvtepi64_epi32(e));
     const __mmask8 node = _mm512_mask_test_epi64_mask(keep, _mm512_srlv_epi64(nd, p), _mm512_set1_epi64(1));
     _mm512_storeu_si512(A + *n, _mm512_maskz_compress_epi64(node, _mm512_or_si512(ti, e)));
     *n += (uint32_t)__builtin_popcount(node);
@@ -306,6 +314,165 @@ static inline __attribute__((always_inline)) void top_walk(const tss *L, const u
     }
 }
 
+/* walk8_rows for a chunk (tsimd.h tss_top_range_fn): rows rt .. rt + R - 1 of the
+ * chunk, trees i0 .. i0 + 7 of the chunk from t0 (x index (q << lg) + i - t0). */
+static inline __attribute__((always_inline)) void walk8_chunk(const tss_top *T, uint32_t i0, int R, uint64_t (*mm)[8],
+                                                             __m512i w0, __m512i w1, uint32_t t0, uint32_t rt,
+                                                             uint32_t lg, size_t nsp, uint32_t *x, uint64_t *A,
+                                                             uint32_t *n) {
+    const __m512i tb = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(T->tbase + i0)));
+    const __m512i nd = _mm512_loadu_si512(T->nodes + i0);
+    const __mmask8 keep = (__mmask8)~T->wide8[i0 / 8];
+    const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+        const uint32_t xi = ((rt + (uint32_t)r) << lg) + i0 - t0;
+        const __m512i ti = _mm512_add_epi64(_mm512_set1_epi64((long long)TSS_ITEM(rt + (uint32_t)r, nsp, xi, 0)),
+                                            _mm512_slli_epi64(lane, 32));
+        walk8_at(_mm512_load_si512(mm[r]), w0, w1, tb, nd, keep, ti, x + xi, A, n);
+    }
+}
+
+/* top_walk for a chunk of trees t0 .. t1 - 1 and R rows (tsimd.h tss_top_range_fn; hot
+ * loop): 8 trees' masks for the R rows, then their walk, the wide trees redone after. */
+static inline __attribute__((always_inline)) void top_walk_chunk(const tss *L, const uint8_t *codes, int W, int R,
+                                                                uint32_t t0, uint32_t t1, uint32_t rt, uint32_t lg,
+                                                                size_t nsp, uint32_t *x, uint64_t *A, uint32_t *n) {
+    const tss_top *T = L->top;
+    __m512i c0[TSS_TOPR], c1[TSS_TOPR];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+        c0[r] = _mm512_load_si512(codes + 256 * r);
+        c1[r] = _mm512_load_si512(codes + 256 * r + 64);
+    }
+    const __m512i w0 = _mm512_loadu_si512(T->walk3), w1 = _mm512_loadu_si512(T->walk3 + 64);
+    const __m512i one = _mm512_set1_epi8(1);
+    __attribute__((aligned(64))) uint64_t mm[2][TSS_TOPR][8];
+    for (uint32_t i0 = t0; i0 < t1; i0 += 8) {
+        const uint32_t h = (i0 / 8) & 1;
+        for (uint32_t k = 0; k < 8; k++) {
+            const size_t i = i0 + k;
+            const __m512i sb = _mm512_load_si512(T->nslot + i * TSS_TOP_BYTES);
+            const __m512i ix = _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES);
+            const __mmask64 mr = (__mmask64)T->mr[i];
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++) {
+                __m512i cv = W == 1 ? _mm512_permutexvar_epi8(sb, c0[r]) : _mm512_permutex2var_epi8(c0[r], sb, c1[r]);
+                cv = _mm512_mask_sub_epi8(cv, mr, cv, one);
+                mm[h][r][k] = _mm512_cmpgt_epu8_mask(cv, ix);
+            }
+        }
+        if (i0 > t0) walk8_chunk(T, i0 - 8, R, mm[h ^ 1], w0, w1, t0, rt, lg, nsp, x, A, n);
+    }
+    walk8_chunk(T, t1 - 8, R, mm[((t1 - 8) / 8) & 1], w0, w1, t0, rt, lg, nsp, x, A, n);
+    if (!T->n_wide || T->wide[T->n_wide - 1] < t0) return; /* (W == 1 has none) */
+    uint32_t w = 0;
+    while (T->wide[w] < t0) w++;
+    for (; w < T->n_wide && T->wide[w] < t1; w++) {
+        const uint32_t i = T->wide[w];
+        for (int r = 0; r < R; r++) {
+            const uint8_t *c = codes + 256 * r;
+            const uint32_t p = tss_top_walk(T, top_mask(T, i, 4, _mm512_load_si512(c), _mm512_load_si512(c + 64),
+                                                        _mm512_load_si512(c + 128), _mm512_load_si512(c + 192)));
+            const uint32_t xi = ((rt + (uint32_t)r) << lg) + i - t0;
+            x[xi] = T->tbase[i] + p;
+            A[*n] = TSS_ITEM(rt + (uint32_t)r, nsp, xi, x[xi]);
+            *n += (uint32_t)(T->nodes[i] >> p) & 1;
+        }
+    }
+}
+
+/* tsimd.h tss_top_codes_fn: R <= TSS_TOPR rows' codes (R a constant in each case). */
+static void tss_top_codes(const tss *L, const uint32_t *k, size_t ks, uint32_t R, uint8_t *codes) {
+    for (uint32_t q = 0; q < R * 256u; q += 64) _mm512_store_si512(codes + q, _mm512_setzero_si512());
+    switch (R) {
+    case 1: top_codes(L->top, k, ks, 1, codes); break;
+    case 2: top_codes(L->top, k, ks, 2, codes); break;
+    case 3: top_codes(L->top, k, ks, 3, codes); break;
+    case 4: top_codes(L->top, k, ks, 4, codes); break;
+    case 5: top_codes(L->top, k, ks, 5, codes); break;
+    case 6: top_codes(L->top, k, ks, 6, codes); break;
+    case 7: top_codes(L->top, k, ks, 7, codes); break;
+    default: top_codes(L->top, k, ks, TSS_TOPR, codes); break;
+    }
+}
+
+/* tsimd.h tss_top_steps_fn (hot loop): in rounds, each item moved to its child
+ * (e + delta + right) and kept (compacted in place) while that child is a node; its entry
+ * into x at every step. A step in x86-64 with BMI (19 instructions, against 28 from the C
+ * below): the entry w, the slot key's compare (carry: right), a += delta + carry, the x
+ * index by bextr, the kept count k += 1 - (the child's leaf bit: w's bit 62 + right). */
+static void tss_top_steps(const tss *L, const uint32_t *V, uint32_t *x, uint64_t *A, uint32_t n) {
+    const uint64_t *C = (const uint64_t *)L->cn;
+    _Static_assert(TSS_TOP_DELTA == 0x3fffu && TSS_TOP_LEAF_L == 0x4000u, "tss_top_steps: the entry's fields");
+#if defined(__x86_64__) && defined(__BMI__) && defined(__BMI2__) && defined(__GNUC__)
+    const uint64_t cd = 48u | 14u << 8, cx = 32u | TSS_XI_BITS << 8; /* bextr: delta, x index */
+#endif
+    while (n) {
+        uint64_t k = 0;
+        const uint64_t *end = A + n;
+        for (const uint64_t *p = A; p < end; p++) {
+#if defined(__x86_64__) && defined(__BMI__) && defined(__BMI2__) && defined(__GNUC__)
+            uint64_t a, e, w, s, t, c;
+            __asm__("movq (%[p]), %[a]\n\t"
+                    "movl %k[a], %k[e]\n\t"
+                    "movq (%[C],%[e],8), %[w]\n\t"
+                    "rorxq $32, %[w], %[s]\n\t"
+                    "movzwl %w[s], %k[e]\n\t"
+                    "movq %[a], %[t]\n\t"
+                    "shrq $43, %[t]\n\t"
+                    "addq %[t], %[e]\n\t"
+                    "bextrq %[cd], %[w], %[t]\n\t"
+                    "xorl %k[c], %k[c]\n\t"
+                    "cmpl (%[V],%[e],4), %k[w]\n\t"
+                    "setb %b[c]\n\t"
+                    "adcq %[t], %[a]\n\t"
+                    "bextrq %[cx], %[a], %[t]\n\t"
+                    "movl %k[a], (%[x],%[t],4)\n\t"
+                    "movq %[a], (%[A],%[k],8)\n\t"
+                    "shrxq %[c], %[s], %[t]\n\t"
+                    "btq $30, %[t]\n\t"
+                    "sbbq $-1, %[k]"
+                    : [a] "=&r"(a), [e] "=&r"(e), [w] "=&r"(w), [s] "=&r"(s), [t] "=&r"(t), [c] "=&c"(c), [k] "+r"(k)
+                    : [p] "r"(p), [C] "r"(C), [V] "r"(V), [x] "r"(x), [A] "r"(A), [cd] "r"(cd), [cx] "r"(cx)
+                    : "cc", "memory");
+#else
+            const uint64_t a = *p, w = C[(uint32_t)a];
+            const uint32_t right = (uint32_t)w < V[(uint32_t)(a >> (32 + TSS_XI_BITS)) + (uint16_t)(w >> 32)];
+            const uint64_t a2 = a + ((w >> 48) & TSS_TOP_DELTA) + right;
+            x[(a2 >> 32) & ((1u << TSS_XI_BITS) - 1)] = (uint32_t)a2;
+            A[k] = a2;
+            k += !((w >> (62 + right)) & 1);
+#endif
+        }
+        n = (uint32_t)k;
+    }
+}
+
+#define TSS_TOP_CHUNK(RR)                                                                         \
+    do {                                                                                          \
+        if (L->top->n_top <= 64)                                                                  \
+            top_walk_chunk(L, codes, 1, RR, t0, t1, rt, lg, nsp, x, A, n);                        \
+        else                                                                                      \
+            top_walk_chunk(L, codes, 2, RR, t0, t1, rt, lg, nsp, x, A, n);                        \
+    } while (0)
+
+/* tsimd.h tss_top_range_fn (R <= TSS_TOPR, a constant in each case). */
+static void tss_top_range(const tss *L, const uint8_t *codes, uint32_t R, uint32_t t0, uint32_t t1, uint32_t rt,
+                          uint32_t lg, size_t nsp, uint32_t *x, uint64_t *A, uint32_t *n) {
+    switch (R) {
+    case 1: TSS_TOP_CHUNK(1); break;
+    case 2: TSS_TOP_CHUNK(2); break;
+    case 3: TSS_TOP_CHUNK(3); break;
+    case 4: TSS_TOP_CHUNK(4); break;
+    case 5: TSS_TOP_CHUNK(5); break;
+    case 6: TSS_TOP_CHUNK(6); break;
+    case 7: TSS_TOP_CHUNK(7); break;
+    default: TSS_TOP_CHUNK(TSS_TOPR); break;
+    }
+}
+#undef TSS_TOP_CHUNK
+
 #define TSS_TOP_WALK(RR)                                                                          \
     do {                                                                                          \
         for (uint32_t q = 0; q < (RR) * 256u; q += 64) _mm512_store_si512(codes + q, _mm512_setzero_si512()); \
@@ -329,9 +496,10 @@ static void tss_top_exits(const tss *L, const uint32_t *k, size_t ks, uint32_t R
 }
 #undef TSS_TOP_WALK
 
-const tss_kernels tse_tsimd_avx512vbmi = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up, tss_top_exits};
+const tss_kernels tse_tsimd_avx512vbmi = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up, tss_top_exits,
+                                           tss_top_codes, tss_top_range, tss_top_steps};
 #else
-const tss_kernels tse_tsimd_avx512 = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up, NULL};
+const tss_kernels tse_tsimd_avx512 = {TS_ISA_AVX512, 16, tss_avx512, tss_keys16, tss_keys16_up, NULL, NULL, NULL, NULL};
 #endif
 
 #endif
