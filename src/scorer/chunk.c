@@ -1,8 +1,10 @@
-/* chunk.c: tsp_score_chunk, one engine call over a slice of a batch on this thread's scratch. */
+/* chunk.c: tsp_score_chunk, one engine call over a slice of a batch on this thread's scratch, and tsp_score_split, one row's trees across threads. */
 #include "scorer/chunk.h"
 
 #include "common/error.h"
 #include "platform/pool.h"
+
+#include <stdatomic.h>
 
 ts_status tsp_score_chunk(void *ctx, size_t begin, size_t end) {
     const tsp_score_job *j = ctx;
@@ -12,21 +14,65 @@ ts_status tsp_score_chunk(void *ctx, size_t begin, size_t end) {
     return TS_OK;
 }
 
+/* The most parts a row's groups are cut into (about four per thread). */
+#define SPLIT_PARTS_MAX 256
+
 typedef struct split_job {
     const tse_engine *engine;
     const void *state;
     size_t scratch_bytes;
     const float *row;
-    double *vals;       /* indexed by tree */
+    double *vals;               /* indexed by tree */
+    size_t groups, grain, n_parts;
+    atomic_uchar done[SPLIT_PARTS_MAX]; /* part p's values are in vals */
+    atomic_int lock;            /* held by the thread adding parts to sum */
+    size_t next;                /* the next part to add; under lock */
+    double sum;                 /* base + the parts before next, in tree order; under lock */
 } split_job;
 
-/* Tree groups [g0, g1) of the row, on this thread's scratch. */
-static ts_status split_chunk(void *ctx, size_t g0, size_t g1) {
-    const split_job *j = ctx;
+/* Part p's groups [g0, g1). */
+static void part_groups(const split_job *j, size_t p, uint32_t *g0, uint32_t *g1) {
+    size_t a = p * j->grain, b = a + j->grain < j->groups ? a + j->grain : j->groups;
+    *g0 = (uint32_t)a;
+    *g1 = (uint32_t)b;
+}
+
+/* Adds the parts whose values are in, in order, while no other thread is adding: the
+ * sum's dependent additions (about 1 ns a tree) overlap the other threads' work. A
+ * thread that marks its part done and finds the lock taken leaves it to the holder,
+ * who looks at `done` again after letting go (sequentially consistent: one of the two
+ * sees the other). */
+static void add_done_parts(split_job *j) {
+    for (;;) {
+        int free_ = 0;
+        if (!atomic_compare_exchange_strong(&j->lock, &free_, 1)) return;
+        size_t p = j->next;
+        double sum = j->sum;
+        while (p < j->n_parts && atomic_load_explicit(&j->done[p], memory_order_acquire)) {
+            uint32_t g0, g1;
+            part_groups(j, p++, &g0, &g1);
+            const uint32_t t1 = j->engine->tree_group_first(j->state, g1);
+            for (uint32_t t = j->engine->tree_group_first(j->state, g0); t < t1; t++) sum += j->vals[t];
+        }
+        j->next = p;
+        j->sum = sum;
+        atomic_store(&j->lock, 0);
+        if (p >= j->n_parts || !atomic_load(&j->done[p])) return;
+    }
+}
+
+/* Parts [p0, p1) of the row (one at a time), on this thread's scratch. */
+static ts_status split_chunk(void *ctx, size_t p0, size_t p1) {
+    split_job *j = ctx;
     tsp_chunk_mem mem;
     TS_TRY(tsp_chunk_scratch(j->scratch_bytes, NULL, 0, &mem));
-    uint32_t t0 = j->engine->tree_group_first(j->state, (uint32_t)g0);
-    j->engine->tree_values(j->state, j->row, (uint32_t)g0, (uint32_t)g1, j->vals + t0, mem.engine);
+    for (size_t p = p0; p < p1; p++) {
+        uint32_t g0, g1;
+        part_groups(j, p, &g0, &g1);
+        j->engine->tree_values(j->state, j->row, g0, g1, j->vals + j->engine->tree_group_first(j->state, g0), mem.engine);
+        atomic_store(&j->done[p], 1);
+        add_done_parts(j);
+    }
     return TS_OK;
 }
 
@@ -41,14 +87,19 @@ ts_status tsp_score_split(const tse_engine *e, const void *state, const tse_layo
     const size_t vals_bytes = (size_t)n_trees * sizeof(double) + 1;
     tsp_chunk_mem mem;
     TS_TRY(tsp_chunk_scratch(layout->scratch_bytes, &vals_bytes, 1, &mem));
-    split_job j = {e, state, layout->scratch_bytes, row, mem.part[0]};
-    /* About four chunks per thread: a helper preempted by another process (a busy
+    split_job j = {.engine = e, .state = state, .scratch_bytes = layout->scratch_bytes, .row = row,
+                   .vals = mem.part[0], .groups = groups, .sum = base};
+    /* About four parts per thread: a helper preempted by another process (a busy
      * machine) then holds up an eighth of the row on two threads, not half of it. */
-    size_t per = (size_t)(n_threads ? n_threads : 1) * 4, grain = (groups + per - 1) / per;
-    ts_status st = tsr_parallel_for(n_threads, groups, grain, split_chunk, &j);
+    size_t per = (size_t)(n_threads ? n_threads : 1) * 4;
+    if (per > SPLIT_PARTS_MAX) per = SPLIT_PARTS_MAX;
+    j.grain = (groups + per - 1) / per;
+    j.n_parts = (groups + j.grain - 1) / j.grain;
+    for (size_t p = 0; p < j.n_parts; p++) atomic_init(&j.done[p], 0);
+    atomic_init(&j.lock, 0);
+    ts_status st = tsr_parallel_for(n_threads, j.n_parts, 1, split_chunk, &j);
     if (st != TS_OK) return st;
-    double score = base;
-    for (uint32_t t = 0; t < n_trees; t++) score += j.vals[t];
-    *out = score;
+    add_done_parts(&j); /* every part is in: the rest of the sum */
+    *out = j.sum;
     return TS_OK;
 }
