@@ -25,8 +25,10 @@ typedef struct split_job {
     double *vals;               /* indexed by tree */
     size_t groups, grain, n_parts;
     atomic_uchar done[SPLIT_PARTS_MAX]; /* part p's values are in vals */
+    atomic_size_t claimed;      /* parts started */
     atomic_int lock;            /* held by the thread adding parts to sum */
     size_t next;                /* the next part to add; under lock */
+    atomic_size_t added;        /* next, for the calling thread's polling */
     double sum;                 /* base + the parts before next, in tree order; under lock */
 } split_job;
 
@@ -56,22 +58,51 @@ static void add_done_parts(split_job *j) {
         }
         j->next = p;
         j->sum = sum;
+        atomic_store_explicit(&j->added, p, memory_order_relaxed);
         atomic_store(&j->lock, 0);
         if (p >= j->n_parts || !atomic_load(&j->done[p])) return;
     }
 }
 
-/* Parts [p0, p1) of the row (one at a time), on this thread's scratch. */
+/* The split job the calling thread is running (its own chunks know it by this). */
+static _Thread_local const split_job *own_split;
+
+/* Polls (each with a `pause`) of the calling thread for the parts other threads are
+ * writing, about 100 us: see split_chunk. */
+#define SPLIT_WAIT_SPINS 4096
+
+static void cpu_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("pause");
+#endif
+}
+
+/* Parts [p0, p1) of the row (one at a time), on this thread's scratch. The calling
+ * thread, once every part is started, adds the others' parts as they come in (polling
+ * up to SPLIT_WAIT_SPINS times): else it would wait for them in the pool, whose
+ * blocking wait costs a wake-up when the last one is in, and add them only then. */
 static ts_status split_chunk(void *ctx, size_t p0, size_t p1) {
     split_job *j = ctx;
     tsp_chunk_mem mem;
     TS_TRY(tsp_chunk_scratch(j->scratch_bytes, NULL, 0, &mem));
     for (size_t p = p0; p < p1; p++) {
         uint32_t g0, g1;
+        atomic_fetch_add(&j->claimed, 1);
         part_groups(j, p, &g0, &g1);
         j->engine->tree_values(j->state, j->row, g0, g1, j->vals + j->engine->tree_group_first(j->state, g0), mem.engine);
         atomic_store(&j->done[p], 1);
         add_done_parts(j);
+    }
+    if (own_split != j || atomic_load(&j->claimed) < j->n_parts) return TS_OK;
+    for (int i = 0; i < SPLIT_WAIT_SPINS;) {
+        const size_t a = atomic_load(&j->added);
+        if (a >= j->n_parts) break;
+        if (atomic_load(&j->done[a])) {
+            add_done_parts(j);
+        } else {
+            cpu_pause();
+            i++;
+        }
     }
     return TS_OK;
 }
@@ -97,7 +128,11 @@ ts_status tsp_score_split(const tse_engine *e, const void *state, const tse_layo
     j.n_parts = (groups + j.grain - 1) / j.grain;
     for (size_t p = 0; p < j.n_parts; p++) atomic_init(&j.done[p], 0);
     atomic_init(&j.lock, 0);
+    atomic_init(&j.claimed, 0);
+    atomic_init(&j.added, 0);
+    own_split = &j;
     ts_status st = tsr_parallel_for(n_threads, j.n_parts, 1, split_chunk, &j);
+    own_split = NULL;
     if (st != TS_OK) return st;
     add_done_parts(&j); /* every part is in: the rest of the sum */
     *out = j.sum;

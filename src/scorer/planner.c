@@ -514,7 +514,10 @@ static int decide_split(const ts_model *m, candidate *c, int n, int *best, const
         median(times, SPLIT_ROUNDS); /* sorts them: the least, as the whole times (use_min) */
         double us = 1e6 * times[0];
         say(t, "  %-12s %12.4f   split across %u threads\n", c[i].engine->name, us, threads);
-        if (us < best_us) {
+        /* a split beats the whole only by a tenth or more: its time hangs on a helper
+         * being free at once, which on a busy machine it often is not (a small model's
+         * split, timed within noise of its whole, must not win) */
+        if (us < (split ? 1.0 : 0.9) * best_us) {
             best_us = us;
             *best = i;
             split = 1;
