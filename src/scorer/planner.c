@@ -468,7 +468,7 @@ int tsp_split_rule(const ts_model *m, const tse_engine *e, const void *state, un
     if (n_threads < 2 || !tsp_can_split(e, state)) return 0;
     uint64_t nodes = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) nodes += m->trees[t].n_nodes;
-    return nodes >= TSP_SPLIT_RULE_NODES;
+    return nodes >= (uint64_t)TSP_SPLIT_RULE_NODES * (e->id == TS_ENGINE_TREES_SIMD ? TSP_SPLIT_RULE_TSIMD : 1);
 }
 
 /* The one-row range with several threads: each candidate that can split a row's trees
