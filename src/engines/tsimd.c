@@ -17,7 +17,8 @@ typedef struct tss_state {
     tss_kernel kernel;
     /* One row's trees split across threads (tsimd.c "Split"): with depth steps from the
      * roots, each tree's root entry in tree order, padded to whole groups of TSS_PG with
-     * the spare leaf 0, and the deepest depth of each TSS_PG trees; NULL without cn. */
+     * the spare leaf 0, and the deepest depth of each TSS_PG trees; NULL unless float
+     * rows take the depth steps from the roots (no top levels). */
     uint32_t *troot;
     uint32_t *tdepth;
 } tss_state;
