@@ -111,10 +111,16 @@ int tsp_can_split(const tse_engine *e, const void *state) {
     return e->tree_values && e->tree_group_first && e->tree_groups && e->tree_groups(state) >= 2;
 }
 
+size_t tsp_split_scratch_bytes(const tse_engine *e, const void *state, const tse_layout *layout) {
+    const uint32_t n_trees = e->tree_group_first(state, e->tree_groups(state));
+    return tsp_align64(layout->scratch_bytes) + (size_t)n_trees * sizeof(double) + 1;
+}
+
 ts_status tsp_score_split(const tse_engine *e, const void *state, const tse_layout *layout, double base,
                           const float *row, unsigned n_threads, double *out) {
     uint32_t groups = e->tree_groups(state), n_trees = e->tree_group_first(state, groups);
-    /* [engine scratch (the calling thread's own chunks) | the row's n_trees values] */
+    /* [engine scratch (the calling thread's own chunks) | the row's n_trees values]:
+     * tsp_split_scratch_bytes in all */
     const size_t vals_bytes = (size_t)n_trees * sizeof(double) + 1;
     tsp_chunk_mem mem;
     TS_TRY(tsp_chunk_scratch(layout->scratch_bytes, &vals_bytes, 1, &mem));

@@ -76,6 +76,10 @@ ts_status tsp_score_chunk(void *ctx, size_t begin, size_t end);
 ts_status tsp_score_split(const tse_engine *e, const void *state, const tse_layout *layout, double base,
                           const float *row, unsigned n_threads, double *out);
 
+/* The bytes of the calling thread's scratch buffer (platform/scratch.h) that
+ * tsp_score_split uses, from its start: a caller may keep its own data past them. */
+size_t tsp_split_scratch_bytes(const tse_engine *e, const void *state, const tse_layout *layout);
+
 /* 1 when the engine can split one row's trees into at least two groups. */
 int tsp_can_split(const tse_engine *e, const void *state);
 

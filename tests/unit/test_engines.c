@@ -350,6 +350,18 @@ static void check_tsimd_split(const ts_model *m, ts_isa isa, uint32_t lanes, con
         }
         CHECK_MSG(bad == 0, "trees-simd split, isa %s lanes %u, %u threads, %u trees: %zu rows differ",
                   ts_isa_name(ts_scorer_isa(s)), lanes, threads[k], m->n_trees, bad);
+        /* double rows (the float rows widened), one a call: rounded to floats, then split */
+        double *xd = malloc(cols * sizeof *xd);
+        for (size_t r = 0; r < 24; r++) {
+            double got, want;
+            for (size_t j = 0; j < cols; j++) xd[j] = (double)x[r * stride + j];
+            want = m->compares_double ? reference_score_f64(m, xd) : ref[r];
+            CHECK_STATUS(ts_scorer_score_f64(s, xd, 1, cols, cols, &got, &err), TS_OK);
+            bad += memcmp(&got, &want, sizeof got) != 0;
+        }
+        free(xd);
+        CHECK_MSG(bad == 0, "trees-simd split, isa %s lanes %u, %u threads, %u trees: %zu double rows differ",
+                  ts_isa_name(ts_scorer_isa(s)), lanes, threads[k], m->n_trees, bad);
         ts_scorer_free(s);
     }
     unsetenv("TREESCORE_SPLIT_TREES");
