@@ -15,6 +15,12 @@
 typedef struct tss_state {
     tss L;
     tss_kernel kernel;
+    /* One row's trees split across threads (tsimd.c "Split"): with depth steps from the
+     * roots, each tree's root entry in tree order, padded to whole groups of TSS_PG with
+     * the spare leaf 0, and the deepest depth of each TSS_PG trees; NULL unless float
+     * rows take the depth steps from the roots (no top levels). */
+    uint32_t *troot;
+    uint32_t *tdepth;
 } tss_state;
 
 static void top_free(tss_top *T) {
@@ -61,6 +67,8 @@ static void tsimd_free(void *p) {
     tss_state *s = p;
     if (!s) return;
     tss_free_layout(&s->L);
+    free(s->troot);
+    free(s->tdepth);
     free(s);
 }
 
@@ -988,6 +996,148 @@ static void tss_scalar(const tss *L, const float *x, size_t n_rows, size_t strid
     }
 }
 
+/*
+ * Split: one row's trees across threads (engine.h tree_groups, tree_group_first,
+ * tree_values; src/scorer/chunk.c adds the values in tree order). A group is TSS_PG
+ * consecutive trees. With the top levels (VBMI), groups [g0, g1) go through the ISA's
+ * top_exits on a view of the top levels that starts at the range's first tree (each
+ * per-tree array offset, the wide trees renumbered), then the row's depth steps, as
+ * top_rows does for one row; with depth steps from the roots, TSS_PG trees in tree
+ * order step together (troot; tdepth, the deepest of them: a leaf steps onto itself);
+ * with the supernode kernels, tree by tree as tss_scalar. Each value is the double the
+ * kernels add (the exit leaf's weight * value), so the sum is the same bits.
+ */
+static uint32_t tsimd_tree_groups(const void *p) {
+    const tss_state *s = p;
+    return (s->L.n_trees + TSS_PG - 1) / TSS_PG;
+}
+
+static uint32_t tsimd_tree_group_first(const void *p, uint32_t g) {
+    const tss_state *s = p;
+    const uint64_t t = (uint64_t)g * TSS_PG;
+    return t < s->L.n_trees ? (uint32_t)t : s->L.n_trees;
+}
+
+/* The first of the n sorted a[] not below x. */
+static uint32_t lower_bound32(const uint32_t *a, uint32_t n, uint32_t x) {
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* Trees [a, b) (multiples of TSS_PG, b <= n_trees_pad) of one row by the top levels:
+ * vals[t - a] for each tree t < n_trees. Scratch as steps_core's: the keys, the wide
+ * trees renumbered (in the leaf values' part, which the top levels do not use), then
+ * the exits and the work list. */
+static void split_top(const tss *L, const float *row, uint32_t a, uint32_t b, double *vals, void *scratch) {
+    const tss_top *T = L->top;
+    const size_t nsp = L->n_slots_pad, n = b - a;
+    uint32_t *V = scratch;
+    uint32_t *wide = (uint32_t *)((char *)scratch + tss_round64((size_t)TSS_RB * nsp * sizeof(float)));
+    uint32_t *x = (uint32_t *)((char *)wide + tss_round64((size_t)TSS_RB * ((size_t)L->n_trees + 64) * sizeof(double)));
+    uint64_t *A = (uint64_t *)(x + n); /* n is a multiple of 16: 64-byte aligned */
+    if (L->keys) L->keys(L, row, V);
+    else tss_slot_keys(L, row, V);
+    tss_top view = *T;
+    view.n_trees_pad = (uint32_t)n;
+    view.nslot = T->nslot + (size_t)a * TSS_TOP_BYTES;
+    view.nidx = T->nidx + (size_t)a * TSS_TOP_BYTES;
+    view.mr = T->mr + a;
+    view.tbase = T->tbase + a;
+    view.nodes = T->nodes + a;
+    view.wide8 = T->wide8 + a / 8;
+    const uint32_t w0 = lower_bound32(T->wide, T->n_wide, a), w1 = lower_bound32(T->wide, T->n_wide, b);
+    for (uint32_t w = w0; w < w1; w++) wide[w - w0] = T->wide[w] - a;
+    view.wide = wide;
+    view.n_wide = w1 - w0;
+    tss Lv = *L;
+    Lv.top = &view;
+    uint32_t cnt;
+    L->top_exits(&Lv, V, nsp, 1, x, A, &cnt);
+    const uint64_t *C = (const uint64_t *)L->cn;
+    while (cnt) { /* top_rows' rounds, one row */
+        uint32_t k = 0;
+        for (uint32_t j = 0; j < cnt; j++) {
+            const uint64_t e0 = A[j], w = C[(uint32_t)e0];
+            const uint32_t right = (uint32_t)w < V[(w >> 32) & 0xffff], i = (uint32_t)(e0 >> 32);
+            const uint32_t e = (uint32_t)e0 + ((uint32_t)(w >> 48) & TSS_TOP_DELTA) + right;
+            x[i] = e;
+            A[k] = (uint64_t)i << 32 | e;
+            k += !((w >> (62 + right)) & 1);
+        }
+        cnt = k;
+    }
+    const uint32_t m = (b < L->n_trees ? b : L->n_trees) - a;
+    for (uint32_t i = 0; i < m; i++) memcpy(&vals[i], &C[x[i]], sizeof vals[i]);
+}
+
+/* Trees [a, b) (multiples of TSS_PG) of one row by depth steps from their roots, TSS_PG
+ * in tree order at a time: vals[t - a] for each tree t < n_trees. */
+static void split_steps(const tss_state *s, const float *row, uint32_t a, uint32_t b, double *vals, void *scratch) {
+    const tss *L = &s->L;
+    uint32_t *V = scratch;
+    if (L->keys) L->keys(L, row, V);
+    else tss_slot_keys(L, row, V);
+    const uint32_t *v = V;
+    const tss_cnode *C = L->cn;
+    /* the step's asm reads C and V, and says no memory: nothing moves across this */
+    __asm__ volatile("" ::: "memory");
+    for (uint32_t t0 = a; t0 < b; t0 += TSS_PG) {
+        const uint32_t *rt = s->troot + t0;
+        uint64_t e0 = rt[0], e1 = rt[1], e2 = rt[2], e3 = rt[3], e4 = rt[4], e5 = rt[5], e6 = rt[6], e7 = rt[7],
+                 e8 = rt[8], e9 = rt[9], e10 = rt[10], e11 = rt[11], e12 = rt[12], e13 = rt[13], e14 = rt[14],
+                 e15 = rt[15];
+        for (uint32_t d = s->tdepth[t0 / TSS_PG]; d > 0; d--) TSS_STEP16();
+        const uint64_t e[TSS_PG] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
+        const uint32_t n = L->n_trees - t0 < TSS_PG ? L->n_trees - t0 : TSS_PG;
+        for (uint32_t k = 0; k < n; k++) vals[t0 - a + k] = L->lval[e[k]];
+    }
+}
+
+/* Trees [a, b) of one row through the supernodes, tree by tree (as tss_scalar). */
+static void split_supernodes(const tss *L, const float *row, uint32_t a, uint32_t b, double *vals, void *scratch) {
+    float *v = scratch;
+    const uint32_t K = L->levels, inner = (1u << K) - 1, end = b < L->n_trees ? b : L->n_trees;
+    tss_slot_values(L, row, v);
+    for (uint32_t t = a; t < end; t++) {
+        int32_t e = L->root[t];
+        while (e >= 0) {
+            uint32_t j = 0;
+            for (uint32_t d = 0; d < K; d++) j = 2 * j + 1 + !(v[L->slot[e + j]] <= L->thr[e + j]);
+            e = L->exit[e + j - inner];
+        }
+        vals[t - a] = L->leaves[~e];
+    }
+}
+
+static void tsimd_tree_values(const void *p, const float *row, uint32_t g0, uint32_t g1, double *vals,
+                              void *scratch) {
+    const tss_state *s = p;
+    const uint32_t a = g0 * TSS_PG, b = g1 * TSS_PG;
+    if (s->kernel == tss_steps && s->L.top)
+        split_top(&s->L, row, a, b, vals, scratch);
+    else if (s->kernel == tss_steps)
+        split_steps(s, row, a, b, vals, scratch);
+    else
+        split_supernodes(&s->L, row, a, b, vals, scratch);
+}
+
+/* troot and tdepth ("Split") for the depth steps from the roots. */
+static ts_status build_split(tss_state *s, const ts_model *m, ts_error *err) {
+    const tss *L = &s->L;
+    const size_t ng = ((size_t)L->n_trees + TSS_PG - 1) / TSS_PG;
+    s->troot = calloc(ng * TSS_PG + 1, sizeof *s->troot); /* padding: the spare leaf 0 */
+    s->tdepth = calloc(ng + 1, sizeof *s->tdepth);
+    if (!s->troot || !s->tdepth) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    for (uint32_t i = 0; i < L->n_trees; i++) s->troot[L->gtree[i]] = L->groot[i];
+    for (uint32_t t = 0; t < L->n_trees; t++)
+        if (m->trees[t].depth > s->tdepth[t / TSS_PG]) s->tdepth[t / TSS_PG] = m->trees[t].depth;
+    return TS_OK;
+}
+
 static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                                ts_error *err) {
     /* the VBMI kernels (top levels by byte masks) unless lanes is 1 (depth steps from the roots) */
@@ -1026,6 +1176,10 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
     } else {
         k = NULL;
     }
+    if (s->kernel == tss_steps && !s->L.top && (st = build_split(s, m, err)) != TS_OK) {
+        tsimd_free(s);
+        return st;
+    }
     uint64_t n_nodes = s->L.n_super << s->L.levels;
     /* a thread of its own pays from about 1 ms of work (~4 million entries visited) */
     uint64_t per_row = n_nodes / 8 + 1;
@@ -1054,4 +1208,5 @@ static int tsimd_score_f64(const void *p, const double *x, size_t n_rows, size_t
 const tse_engine tse_engine_trees_simd = {
     .id = TS_ENGINE_TREES_SIMD, .name = "trees-simd", .prepare = tsimd_prepare, .score = tsimd_score,
     .free = tsimd_free, .plan_candidate = tse_plan_always, .score_f64 = tsimd_score_f64,
+    .tree_groups = tsimd_tree_groups, .tree_group_first = tsimd_tree_group_first, .tree_values = tsimd_tree_values,
 };

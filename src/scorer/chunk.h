@@ -60,19 +60,25 @@ ts_status tsp_score_chunk(void *ctx, size_t begin, size_t end);
 
 /*
  * One row's trees split across threads (engines with tree_values, engine.h): the tree
- * groups go to up to n_threads threads of the pool (platform/pool.h), each writing the
- * contributions of its trees into one array of n_trees doubles, and the calling thread
- * then adds them in tree order: *out = ((base + v[0]) + v[1]) + ... + v[n-1], the very
- * additions, in the very order, that the engine's score makes (engine.h: every engine's
- * score is base + the sum over trees in tree order), so the bits are the same for every
- * thread count and every cut. Partial sums per thread added afterwards would not be
- * (double addition is not associative). The array lives at the end of the calling
- * thread's scratch buffer, after the engine scratch its own chunks use (tsr_scratch
- * never shrinks, so the chunk's tsr_scratch(scratch_bytes) returns the same buffer
- * without touching the array). TS_ERR_NO_MEMORY when the scratch cannot grow.
+ * groups, cut into parts (about four per thread), go to up to n_threads threads of the
+ * pool (platform/pool.h), each writing the contributions of its trees into one array of
+ * n_trees doubles, and the parts are added in tree order as they come in (by one thread
+ * at a time, whichever has just written a part; the calling thread adds what is left):
+ * *out = ((base + v[0]) + v[1]) + ... + v[n-1], the very additions, in the very order,
+ * that the engine's score makes (engine.h: every engine's score is base + the sum over
+ * trees in tree order), so the bits are the same for every thread count and every cut.
+ * Partial sums per thread added afterwards would not be (double addition is not
+ * associative). The array lives at the end of the calling thread's scratch buffer,
+ * after the engine scratch its own chunks use (tsr_scratch never shrinks, so the
+ * chunk's tsr_scratch(scratch_bytes) returns the same buffer without touching the
+ * array). TS_ERR_NO_MEMORY when the scratch cannot grow.
  */
 ts_status tsp_score_split(const tse_engine *e, const void *state, const tse_layout *layout, double base,
                           const float *row, unsigned n_threads, double *out);
+
+/* The bytes of the calling thread's scratch buffer (platform/scratch.h) that
+ * tsp_score_split uses, from its start: a caller may keep its own data past them. */
+size_t tsp_split_scratch_bytes(const tse_engine *e, const void *state, const tse_layout *layout);
 
 /* 1 when the engine can split one row's trees into at least two groups. */
 int tsp_can_split(const tse_engine *e, const void *state);

@@ -500,7 +500,7 @@ int tsp_split_rule(const ts_model *m, const tse_engine *e, const void *state, un
     if (n_threads < 2 || !tsp_can_split(e, state)) return 0;
     uint64_t nodes = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) nodes += m->trees[t].n_nodes;
-    return nodes >= TSP_SPLIT_RULE_NODES;
+    return nodes >= (uint64_t)TSP_SPLIT_RULE_NODES * (e->id == TS_ENGINE_TREES_SIMD ? TSP_SPLIT_RULE_TSIMD : 1);
 }
 
 /* The one-row range with several threads: each candidate that can split a row's trees
@@ -546,7 +546,10 @@ static int decide_split(const ts_model *m, candidate *c, int n, int *best, const
         median(times, SPLIT_ROUNDS); /* sorts them: the least, as the whole times (use_min) */
         double us = 1e6 * times[0];
         say(t, "  %-12s %12.4f   split across %u threads\n", c[i].engine->name, us, threads);
-        if (us < best_us) {
+        /* a split beats the whole only by a tenth or more: its time hangs on a helper
+         * being free at once, which on a busy machine it often is not (a small model's
+         * split, timed within noise of its whole, must not win) */
+        if (us < (split ? 1.0 : 0.9) * best_us) {
             best_us = us;
             *best = i;
             split = 1;

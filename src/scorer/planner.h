@@ -53,8 +53,12 @@ typedef struct tsp_plan {
 void tsp_plan_free(tsp_plan *p);
 
 /* The rule for splitting one row's trees across n_threads threads: the engine can, and
- * a row has enough work (internal nodes) to pay the pool's hand-off. */
+ * a row has enough work (internal nodes) to pay the pool's hand-off; trees-simd, 4-5x
+ * qs on one row, needs TSP_SPLIT_RULE_TSIMD times the nodes (msn-lgb-1000x256, 255,000
+ * nodes, 6 us a row whole, took 14 split on 2 threads: the hand-off, ~8 us, on the busy
+ * 2-core Zen 4 of docs/benchmarks.md). */
 #define TSP_SPLIT_RULE_NODES 200000u
+#define TSP_SPLIT_RULE_TSIMD 5u
 int tsp_split_rule(const ts_model *m, const tse_engine *e, const void *state, unsigned n_threads);
 
 /*

@@ -778,10 +778,33 @@ static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
     return TS_OK;
 }
 
+/* A double row of a call of fewer rows than threads, its trees split across them
+ * (tsp_score_split): rounded to the float row that stands for it (convert_rows: the
+ * library's own conversion, or src/scorer/f64.c's exact rounding), which is kept in the
+ * thread's scratch past the split's part; a row no float row can stand for takes the
+ * exact double traversal. */
+static ts_status score_f64_split(const ts_scorer *s, const double *row, double *out) {
+    const tsp_part *p = &s->parts[0];
+    const tsp_prepared *e = &p->eng[p->pick[0]];
+    const size_t width = s->n_features ? s->n_features : 1, row_bytes = width * sizeof(float);
+    tsp_chunk_mem mem;
+    TS_TRY(tsp_chunk_scratch(tsp_split_scratch_bytes(e->engine, e->state, &e->layout), &row_bytes, 1, &mem));
+    float *buf = mem.part[0];
+    uint32_t idx;
+    if (p->f64) memset(buf, 0, row_bytes); /* columns no split reads: never written */
+    if (convert_rows(p, s->n_features, row, 0, 1, 0, buf, width, &idx, out) == 0) return TS_OK;
+    return tsp_score_split(e->engine, e->state, &e->layout, p->base, buf, s->n_threads, out);
+}
+
 ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
                               size_t row_stride, double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
     if (n_rows == 0) return TS_OK;
+    if (!s->expand && s->parts[0].split && n_rows < s->n_threads) {
+        ts_status st = TS_OK;
+        for (size_t r = 0; r < n_rows && st == TS_OK; r++) st = score_f64_split(s, x + r * row_stride, out + r);
+        return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
+    }
     score_job job = {s, x, row_stride, out, n_rows};
     ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows),
                                     s->expand ? score_f64_expand_chunk : score_f64_chunk, &job);

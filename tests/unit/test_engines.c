@@ -322,6 +322,52 @@ static ts_scorer *tsimd_at(const ts_model *m, ts_isa isa, uint32_t lanes, ts_err
     return s;
 }
 
+/* trees-simd's rows split across threads (engine.h tree_values, chunk.c; forced by the
+ * test knob TREESCORE_SPLIT_TREES=1): one row a call on 2, 3 and 5 threads, the same
+ * bits as the reference, for the kernel at most at isa of `lanes` lanes. */
+static void check_tsimd_split(const ts_model *m, ts_isa isa, uint32_t lanes, const float *x, size_t cols,
+                              size_t stride, const double *ref) {
+    static const unsigned threads[] = {2, 3, 5};
+    setenv("TREESCORE_SPLIT_TREES", "1", 1);
+    tsr_config_reload();
+    for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = TS_ENGINE_TREES_SIMD;
+        o.max_isa = isa;
+        o.lanes = lanes;
+        o.n_threads = threads[k];
+        ts_scorer *s = NULL;
+        ts_error err;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (!s) continue;
+        CHECK_MSG(ts_scorer_splits_trees(s, 1) == (m->n_trees > 16), "trees-simd split: %u trees", m->n_trees);
+        size_t bad = 0;
+        for (size_t r = 0; r < 24; r++) {
+            double got;
+            CHECK_STATUS(ts_scorer_score(s, x + r * stride, 1, cols, stride, &got, &err), TS_OK);
+            bad += memcmp(&got, &ref[r], sizeof got) != 0;
+        }
+        CHECK_MSG(bad == 0, "trees-simd split, isa %s lanes %u, %u threads, %u trees: %zu rows differ",
+                  ts_isa_name(ts_scorer_isa(s)), lanes, threads[k], m->n_trees, bad);
+        /* double rows (the float rows widened), one a call: rounded to floats, then split */
+        double *xd = malloc(cols * sizeof *xd);
+        for (size_t r = 0; r < 24; r++) {
+            double got, want;
+            for (size_t j = 0; j < cols; j++) xd[j] = (double)x[r * stride + j];
+            want = m->compares_double ? reference_score_f64(m, xd) : ref[r];
+            CHECK_STATUS(ts_scorer_score_f64(s, xd, 1, cols, cols, &got, &err), TS_OK);
+            bad += memcmp(&got, &want, sizeof got) != 0;
+        }
+        free(xd);
+        CHECK_MSG(bad == 0, "trees-simd split, isa %s lanes %u, %u threads, %u trees: %zu double rows differ",
+                  ts_isa_name(ts_scorer_isa(s)), lanes, threads[k], m->n_trees, bad);
+        ts_scorer_free(s);
+    }
+    unsetenv("TREESCORE_SPLIT_TREES");
+    tsr_config_reload();
+}
+
 /* trees-simd (lanes hold trees): every batch size 1 .. 300 through one scorer per kernel,
  * tree counts around its blocks (8, 16 lanes; 4 blocks stepped together), one-leaf trees
  * among them, and deep unbalanced trees (many supernodes per tree). */
@@ -351,7 +397,9 @@ static void test_trees_simd_batches(void) {
             CHECK_MSG(bad == 0, "trees-simd isa %s lanes %u, %u trees: %zu rows differ", ts_isa_name(ts_scorer_isa(s)),
                       lanes[k / 3], m->n_trees, bad);
             ts_scorer_free(s);
+            check_tsimd_split(m, isas[k % 3], lanes[k / 3], x, cols, stride, ref);
         }
+        check_tsimd_split(m, TS_ISA_AUTO, 1, x, cols, stride, ref); /* depth steps from the roots */
         ts_model_free(m);
     }
     free(x);
@@ -443,6 +491,7 @@ static void test_trees_simd_top(void) {
                       n_features, cases[c].keys, bad);
             if (m->compares_double) check_f64(m, s, x, n_rows, cols, stride, got);
             ts_scorer_free(s);
+            check_tsimd_split(m, TS_ISA_AUTO, lanes, x, cols, stride, ref);
         }
         free(x);
         free(ref);
