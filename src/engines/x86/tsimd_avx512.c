@@ -261,6 +261,26 @@ static inline __attribute__((always_inline)) uint64_t top_mask(const tss_top *T,
     return _mm512_cmpgt_epu8_mask(cv, _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES));
 }
 
+/* The masks of trees i0 .. i0 + 7 for R rows (hot loop, inlined in top_walk and
+ * top_walk_chunk): row r's codes in c0[r] (and c1[r] when W == 2), its mask of tree
+ * i0 + k to mm[r][k]; each tree's node bytes loaded once for the R rows. */
+static inline __attribute__((always_inline)) void masks8_rows(const tss_top *T, uint32_t i0, int W, int R,
+                                                             const __m512i *c0, const __m512i *c1, __m512i one,
+                                                             uint64_t (*mm)[8]) {
+    for (uint32_t k = 0; k < 8; k++) {
+        const size_t i = i0 + k;
+        const __m512i sb = _mm512_load_si512(T->nslot + i * TSS_TOP_BYTES);
+        const __m512i ix = _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES);
+        const __mmask64 mr = (__mmask64)T->mr[i];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            __m512i cv = W == 1 ? _mm512_permutexvar_epi8(sb, c0[r]) : _mm512_permutex2var_epi8(c0[r], sb, c1[r]);
+            cv = _mm512_mask_sub_epi8(cv, mr, cv, one);
+            mm[r][k] = _mm512_cmpgt_epu8_mask(cv, ix);
+        }
+    }
+}
+
 /* The trees' exits for R rows (hot loop): trees outer, rows inner, so that each tree's
  * node bytes are loaded once for the R rows (whose codes stay in registers, or L1):
  * 8 trees' masks per row, then their walk; the trees that read a keyset past 128 again
@@ -283,18 +303,7 @@ static inline __attribute__((always_inline)) void top_walk(const tss *L, const u
     __attribute__((aligned(64))) uint64_t mm[2][TSS_TOPR][8];
     for (uint32_t i0 = 0; i0 < ntp; i0 += 8) {
         const uint32_t h = (i0 / 8) & 1;
-        for (uint32_t k = 0; k < 8; k++) {
-            const size_t i = i0 + k;
-            const __m512i sb = _mm512_load_si512(T->nslot + i * TSS_TOP_BYTES);
-            const __m512i ix = _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES);
-            const __mmask64 mr = (__mmask64)T->mr[i];
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) {
-                __m512i cv = W == 1 ? _mm512_permutexvar_epi8(sb, c0[r]) : _mm512_permutex2var_epi8(c0[r], sb, c1[r]);
-                cv = _mm512_mask_sub_epi8(cv, mr, cv, one);
-                mm[h][r][k] = _mm512_cmpgt_epu8_mask(cv, ix);
-            }
-        }
+        masks8_rows(T, i0, W, R, c0, c1, one, mm[h]);
         if (i0) walk8_rows(T, i0 - 8, R, mm[h ^ 1], w0, w1, x, A, n);
     }
     const uint32_t last = (uint32_t)ntp - 8;
@@ -350,18 +359,7 @@ static inline __attribute__((always_inline)) void top_walk_chunk(const tss *L, c
     __attribute__((aligned(64))) uint64_t mm[2][TSS_TOPR][8];
     for (uint32_t i0 = t0; i0 < t1; i0 += 8) {
         const uint32_t h = (i0 / 8) & 1;
-        for (uint32_t k = 0; k < 8; k++) {
-            const size_t i = i0 + k;
-            const __m512i sb = _mm512_load_si512(T->nslot + i * TSS_TOP_BYTES);
-            const __m512i ix = _mm512_load_si512(T->nidx + i * TSS_TOP_BYTES);
-            const __mmask64 mr = (__mmask64)T->mr[i];
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) {
-                __m512i cv = W == 1 ? _mm512_permutexvar_epi8(sb, c0[r]) : _mm512_permutex2var_epi8(c0[r], sb, c1[r]);
-                cv = _mm512_mask_sub_epi8(cv, mr, cv, one);
-                mm[h][r][k] = _mm512_cmpgt_epu8_mask(cv, ix);
-            }
-        }
+        masks8_rows(T, i0, W, R, c0, c1, one, mm[h]);
         if (i0 > t0) walk8_chunk(T, i0 - 8, R, mm[h ^ 1], w0, w1, t0, rt, lg, nsp, x, A, n);
     }
     walk8_chunk(T, t1 - 8, R, mm[((t1 - 8) / 8) & 1], w0, w1, t0, rt, lg, nsp, x, A, n);
