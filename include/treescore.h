@@ -467,12 +467,13 @@ typedef struct ts_scorer_options {
                              (below the top levels decided by byte masks where the CPU has
                              AVX-512 VBMI); 1 = depth steps from the roots.
                              oblivious: 1 = its AVX-512 kernel without VBMI's byte planes.
-                             deep: 1 = its 16 scalar walks where the CPU has AVX-512 (else
-                             its gathered walk of 32 lanes) */
+                             deep: 1 = its 16 scalar walks even where the CPU has AVX-512
+                             (whose default is the gathered walk of 32 lanes) */
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.
                              0 (default): every batch size: the planner picks an engine for
-                             each range of rows per call (1, 2-7, 8-31, 32-127, 128 and more),
+                             each range of rows per call (1, 2-7, 8-15, 16-23, 24-31,
+                             32-127, 128 and more),
                              prepares each chosen engine once, and every ts_scorer_score call
                              uses its range's engine (no lock, no allocation; the same bits
                              whichever). Nonzero: only batch_hint's range is planned, at
