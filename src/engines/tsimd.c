@@ -1142,6 +1142,7 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
                                ts_error *err) {
     /* the VBMI kernels (top levels by byte masks) unless lanes is 1 (depth steps from the roots) */
     const tss_kernels *k = tsk_tsimd(cfg->isa, cfg->lanes != 1 && (tsr_cpu_features() & TSR_CPU_AVX512VBMI) != 0);
+    const tss_kernels *k_keys = k; /* the ISA of the depth steps' keys and the top levels */
     tss_state *s = calloc(1, sizeof *s);
     if (!s) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     s->L.base_score = m->base_score;
@@ -1183,7 +1184,10 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
     uint64_t n_nodes = s->L.n_super << s->L.levels;
     /* a thread of its own pays from about 1 ms of work (~4 million entries visited) */
     uint64_t per_row = n_nodes / 8 + 1;
-    *layout = (tse_layout){.isa = k ? k->isa : TS_ISA_SCALAR,
+    /* the ISA reported: the SIMD kernel's, else that of the keys and top levels the depth
+     * steps use (they ran on AVX-512 VBMI but were reported as scalar) */
+    const tss_kernels *k_isa = k ? k : k_keys;
+    *layout = (tse_layout){.isa = k_isa ? k_isa->isa : TS_ISA_SCALAR,
                            .scratch_bytes = tss_scratch_bytes(&s->L),
                            .rows_per_chunk = (size_t)((1u << 22) / per_row + 1)};
     *out = s;
