@@ -154,8 +154,8 @@ else
 fi
 
 # --- fuzz every parser for a short bounded time
-stage "fuzzing (libFuzzer, ${TS_FUZZ_SECONDS:-15} s per target)"
-./scripts/run_fuzzers.sh "${TS_FUZZ_SECONDS:-15}" | tee "$results/fuzz.log" || fail_stage "fuzzing"
+stage "fuzzing (libFuzzer, ${TS_FUZZ_SECONDS:-10} s per target)"
+./scripts/run_fuzzers.sh "${TS_FUZZ_SECONDS:-10}" | tee "$results/fuzz.log" || fail_stage "fuzzing"
 
 # --- one count for everything
 stage "summary"
