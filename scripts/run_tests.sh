@@ -10,7 +10,15 @@ results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 failed_stages=()
 
-stage() { printf '\n==== %s\n' "$*"; }
+# Each stage's wall time is printed when the next begins (the 20-minute budget on 2 cores:
+# docs/testing.md), and the whole run's at the summary.
+stage_name=""
+stage_t0=$SECONDS
+stage() {
+    [ -n "$stage_name" ] && printf '(%s: %d s)\n' "$stage_name" $((SECONDS - stage_t0))
+    stage_name="$*" stage_t0=$SECONDS
+    printf '\n==== %s (at %d s)\n' "$*" "$SECONDS"
+}
 fail_stage() { failed_stages+=("$1"); echo "stage failed: $1"; }
 
 # --- dependencies: Debian packages (clang and its runtime for fuzzing), pinned Python packages

@@ -144,36 +144,40 @@ static inline __m512i add_below(__m512i code, __m512 t, __m512 v) {
  * adds): the lane's block b' among the pivots, then the 15 thresholds of its block, then
  * T[255] (n = 256). */
 /* The lanes' blocks b' among the pivots P of a block table (a binary search of dependent
- * permutes, four registers side by side). */
-static inline void blocks_of64(__m512 piv, const __m512 v[4], __m512i b[4]) {
+ * permutes, four registers side by side). Here and below, nv (a constant once inlined: 1
+ * or 4) is the registers that hold rows: a group of at most 16 rows searches one, and
+ * the others are left 0. */
+static inline __attribute__((always_inline)) void blocks_of64(__m512 piv, const __m512 v[4], __m512i b[4], const int nv) {
     for (int c = 0; c < 4; c++) b[c] = _mm512_setzero_si512();
     for (int s = 8; s; s >>= 1)
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < nv; c++) {
             __m512 p = _mm512_permutexvar_ps(_mm512_add_epi32(b[c], _mm512_set1_epi32(s - 1)), piv);
             b[c] = _mm512_mask_add_epi32(b[c], _mm512_cmp_ps_mask(p, v[c], _CMP_LT_OQ), b[c], _mm512_set1_epi32(s));
         }
 }
 
-static inline void codes_blocked64(const float *blk, const __m512 v[4], __m512i code[4]) {
+static inline __attribute__((always_inline)) void codes_blocked64(const float *blk, const __m512 v[4], __m512i code[4],
+                                                                  const int nv) {
     const __m512 piv = _mm512_load_ps(blk);
     __m512i b[4];
-    blocks_of64(piv, v, b);
+    blocks_of64(piv, v, b, nv);
     for (int c = 0; c < 4; c++) code[c] = _mm512_slli_epi32(b[c], 4);
     for (int k = 0; k < 15; k++) {
         const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
-        for (int c = 0; c < 4; c++) code[c] = add_below(code[c], _mm512_permutexvar_ps(b[c], u), v[c]);
+        for (int c = 0; c < nv; c++) code[c] = add_below(code[c], _mm512_permutexvar_ps(b[c], u), v[c]);
     }
-    for (int c = 0; c < 4; c++) code[c] = add_below(code[c], _mm512_set1_ps(blk[15]), v[c]);
+    for (int c = 0; c < nv; c++) code[c] = add_below(code[c], _mm512_set1_ps(blk[15]), v[c]);
 }
 
 /* As codes_blocked64, with the largest threshold below each lane's value (NaN where
  * there is none): the pivot before the lane's block, then each of the block's thresholds
  * below the value, then P[15] (one masked move per compare: measured cheaper than a
  * gather of thr_n[c - 1] afterwards on Zen 4, dev model f64/f32 1.13 against 1.16). */
-static inline void codes_blocked64_last(const float *blk, const __m512 v[4], __m512i code[4], __m512 last[4]) {
+static inline __attribute__((always_inline)) void codes_blocked64_last(const float *blk, const __m512 v[4], __m512i code[4],
+                                                                       __m512 last[4], const int nv) {
     const __m512 piv = _mm512_load_ps(blk);
     __m512i b[4];
-    blocks_of64(piv, v, b);
+    blocks_of64(piv, v, b, nv);
     for (int c = 0; c < 4; c++) {
         code[c] = _mm512_slli_epi32(b[c], 4);
         /* b' > 0: P[b' - 1] < v; b' = 0: none yet */
@@ -182,14 +186,14 @@ static inline void codes_blocked64_last(const float *blk, const __m512 v[4], __m
     }
     for (int k = 0; k < 15; k++) {
         const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < nv; c++) {
             const __m512 tv = _mm512_permutexvar_ps(b[c], u);
             const __mmask16 m = _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ);
             code[c] = _mm512_mask_add_epi32(code[c], m, code[c], _mm512_set1_epi32(1));
             last[c] = _mm512_mask_mov_ps(last[c], m, tv);
         }
     }
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < nv; c++) {
         const __m512 tv = _mm512_set1_ps(blk[15]);
         const __mmask16 m = _mm512_cmp_ps_mask(tv, v[c], _CMP_LT_OQ);
         code[c] = _mm512_mask_add_epi32(code[c], m, code[c], _mm512_set1_epi32(1));
@@ -268,11 +272,12 @@ static inline void transpose16(__m512 r[16]) {
 }
 
 /* Columns c0 .. c0 + n - 1 (n <= 16; the rows are at least that wide) of the group's rows
- * into out[k * 64 + lane], lanes >= nd -inf; columns past n are left undefined. Measured
+ * into out[k * 64 + lane], lanes nd .. up to a multiple of 16 -inf; columns past n, and
+ * lanes from the next multiple of 16 on, left unwritten (load64 reads no further). Measured
  * on msn-lgb-500x64 (Zen 4) against the scalar copy of the template: see design.md. */
 static void rs_columns16(const float *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
     const __mmask16 cols = (__mmask16)((1u << n) - 1);
-    for (size_t l0 = 0; l0 < 64; l0 += 16) {
+    for (size_t l0 = 0; l0 < nd; l0 += 16) {
         __m512 r[16];
         for (size_t i = 0; i < 16; i++)
             r[i] = l0 + i < nd ? _mm512_maskz_loadu_ps(cols, x + (l0 + i) * stride + c0) : _mm512_set1_ps(-INFINITY);
@@ -303,19 +308,29 @@ static inline void store_slot_codes(const tsq *q, uint32_t j, const __m512i nat[
 
 /* Feature j's natural codes of a group's 64 values v (lanes >= nd -inf), by the feature's
  * kind of table (quant.h). */
-static inline __attribute__((always_inline)) void codes64(const tsq *q, const tsq_feature *f, const __m512 v[4], size_t nd, __m512i nat[4]) {
+static inline __attribute__((always_inline)) void codes64_nv(const tsq *q, const tsq_feature *f, const __m512 v[4], size_t nd,
+                                                             __m512i nat[4], const int nv) {
     if (f->blocks != UINT32_MAX)
-        codes_blocked64(q->blk + f->blocks, v, nat);
+        codes_blocked64(q->blk + f->blocks, v, nat, nv);
     else if (f->chunks != UINT32_MAX) /* quant.h "Chunk tables": the chunks' counts added */
         for (uint32_t c = 0, n = (f->n_thr + TSQ_BLOCK_MAX - 1) / TSQ_BLOCK_MAX; c < n; c++) {
             __m512i part[4];
-            codes_blocked64(q->blk + f->chunks + (size_t)c * TSQ_BLOCK_FLOATS, v, part);
+            codes_blocked64(q->blk + f->chunks + (size_t)c * TSQ_BLOCK_FLOATS, v, part, nv);
             for (size_t k = 0; k < 4; k++) nat[k] = c ? _mm512_add_epi32(nat[k], part[k]) : part[k];
         }
     else if (f->n_thr > TSQ_BLOCK_MAX)
         codes64_search(q, f, v, nd, nat);
     else
         for (size_t c = 0; c < 4; c++) nat[c] = 16 * c < nd ? codes16(q, f, v[c]) : _mm512_setzero_si512();
+}
+
+/* codes64_nv for a group of nd rows: one register's searches for at most 16 (the lanes
+ * from 16 on hold -inf: code 0, as the searches would give), four above. */
+static inline __attribute__((always_inline)) void codes64(const tsq *q, const tsq_feature *f, const __m512 v[4], size_t nd, __m512i nat[4]) {
+    if (nd <= 16)
+        codes64_nv(q, f, v, nd, nat, 1);
+    else
+        codes64_nv(q, f, v, nd, nat, 4);
 }
 
 /* The group's 64 values of a feature from its column (registers from lane nd on -inf:
@@ -336,7 +351,7 @@ static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, s
     __m512i nat[4];
     __mmask16 nan[4], zero[4];
     __m512 v[4];
-    load64(col, RS_LANES, v, nan, zero); /* the float transposes fill every lane */
+    load64(col, nd, v, nan, zero); /* the transposes fill the lanes up to a multiple of 16 from nd */
     codes64(q, &q->f[j], v, nd, nat);
     store_slot_codes(q, j, nat, nan, zero, codes);
 }
@@ -385,7 +400,10 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
         /* the block search's largest F below u, and the float after it (bits + 1 away from
          * zero; a false alarm where that F is its D: harmless) */
         __m512 last[4];
-        codes_blocked64_last(q->blk + f->blocks, v, nat, last);
+        if (nd <= 16)
+            codes_blocked64_last(q->blk + f->blocks, v, nat, last, 1);
+        else
+            codes_blocked64_last(q->blk + f->blocks, v, nat, last, 4);
         for (size_t c = 0; c < nv; c++) {
             const __m512i bits = _mm512_castps_si512(last[c]);
             const __m512 next = _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_or_si512(_mm512_srai_epi32(bits, 31), one)));
