@@ -112,8 +112,11 @@ TREESCORE_LIB=$root/build/libtreescore.so "$py" -m pytest -q -p no:cacheprovider
     --junitxml="$results/pytest-bench.xml" || fail_stage "benchmark smoke test"
 
 # --- the vqs, rapid and oblivious kernels of each instruction set below this CPU's best (the run above used the
-# best), then every engine with one thread per batch: TREESCORE_ISA caps the level the
-# library detects, TS_THREADS makes tshelpers pass --threads to every `treescore score`.
+# best; at sse4.2 only vqs has a kernel of its own: rapid and oblivious take their scalar
+# ones, which the scalar level ran), then with one thread per batch the engines whose
+# one-thread path differs (rapid's blocks, trees-simd's split of a row's trees, auto's
+# plan): TREESCORE_ISA caps the level the library detects, TS_THREADS makes tshelpers pass
+# --threads to every `treescore score`. Every engine at every thread count: test_engines.
 stage "conformance per ISA level (vqs, rapid, oblivious), and with --threads 1"
 if [ -x build/treescore ]; then
     # "cpu: avx512 (this build can use scalar, sse4.2, avx2, avx512), 2 threads"
@@ -127,25 +130,30 @@ if [ -x build/treescore ]; then
     for lvl in $levels; do
         [ "$lvl" = "$best" ] && continue
         t0=$SECONDS
-        TS_BIN=$root/build/treescore TS_ENGINES=vqs,rapid,oblivious TREESCORE_ISA=$lvl "$py" -m pytest -q -p no:cacheprovider \
-            "${conf[@]}" --junitxml="$results/pytest-isa-$lvl.xml" || fail_stage "conformance (vqs, rapid, oblivious, TREESCORE_ISA=$lvl)"
+        engines=vqs,rapid,oblivious
+        [ "$lvl" = sse4.2 ] && engines=vqs
+        TS_BIN=$root/build/treescore TS_ENGINES=$engines TREESCORE_ISA=$lvl "$py" -m pytest -q -p no:cacheprovider \
+            "${conf[@]}" --junitxml="$results/pytest-isa-$lvl.xml" || fail_stage "conformance ($engines, TREESCORE_ISA=$lvl)"
         if [ $((SECONDS - t0)) -gt 60 ]; then
             conf=(tests/conformance/test_lightgbm.py tests/conformance/test_xgboost.py
                   tests/conformance/test_real_models.py tests/conformance/test_double_input.py)
         fi
     done
-    TS_BIN=$root/build/treescore TS_THREADS=1 "$py" -m pytest -q -p no:cacheprovider tests/conformance \
+    TS_BIN=$root/build/treescore TS_THREADS=1 TS_ENGINES=rapid,trees-simd,auto "$py" -m pytest -q -p no:cacheprovider tests/conformance \
         --junitxml="$results/pytest-threads1.xml" || fail_stage "conformance (--threads 1)"
 else
     fail_stage "conformance per ISA level: no build/treescore"
 fi
 
-# --- the same unit and bad-input tests under AddressSanitizer + UndefinedBehaviorSanitizer
+# --- the same unit and bad-input tests under AddressSanitizer + UndefinedBehaviorSanitizer;
+# the conformance and CLI tests with naive (the loaders and readers), rapid, trees-simd and
+# auto (the default's engines): every engine's kernels run under the sanitizers in ctest
+# (test_engines, test_vpred: hostile forests, every ISA level, 1-300 rows)
 stage "ASan+UBSan build and tests"
 if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DTS_TESTS=ON -DTS_TEST_KNOBS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
     cmake --build build-asan -j "$jobs" >"$results/build-asan.log" 2>&1; then
     (cd build-asan && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest-asan.xml") || fail_stage "unit tests (ASan+UBSan)"
-    TS_BIN=$root/build-asan/treescore ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider \
+    TS_BIN=$root/build-asan/treescore TS_ENGINES=naive,rapid,trees-simd,auto ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider \
         tests/conformance tests/cli --junitxml="$results/pytest-asan.xml" || fail_stage "conformance/CLI tests (ASan+UBSan)"
 else
     cat "$results/build-asan.log"; fail_stage "ASan+UBSan build"
