@@ -426,11 +426,43 @@ static void prune_first_round(candidate *c, int n, size_t rows) {
                      c[i].times[0] / best, rows);
 }
 
-/* use_min: rank by the least time instead of the median (batches below 32 rows, whose short
- * timings one preemption on a busy machine can spoil). */
+/* Below 32 rows (use_min): a candidate's figure is the median over the rounds of its time
+ * over that round's fastest, times the median of the fastest's times. Every candidate of
+ * a round times the same rows and the rounds take different rows, so the ratio takes out
+ * how hard a round's rows are, and the median drops a round one preemption on a busy
+ * machine spoiled (preemption only adds time). The least time over the rounds did the
+ * second but not the first: it favoured the engine whose time varies most with the rows
+ * (the demo model at one row: qs's least of 9 rounds of 16 rows was 2.8 us/doc, 4.0 over
+ * the whole file, where trees-simd's 2.9 held; the plan took qs, 1.4x slower). per[i][r]:
+ * candidate i's time in round r, < 0 where it was not timed. */
+static void rank_by_rounds(candidate *c, int n, double per[][MAX_ROUNDS], int rounds, size_t rows) {
+    double best[MAX_ROUNDS], fast[MAX_ROUNDS];
+    int n_fast = 0;
+    for (int r = 0; r < rounds; r++) {
+        best[r] = -1;
+        for (int i = 0; i < n; i++)
+            if (!c[i].skipped[0] && per[i][r] > 0 && (best[r] < 0 || per[i][r] < best[r])) best[r] = per[i][r];
+        if (best[r] > 0) fast[n_fast++] = best[r];
+    }
+    if (n_fast == 0) return;
+    const double scale = median(fast, n_fast);
+    for (int i = 0; i < n; i++) {
+        if (c[i].skipped[0]) continue;
+        double rel[MAX_ROUNDS];
+        int k = 0;
+        for (int r = 0; r < rounds; r++)
+            if (per[i][r] > 0 && best[r] > 0) rel[k++] = per[i][r] / best[r];
+        if (k) c[i].median_us = 1e6 * scale * median(rel, k) / (double)rows;
+    }
+}
+
+/* use_min: rank by rank_by_rounds instead of the median time (batches below 32 rows,
+ * whose short timings one preemption on a busy machine can spoil). */
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
                         unsigned threads, double budget, size_t min_rows, int use_min, int prune_first) {
     double t0 = tsr_now();
+    double per[MAX_CANDIDATES][MAX_ROUNDS];
+    int rounds = 0;
     /* Each round times the next rows of the sample (every candidate the same ones): the
      * same few rows round after round favour the engines whose branches learn them
      * (trees-simd's steps below the top: on msn-xgb-1000x64 at 27 rows it was 1.12x rapid
@@ -440,22 +472,23 @@ static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t
     for (int r = 0; r < MAX_ROUNDS; r++) {
         if (r >= MIN_ROUNDS && tsr_now() - t0 > budget) break;
         const size_t start = (size_t)r * per_round;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            per[i][r] = -1;
             if (!c[i].skipped[0]) {
                 /* one untimed call first: the other candidates' timings evicted this
                  * one's layout, where a caller's calls in a row find it warm */
                 if (time_call_at(&c[i], x, rows < 16 ? rows : 16, avail, width, out, threads, 1, start) < 0) continue;
                 double t = time_call_at(&c[i], x, rows, avail, width, out, threads, min_rows, start);
                 if (t < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
-                else c[i].times[c[i].n_times++] = t;
+                else c[i].times[c[i].n_times++] = per[i][r] = t;
             }
+        }
+        rounds = r + 1;
         if (r == 0 && prune_first) prune_first_round(c, n, rows);
     }
     for (int i = 0; i < n; i++)
-        if (!c[i].skipped[0]) {
-            double t = median(c[i].times, c[i].n_times); /* sorts them */
-            c[i].median_us = 1e6 * (use_min ? c[i].times[0] : t) / (double)rows;
-        }
+        if (!c[i].skipped[0]) c[i].median_us = 1e6 * median(c[i].times, c[i].n_times) / (double)rows; /* sorts them */
+    if (use_min) rank_by_rounds(c, n, per, rounds, rows);
 }
 
 static int fastest(const candidate *c, int n) {
@@ -615,11 +648,12 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         reset_timings(c, n);
         double t_range = tsr_now();
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);
-        /* below 32 rows the least time of each candidate: a timing there is 64-128 rows
-         * (0.1-1 ms), which one preemption on a busy machine spoils whole (preemption only
-         * adds time). Not shown to help: at a load of 4-6 on 2 cores the picks at 16, 19
-         * and 27 rows went to the slower of rapid and trees-simd in 3 of 12 cells with
-         * medians and with minima alike, where bench's own fastest changed between runs */
+        /* below 32 rows each candidate against each round's fastest (rank_by_rounds): a
+         * timing there is 16-128 rows (0.1-1 ms), which one preemption on a busy machine
+         * spoils whole, and the rounds' rows differ. (At a load of 4-6 on 2 cores the
+         * picks at 16, 19 and 27 rows went to the slower of rapid and trees-simd in 3 of
+         * 12 cells with medians and with minima alike, where bench's own fastest changed
+         * between runs.) */
         int use_min = batch < 32;
         time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, use_min, batch > 2 * SMALL_TIMED_ROWS);
         size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
@@ -628,7 +662,7 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds in %.0f ms, %u thread%s, isa %s%s\n", rows,
             data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0,
             1e3 * (tsr_now() - t_range), threads, threads == 1 ? "" : "s", ts_isa_name(cfg->isa),
-            use_min ? "; the least time of each" : "");
+            use_min ? "; each candidate's median over the rounds of its time against the round's fastest" : "");
         report_table(t, c, n, best);
         if (best < 0) {
             st = ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
