@@ -426,7 +426,7 @@ static void prune_first_round(candidate *c, int n, size_t rows) {
                      c[i].times[0] / best, rows);
 }
 
-/* Below 32 rows (use_min): a candidate's figure is the median over the rounds of its time
+/* Below 32 rows (`relative`): a candidate's figure is the median over the rounds of its time
  * over that round's fastest, times the median of the fastest's times. Every candidate of
  * a round times the same rows and the rounds take different rows, so the ratio takes out
  * how hard a round's rows are, and the median drops a round one preemption on a busy
@@ -456,10 +456,10 @@ static void rank_by_rounds(candidate *c, int n, double per[][MAX_ROUNDS], int ro
     }
 }
 
-/* use_min: rank by rank_by_rounds instead of the median time (batches below 32 rows,
+/* relative: rank by rank_by_rounds instead of the median time (batches below 32 rows,
  * whose short timings one preemption on a busy machine can spoil). */
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
-                        unsigned threads, double budget, size_t min_rows, int use_min, int prune_first) {
+                        unsigned threads, double budget, size_t min_rows, int relative, int prune_first) {
     double t0 = tsr_now();
     double per[MAX_CANDIDATES][MAX_ROUNDS];
     int rounds = 0;
@@ -488,7 +488,7 @@ static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t
     }
     for (int i = 0; i < n; i++)
         if (!c[i].skipped[0]) c[i].median_us = 1e6 * median(c[i].times, c[i].n_times) / (double)rows; /* sorts them */
-    if (use_min) rank_by_rounds(c, n, per, rounds, rows);
+    if (relative) rank_by_rounds(c, n, per, rounds, rows);
 }
 
 static int fastest(const candidate *c, int n) {
@@ -590,7 +590,7 @@ static int decide_split(const ts_model *m, candidate *c, int n, int *best, const
         for (; k < SPLIT_ROUNDS; k++)
             if ((times[k] = time_split(&c[i], m->base_score, x, avail, width, out, threads, rows)) < 0) break;
         if (k < SPLIT_ROUNDS) continue;
-        median(times, SPLIT_ROUNDS); /* sorts them: the least, as the whole times (use_min) */
+        median(times, SPLIT_ROUNDS); /* sorts them: the least, as the whole's again */
         double us = 1e6 * times[0];
         say(t, "  %-12s %12.4f   split across %u threads\n", c[i].engine->name, us, threads);
         /* a split beats the whole only by a tenth or more: its time hangs on a helper
@@ -654,15 +654,15 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
          * picks at 16, 19 and 27 rows went to the slower of rapid and trees-simd in 3 of
          * 12 cells with medians and with minima alike, where bench's own fastest changed
          * between runs.) */
-        int use_min = batch < 32;
-        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, use_min, batch > 2 * SMALL_TIMED_ROWS);
+        int relative = batch < 32;
+        time_rounds(c, n, x, rows, avail, width, scores, threads, budget, min_rows, relative, batch > 2 * SMALL_TIMED_ROWS);
         size_t rows_timed = rows >= min_rows ? rows : min_rows; /* rows per timing */
         int best = fastest(c, n);
         say_range(t, (unsigned)r, batch);
         say(t, "\nmeasured: %zu %s rows per call (batch %u), %d rounds in %.0f ms, %u thread%s, isa %s%s\n", rows,
             data ? "of the caller's" : "synthetic", batch, best >= 0 ? c[best].n_times : 0,
             1e3 * (tsr_now() - t_range), threads, threads == 1 ? "" : "s", ts_isa_name(cfg->isa),
-            use_min ? "; each candidate's median over the rounds of its time against the round's fastest" : "");
+            relative ? "; each candidate's median over the rounds of its time against the round's fastest" : "");
         report_table(t, c, n, best);
         if (best < 0) {
             st = ts_fail(err, TS_ERR_NO_MEMORY, "the planner could not time any engine (out of memory?)");
