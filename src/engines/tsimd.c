@@ -488,15 +488,19 @@ typedef struct top_builder {
     uint32_t nkp;
 } top_builder;
 
-/* The first index of a[] not below x. */
-static uint32_t lower_bound64(const uint64_t *a, uint32_t n, uint64_t x) {
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < x) lo = mid + 1; else hi = mid;
+/* lower_bound64, lower_bound32: the first index of the n sorted a[] not below x (the keyset
+ * pairs while building, the wide trees of a split's part). */
+#define TSS_LOWER_BOUND(name, type)                                                                  \
+    static uint32_t name(const type *a, uint32_t n, type x) {                                        \
+        uint32_t lo = 0, hi = n;                                                                     \
+        while (lo < hi) {                                                                            \
+            uint32_t mid = lo + (hi - lo) / 2;                                                       \
+            if (a[mid] < x) lo = mid + 1; else hi = mid;                                             \
+        }                                                                                            \
+        return lo;                                                                                   \
     }
-    return lo;
-}
+TSS_LOWER_BOUND(lower_bound64, uint64_t)
+TSS_LOWER_BOUND(lower_bound32, uint32_t)
 
 static uint32_t top_slot(const top_builder *b, const tsm_node *nd) { return slot_of(b->keys, b->nk, slot_key(nd)); }
 
@@ -780,6 +784,24 @@ done:
         TSS_STEP(e12); TSS_STEP(e13); TSS_STEP(e14); TSS_STEP(e15);                              \
     } while (0)
 
+/* One round of a row's work list (the C step below the top levels): each item A[j] =
+ * (tree << 32 | entry) steps to its child by the row's slot keys v, whose entry goes to
+ * x[tree]; the items still at a node are kept, in order, at the front of A. Returns how
+ * many. Hot loop (top_rows, split_top). */
+static inline __attribute__((always_inline)) uint32_t top_round(const uint64_t *C, const uint32_t *v, uint32_t *x,
+                                                                uint64_t *A, uint32_t n) {
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const uint64_t a = A[j], w = C[(uint32_t)a];
+        const uint32_t right = (uint32_t)w < v[(w >> 32) & 0xffff], i = (uint32_t)(a >> 32);
+        const uint32_t e = (uint32_t)a + ((uint32_t)(w >> 48) & TSS_TOP_DELTA) + right;
+        x[i] = e;
+        A[k] = (uint64_t)i << 32 | e;
+        k += !((w >> (62 + right)) & 1);
+    }
+    return k;
+}
+
 /* R rows' scores from their slot keys V (row r: V + nsp r) by the top levels ("Top
  * levels"): every tree's exit after them (x), then only the trees whose exit is a node
  * step on, in rounds over each row's work list (a step each, the tree kept while its
@@ -801,17 +823,8 @@ static inline __attribute__((always_inline)) void top_rows(const tss *L, const u
             const uint32_t *v = V + nsp * r;
             uint32_t *xr = x + ntp * r;
             uint64_t *Ar = A + ntp * r;
-            uint32_t k = 0;
-            for (uint32_t j = 0; j < n[r]; j++) {
-                const uint64_t a = Ar[j], w = C[(uint32_t)a];
-                const uint32_t right = (uint32_t)w < v[(w >> 32) & 0xffff], i = (uint32_t)(a >> 32);
-                const uint32_t e = (uint32_t)a + ((uint32_t)(w >> 48) & TSS_TOP_DELTA) + right;
-                xr[i] = e;
-                Ar[k] = (uint64_t)i << 32 | e;
-                k += !((w >> (62 + right)) & 1);
-            }
-            n[r] = k;
-            any |= k;
+            n[r] = top_round(C, v, xr, Ar, n[r]);
+            any |= n[r];
         }
     }
     double acc[TSS_TOPR];
@@ -1018,16 +1031,6 @@ static uint32_t tsimd_tree_group_first(const void *p, uint32_t g) {
     return t < s->L.n_trees ? (uint32_t)t : s->L.n_trees;
 }
 
-/* The first of the n sorted a[] not below x. */
-static uint32_t lower_bound32(const uint32_t *a, uint32_t n, uint32_t x) {
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < x) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
 /* Trees [a, b) (multiples of TSS_PG, b <= n_trees_pad) of one row by the top levels:
  * vals[t - a] for each tree t < n_trees. Scratch as steps_core's: the keys, the wide
  * trees renumbered (in the leaf values' part, which the top levels do not use), then
@@ -1058,18 +1061,7 @@ static void split_top(const tss *L, const float *row, uint32_t a, uint32_t b, do
     uint32_t cnt;
     L->top_exits(&Lv, V, nsp, 1, x, A, &cnt);
     const uint64_t *C = (const uint64_t *)L->cn;
-    while (cnt) { /* top_rows' rounds, one row */
-        uint32_t k = 0;
-        for (uint32_t j = 0; j < cnt; j++) {
-            const uint64_t e0 = A[j], w = C[(uint32_t)e0];
-            const uint32_t right = (uint32_t)w < V[(w >> 32) & 0xffff], i = (uint32_t)(e0 >> 32);
-            const uint32_t e = (uint32_t)e0 + ((uint32_t)(w >> 48) & TSS_TOP_DELTA) + right;
-            x[i] = e;
-            A[k] = (uint64_t)i << 32 | e;
-            k += !((w >> (62 + right)) & 1);
-        }
-        cnt = k;
-    }
+    while (cnt) cnt = top_round(C, V, x, A, cnt); /* top_rows' rounds, one row */
     const uint32_t m = (b < L->n_trees ? b : L->n_trees) - a;
     for (uint32_t i = 0; i < m; i++) memcpy(&vals[i], &C[x[i]], sizeof vals[i]);
 }
