@@ -228,6 +228,43 @@ static float wide_grid(uint32_t i) { return (float)((double)i - 300.0) / 7.0f + 
 
 /* rapid (and naive) on n_rows rows of values from wide_grid(0 .. grid_size): each a grid value,
  * one float step either side, or a random value (NaN, zero-range, +-inf among them). */
+/* rapid at every ISA level this CPU has, one scorer each, every batch size 1 .. 70 (groups
+ * of at most 16 rows search one register of codes, rapid_avx512.c codes64; partial groups;
+ * a full group and a tail), float rows and, for a model that compares doubles, the same
+ * rows as doubles: bit for bit the reference. */
+static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
+                                const double *ref) {
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    double got[70], *xd = malloc(n_rows * stride * sizeof *xd);
+    for (size_t i = 0; i < n_rows * stride; i++) xd[i] = (double)x[i];
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (isas[i] > ts_cpu_isa()) continue;
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = TS_ENGINE_RAPID, o.max_isa = isas[i], o.n_threads = 1;
+        ts_scorer *s = NULL;
+        ts_error err;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (!s) continue;
+        size_t bad = 0, bad_d = 0;
+        for (size_t n = 1; n <= 70 && n <= n_rows; n++) {
+            const size_t first = (n * 11) % (n_rows - n + 1);
+            CHECK_STATUS(ts_scorer_score(s, x + first * stride, n, cols, stride, got, &err), TS_OK);
+            for (size_t r = 0; r < n; r++) bad += memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0;
+            if (!m->compares_double) continue;
+            CHECK_STATUS(ts_scorer_score_f64(s, xd + first * stride, n, cols, stride, got, &err), TS_OK);
+            for (size_t r = 0; r < n; r++) {
+                const double want = reference_score_f64(m, xd + (first + r) * stride);
+                bad_d += memcmp(&got[r], &want, sizeof want) != 0;
+            }
+        }
+        CHECK_MSG(bad == 0 && bad_d == 0, "rapid isa %s, batches 1-70: %zu float and %zu double rows differ",
+                  ts_isa_name(ts_scorer_isa(s)), bad, bad_d);
+        ts_scorer_free(s);
+    }
+    free(xd);
+}
+
 static void check_rapid_on_grid(const ts_model *m, size_t n_rows, uint32_t grid_size) {
     const size_t cols = N_FEATURES + 3, stride = cols;
     float *x = malloc(n_rows * stride * sizeof *x);
@@ -242,6 +279,7 @@ static void check_rapid_on_grid(const ts_model *m, size_t n_rows, uint32_t grid_
         if (configs[c].engine == TS_ENGINE_RAPID || configs[c].engine == TS_ENGINE_NAIVE ||
             configs[c].engine == TS_ENGINE_TREES_SIMD || configs[c].engine == TS_ENGINE_OBLIVIOUS)
             check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
+    check_rapid_batches(m, x, n_rows, cols, stride, ref);
     free(x);
     free(ref);
     free(got);
