@@ -153,8 +153,8 @@ def test_hist_gradient_boosting_multiclass(data_nan):
 
 
 def test_hist_gradient_boosting_categorical(data_nan):
-    """Categorical bitsets, with unknown categories and NaN at predict time (they go where
-    missing values go)."""
+    """Categorical bitsets, with unknown categories (-1, 12, and non-integers such as 2.5)
+    and NaN at predict time (they go where missing values go)."""
     X, y = data_nan
     X = X.copy()
     rng = np.random.default_rng(5)
@@ -168,6 +168,11 @@ def test_hist_gradient_boosting_categorical(data_nan):
         Xt[:, 4] = rng.integers(-1, 15, size=len(Xt))  # -1, 12, 13, 14: unknown
         Xt[rng.random(len(Xt)) < 0.05, 4] = np.nan
         Xt[rng.random(len(Xt)) < 0.05, 3] = 7.0  # unknown in column 3
+        # values with a fraction are unknown categories to scikit-learn's OrdinalEncoder
+        # (2.5 is not category 2; they go where missing values go): truncating them was wrong
+        frac = rng.random(len(Xt)) < 0.15
+        Xt[frac, 4] = rng.integers(0, 12, size=int(frac.sum())) + rng.choice([0.5, 1e-9, 0.999], size=int(frac.sum()))
+        Xt[rng.random(len(Xt)) < 0.05, 3] = 2.5
         m = treescore.Model.from_sklearn(est, engine="naive")
         assert m.info()["n_categorical_splits"] > 0
         check(est, rows_for(est, Xt), engines=["naive", "qs", "vqs", "rapid", "trees-simd", "auto"])
