@@ -272,3 +272,9 @@ def test_pandas_categorical_columns():
     test.loc[test.index[:10], "cat"] = np.nan
     assert np.array_equal(m.predict(test), est.predict(test))
     assert np.array_equal(m.predict(test[["b", "cat", "a"]]), est.predict(test))  # by name
+    # a column of text is refused naming the column (pandas' message named none)
+    bad = test.copy()
+    bad["b"] = bad["b"].astype(object)
+    bad.loc[bad.index[3], "b"] = "x"
+    with pytest.raises(TypeError, match="column 'b'"):
+        m.predict(bad)

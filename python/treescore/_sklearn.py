@@ -391,7 +391,9 @@ class SklearnModel(_Model):
                 col = X.iloc[:, c]
                 if hasattr(col, "cat"):
                     col = col.astype(object)
-                cols.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
+                # text is refused naming the column (pandas' own "could not convert
+                # string to float: 'x'" named none)
+                cols.append(_inputs._column_values(col, X.columns[c]))
             return np.ascontiguousarray(np.column_stack(cols) if cols else np.empty((len(X), 0)))
         return _inputs.dense_matrix(X)
 
