@@ -101,12 +101,16 @@ static int first_line_has_qid(const char *path) {
     return 0;
 }
 
-/* LightGBM names features Column_0, Column_1, ... when the data had no names. */
+/* LightGBM names features Column_0, Column_1, ... when the data had no names. n is the
+ * data's column count, which may exceed the model's features (their names end there:
+ * NULL; strcmp of it crashed on a header of one column more than a Column_i model has). */
 static int generic_names(const ts_model *m, uint32_t n) {
     char want[32];
     for (uint32_t j = 0; j < n; j++) {
+        const char *have = ts_model_feature_name(m, j);
+        if (!have) break;
         snprintf(want, sizeof want, "Column_%u", j);
-        if (strcmp(ts_model_feature_name(m, j), want) != 0) return 0;
+        if (strcmp(have, want) != 0) return 0;
     }
     return 1;
 }

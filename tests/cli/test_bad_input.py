@@ -387,3 +387,33 @@ def test_error_midway_keeps_existing_output(ts, lgb_model, tmp_path):
 def test_example_data_past_model_range(ts, lgb_model):
     """data/example/rank.test has feature ids up to 300: past the 136-feature model."""
     ts.fails("score", "-m", lgb_model, "-d", EXAMPLE / "rank.test", mentions=["rank.test"], line=1)
+
+
+# ---- CSV headers wider than the model, CR-only line endings --------------------------------
+
+def test_header_wider_than_generic_names(ts, tmp_path):
+    """A CSV whose header names one column more than a LightGBM model of generic names
+    (Column_0 .. Column_4: trained on an array) died of SIGSEGV (strcmp of the model's NULL
+    name past its last feature); now the column count is refused, naming both files."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / "wide.csv"
+    data.write_text("a,b,c,d,e,f\n1,2,3,4,5,6\n")
+    ts.fails("score", "-m", model, "-d", data, mentions=[data, model])
+    ok = tmp_path / "label.csv"
+    ok.write_text("Column_0,Column_1,Column_2,Column_3,Column_4,label\n1,2,3,4,5,6\n")
+    assert len(ts.succeeds("score", "-m", model, "-d", ok, "--label-column", "5").stdout.split()) == 1
+
+
+@pytest.mark.parametrize("ext,text", [("csv", "1,2,3,4,5\r1,2,3,4,5\r"), ("svm", "0 1:2\r0 1:3\r")])
+def test_cr_only_line_endings(ts, tmp_path, ext, text):
+    """Old-Mac CR-only line endings make the whole file one line: a CSV reader took it for
+    a header (after the crash above: no rows, status 0); refused, naming the CR. CRLF
+    stays accepted."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / f"cr.{ext}"
+    data.write_bytes(text.encode())
+    r = ts.fails("score", "-m", model, "-d", data, mentions=[data], line=1)
+    assert "carriage return" in r.stderr, r
+    crlf = tmp_path / f"crlf.{ext}"
+    crlf.write_bytes(text.replace("\r", "\r\n").encode())
+    assert len(ts.succeeds("score", "-m", model, "-d", crlf).stdout.split()) == 2
