@@ -221,13 +221,43 @@ def test_refusals(data_dense):
         treescore.Model.from_sklearn(gb)
     with pytest.raises(treescore.Error, match="not fitted"):
         treescore.Model.from_sklearn(ensemble.RandomForestRegressor())
-    # HistGradientBoosting split at 0.0: the double path snaps |x| <= 1e-35 to 0.0
-    Xz = np.column_stack([np.repeat([-1.0, 1.0], 200), np.arange(400.0)])
-    hz = ensemble.HistGradientBoostingRegressor(max_iter=2).fit(Xz, Xz[:, 0] * 3)
-    assert any(t == 0.0 for _, t in thresholds(hz))
-    with pytest.raises(treescore.Error, match="float64 threshold 0 lies in") as e:
+    # a column split at 0.0 and within 4e-35 of it: the double path reads |x| <= 1e-35 as
+    # 0.0, and predict's move of such x (see test_split_at_zero) cannot serve both
+    Xz = np.column_stack([np.repeat([-1e-35, 1e-35, 3e-35], 200), np.arange(600.0)])
+    hz = ensemble.HistGradientBoostingRegressor(max_iter=2).fit(Xz, np.repeat([0.0, 5.0, 10.0], 200))
+    assert {0.0, 2e-35} <= {t for _, t in thresholds(hz)}
+    with pytest.raises(treescore.Error, match="splits at 0.0 and at 2e-35") as e:
         treescore.Model.from_sklearn(hz)
     assert e.value.status == "TS_ERR_UNSUPPORTED"
+
+
+def test_split_at_zero():
+    """HistGradientBoosting splits at exactly 0.0 on any feature with many zeros (its bin
+    edges): such models were refused (the C scorer's double rows read |x| <= 1e-35 as 0.0).
+    They are built with the split at 1e-35f, and predict moves x with 0 < |x| <= 1e-35f in
+    those columns to +-2e-35: every x, tiny ones included, scores as scikit-learn's."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(11)
+    X, y = make_xy(800, 31, nan=True)
+    X[rng.random(X.shape) < 0.4] = 0.0
+    Xz = np.column_stack([np.repeat([-1.0, 1.0], 200), np.arange(400.0)])
+    hz = ensemble.HistGradientBoostingRegressor(max_iter=2).fit(Xz, Xz[:, 0] * 3)
+    f32 = float(np.float32(1e-35))
+    tiny = [1e-36, -1e-36, f32, -f32, np.nextafter(f32, 1.0), np.nextafter(f32, 0.0), 5e-324, -5e-324, 1e-40,
+            3e-35, -3e-35, 0.0, -0.0, float(np.float32(1e-45))]
+    for est, base in ((hz, Xz), (ensemble.HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(X, y), X),
+                      (ensemble.HistGradientBoostingClassifier(max_iter=8, random_state=0).fit(X, y > 0), X)):
+        assert any(t == 0.0 for _, t in thresholds(est))
+        rows = np.vstack([base[:100]] + [np.where(rng.random(base[:60].shape) < 0.5, v, base[:60]) for v in tiny])
+        check(est, rows, engines=["naive", "rapid", "trees-simd", "vqs", "auto"])
+        m = treescore.Model.from_sklearn(est, engine="naive")
+        assert m._spec["tiny_columns"]
+        kept = rows.copy()
+        assert np.array_equal(pickle.loads(pickle.dumps(m)).predict(rows), reference(est, rows))
+        assert np.array_equal(rows, kept, equal_nan=True)  # the caller's rows are not changed
+        dense = np.nan_to_num(rows)
+        assert np.array_equal(m.predict(sp.csr_matrix(dense)), m.predict(dense))
 
 
 def test_pickle_and_names(data_nan):
