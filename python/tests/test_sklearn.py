@@ -221,6 +221,9 @@ def test_refusals(data_dense):
         treescore.Model.from_sklearn(gb)
     with pytest.raises(treescore.Error, match="not fitted"):
         treescore.Model.from_sklearn(ensemble.RandomForestRegressor())
+    lgb = pytest.importorskip("lightgbm")
+    with pytest.raises(treescore.Error, match="use treescore.Model.from_booster"):
+        treescore.Model.from_sklearn(lgb.LGBMRegressor(n_estimators=2, verbose=-1).fit(X, y))
     # a column split at 0.0 and within 4e-35 of it: the double path reads |x| <= 1e-35 as
     # 0.0, and predict's move of such x (see test_split_at_zero) cannot serve both
     Xz = np.column_stack([np.repeat([-1e-35, 1e-35, 3e-35], 200), np.arange(600.0)])

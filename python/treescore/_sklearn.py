@@ -133,7 +133,10 @@ def convert(est) -> dict:
     name = type(est).__name__
     mod = type(est).__module__
     if not mod.startswith("sklearn."):
-        raise _fail("TS_ERR_UNSUPPORTED", f"from_sklearn: {name} is not a scikit-learn estimator")
+        hint = ""
+        if mod.split(".")[0] in ("lightgbm", "xgboost", "catboost"):
+            hint = " (a LightGBM, XGBoost or CatBoost model: use treescore.Model.from_booster)"
+        raise _fail("TS_ERR_UNSUPPORTED", f"from_sklearn: {name} is not a scikit-learn estimator{hint}")
     if isinstance(est, (tree.DecisionTreeRegressor, tree.DecisionTreeClassifier)):
         return _convert_forest(est, [est], isinstance(est, tree.DecisionTreeClassifier), single=True)
     if isinstance(est, (ensemble.RandomForestRegressor, ensemble.RandomForestClassifier,
