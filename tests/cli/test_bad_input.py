@@ -417,3 +417,19 @@ def test_cr_only_line_endings(ts, tmp_path, ext, text):
     crlf = tmp_path / f"crlf.{ext}"
     crlf.write_bytes(text.replace("\r", "\r\n").encode())
     assert len(ts.succeeds("score", "-m", model, "-d", crlf).stdout.split()) == 2
+
+
+@pytest.mark.parametrize("label,shown", [("1e308", "1e+308"), ("-1", "-1"), ("31", "31"), ("2.5", "2.5")])
+def test_ndcg_needs_relevance_grades(ts, tmp_path, label, shown):
+    """rank's NDCG (gain 2^label - 1) printed '-nan' for a label of 1e308 and a number
+    for -1, 31 or 2.5, which LightGBM's label_gain (integer grades 0 to 30) does not
+    take: the ranking is printed and NDCG is 'not computed', naming the row and label."""
+    data = tmp_path / "q.svm"
+    data.write_text(f"0 qid:1 1:1\n{label} qid:1 1:2\n3 qid:2 1:3\n")
+    r = ts.succeeds("rank", "-m", MODELS / "lgb_small_lambdarank.txt", "-d", data)
+    assert len(r.stdout.splitlines()) == 3, r
+    assert f"not computed (row 2 has label {shown}:" in r.stderr, r
+    assert "nan" not in r.stderr, r
+    data.write_text("0 qid:1 1:1\n4 qid:1 1:2\n30 qid:2 1:3\n")
+    assert "NDCG@10: 1.0000 over 2 queries" in ts.succeeds("rank", "-m", MODELS / "lgb_small_lambdarank.txt",
+                                                           "-d", data).stderr
