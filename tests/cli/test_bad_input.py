@@ -433,3 +433,17 @@ def test_ndcg_needs_relevance_grades(ts, tmp_path, label, shown):
     data.write_text("0 qid:1 1:1\n4 qid:1 1:2\n30 qid:2 1:3\n")
     assert "NDCG@10: 1.0000 over 2 queries" in ts.succeeds("rank", "-m", MODELS / "lgb_small_lambdarank.txt",
                                                            "-d", data).stderr
+
+
+def test_pandas_default_labels_are_a_header(ts, tmp_path):
+    """pd.DataFrame(array).to_csv(index=False) writes the header 0,1,2,3,4: detection read
+    it as numbers and scored one row too many (51 scores for 50 rows, silently). The
+    labels 0..n-1 (n >= 4) are a header; --no-header still scores such a line."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / "pandas.csv"
+    data.write_text("0,1,2,3,4\n" + "0.5,1.5,2.5,3.5,4.5\n" * 3)
+    assert len(ts.succeeds("score", "-m", model, "-d", data).stdout.split()) == 3
+    assert len(ts.succeeds("score", "-m", model, "-d", data, "--no-header").stdout.split()) == 4
+    other = tmp_path / "data.csv"
+    other.write_text("0,1,2,4,3\n" + "0.5,1.5,2.5,3.5,4.5\n" * 3)  # not the labels: a row
+    assert len(ts.succeeds("score", "-m", model, "-d", other).stdout.split()) == 4
