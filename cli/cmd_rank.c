@@ -225,7 +225,7 @@ int cmd_rank(int argc, char **argv) {
     tsio_reader *r = s || o.engine == TS_ENGINE_AUTO ? cli_open_data(&o, m, 1, 1) : NULL;
     cli_output out;
     rc = CLI_FAILED;
-    if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {
+    if (r && cli_output_open(&out, o.output_path, &o) == 0) {
         rank_state st = {.o = &o, .out = out.f, .qid = INT64_MIN, .labels_ok = 1, .grades_ok = 1};
         rc = rank_stream(&st, m, &s, r);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;

@@ -388,7 +388,7 @@ static mode_t output_mode(const char *path) {
     return 0666 & ~mask;
 }
 
-int cli_output_open(cli_output *out, const char *path, const char *input) {
+int cli_output_open(cli_output *out, const char *path, const cli_opts *o) {
     memset(out, 0, sizeof *out);
     out->path = path;
     if (!path || strcmp(path, "-") == 0) {
@@ -396,10 +396,15 @@ int cli_output_open(cli_output *out, const char *path, const char *input) {
         out->path = NULL;
         return 0;
     }
-    if (same_file(path, input)) {
-        cli_error("%s: the output would overwrite the input data", path);
-        return -1;
-    }
+    /* -o model.txt (the options' order mixed up) replaced the model with its scores */
+    const char *inputs[4] = {o ? o->data_path : NULL, o ? o->model_path : NULL, o ? o->query_file : NULL,
+                             o ? o->feature_names_path : NULL};
+    static const char *const what[4] = {"input data", "model", "query file", "feature names file"};
+    for (int i = 0; i < 4; i++)
+        if (same_file(path, inputs[i])) {
+            cli_error("%s: the output would overwrite the %s", path, what[i]);
+            return -1;
+        }
     /* Write through a symbolic link to its target, as a plain write would. */
     if (realpath(path, out->real)) out->path = path = out->real;
     struct stat st;

@@ -447,3 +447,25 @@ def test_pandas_default_labels_are_a_header(ts, tmp_path):
     other = tmp_path / "data.csv"
     other.write_text("0,1,2,4,3\n" + "0.5,1.5,2.5,3.5,4.5\n" * 3)  # not the labels: a row
     assert len(ts.succeeds("score", "-m", model, "-d", other).stdout.split()) == 4
+
+
+def test_output_never_overwrites_an_input(ts, tmp_path):
+    """-o naming the model (options mixed up) replaced the model with its scores; the
+    data, the model, the query file and a link to one of them are refused, and stay."""
+    model = tmp_path / "model.txt"
+    model.write_bytes((MODELS / "lgb_small_lambdarank.txt").read_bytes())
+    data = tmp_path / "ok.svm"
+    data.write_text("".join(f"{i % 3} qid:1 1:{i * 0.5} 3:{i}\n" for i in range(4)))
+    link = tmp_path / "link.txt"
+    link.symlink_to(model)
+    before = model.read_bytes(), data.read_bytes()
+    for out, what in ((model, "the model"), (link, "the model"), (data, "the input data")):
+        r = ts.fails("score", "-m", model, "-d", data, "-o", out, mentions=[out])
+        assert f"would overwrite {what}" in r.stderr, r
+    sizes = tmp_path / "q.txt"
+    sizes.write_text("4\n")
+    r = ts.fails("rank", "-m", model, "-d", data, "-q", sizes, "-o", sizes, mentions=[sizes])
+    assert "would overwrite the query file" in r.stderr, r
+    assert (model.read_bytes(), data.read_bytes()) == before and sizes.read_text() == "4\n"
+    assert len(ts.succeeds("score", "-m", model, "-d", data, "-o", tmp_path / "s.txt").stdout) == 0
+    assert len((tmp_path / "s.txt").read_text().split()) == 4
