@@ -184,8 +184,9 @@ typedef struct cli_output {
     char tmp[4096];
     char real[4096];   /* the resolved path when OUT exists (through symbolic links) */
 } cli_output;
-/* `input`: the data path, which the output must not overwrite (may be NULL). */
-int cli_output_open(cli_output *out, const char *path, const char *input);
+/* The output must not overwrite an input: o's data, model, query file or feature names
+ * (o may be NULL). */
+int cli_output_open(cli_output *out, const char *path, const cli_opts *o);
 /* 1 when path names a regular file (stat follows links): one that may be opened twice. */
 static inline int cli_is_regular_file(const char *path) {
     struct stat st;

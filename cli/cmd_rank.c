@@ -50,6 +50,9 @@ typedef struct rank_state {
     double ndcg_sum;
     uint64_t ndcg_queries;
     int labels_ok;      /* every row so far has a label */
+    int grades_ok;      /* and every label is a relevance grade 0 .. 30 */
+    double bad_label;   /* the first label that is not (grades_ok 0) */
+    uint64_t bad_row;   /* its row, from 0 */
     double score_seconds;
 } rank_state;
 
@@ -91,7 +94,7 @@ static void flush_query(rank_state *st) {
             if (d->label == d->label) fprintf(st->out, "%g", d->label);
             fprintf(st->out, "\t%s\n", d->comment ? d->comment : "");
         }
-    if (st->labels_ok) {
+    if (st->labels_ok && st->grades_ok) {
         st->ndcg_sum += ndcg_at(st->docs, st->n, st->o->ndcg_k ? st->o->ndcg_k : st->o->top);
         st->ndcg_queries++;
     }
@@ -111,7 +114,15 @@ static int add_doc(rank_state *st, double score, double label, uint64_t row, con
     char *c = NULL;
     if (comment && !(c = strdup(comment))) return -1;
     st->docs[st->n++] = (doc){score, label, row, c};
-    if (label != label) st->labels_ok = 0;
+    if (label != label) {
+        st->labels_ok = 0;
+    } else if (st->grades_ok && !(label >= 0 && label <= 30 && label == floor(label))) {
+        /* 2^label - 1 of 1e308 is inf (NDCG printed -nan), of -1 negative, of 2.5 not
+         * LightGBM's label_gain (integer grades 0 .. 30): no NDCG rather than a wrong one */
+        st->grades_ok = 0;
+        st->bad_label = label;
+        st->bad_row = row;
+    }
     return 0;
 }
 
@@ -171,6 +182,10 @@ static void summary(const rank_state *st, ts_scorer *s, double wall) {
     if (st->o->quiet) return;
     if (st->n_queries == 0)
         fprintf(stderr, "NDCG@%u: not computed (no rows)\n", k);
+    else if (st->ndcg_queries != st->n_queries && !st->grades_ok && st->labels_ok)
+        fprintf(stderr, "NDCG@%u: not computed (row %llu has label %g: NDCG's gain 2^label - 1 takes relevance grades, "
+                        "integers 0 to 30, as LightGBM's label_gain)\n",
+                k, (unsigned long long)st->bad_row + 1, st->bad_label);
     else if (st->ndcg_queries == st->n_queries)
         fprintf(stderr, "NDCG@%u: %.4f over %llu queries\n", k, st->ndcg_sum / (double)st->ndcg_queries,
                 (unsigned long long)st->ndcg_queries);
@@ -210,8 +225,8 @@ int cmd_rank(int argc, char **argv) {
     tsio_reader *r = s || o.engine == TS_ENGINE_AUTO ? cli_open_data(&o, m, 1, 1) : NULL;
     cli_output out;
     rc = CLI_FAILED;
-    if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {
-        rank_state st = {.o = &o, .out = out.f, .qid = INT64_MIN, .labels_ok = 1};
+    if (r && cli_output_open(&out, o.output_path, &o) == 0) {
+        rank_state st = {.o = &o, .out = out.f, .qid = INT64_MIN, .labels_ok = 1, .grades_ok = 1};
         rc = rank_stream(&st, m, &s, r);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;
         if (rc != CLI_OK) cli_output_abort(&out);

@@ -94,7 +94,7 @@ int cmd_score(int argc, char **argv) {
     tsio_reader *r = s || o.engine == TS_ENGINE_AUTO ? cli_open_data(&o, m, 0, 1) : NULL;
     cli_output out;
     rc = CLI_FAILED;
-    if (r && cli_output_open(&out, o.output_path, o.data_path) == 0) {
+    if (r && cli_output_open(&out, o.output_path, &o) == 0) {
         uint64_t rows = 0;
         rc = score_stream(&o, m, &s, r, &out, &rows);
         if (rc == CLI_OK && cli_output_commit(&out) != 0) rc = CLI_FAILED;

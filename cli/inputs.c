@@ -101,12 +101,16 @@ static int first_line_has_qid(const char *path) {
     return 0;
 }
 
-/* LightGBM names features Column_0, Column_1, ... when the data had no names. */
+/* LightGBM names features Column_0, Column_1, ... when the data had no names. n is the
+ * data's column count, which may exceed the model's features (their names end there:
+ * NULL; strcmp of it crashed on a header of one column more than a Column_i model has). */
 static int generic_names(const ts_model *m, uint32_t n) {
     char want[32];
     for (uint32_t j = 0; j < n; j++) {
+        const char *have = ts_model_feature_name(m, j);
+        if (!have) break;
         snprintf(want, sizeof want, "Column_%u", j);
-        if (strcmp(ts_model_feature_name(m, j), want) != 0) return 0;
+        if (strcmp(have, want) != 0) return 0;
     }
     return 1;
 }
@@ -384,7 +388,7 @@ static mode_t output_mode(const char *path) {
     return 0666 & ~mask;
 }
 
-int cli_output_open(cli_output *out, const char *path, const char *input) {
+int cli_output_open(cli_output *out, const char *path, const cli_opts *o) {
     memset(out, 0, sizeof *out);
     out->path = path;
     if (!path || strcmp(path, "-") == 0) {
@@ -392,10 +396,15 @@ int cli_output_open(cli_output *out, const char *path, const char *input) {
         out->path = NULL;
         return 0;
     }
-    if (same_file(path, input)) {
-        cli_error("%s: the output would overwrite the input data", path);
-        return -1;
-    }
+    /* -o model.txt (the options' order mixed up) replaced the model with its scores */
+    const char *inputs[4] = {o ? o->data_path : NULL, o ? o->model_path : NULL, o ? o->query_file : NULL,
+                             o ? o->feature_names_path : NULL};
+    static const char *const what[4] = {"input data", "model", "query file", "feature names file"};
+    for (int i = 0; i < 4; i++)
+        if (same_file(path, inputs[i])) {
+            cli_error("%s: the output would overwrite the %s", path, what[i]);
+            return -1;
+        }
     /* Write through a symbolic link to its target, as a plain write would. */
     if (realpath(path, out->real)) out->path = path = out->real;
     struct stat st;

@@ -1,4 +1,5 @@
 /* main.c: the treescore command: dispatch to subcommands, --help, --version; prints the library's notes; SIGPIPE ends it quietly. */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,15 @@ static void print_note(tsr_note_kind kind, const char *line, void *ctx) {
  * ignored: the output is unwanted, not an error. */
 static void quiet_on_closed_pipe(void) { signal(SIGPIPE, SIG_DFL); }
 
+/* What a command printed on standard output must have reached it: `treescore info >
+ * /dev/full` (or a full disk) exited 0 with the summary lost. score and rank check their
+ * own output and fail first; this catches the rest (info, bench, --help, --version). */
+static int stdout_written(int rc) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    if (rc == CLI_OK) cli_error("writing standard output: %s", strerror(errno));
+    return rc == CLI_OK ? CLI_FAILED : rc;
+}
+
 typedef struct command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -69,19 +79,19 @@ int main(int argc, char **argv) {
         char help[] = "--help";
         char *args[] = {argv[2], help, NULL};
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-            if (strcmp(argv[2], commands[i].name) == 0) return commands[i].run(2, args);
+            if (strcmp(argv[2], commands[i].name) == 0) return stdout_written(commands[i].run(2, args));
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);
-        return CLI_OK;
+        return stdout_written(CLI_OK);
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
         printf("treescore %s\n", ts_version_string());
         print_cpu();
-        return CLI_OK;
+        return stdout_written(CLI_OK);
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(cmd, commands[i].name) == 0) return stdout_written(commands[i].run(argc - 1, argv + 1));
     cli_error("unknown command '%s' (score, rank, info, bench; see 'treescore --help')", cmd);
     return CLI_USAGE;
 }

@@ -314,6 +314,13 @@ int cli_parse(int argc, char **argv, unsigned accepted, cli_opts *o) {
             cli_error("%s: option '--%s' takes no value", argv[0], s->long_name);
             return CLI_USAGE;
         }
+        if (value && *value == '\0' && (s->id == O_MODEL || s->id == O_DATA || s->id == O_OUTPUT || s->id == O_QUERY_FILE ||
+                                s->id == O_FEATURE_NAMES)) {
+            /* -o '' wrote a hidden ".tmp.XXXXXX" in the working directory, then failed as
+             * "treescore: : cannot rename the finished output into place" */
+            cli_error("%s: option '--%s' needs a file name, not an empty string", argv[0], s->long_name);
+            return CLI_USAGE;
+        }
         if (apply(o, accepted, s->id, value)) return CLI_USAGE;
     }
     return CLI_OK;

@@ -256,11 +256,12 @@ TS_API ts_status ts_model_category_hash_id(const ts_model *model, uint32_t colum
  *   children_right when 0 (missing_left NULL: right, where "NaN OP t", false, sends it).
  *   TS_CMP_IN / TS_CMP_NOT_IN: a categorical test. The node's set (category_set[i], a
  *   bitset of category_set_words words in category_words: category c is in it when bit
- *   c % 32 of word c / 32 is set) holds categories c = (int)x, truncated, of the input
- *   value x as the tree's input type reads it (rounded to float32 for TS_INPUT_FLOAT32,
- *   the double itself for TS_INPUT_FLOAT64); IN sends the set's members to
- *   children_left, NOT_IN to children_right. A non-member, NaN, x < 0 and x >= 2^24 go to
- *   the other child (missing_left is not read at categorical nodes).
+ *   c % 32 of word c / 32 is set) holds categories c, integers: the input value x as the
+ *   tree's input type reads it (rounded to float32 for TS_INPUT_FLOAT32, the double
+ *   itself for TS_INPUT_FLOAT64) is category c when x == c exactly (scikit-learn's
+ *   OrdinalEncoder: 2.5 is an unknown category, not 2); IN sends the set's members to
+ *   children_left, NOT_IN to children_right. A non-member, NaN, x < 0, x >= 2^24 and a
+ *   non-integer x go to the other child (missing_left is not read at categorical nodes).
  *
  * Leaf values: `values` holds n_values doubles per node (node i's at values + i *
  * n_values; only leaves are read; they must be finite). n_values == 1: the tree adds

@@ -121,6 +121,9 @@ def test_options_and_reports(lgb_file):
     auto = treescore.Model(model_file=lgb_file)
     assert auto.engine != "auto" and auto.plan_report()
     assert "lightgbm" in repr(auto) and auto.info()["n_leaves"] > 0
+    # an unknown engine's message lists every engine (it had stopped at rapid)
+    with pytest.raises(treescore.Error, match="unknown engine 'fast'.*trees-simd.*oblivious.*deep"):
+        treescore.Model(model_file=lgb_file, engine="fast")
 
 
 # ---- input kinds ----------------------------------------------------------------------

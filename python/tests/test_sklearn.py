@@ -153,8 +153,8 @@ def test_hist_gradient_boosting_multiclass(data_nan):
 
 
 def test_hist_gradient_boosting_categorical(data_nan):
-    """Categorical bitsets, with unknown categories and NaN at predict time (they go where
-    missing values go)."""
+    """Categorical bitsets, with unknown categories (-1, 12, and non-integers such as 2.5)
+    and NaN at predict time (they go where missing values go)."""
     X, y = data_nan
     X = X.copy()
     rng = np.random.default_rng(5)
@@ -168,6 +168,11 @@ def test_hist_gradient_boosting_categorical(data_nan):
         Xt[:, 4] = rng.integers(-1, 15, size=len(Xt))  # -1, 12, 13, 14: unknown
         Xt[rng.random(len(Xt)) < 0.05, 4] = np.nan
         Xt[rng.random(len(Xt)) < 0.05, 3] = 7.0  # unknown in column 3
+        # values with a fraction are unknown categories to scikit-learn's OrdinalEncoder
+        # (2.5 is not category 2; they go where missing values go): truncating them was wrong
+        frac = rng.random(len(Xt)) < 0.15
+        Xt[frac, 4] = rng.integers(0, 12, size=int(frac.sum())) + rng.choice([0.5, 1e-9, 0.999], size=int(frac.sum()))
+        Xt[rng.random(len(Xt)) < 0.05, 3] = 2.5
         m = treescore.Model.from_sklearn(est, engine="naive")
         assert m.info()["n_categorical_splits"] > 0
         check(est, rows_for(est, Xt), engines=["naive", "qs", "vqs", "rapid", "trees-simd", "auto"])
@@ -216,13 +221,46 @@ def test_refusals(data_dense):
         treescore.Model.from_sklearn(gb)
     with pytest.raises(treescore.Error, match="not fitted"):
         treescore.Model.from_sklearn(ensemble.RandomForestRegressor())
-    # HistGradientBoosting split at 0.0: the double path snaps |x| <= 1e-35 to 0.0
-    Xz = np.column_stack([np.repeat([-1.0, 1.0], 200), np.arange(400.0)])
-    hz = ensemble.HistGradientBoostingRegressor(max_iter=2).fit(Xz, Xz[:, 0] * 3)
-    assert any(t == 0.0 for _, t in thresholds(hz))
-    with pytest.raises(treescore.Error, match="float64 threshold 0 lies in") as e:
+    lgb = pytest.importorskip("lightgbm")
+    with pytest.raises(treescore.Error, match="use treescore.Model.from_booster"):
+        treescore.Model.from_sklearn(lgb.LGBMRegressor(n_estimators=2, verbose=-1).fit(X, y))
+    # a column split at 0.0 and within 4e-35 of it: the double path reads |x| <= 1e-35 as
+    # 0.0, and predict's move of such x (see test_split_at_zero) cannot serve both
+    Xz = np.column_stack([np.repeat([-1e-35, 1e-35, 3e-35], 200), np.arange(600.0)])
+    hz = ensemble.HistGradientBoostingRegressor(max_iter=2).fit(Xz, np.repeat([0.0, 5.0, 10.0], 200))
+    assert {0.0, 2e-35} <= {t for _, t in thresholds(hz)}
+    with pytest.raises(treescore.Error, match="splits at 0.0 and at 2e-35") as e:
         treescore.Model.from_sklearn(hz)
     assert e.value.status == "TS_ERR_UNSUPPORTED"
+
+
+def test_split_at_zero():
+    """HistGradientBoosting splits at exactly 0.0 on any feature with many zeros (its bin
+    edges): such models were refused (the C scorer's double rows read |x| <= 1e-35 as 0.0).
+    They are built with the split at 1e-35f, and predict moves x with 0 < |x| <= 1e-35f in
+    those columns to +-2e-35: every x, tiny ones included, scores as scikit-learn's."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(11)
+    X, y = make_xy(800, 31, nan=True)
+    X[rng.random(X.shape) < 0.4] = 0.0
+    Xz = np.column_stack([np.repeat([-1.0, 1.0], 200), np.arange(400.0)])
+    hz = ensemble.HistGradientBoostingRegressor(max_iter=2).fit(Xz, Xz[:, 0] * 3)
+    f32 = float(np.float32(1e-35))
+    tiny = [1e-36, -1e-36, f32, -f32, np.nextafter(f32, 1.0), np.nextafter(f32, 0.0), 5e-324, -5e-324, 1e-40,
+            3e-35, -3e-35, 0.0, -0.0, float(np.float32(1e-45))]
+    for est, base in ((hz, Xz), (ensemble.HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(X, y), X),
+                      (ensemble.HistGradientBoostingClassifier(max_iter=8, random_state=0).fit(X, y > 0), X)):
+        assert any(t == 0.0 for _, t in thresholds(est))
+        rows = np.vstack([base[:100]] + [np.where(rng.random(base[:60].shape) < 0.5, v, base[:60]) for v in tiny])
+        check(est, rows, engines=["naive", "rapid", "trees-simd", "vqs", "auto"])
+        m = treescore.Model.from_sklearn(est, engine="naive")
+        assert m._spec["tiny_columns"]
+        kept = rows.copy()
+        assert np.array_equal(pickle.loads(pickle.dumps(m)).predict(rows), reference(est, rows))
+        assert np.array_equal(rows, kept, equal_nan=True)  # the caller's rows are not changed
+        dense = np.nan_to_num(rows)
+        assert np.array_equal(m.predict(sp.csr_matrix(dense)), m.predict(dense))
 
 
 def test_pickle_and_names(data_nan):
@@ -267,3 +305,9 @@ def test_pandas_categorical_columns():
     test.loc[test.index[:10], "cat"] = np.nan
     assert np.array_equal(m.predict(test), est.predict(test))
     assert np.array_equal(m.predict(test[["b", "cat", "a"]]), est.predict(test))  # by name
+    # a column of text is refused naming the column (pandas' message named none)
+    bad = test.copy()
+    bad["b"] = bad["b"].astype(object)
+    bad.loc[bad.index[3], "b"] = "x"
+    with pytest.raises(TypeError, match="column 'b'"):
+        m.predict(bad)

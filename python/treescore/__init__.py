@@ -81,7 +81,8 @@ class Model:
 
     ``engine``: ``"auto"`` (the planner times the engines for this model and machine and
     keeps the fastest), or one of ``naive``, ``qs``, ``vqs``, ``ifelse``, ``vpred``,
-    ``block-naive``, ``block-vpred``, ``rapid``; all give the same bits. ``isa`` caps the instruction
+    ``block-naive``, ``block-vpred``, ``rapid``, ``trees-simd``, ``oblivious``, ``deep``
+    (and ``gpu-naive``, ``gpu`` where built with CUDA); all give the same bits. ``isa`` caps the instruction
     set (``"scalar"``, ``"sse4.2"``, ``"avx2"``, ``"avx512"``; ``None``: the best the CPU
     has). ``threads``: threads per ``predict`` call, 0 (default) or negative = all cores.
     ``batch_hint``: the rows per call ``auto`` plans for (0, the default: every range of

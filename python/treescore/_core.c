@@ -363,9 +363,16 @@ static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     ts_scorer_options_init(&opts);
     ts_status st = ts_engine_from_name(engine_name, &opts.engine);
     if (st != TS_OK) {
-        snprintf(err.message, sizeof err.message,
-                 "unknown engine '%s' (auto, naive, qs, vqs, ifelse, vpred, block-naive, block-vpred, rapid)",
-                 engine_name);
+        /* every engine by ts_engine_name (a fixed list here had fallen behind) */
+        char names[256];
+        size_t len = 0;
+        names[0] = '\0';
+        for (int e = 0; e < TS_ENGINE_COUNT && len < sizeof names; e++) {
+            int k = snprintf(names + len, sizeof names - len, "%s%s", e ? ", " : "", ts_engine_name((ts_engine)e));
+            if (k < 0) break;
+            len += (size_t)k;
+        }
+        snprintf(err.message, sizeof err.message, "unknown engine '%s' (%s)", engine_name, names);
         return raise_ts(st, &err);
     }
     st = ts_isa_from_name(isa_name, &opts.max_isa);

@@ -21,7 +21,9 @@ How each estimator predicts, and how it is rebuilt (scikit-learn 1.x, checked on
   ``est._loss.predict_proba`` (classifiers) of those raw scores. Categorical splits: the
   estimator's own category codes (an ``OrdinalEncoder`` of the training categories) are
   mapped back to the raw values, which must be integers in [0, 2^24); unknown categories
-  and NaN go where missing values go, as in scikit-learn.
+  and NaN go where missing values go, as in scikit-learn. A split at exactly 0.0 (common:
+  bin edges of features with many zeros) is built at 1e-35f, and ``predict`` moves the
+  values 0 < |x| <= 1e-35f of its column to +-2e-35 (see _ZERO_D).
 
 ``raw_score=True`` returns ``decision_function`` where the estimator has one (boosting
 classifiers), the raw prediction for boosting regressors, and the sum over the trees
@@ -35,6 +37,15 @@ import numpy as np
 from . import _core
 
 _CMP_LE, _CMP_IN, _CMP_NOT_IN = 0, 4, 5
+# The C scorer's double rows read |x| <= 1e-35f as 0.0 (LightGBM's rule), so the builder
+# refuses float64 thresholds in [-1e-35, 1e-35). HistGradientBoosting splits at exactly 0.0
+# on any feature with many zeros (its bin edges): such a split is built as "x <= 1e-35f"
+# (the same test for every x but 0 < |x| <= 1e-35f), and predict moves those tiny x, of the
+# columns with such splits, to +-2e-35 (the same side of every threshold as x: the other
+# thresholds of the column must lie outside (-4e-35, 4e-35)).
+_ZERO_D = float(np.float32(1e-35))
+_TINY_SPLIT = 4e-35
+_TINY_MOVED = 2e-35
 
 
 def _version():
@@ -122,7 +133,10 @@ def convert(est) -> dict:
     name = type(est).__name__
     mod = type(est).__module__
     if not mod.startswith("sklearn."):
-        raise _fail("TS_ERR_UNSUPPORTED", f"from_sklearn: {name} is not a scikit-learn estimator")
+        hint = ""
+        if mod.split(".")[0] in ("lightgbm", "xgboost", "catboost"):
+            hint = " (a LightGBM, XGBoost or CatBoost model: use treescore.Model.from_booster)"
+        raise _fail("TS_ERR_UNSUPPORTED", f"from_sklearn: {name} is not a scikit-learn estimator{hint}")
     if isinstance(est, (tree.DecisionTreeRegressor, tree.DecisionTreeClassifier)):
         return _convert_forest(est, [est], isinstance(est, tree.DecisionTreeClassifier), single=True)
     if isinstance(est, (ensemble.RandomForestRegressor, ensemble.RandomForestClassifier,
@@ -219,7 +233,7 @@ def _convert_hgb(est, classifier):
     known = None
     if cat_values is not None:
         known, _ = est._bin_mapper.make_known_categories_bitsets()
-    specs = []
+    specs, moved, near = [], set(), []
     for it in est._predictors:
         for k, pred in enumerate(it):
             nodes = pred.nodes
@@ -234,6 +248,7 @@ def _convert_hgb(est, classifier):
             cmp_ = cset = words = None
             n_sets = set_words = 0
             is_cat = nodes["is_categorical"].astype(bool) & ~leaf
+            thr = _zero_splits(thr, ~leaf & ~is_cat, feature, moved, near)
             if is_cat.any():
                 cmp_ = np.zeros(len(nodes), dtype=np.uint8)
                 cset = np.full(len(nodes), -1, dtype=np.int64)
@@ -264,9 +279,40 @@ def _convert_hgb(est, classifier):
             specs.append((np.ascontiguousarray(left), np.ascontiguousarray(right), np.ascontiguousarray(feature),
                           np.ascontiguousarray(thr), cmp_, np.ascontiguousarray(miss), np.ascontiguousarray(vals), 1,
                           k, 1.0, _F64, cset, words, n_sets, set_words))
+    bad = [(f, t) for f, t in near if f in moved]
+    if bad:
+        raise _fail("TS_ERR_UNSUPPORTED", f"from_sklearn: feature {bad[0][0]} has splits at 0.0 and at {bad[0][1]!r}, "
+                    "within 4e-35 of 0: treescore's double rows read |x| <= 1e-35 as 0.0 and cannot score both exactly")
     return {"n_features": n_features, "n_outputs": K, "aggregation": _SUM, "base": base, "names": _names(est),
             "trees": specs, "kind": "hgb_proba" if classifier else "hgb_regress", "k": K, "divisor": 0.0,
-            "loss": est._loss}
+            "loss": est._loss, "tiny_columns": sorted(int(c) for c in moved)}
+
+
+def _zero_splits(thr, numeric, feature, moved, near):
+    """The thresholds with each split at 0.0 as 1e-35f (see _ZERO_D); its column joins
+    `moved`. Other thresholds within 4e-35 of 0 go to `near` as (column, threshold): a
+    column with both is refused (those in [-1e-35, 1e-35) the builder refuses anyway)."""
+    tiny = numeric & (np.abs(thr) < _TINY_SPLIT)
+    if not tiny.any():
+        return thr
+    zero = tiny & (thr == 0.0)
+    moved.update(feature[zero].tolist())
+    near.extend(zip(feature[tiny & ~zero].tolist(), thr[tiny & ~zero].tolist()))
+    return np.where(zero, _ZERO_D, thr)
+
+
+def _move_tiny(X, cols):
+    """X with the values 0 < |x| <= 1e-35f of columns `cols` moved to +-2e-35 (a copy when
+    there are any; see _ZERO_D)."""
+    if X.ndim != 2 or X.shape[1] <= max(cols):
+        return X  # the scorer names the shape error
+    sub = X[:, cols]
+    tiny = (sub != 0) & (np.abs(sub) <= _ZERO_D)
+    if not tiny.any():
+        return X
+    X = X.copy()
+    X[:, cols] = np.where(tiny, np.copysign(_TINY_MOVED, sub), sub)
+    return X
 
 
 def _bits(row) -> set:
@@ -371,6 +417,11 @@ class SklearnModel(_Model):
         before the forest's division). ``X`` and ``n_jobs`` as for ``Model.predict``."""
         s = self._scorer if n_jobs is None else self._scorer_for(n_jobs)
         tr = (0, 1.0, 0.0) if raw_score else self._transform
+        cols = self._spec.get("tiny_columns")
+        if cols:
+            # HistGradientBoosting takes no sparse input; read it densely here
+            X = self._as_matrix(X.toarray() if _inputs.is_sparse(X) else X)
+            X = _move_tiny(X, cols)
         y = s.score(X, *tr)
         if y is NotImplemented:
             y = self._predict_converted(s, X, tr)
@@ -391,7 +442,9 @@ class SklearnModel(_Model):
                 col = X.iloc[:, c]
                 if hasattr(col, "cat"):
                     col = col.astype(object)
-                cols.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
+                # text is refused naming the column (pandas' own "could not convert
+                # string to float: 'x'" named none)
+                cols.append(_inputs._column_values(col, X.columns[c]))
             return np.ascontiguousarray(np.column_stack(cols) if cols else np.empty((len(X), 0)))
         return _inputs.dense_matrix(X)
 

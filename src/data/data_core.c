@@ -117,7 +117,16 @@ ts_status tsio_fail_token(tsio_reader *r, const tsio_line *ln, const char *tok, 
 }
 
 ts_status tsio_check_text_line(const tsio_reader *r, const tsio_line *ln, ts_error *err) {
-    if (!memchr(ln->p, '\0', ln->len)) return TS_OK;
-    return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte, "%s:%llu: NUL byte in a text line (binary data?)",
-                      r->name, (unsigned long long)ln->line_no);
+    if (memchr(ln->p, '\0', ln->len))
+        return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte, "%s:%llu: NUL byte in a text line (binary data?)",
+                          r->name, (unsigned long long)ln->line_no);
+    /* A CR inside the line (CRLF's CR ends it): a file of CR-only line endings is one
+     * line, which a CSV reader took for a header and scored no rows (and before that
+     * crashed); quoted CSV fields may hold one. */
+    const char *cr = ln->len > 1 ? memchr(ln->p, '\r', ln->len - 1) : NULL;
+    if (cr && !memchr(ln->p, '"', ln->len))
+        return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte + (uint64_t)(cr - ln->p),
+                          "%s:%llu: a carriage return (\\r) inside the line: CR-only (old Mac) line endings? "
+                          "Lines must end with LF or CRLF", r->name, (unsigned long long)ln->line_no);
+    return TS_OK;
 }

@@ -141,12 +141,29 @@ static ts_status set_layout(tsio_reader *r, size_t n_fields, ts_error *err) {
     return set_text_fields(r, err);
 }
 
+/* Whether the fields are written 0, 1, 2, ..., n-1 (n >= 4): the column labels of
+ * pandas' DataFrame(array).to_csv(index=False), a header; read as numbers, that line was
+ * scored as one more row (n + 1 scores for n rows, silently). */
+static int default_labels(const csv_state *c) {
+    if (c->n_fields < 4) return 0;
+    for (size_t i = 0; i < c->n_fields; i++) {
+        char want[24];
+        int k = snprintf(want, sizeof want, "%zu", i);
+        const char *p = c->fields[i].p;
+        size_t n = c->fields[i].n;
+        while (n && (p[n - 1] == '\r' || p[n - 1] == ' ')) n--;
+        if (k < 0 || (size_t)k != n || memcmp(want, p, n) != 0) return 0;
+    }
+    return 1;
+}
+
 /* Whether the first line (split into c->fields) is a header: a field that is not a
- * number, text columns aside; when every field is text, whether they are the names
- * opts.header_names expects. */
+ * number, text columns aside, or pandas' default labels (default_labels); when every
+ * field is text, whether they are the names opts.header_names expects. */
 static int detect_header(const tsio_reader *r) {
     const csv_state *c = csv_of(r);
     int decided = 0;
+    if (default_labels(c)) return 1;
     for (size_t i = 0; i < c->n_fields; i++) {
         if (c->text && c->text[i]) continue;
         decided = 1;

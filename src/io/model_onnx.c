@@ -47,8 +47,9 @@
  * Around the tree node the graph may hold only what cannot change its scores: Identity,
  * Cast of the input to float/double or of the outputs, ZipMap, Reshape / Flatten /
  * Squeeze / Unsqueeze of the outputs, Constant, Mul of the scores by a constant 1, and one
- * Add of a constant to the scores (folded into the base values, SUM only). Anything else
- * is refused, naming the node. The raw scores are those before post_transform; the
+ * Add of a constant to the scores (folded into the base values, SUM only, post_transform
+ * NONE: ONNX Runtime adds after the transform; and every score the graph outputs must
+ * have gone through it). Anything else is refused, naming the node. The raw scores are those before post_transform; the
  * model's objective string records the transform for the Python package:
  * "onnx post_transform=NAME" with " binary" (one score column of a two-class classifier)
  * or " binary_positive" (the same, all weights >= 0) appended.
@@ -76,6 +77,7 @@ typedef struct value {
     int kind;
     int dtype;     /* K_X: 1 float, 11 double */
     tspb_msg t;    /* K_CONST: the tensor */
+    int added;     /* K_SCORE / K_OTHER: computed through the Add of a constant */
 } value;
 
 /* A tree ensemble in one form: nodes (internal and leaves) by index, roots, leaf weights. */
@@ -434,7 +436,7 @@ static ts_status add_value(ox *c, span name, int kind, int dtype, tspb_msg t) {
     value *v = realloc(c->vals, (c->n_vals + 1) * sizeof *v);
     if (!v) return oom(c);
     c->vals = v;
-    value nv = {name, kind, dtype, t};
+    value nv = {name, kind, dtype, t, 0};
     c->vals[c->n_vals++] = nv;
     return TS_OK;
 }
@@ -1203,6 +1205,24 @@ static ts_status const_values(ox *c, const value *v, double **vals, size_t *n) {
     return tensor_values(c, v->t, "constant", vals, n, &dt);
 }
 
+/* 1 when a graph output is the tree's scores (or a ZipMap of them) computed without the
+ * graph's Add: an Add whose result only feeds a dead branch or a second output must not be
+ * folded into the scores the graph returns. */
+static int outputs_skip_add(ox *c) {
+    tspb_msg it = c->graph;
+    tspb_field f = {0};
+    while (tspb_next(&it, &f) > 0) {
+        if (f.num != 12 || f.wire != TSPB_LEN) continue;
+        span nm = {0, 0};
+        int et;
+        int64_t w;
+        if (value_info(c, tspb_sub(&it, &f), &nm, &et, &w) < 0) continue;
+        const value *v = find_value(c, nm);
+        if (v && (v->kind == K_SCORE || v->kind == K_OTHER) && !v->added) return 1;
+    }
+    return 0;
+}
+
 static ts_status walk(ox *c, ts_model **out) {
     span ins[4], outs[8];
     size_t n_in, n_out;
@@ -1216,6 +1236,8 @@ static ts_status walk(ox *c, ts_model **out) {
         value *a = n_in > 0 ? find_value(c, ins[0]) : NULL;
         value *b = n_in > 1 ? find_value(c, ins[1]) : NULL;
         int ka = a ? a->kind : K_NONE, kb = b ? b->kind : K_NONE;
+        int added = a ? a->added : 0; /* read now: add_value moves the values */
+        size_t vals0 = c->n_vals;
         tspb_msg none = {c->buf, 0, 0};
         int tree_op = is_ml(c, n) && (is_op(c, n, "TreeEnsembleRegressor") || is_op(c, n, "TreeEnsembleClassifier") ||
                                       is_op(c, n, "TreeEnsemble"));
@@ -1275,6 +1297,7 @@ static ts_status walk(ox *c, ts_model **out) {
         } else if ((is_op(c, n, "Add") || is_op(c, n, "Mul")) && n_in == 2 && n_out == 1 &&
                    ((ka == K_SCORE && kb == K_CONST) || (ka == K_CONST && kb == K_SCORE))) {
             const value *k = ka == K_CONST ? a : b;
+            added = (ka == K_CONST ? b : a)->added;
             double *v = NULL;
             size_t nv = 0;
             TS_TRY(const_values(c, k, &v, &nv));
@@ -1293,9 +1316,11 @@ static ts_status walk(ox *c, ts_model **out) {
                 c->n_add = nv;
             }
             TS_TRY(add_value(c, outs[0], K_SCORE, 0, k->t));
+            if (is_op(c, n, "Add")) added = 1;
         } else {
             return refuse_node(c, n, i, "not understood");
         }
+        for (size_t j = vals0; j < c->n_vals; j++) c->vals[j].added = added;
     }
     if (!have_tree) {
         return fail(c, TS_ERR_UNSUPPORTED, "the graph has no TreeEnsembleRegressor, TreeEnsembleClassifier or "
@@ -1304,6 +1329,13 @@ static ts_status walk(ox *c, ts_model **out) {
     if (have_add) {
         ens *e = &c->e;
         if (e->agg == AGG_AVERAGE) st = fail(c, TS_ERR_UNSUPPORTED, "an Add to the scores of an AVERAGE ensemble");
+        else if (e->post != 0)
+            st = fail(c, TS_ERR_UNSUPPORTED, "an Add to the scores after post_transform %s (ONNX Runtime adds to "
+                      "the transformed scores; treescore's raw scores are those before the transform)",
+                      POST_NAMES[e->post]);
+        else if (outputs_skip_add(c))
+            st = fail(c, TS_ERR_UNSUPPORTED, "a graph output holds the scores without the Add of a constant that "
+                      "another node applies (which scores are meant is ambiguous)");
         else if (c->n_add != 1 && c->n_add != e->K)
             st = fail(c, TS_ERR_UNSUPPORTED, "an Add of %zu values to %u scores", c->n_add, e->K);
         else

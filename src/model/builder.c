@@ -276,14 +276,15 @@ static ts_status build_nodes(ts_model_builder *b, const ts_tree_arrays *t, uint3
         int32_t left = r->ref[t->children_left[i]], right = r->ref[t->children_right[i]];
         o->feature = (uint32_t)f;
         if (op == TS_CMP_IN || op == TS_CMP_NOT_IN) {
-            /* The XGBoost rule: members go right; NaN (TSM_MISSING_LEFT), x < 0, x >= 2^24
-             * and other categories left. NOT_IN is that rule; IN swaps the children. */
+            /* The exact rule (XGBoost's, but 2.5 is no category): members go right; NaN
+             * (TSM_MISSING_LEFT), x < 0, x >= 2^24, non-integers and other categories
+             * left. NOT_IN is that rule; IN swaps the children. */
             int64_t s = t->category_set ? t->category_set[i] : -1;
             if (s < 0 || s >= (int64_t)t->n_category_sets)
                 return ts_fail(err, TS_ERR_INVALID_MODEL, "tree %u: node %u: category set %lld out of range (%u sets)",
                                ti, i, (long long)s, t->n_category_sets);
             uint32_t idx;
-            TS_TRY(tsm_model_add_catset(b->m, (uint32_t)f, TSM_CAT_XGBOOST, TSM_MISSING_LEFT,
+            TS_TRY(tsm_model_add_catset(b->m, (uint32_t)f, TSM_CAT_EXACT, TSM_MISSING_LEFT,
                                         t->category_words + (size_t)s * t->category_set_words, t->category_set_words,
                                         &idx, err));
             o->threshold = (float)idx;

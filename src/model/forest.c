@@ -282,7 +282,7 @@ static ts_status grow_catsets(ts_model *m, uint32_t n_words, ts_error *err) {
 
 ts_status tsm_model_add_catset(ts_model *m, uint32_t feature, uint32_t rule, uint32_t flags, const uint32_t *words,
                                uint32_t n_words, uint32_t *index, ts_error *err) {
-    if (rule != TSM_CAT_LIGHTGBM && rule != TSM_CAT_XGBOOST)
+    if (rule != TSM_CAT_LIGHTGBM && rule != TSM_CAT_XGBOOST && rule != TSM_CAT_EXACT)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "unknown category rule %u", rule);
     if (feature >= TSM_MAX_FEATURES)
         return ts_fail(err, TS_ERR_LIMIT, "a categorical split on feature %u (limit %u)", feature, TSM_MAX_FEATURES - 1);
@@ -318,6 +318,7 @@ int tsm_catset_goes_left(const ts_model *m, const tsm_catset *c, double v) {
     if (v != v) return (c->flags & TSM_MISSING_LEFT) != 0;
     if (v < 0.0 || v >= 16777216.0) return 1; /* XGBoost's invalid categories go left */
     uint32_t cat = (uint32_t)v;
+    if (c->rule == TSM_CAT_EXACT && (double)cat != v) return 1; /* 2.5: no category */
     return !(cat / 32 < c->n_words && ((w[cat / 32] >> (cat % 32)) & 1u));
 }
 

@@ -78,12 +78,17 @@ typedef struct tsm_node {
  *       NaN goes to the default side (TSM_MISSING_LEFT in the set's flags); v < 0 and
  *       v >= 2^24 are invalid categories and go left; otherwise c = (int)v; c in the
  *       set goes RIGHT, any other category left.
+ *   TSM_CAT_EXACT (the model builder's TS_CMP_IN / TS_CMP_NOT_IN: scikit-learn's
+ *       HistGradientBoosting, whose OrdinalEncoder knows a category only by its exact
+ *       value): TSM_CAT_XGBOOST, except that a v with a fractional part (0.5, 2.5) is
+ *       no category (it goes left, as v < 0 does) rather than the truncated one.
  * The set is a bitset: category c is in it when bit c % 32 of words[c / 32] is set
  * (c / 32 >= n_words: not in it). Trailing zero words are dropped, so equal sets
  * compare equal, and nodes with the same (feature, rule, flags, set) share one tsm_catset.
  */
 #define TSM_CAT_LIGHTGBM 1u
 #define TSM_CAT_XGBOOST 2u
+#define TSM_CAT_EXACT 3u
 /* Largest number of scores per row (classes, targets). */
 #define TSM_MAX_OUTPUTS (1u << 16)
 /* Largest number of category sets per model (their index is stored in a float). */
@@ -93,7 +98,7 @@ typedef struct tsm_node {
 
 typedef struct tsm_catset {
     uint32_t feature;   /* the column tested */
-    uint32_t rule;      /* TSM_CAT_LIGHTGBM or TSM_CAT_XGBOOST */
+    uint32_t rule;      /* TSM_CAT_LIGHTGBM, TSM_CAT_XGBOOST or TSM_CAT_EXACT */
     uint32_t flags;     /* TSM_MISSING_LEFT (XGBoost: NaN goes left), else 0 */
     uint32_t n_words;   /* bitset words, last one nonzero (0: the empty set) */
     uint32_t word0;     /* first word in ts_model.cat_words */

@@ -1,5 +1,6 @@
 /* config.c: the one place that calls getenv: the environment read once into tsr_config. */
 #include "platform/config.h"
+#include "platform/notes.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -53,6 +54,11 @@ static void load(void) {
     c.fifo_timeout_s = seconds("TREESCORE_FIFO_TIMEOUT", TSR_FIFO_TIMEOUT_DEFAULT);
     const char *plan = getenv("TREESCORE_PLAN");
     c.plan_rule = plan && strcmp(plan, "rule") == 0;
+    if (plan && *plan && !c.plan_rule && strcmp(plan, "measure") != 0) {
+        /* as TREESCORE_ISA warns: a misspelt mode ("rules") was silently the default */
+        static atomic_int warned = 0;
+        tsr_note_once(&warned, "treescore: ignoring TREESCORE_PLAN=%s (expected measure or rule)", plan);
+    }
     c.wisdom = text("TREESCORE_WISDOM");
     const char *ms = getenv("TREESCORE_PLAN_MS");
     c.plan_ms = ms && atof(ms) > 0 ? atof(ms) : 0;

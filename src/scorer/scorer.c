@@ -123,7 +123,7 @@ typedef struct cat_col {
     const uint32_t *words;
     uint32_t n_words;
     uint32_t feature;
-    uint32_t lightgbm;           /* rule TSM_CAT_LIGHTGBM, else TSM_CAT_XGBOOST */
+    uint32_t rule;               /* TSM_CAT_LIGHTGBM, TSM_CAT_XGBOOST or TSM_CAT_EXACT */
     uint32_t nan_left;           /* XGBoost: NaN goes left */
 } cat_col;
 
@@ -133,9 +133,10 @@ static inline int cat_in(const cat_col *c, uint32_t cat) {
 
 /* 1 when value v goes right at the set's nodes, 0 when left (see forest.h). */
 static inline int cat_right(const cat_col *c, double v) {
-    if (c->lightgbm) return !(v > -1.0) || v >= 2147483648.0 || !cat_in(c, (uint32_t)v);
+    if (c->rule == TSM_CAT_LIGHTGBM) return !(v > -1.0) || v >= 2147483648.0 || !cat_in(c, (uint32_t)v);
     if (v != v) return !c->nan_left;
     if (v < 0.0 || v >= 16777216.0) return 0;
+    if (c->rule == TSM_CAT_EXACT && (double)(uint32_t)v != v) return 0;
     return cat_in(c, (uint32_t)v);
 }
 
@@ -252,7 +253,7 @@ static ts_status copy_catsets(ts_scorer *s, const ts_model *m, ts_error *err) {
     for (uint32_t j = 0; j < m->n_catsets; j++) {
         const tsm_catset *c = &s->cats->catsets[j];
         uint32_t f = s->columns ? gathered_column(s, c->feature) : c->feature;
-        s->cols[j] = (cat_col){s->cats->cat_words + c->word0, c->n_words, f, c->rule == TSM_CAT_LIGHTGBM,
+        s->cols[j] = (cat_col){s->cats->cat_words + c->word0, c->n_words, f, c->rule,
                                (c->flags & TSM_MISSING_LEFT) != 0};
     }
     return TS_OK;

@@ -387,3 +387,85 @@ def test_error_midway_keeps_existing_output(ts, lgb_model, tmp_path):
 def test_example_data_past_model_range(ts, lgb_model):
     """data/example/rank.test has feature ids up to 300: past the 136-feature model."""
     ts.fails("score", "-m", lgb_model, "-d", EXAMPLE / "rank.test", mentions=["rank.test"], line=1)
+
+
+# ---- CSV headers wider than the model, CR-only line endings --------------------------------
+
+def test_header_wider_than_generic_names(ts, tmp_path):
+    """A CSV whose header names one column more than a LightGBM model of generic names
+    (Column_0 .. Column_4: trained on an array) died of SIGSEGV (strcmp of the model's NULL
+    name past its last feature); now the column count is refused, naming both files."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / "wide.csv"
+    data.write_text("a,b,c,d,e,f\n1,2,3,4,5,6\n")
+    ts.fails("score", "-m", model, "-d", data, mentions=[data, model])
+    ok = tmp_path / "label.csv"
+    ok.write_text("Column_0,Column_1,Column_2,Column_3,Column_4,label\n1,2,3,4,5,6\n")
+    assert len(ts.succeeds("score", "-m", model, "-d", ok, "--label-column", "5").stdout.split()) == 1
+
+
+@pytest.mark.parametrize("ext,text", [("csv", "1,2,3,4,5\r1,2,3,4,5\r"), ("svm", "0 1:2\r0 1:3\r")])
+def test_cr_only_line_endings(ts, tmp_path, ext, text):
+    """Old-Mac CR-only line endings make the whole file one line: a CSV reader took it for
+    a header (after the crash above: no rows, status 0); refused, naming the CR. CRLF
+    stays accepted."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / f"cr.{ext}"
+    data.write_bytes(text.encode())
+    r = ts.fails("score", "-m", model, "-d", data, mentions=[data], line=1)
+    assert "carriage return" in r.stderr, r
+    crlf = tmp_path / f"crlf.{ext}"
+    crlf.write_bytes(text.replace("\r", "\r\n").encode())
+    assert len(ts.succeeds("score", "-m", model, "-d", crlf).stdout.split()) == 2
+
+
+@pytest.mark.parametrize("label,shown", [("1e308", "1e+308"), ("-1", "-1"), ("31", "31"), ("2.5", "2.5")])
+def test_ndcg_needs_relevance_grades(ts, tmp_path, label, shown):
+    """rank's NDCG (gain 2^label - 1) printed '-nan' for a label of 1e308 and a number
+    for -1, 31 or 2.5, which LightGBM's label_gain (integer grades 0 to 30) does not
+    take: the ranking is printed and NDCG is 'not computed', naming the row and label."""
+    data = tmp_path / "q.svm"
+    data.write_text(f"0 qid:1 1:1\n{label} qid:1 1:2\n3 qid:2 1:3\n")
+    r = ts.succeeds("rank", "-m", MODELS / "lgb_small_lambdarank.txt", "-d", data)
+    assert len(r.stdout.splitlines()) == 3, r
+    assert f"not computed (row 2 has label {shown}:" in r.stderr, r
+    assert "nan" not in r.stderr, r
+    data.write_text("0 qid:1 1:1\n4 qid:1 1:2\n30 qid:2 1:3\n")
+    assert "NDCG@10: 1.0000 over 2 queries" in ts.succeeds("rank", "-m", MODELS / "lgb_small_lambdarank.txt",
+                                                           "-d", data).stderr
+
+
+def test_pandas_default_labels_are_a_header(ts, tmp_path):
+    """pd.DataFrame(array).to_csv(index=False) writes the header 0,1,2,3,4: detection read
+    it as numbers and scored one row too many (51 scores for 50 rows, silently). The
+    labels 0..n-1 (n >= 4) are a header; --no-header still scores such a line."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / "pandas.csv"
+    data.write_text("0,1,2,3,4\n" + "0.5,1.5,2.5,3.5,4.5\n" * 3)
+    assert len(ts.succeeds("score", "-m", model, "-d", data).stdout.split()) == 3
+    assert len(ts.succeeds("score", "-m", model, "-d", data, "--no-header").stdout.split()) == 4
+    other = tmp_path / "data.csv"
+    other.write_text("0,1,2,4,3\n" + "0.5,1.5,2.5,3.5,4.5\n" * 3)  # not the labels: a row
+    assert len(ts.succeeds("score", "-m", model, "-d", other).stdout.split()) == 4
+
+
+def test_output_never_overwrites_an_input(ts, tmp_path):
+    """-o naming the model (options mixed up) replaced the model with its scores; the
+    data, the model, the query file and a link to one of them are refused, and stay."""
+    model = tmp_path / "model.txt"
+    model.write_bytes((MODELS / "lgb_small_lambdarank.txt").read_bytes())
+    data = tmp_path / "ok.svm"
+    data.write_text("".join(f"{i % 3} qid:1 1:{i * 0.5} 3:{i}\n" for i in range(4)))
+    link = tmp_path / "link.txt"
+    link.symlink_to(model)
+    before = model.read_bytes(), data.read_bytes()
+    for out, what in ((model, "the model"), (link, "the model"), (data, "the input data")):
+        r = ts.fails("score", "-m", model, "-d", data, "-o", out, mentions=[out])
+        assert f"would overwrite {what}" in r.stderr, r
+    sizes = tmp_path / "q.txt"
+    sizes.write_text("4\n")
+    r = ts.fails("rank", "-m", model, "-d", data, "-q", sizes, "-o", sizes, mentions=[sizes])
+    assert "would overwrite the query file" in r.stderr, r
+    assert (model.read_bytes(), data.read_bytes()) == before and sizes.read_text() == "4\n"
+    assert len(ts.succeeds("score", "-m", model, "-d", data, "-o", tmp_path / "s.txt").stdout) == 0
+    assert len((tmp_path / "s.txt").read_text().split()) == 4

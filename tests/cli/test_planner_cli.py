@@ -65,6 +65,10 @@ def test_info_plan_rule(ts, cache):
 def test_planner_env_rule(ts, cache):
     r = ts.succeeds("info", "-m", MODEL, "--plan", env=envof(cache, TREESCORE_PLAN="rule"))
     assert "rule of thumb" in r.stdout, r
+    assert "ignoring" not in r.stderr, r
+    # a misspelt mode was silently the default (as TREESCORE_ISA, it is now named)
+    r = ts.succeeds("info", "-m", MODEL, "--plan", env=envof(cache, TREESCORE_PLAN="rules"))
+    assert "ignoring TREESCORE_PLAN=rules (expected measure or rule)" in r.stderr, r
 
 
 def test_bad_planner_and_lanes(ts, cache):

@@ -1,4 +1,4 @@
-"""test_sigpipe.py: `treescore score ... | head -1` ends quietly (status 0 or 141, nothing on stderr), whether SIGPIPE is left default or ignored by the parent; an interrupted `rank -o` leaves no file."""
+"""test_sigpipe.py: `treescore score ... | head -1` ends quietly (status 0 or 141, nothing on stderr), whether SIGPIPE is left default or ignored by the parent; an interrupted `rank -o` leaves no file; a full standard output (/dev/full) is an error."""
 import os
 import signal
 import subprocess
@@ -81,3 +81,17 @@ def test_rank_interrupted_output_leaves_nothing(tmp_path):
     assert proc.returncode == -signal.SIGTERM, proc.stderr.read()
     left = sorted(p.name for p in tmp_path.iterdir() if p.name != "data.svm")
     assert left == [], f"files left behind: {left}"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("args", [["info", "-m", EXAMPLE / "model.txt"], ["--version"], ["--help"], ["score", "--help"],
+                                  ["score", "-m", EXAMPLE / "model.txt", "-d", EXAMPLE / "rank.test"]])
+def test_full_device_is_an_error(args):
+    """Standard output that cannot be written (a full disk: /dev/full) fails with status 1
+    and a message: `info > /dev/full` exited 0 with the summary lost."""
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([str(binary_path())] + [str(a) for a in args], stdout=full, stderr=subprocess.PIPE,
+                           stdin=subprocess.DEVNULL, env=ENV, timeout=60)
+    assert p.returncode == 1, p
+    assert b"writing standard output" in p.stderr, p
+    assert p.stderr.count(b"treescore:") == 1, p

@@ -79,6 +79,21 @@ def test_bad_numbers(ts, lgb_model, ok_data, value):
     usage_error(ts, "rank", "-m", lgb_model, "-d", ok_data, "--top", value)
 
 
+@pytest.mark.parametrize("opt", ["-o", "--output=", "-m", "-d", "--query-file", "--feature-names"])
+def test_empty_file_names(ts, lgb_model, ok_data, opt, tmp_path, monkeypatch):
+    """-o '' created a hidden '.tmp.XXXXXX' in the working directory and then failed with
+    "treescore: : cannot rename the finished output into place"; an empty file name is a
+    usage error naming the option, and nothing is written."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    args = {"-m": ["-d", ok_data], "-d": ["-m", lgb_model]}.get(opt, ["-m", lgb_model, "-d", ok_data])
+    flag = [opt] if opt.endswith("=") else [opt, ""]
+    r = usage_error(ts, "score", *args, *flag)
+    assert "needs a file name" in r.stderr, r
+    assert list(cwd.iterdir()) == [], list(cwd.iterdir())
+
+
 def test_option_of_another_subcommand(ts, lgb_model):
     usage_error(ts, "info", "-m", lgb_model, "--top", "3")
 

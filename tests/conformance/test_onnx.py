@@ -571,3 +571,27 @@ def test_onnx_refusals(workdir):
                           [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, [None, 2])],
                           [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, [None, 2])])
     _refused(workdir, helper.make_model(g), "relu", "op_type 'Relu'")
+
+
+def test_onnx_add_refusals(workdir):
+    """An Add of a constant is folded into the base only where that is what ONNX Runtime
+    computes: after a post_transform it adds to the transformed scores (treescore added
+    before the transform), and a graph output that skips the Add (a dead branch) holds
+    the scores without it (treescore returned them with it)."""
+    m = _cast_model()
+    tree = m.graph.node[1]
+    assert tree.op_type == "TreeEnsembleRegressor"
+    for a in list(tree.attribute):
+        if a.name == "post_transform":
+            tree.attribute.remove(a)
+    tree.attribute.append(helper.make_attribute("post_transform", "PROBIT"))
+    _refused(workdir, m, "add-after-probit", "an Add to the scores after post_transform PROBIT")
+    # the graph returns the tree's own output; the Add feeds nothing
+    m = _cast_model()
+    del m.graph.output[:]
+    m.graph.output.append(helper.make_tensor_value_info("raw", onnx.TensorProto.FLOAT, [None, 2]))
+    _refused(workdir, m, "add-dead", "a graph output holds the scores without the Add")
+    # both outputs: ambiguous
+    m = _cast_model()
+    m.graph.output.append(helper.make_tensor_value_info("raw", onnx.TensorProto.FLOAT, [None, 2]))
+    _refused(workdir, m, "add-both", "a graph output holds the scores without the Add")

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  *     thresholds, their float neighbours, NaN and small integers, float and double rows:
  *     every engine gives the same bits as a direct evaluation of the arrays (the rules of
  *     treescore.h: float32 input rounds x first; GT/GE/LT as written; NaN follows
- *     missing_left; categories by truncation, non-members the other way).
+ *     missing_left; categories exact (2.5 is none), non-members the other way).
  */
 
 typedef struct reader {
@@ -83,8 +83,8 @@ static uint32_t leaf_of(const tree *t, int input, const double *x, int as_double
         if (t->cmp[i] >= TS_CMP_IN) {
             int member = 0;
             if (v == v && v >= 0 && v < 16777216.0) {
-                uint32_t c = (uint32_t)v;
-                member = c / 32 < 2 && ((t->words[t->set[i] * 2 + c / 32] >> (c % 32)) & 1u);
+                uint32_t c = (uint32_t)v; /* exact: 2.5 is no category */
+                member = (double)c == v && c / 32 < 2 && ((t->words[t->set[i] * 2 + c / 32] >> (c % 32)) & 1u);
             }
             left = t->cmp[i] == TS_CMP_IN ? member : !member;
         } else if (v != v) {

@@ -146,8 +146,9 @@ static uint32_t eval_tree(const utree *t, const double *x, int as_double) {
         if (t->cmp[i] >= TS_CMP_IN) {
             int member = 0;
             if (v == v && v >= 0 && v < 16777216.0) {
-                uint32_t c = (uint32_t)v;
-                member = c / 32 < CAT_WORDS && ((t->cat_words[t->cat_set[i] * CAT_WORDS + c / 32] >> (c % 32)) & 1u);
+                uint32_t c = (uint32_t)v; /* exact: 2.5 is no category */
+                member = (double)c == v && c / 32 < CAT_WORDS &&
+                         ((t->cat_words[t->cat_set[i] * CAT_WORDS + c / 32] >> (c % 32)) & 1u);
             }
             go_left = t->cmp[i] == TS_CMP_IN ? member : !member;
         } else if (v != v) {
@@ -182,7 +183,7 @@ static void make_rows(double *x, uint32_t n_rows) {
             case 4: v = (double)nextafterf((float)t, -INFINITY); break;
             case 5: v = NAN; break;
             case 6: v = (double)rndu(70); break; /* categories, some outside the sets */
-            case 7: v = rndu(2) ? -0.5 : 0.0; break;
+            case 7: v = rndu(3) == 0 ? -0.5 : rndu(2) ? (double)rndu(70) + 0.5 : 0.0; break; /* 2.5: none */
             case 8: v = (double)(float)t; break;
             default: v = (rndd() - 0.5) * 10.0; break;
             }
