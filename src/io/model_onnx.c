@@ -39,8 +39,11 @@
  * The forest is built through the model builder (ts_model_builder_*): LEQ/LT/GTE/GT map
  * to its comparisons with missing_left = missing_value_tracks_true; EQ is "x <= t and
  * not x < t" (two builder nodes, the false subtree copied), NEQ its negation (NaN to the
- * true side), MEMBER a chain "x < v1 ? F : x <= v1 ? T : x < v2 ? ..." over the sorted
- * members (subtrees copied). Leaf weights and base values are rounded to the threshold
+ * true side), MEMBER a category set (the builder's TS_CMP_IN, exact membership, one node)
+ * where its members are integers in [0, 65536) and NaN does not track true, else a chain
+ * "x < v1 ? F : x <= v1 ? T : x < v2 ? ..." over the sorted members (subtrees copied).
+ * Chains of EQ nodes on one feature that share their true subtree (onnxmltools' LightGBM
+ * categorical splits) are first folded into MEMBER nodes (fold_eq_chains). Leaf weights and base values are rounded to the threshold
  * type as ONNX Runtime stores them; the scores are then summed in double (ONNX Runtime
  * sums in float for float input: treescore's score is the exact sum of the same values).
  *
@@ -916,18 +919,24 @@ done:
 /* ---- building ---------------------------------------------------------------------------- */
 
 typedef struct emitter {
-    int64_t *cl, *cr, *feat, *cset;
+    int64_t *cl, *cr, *feat, *cset; /* cset: a TS_CMP_IN node's set (sets below), else -1 */
     double *thr, *vals;
     uint8_t *cmp, *ml;
     size_t n, cap;
     uint32_t nv;
     struct task { size_t x, parent; int side; } *stack;
     size_t sp, scap;
+    /* the tree's category sets: set i holds mem[mem_at[i], mem_at[i + 1]); then as the
+     * builder takes them, n_sets * words bitset words (emit_sets) */
+    uint32_t *mem, *words;
+    size_t *mem_at;
+    size_t n_mem, mem_cap, n_sets, sets_cap;
+    uint32_t set_words;
 } emitter;
 
 static void emitter_free(emitter *m) {
     free(m->cl); free(m->cr); free(m->feat); free(m->cset); free(m->thr); free(m->vals);
-    free(m->cmp); free(m->ml); free(m->stack);
+    free(m->cmp); free(m->ml); free(m->stack); free(m->mem); free(m->words); free(m->mem_at);
 }
 
 static int grow(void **p, size_t n, size_t size) {
@@ -944,12 +953,13 @@ static size_t new_node(emitter *m, size_t parent, int side, int cmp, double thr,
         if (!grow((void **)&m->cl, cap, sizeof *m->cl) || !grow((void **)&m->cr, cap, sizeof *m->cr) ||
             !grow((void **)&m->feat, cap, sizeof *m->feat) || !grow((void **)&m->thr, cap, sizeof *m->thr) ||
             !grow((void **)&m->cmp, cap, sizeof *m->cmp) || !grow((void **)&m->ml, cap, sizeof *m->ml) ||
-            !grow((void **)&m->vals, cap * m->nv, sizeof *m->vals))
+            !grow((void **)&m->cset, cap, sizeof *m->cset) || !grow((void **)&m->vals, cap * m->nv, sizeof *m->vals))
             return (size_t)-1;
         m->cap = cap;
     }
     size_t b = m->n++;
     m->cl[b] = m->cr[b] = -1;
+    m->cset[b] = -1;
     m->feat[b] = feat;
     m->thr[b] = thr;
     m->cmp[b] = (uint8_t)cmp;
@@ -977,11 +987,57 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Members a category set can hold exactly: integers in [0, 65536) (a set of 2,048 words
+ * at most, per node that uses it). */
+#define SET_MEMBER_MAX 65536.0
+
+/* Whether the u sorted members are all set members (SET_MEMBER_MAX). */
+static int members_fit_set(const double *v, size_t u) {
+    for (size_t i = 0; i < u; i++)
+        if (!(v[i] >= 0.0 && v[i] < SET_MEMBER_MAX && v[i] == (double)(uint32_t)v[i])) return 0;
+    return 1;
+}
+
+/* A new category set of the u members v (members_fit_set) for node a; 0 out of memory. */
+static int add_set(emitter *m, size_t a, const double *v, size_t u) {
+    if (m->n_sets + 2 > m->sets_cap) {
+        size_t cap = m->sets_cap ? 2 * m->sets_cap : 16;
+        if (!grow((void **)&m->mem_at, cap, sizeof *m->mem_at)) return 0;
+        m->sets_cap = cap;
+    }
+    if (m->n_mem + u > m->mem_cap) {
+        size_t cap = m->mem_cap ? 2 * m->mem_cap : 64;
+        while (cap < m->n_mem + u) cap *= 2;
+        if (!grow((void **)&m->mem, cap, sizeof *m->mem)) return 0;
+        m->mem_cap = cap;
+    }
+    if (m->n_sets == 0) m->mem_at[0] = 0;
+    for (size_t i = 0; i < u; i++) m->mem[m->n_mem++] = (uint32_t)v[i];
+    m->cset[a] = (int64_t)m->n_sets++;
+    m->mem_at[m->n_sets] = m->n_mem;
+    return 1;
+}
+
+/* The tree's sets as bitsets of one width (the builder's category_words); 0 out of memory. */
+static int emit_sets(emitter *m) {
+    uint32_t top = 0;
+    for (size_t i = 0; i < m->n_mem; i++) top = m->mem[i] > top ? m->mem[i] : top;
+    m->set_words = top / 32 + 1;
+    free(m->words);
+    m->words = m->n_sets ? calloc(m->n_sets * m->set_words, sizeof *m->words) : NULL;
+    if (m->n_sets && !m->words) return 0;
+    for (size_t s = 0; s < m->n_sets; s++)
+        for (size_t i = m->mem_at[s]; i < m->mem_at[s + 1]; i++)
+            m->words[s * m->set_words + m->mem[i] / 32] |= 1u << (m->mem[i] % 32);
+    return 1;
+}
+
 /* The builder arrays of tree r (one output `out`, or all K when m->nv == K). */
 static ts_status emit_tree(ox *c, emitter *m, size_t tree, size_t root, int64_t out, size_t *budget) {
     ens *e = &c->e;
     m->n = 0;
     m->sp = 0;
+    m->n_sets = m->n_mem = 0;
     if (!push(m, root, (size_t)-1, 0)) return oom(c);
     double *sorted = NULL;
     while (m->sp) {
@@ -1041,6 +1097,11 @@ static ts_status emit_tree(ox *c, emitter *m, size_t tree, size_t root, int64_t 
                 if (!push(m, (size_t)x->f, a, 0) || !push(m, (size_t)(mt ? x->t : x->f), a, 1)) goto nomem;
                 break;
             }
+            if (!mt && members_fit_set(sorted, u)) { /* one set node: members left; NaN, others right */
+                if ((a = NEW(TS_CMP_IN, 0.0, 0)) == (size_t)-1 || !add_set(m, a, sorted, u)) goto nomem;
+                if (!push(m, (size_t)x->f, a, 1) || !push(m, (size_t)x->t, a, 0)) goto nomem;
+                break;
+            }
             for (size_t i = 0; i < u; i++) {
                 /* N: x < v ? F : M;  M: x <= v ? T : next. NaN enters N only (tracks true:
                  * N right, M left = T; else N left = F). */
@@ -1057,11 +1118,72 @@ static ts_status emit_tree(ox *c, emitter *m, size_t tree, size_t root, int64_t 
 #undef NEW
     }
     free(sorted);
+    if (!emit_sets(m)) return oom(c);
     *budget -= m->n;
     return TS_OK;
 nomem:
     free(sorted);
     return oom(c);
+}
+
+/* Whether EQ node b continues the EQ chain of node a (fold_eq_chains): the same feature,
+ * true subtree and missing rule, and a's false edge its only reference (indeg). */
+static int eq_link(const ens *e, const xnode *a, int64_t b, const uint32_t *indeg) {
+    if (b < 0 || (size_t)b >= e->n_x) return 0;
+    const xnode *y = &e->x[b];
+    return y->mode == M_EQ && y->feature == a->feature && y->t == a->t && y->mtrue == a->mtrue && indeg[b] == 1;
+}
+
+/* Chains of EQ nodes on one feature whose true edges name one subtree (onnxmltools writes
+ * a LightGBM categorical split so: x == 1 ? T : (x == 5 ? T : (x == 7 ? T : F))) into one
+ * MEMBER node (x in {1, 5, 7} ? T : F): the same test for every x, NaN included (each link
+ * sends it the same way). A link is folded only where it is reached by its parent's false
+ * edge alone, so no other path changes; the links become unreachable. */
+static ts_status fold_eq_chains(ox *c) {
+    ens *e = &c->e;
+    uint32_t *indeg = calloc(e->n_x + 1, sizeof *indeg);
+    uint8_t *cont = calloc(e->n_x + 1, 1);
+    ts_status st = TS_OK;
+    if (!indeg || !cont) {
+        st = oom(c);
+        goto done;
+    }
+    for (size_t r = 0; r < e->n_roots; r++) indeg[e->roots[r]]++;
+    for (size_t i = 0; i < e->n_x; i++)
+        if (e->x[i].mode != M_LEAF)
+            for (int side = 0; side < 2; side++) {
+                int64_t ch = side ? e->x[i].f : e->x[i].t;
+                if (ch >= 0 && (size_t)ch < e->n_x && indeg[ch] < UINT32_MAX) indeg[ch]++;
+            }
+    size_t extra = 0;
+    for (size_t i = 0; i < e->n_x; i++)
+        if (e->x[i].mode == M_EQ && eq_link(e, &e->x[i], e->x[i].f, indeg)) cont[e->x[i].f] = 1, extra++;
+    if (extra == 0) goto done;
+    double *mem = realloc(e->members, (e->n_members + 2 * extra) * sizeof *mem);
+    if (!mem) {
+        st = oom(c);
+        goto done;
+    }
+    e->members = mem;
+    for (size_t i = 0; i < e->n_x; i++) {
+        xnode *h = &e->x[i];
+        if (h->mode != M_EQ || cont[i] || !eq_link(e, h, h->f, indeg)) continue;
+        size_t off = e->n_members, steps = 0;
+        e->members[e->n_members++] = h->thr;
+        int64_t y = h->f;
+        while (eq_link(e, h, y, indeg) && steps++ < e->n_x) {
+            e->members[e->n_members++] = e->x[y].thr;
+            y = e->x[y].f;
+        }
+        h->mode = M_MEMBER;
+        h->mem_off = off;
+        h->mem_n = e->n_members - off;
+        h->f = y;
+    }
+done:
+    free(indeg);
+    free(cont);
+    return st;
 }
 
 /* Every xnode reached from the roots at most once (a forest of trees, no cycle). */
@@ -1103,6 +1225,7 @@ static ts_status check_forest(ox *c) {
 static ts_status build(ox *c, ts_model **out) {
     ens *e = &c->e;
     ts_status st;
+    TS_TRY(fold_eq_chains(c));
     TS_TRY(check_forest(c));
     int64_t nf = e->max_feature + 1;
     if (c->in_width > 0) {
@@ -1175,6 +1298,12 @@ static ts_status build(ox *c, ts_model **out) {
         t.n_values = nv;
         t.output = nv == 1 ? (uint32_t)(target < 0 ? 0 : target) : 0;
         t.input = c->x_type == 11 ? TS_INPUT_FLOAT64 : TS_INPUT_FLOAT32;
+        if (m.n_sets) {
+            t.category_set = m.cset;
+            t.category_words = m.words;
+            t.n_category_sets = (uint32_t)m.n_sets;
+            t.category_set_words = m.set_words;
+        }
         st = ts_model_builder_add_tree(b, &t, c->err);
         if (st != TS_OK) st = tsio_locate(c->err, st, c->name, 0, 0);
     }

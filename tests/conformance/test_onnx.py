@@ -300,6 +300,25 @@ def _omt(est, target):
         return onnxmltools.convert_xgboost(est, initial_types=types, target_opset=15)
 
 
+def _omt_lgb_cat():
+    """LightGBM with a categorical feature (column 1: integers 0-11): onnxmltools writes each
+    categorical split as a chain of BRANCH_EQ nodes whose true edges name one subtree, which
+    the loader folds into one category set (model_onnx.c fold_eq_chains)."""
+    import lightgbm as lgb
+    import onnxmltools
+    from onnxmltools.convert.common.data_types import FloatTensorType
+    X, y, _, _ = _data(nan=True)
+    X[:, 1] = np.random.default_rng(5).integers(0, 12, len(X)).astype(np.float32)
+    y = np.nan_to_num(X[:, 0]) + 3.0 * np.isin(X[:, 1], [1, 5, 7]) - 2.0 * np.isin(X[:, 1], [2, 9])
+    est = lgb.LGBMRegressor(n_estimators=20, num_leaves=15, verbose=-1, min_data_per_group=5, cat_smooth=1,
+                            max_cat_to_onehot=2)
+    est.fit(X, y, categorical_feature=[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return onnxmltools.convert_lightgbm(est, initial_types=[("X", FloatTensorType([None, N_FEATURES]))],
+                                            target_opset=15)
+
+
 def _v5_model(agg=1, K=2):
     """A hand-made ai.onnx.ml 5 TreeEnsemble: every mode, missing tracks, a shared leaf, a
     one-leaf tree, two targets."""
@@ -428,6 +447,7 @@ def _cases():
             "lgb-reg": lambda: _omt(lgb.LGBMRegressor(n_estimators=40, num_leaves=15, verbose=-1), "reg"),
             "lgb-bin": lambda: _omt(lgb.LGBMClassifier(n_estimators=30, num_leaves=15, verbose=-1), "bin"),
             "lgb-multi": lambda: _omt(lgb.LGBMClassifier(n_estimators=15, num_leaves=7, verbose=-1), "multi"),
+            "lgb-cat": _omt_lgb_cat,
         })
     except ImportError:
         pass
@@ -535,6 +555,39 @@ def _refused(workdir, m, name, *needles):
     assert len(p.stderr.strip().splitlines()) == 1
 
 
+def _eq_chain_model(n, shared):
+    """Opset 5: x0 == 0 ? L : (x0 == 1 ? L' : ... (x0 == n - 1 ? L'' : leaf 1)), the true
+    edges all to leaf 0 (shared: one set, as onnxmltools writes a LightGBM categorical
+    split) or to leaves 0 and 1 in turn. Leaf 0 weighs 1, leaf 1 weighs 2."""
+    T = onnx.TensorProto
+    attrs = dict(nodes_modes=helper.make_tensor("m", T.UINT8, [n], [EQ] * n), nodes_featureids=[0] * n,
+                 nodes_splits=helper.make_tensor("s", T.FLOAT, [n], [float(i) for i in range(n)]),
+                 nodes_truenodeids=[0 if shared else i % 2 for i in range(n)], nodes_trueleafs=[1] * n,
+                 nodes_falsenodeids=list(range(1, n)) + [1], nodes_falseleafs=[0] * (n - 1) + [1],
+                 leaf_targetids=[0, 0], leaf_weights=helper.make_tensor("w", T.FLOAT, [2], [1.0, 2.0]),
+                 tree_roots=[0], n_targets=1)
+    g = helper.make_graph([helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attrs)], "g",
+                          [helper.make_tensor_value_info("X", T.FLOAT, [None, 2])],
+                          [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+
+
+def test_onnx_eq_chain_is_one_set(workdir):
+    """A chain of 30 EQ nodes whose true edges name one leaf loads as one set (it was 2^30
+    comparisons, refused) and scores as the chain: members exactly, NaN and the rest false."""
+    m = _eq_chain_model(30, shared=True)
+    path = workdir / "eq-set.onnx"
+    path.write_bytes(m.SerializeToString())
+    X = np.array([[v, 0.0] for v in (0, 5, 29, 30, 2.5, -1, np.nan, -0.0, 1e9, 28.999998)], np.float32)
+    data = workdir / "eq-set.csv"
+    H.write_csv(data, X)
+    want = np.where(np.isin(X[:, 0], np.arange(30)), 1.0, 2.0)
+    for engine in ("naive", "auto"):
+        got = score_cli(path, data, len(X), 1, engine).ravel()
+        H.assert_exact(got, want, what=f"eq-set, {engine}")
+    H.assert_exact(ort_raw(m, X).ravel(), want, what="ONNX Runtime on the chain")
+
+
 def test_onnx_refusals(workdir):
     m = _v5_model(2, 2)
     _refused(workdir, m, "min", "aggregate_function MIN")
@@ -552,20 +605,9 @@ def test_onnx_refusals(workdir):
     m.graph.initializer.append(numpy_helper.from_array(np.array([2.0], np.float32), "two"))
     m.graph.node.append(helper.make_node("Mul", ["Y", "two"], ["Z"]))
     _refused(workdir, m, "mul2", "op_type 'Mul'", "constant other than 1")
-    # EQ nodes copy their false subtree: a chain of 30 would be 2^30 comparisons
-    T = onnx.TensorProto
-    n = 30
-    attrs = dict(nodes_modes=helper.make_tensor("m", T.UINT8, [n], [EQ] * n), nodes_featureids=[0] * n,
-                 nodes_splits=helper.make_tensor("s", T.FLOAT, [n], [float(i) for i in range(n)]),
-                 nodes_truenodeids=[0] * n, nodes_trueleafs=[1] * n,
-                 nodes_falsenodeids=list(range(1, n)) + [1], nodes_falseleafs=[0] * (n - 1) + [1],
-                 leaf_targetids=[0, 0], leaf_weights=helper.make_tensor("w", T.FLOAT, [2], [1.0, 2.0]),
-                 tree_roots=[0], n_targets=1)
-    g = helper.make_graph([helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attrs)], "g",
-                          [helper.make_tensor_value_info("X", T.FLOAT, [None, 2])],
-                          [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
-    _refused(workdir, m, "eq-chain", "grows past its limit", "BRANCH_EQ")
+    # EQ nodes copy their false subtree: a chain of 30 (true edges to two leaves in turn,
+    # so not one set) would be 2^30 comparisons
+    _refused(workdir, _eq_chain_model(30, shared=False), "eq-chain", "grows past its limit", "BRANCH_EQ")
     # no tree
     g = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "g",
                           [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, [None, 2])],
