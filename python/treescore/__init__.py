@@ -269,9 +269,11 @@ class Model:
         [1 - p, p], p = 1 / (1 + exp(-raw)) (CatBoost's bits); for MultiClass the softmax,
         (n, K) (within 1e-14 relative of CatBoost's, whose exponentials are its own fast
         approximation; the sum runs over the classes in order, as CatBoost's); for
-        MultiLogloss, MultiCrossEntropy and MultiClassOneVsAll a sigmoid per class, (n, K).
-        Every other objective (RMSE, YetiRank, PairLogit, QueryRMSE, MultiRMSE, Poisson, ...)
-        gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
+        MultiLogloss, MultiCrossEntropy and MultiClassOneVsAll a sigmoid per class, (n, K);
+        for Poisson and Tweedie exp(raw), what ``CatBoostRegressor.predict`` returns
+        (prediction_type "Exponent"; within 1e-15 relative, CatBoost's exponential being its
+        own fast approximation). Every other objective (RMSE, YetiRank, PairLogit, QueryRMSE,
+        MultiRMSE, RMSEWithUncertainty, ...) gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
         ``RawFormulaVal``: (n,), or (n, K) for K outputs.
 
         ``raw_score=True`` returns the raw score (margin) without the objective's
