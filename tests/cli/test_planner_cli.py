@@ -147,3 +147,15 @@ def test_cache_dir_not_a_directory_is_said(ts, cache, where):
     r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "100", "--threads", "1",
                     env=envof(cache, TREESCORE_CACHE_DIR=str(cache / "new" / "dir")))
     assert "cache directory" not in r.stderr, r
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "10ms"])
+def test_bad_plan_ms_is_named(ts, cache, value):
+    """TREESCORE_PLAN_MS that is not a positive number of milliseconds was silently the
+    default budget; it is now named, as a misspelt TREESCORE_PLAN is."""
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_PLAN_MS=value))
+    assert f"ignoring TREESCORE_PLAN_MS={value} (expected milliseconds" in r.stderr, r
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_PLAN_MS="5"))
+    assert "TREESCORE_PLAN_MS" not in r.stderr, r
