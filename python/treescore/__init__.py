@@ -143,14 +143,7 @@ class Model:
         self._sample = None
         self._cats = False  # not read yet (_pandas_categories)
         if sample is not None:
-            if _inputs.is_sparse(sample):
-                sp = _inputs.SparseRows(sample, self.num_features, self._core.absent_value())
-                rows = sp.dense(0, min(sp.n, 4096, max(1, _inputs.SPARSE_CHUNK_VALUES // max(1, sp.width))))
-            elif _inputs.is_dataframe(sample):
-                rows = self._as_matrix(sample.iloc[:4096])
-            else:
-                rows = self._as_matrix(sample[:4096] if isinstance(sample, np.ndarray) else sample)
-            self._sample = np.ascontiguousarray(rows[:4096], dtype=np.float32)
+            self._sample = self._sample_rows(sample)
         self._scorer = self._make_scorer(threads)
         fmt = self._info["format"]
         line = _objectives.lightgbm_objective_line(data) if fmt.startswith("lightgbm") else ""
@@ -167,6 +160,24 @@ class Model:
         # ONNX: raw scores are the tree node's (the mean for AVERAGE); predict applies its
         # post_transform as ONNX Runtime does (_objectives.onnx_post_transform)
         self._onnx_post = _objectives.onnx_post_transform(self._info["objective"]) if fmt == "onnx" else None
+
+    def _sample_rows(self, sample):
+        """The planner's sample as float32 rows (at most 4096); errors name ``sample``, not X."""
+        try:
+            if _inputs.is_sparse(sample):
+                sp = _inputs.SparseRows(sample, self.num_features, self._core.absent_value())
+                rows = sp.dense(0, min(sp.n, 4096, max(1, _inputs.SPARSE_CHUNK_VALUES // max(1, sp.width))))
+            elif _inputs.is_dataframe(sample):
+                rows = self._as_matrix(sample.iloc[:4096])
+            else:
+                rows = self._as_matrix(sample[:4096] if isinstance(sample, np.ndarray) else sample)
+        except (Error, TypeError) as e:
+            msg = str(e)
+            msg = "sample" + msg[1:] if msg.startswith("X ") else "sample: " + msg
+            if isinstance(e, Error):
+                raise _error(e.status, msg) from None
+            raise TypeError(msg) from None
+        return np.ascontiguousarray(rows[:4096], dtype=np.float32)
 
     def _make_scorer(self, threads: int):
         return self._core.scorer(self._engine_arg, self._isa_arg or "auto", threads, self._batch_hint,
