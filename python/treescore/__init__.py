@@ -270,7 +270,9 @@ class Model:
           takes every input by position, as XGBoost does.
 
         NA of nullable dtypes is missing; categorical columns are read as their codes,
-        LightGBM's training categories first set as ``Booster.predict`` does.
+        LightGBM's training categories first set as ``Booster.predict`` does, or XGBoost's
+        (an XGBoost 3.1+ JSON model's ``cats``: XGBoost re-codes categories by value; one
+        unseen in training is refused, as XGBoost refuses it).
 
         CatBoost models (.cbm, JSON, ``from_booster``): categorical features are pandas
         object, string or category columns, or integer columns (the integer 3 is the
@@ -324,12 +326,14 @@ class Model:
                 hashed = self._hashed = self._core.categorical_columns()
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
-                                        (hashed, self._core.category_ids) if hashed else None)
+                                        (hashed, self._core.category_ids) if hashed else None,
+                                        refuse_unseen=self.model_format == "xgboost")
         return _inputs.dense_matrix(X)
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per
-        categorical column), or None; read from the model once, when first needed."""
+        categorical column), or XGBoost's (its JSON's ``cats``), or None; read from the model
+        once, when first needed."""
         if self._cats is not False:
             return self._cats
         import json
@@ -347,6 +351,8 @@ class Model:
                 cats = json.loads(self._data).get("pandas_categorical")
             except (ValueError, AttributeError):
                 cats = None
+        elif self.model_format == "xgboost":  # XGBoost 3.1+ JSON: the training categories
+            cats = _inputs.xgboost_training_categories(self._data)
         self._cats = cats if isinstance(cats, list) and all(isinstance(c, list) for c in cats) else None
         return self._cats
 
