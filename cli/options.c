@@ -40,6 +40,13 @@ static int parse_uint(const char *opt, const char *s, unsigned long long max, un
     return -1;
 }
 
+/* As parse_uint, for counts that must be at least 1 (the message gives that range). */
+static int parse_count(const char *opt, const char *s, unsigned long long max, unsigned long long *out) {
+    if (parse_number(s, max, out) == 0 && *out >= 1) return 0;
+    cli_error("%s needs a whole number from 1 to %llu, not '%s'", opt, max, s ? s : "");
+    return -1;
+}
+
 int cli_parse_base_score(const char *v, double *out) {
     char *end;
     errno = 0;
@@ -230,11 +237,7 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
     case O_LABEL_COLUMN: if (parse_uint("--label-column", v, 1u << 24, &n)) return -1; o->label_column = (int)n; return 0;
     case O_TOP:
     case O_NDCG:
-        if (parse_uint(id == O_TOP ? "--top" : "--ndcg", v, 1u << 30, &n)) return -1;
-        if (n == 0) {
-            cli_error("%s must be at least 1", id == O_TOP ? "--top" : "--ndcg");
-            return -1;
-        }
+        if (parse_count(id == O_TOP ? "--top" : "--ndcg", v, 1u << 30, &n)) return -1;
         *(id == O_TOP ? &o->top : &o->ndcg_k) = (unsigned)n;
         return 0;
     case O_PRINT_QUERIES:
@@ -242,8 +245,7 @@ static int apply(cli_opts *o, unsigned accepted, opt_id id, const char *v) {
         o->print_queries = (long)n;
         return 0;
     case O_REPEAT:
-        if (parse_uint("--repeat", v, 100000, &n)) return -1;
-        if (n == 0) { cli_error("--repeat must be at least 1"); return -1; }
+        if (parse_count("--repeat", v, 100000, &n)) return -1;
         o->repeat = (unsigned)n;
         return 0;
     case O_BATCH: if (parse_uint("--batch", v, 1u << 30, &n)) return -1; o->batch = (unsigned)n; return 0;

@@ -290,3 +290,21 @@ def test_from_booster_categorical(cat_models, name):
         ref = np.asarray(m.predict(df, prediction_type="Probability", thread_count=1))
         got = live.predict(df)
         assert got.shape == ref.shape and np.all(np.abs(got - ref) <= 1e-12 * ref)
+
+
+@pytest.mark.parametrize("loss", ["Poisson", "Tweedie:variance_power=1.5"])
+def test_from_booster_exponent_objectives(loss):
+    """Poisson and Tweedie: predict is CatBoostRegressor.predict's exp(raw) (prediction_type
+    "Exponent"; CatBoost's fast exponential within 1e-15 relative of libm's), raw_score its
+    RawFormulaVal bit for bit. predict used to return the raw score (the log of the mean)."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(500, 3))
+    y = rng.poisson(np.exp(0.5 * X[:, 0]))
+    m = catboost.CatBoostRegressor(iterations=30, depth=4, loss_function=loss, random_seed=0, verbose=0,
+                                   thread_count=1, allow_writing_files=False).fit(X, y)
+    ts = treescore.Model.from_booster(m)
+    assert np.array_equal(ts.predict(X, raw_score=True), m.predict(X, prediction_type="RawFormulaVal"))
+    ref = m.predict(X, thread_count=1)
+    got = ts.predict(X)
+    assert got.shape == ref.shape
+    assert np.all(np.abs(got - ref) <= 1e-15 * ref), np.max(np.abs(got - ref) / ref)

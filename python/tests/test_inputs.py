@@ -267,6 +267,20 @@ def test_sparse_sample_is_validated(lgb_file, test_rows):
         treescore.Model(model_file=lgb_file, sample=X, threads=1)
 
 
+def test_bad_sample_errors_name_the_sample(lgb_file, test_rows):
+    """A sample that is not rows of numbers is refused with 'sample ...' (the messages said
+    'X must be 2-D', naming an argument the caller never passed)."""
+    with pytest.raises(treescore.Error, match=r"^sample must be 2-D"):
+        treescore.Model(model_file=lgb_file, sample=test_rows[0], threads=1)
+    with pytest.raises(TypeError, match=r"^sample must hold numbers"):
+        treescore.Model(model_file=lgb_file, sample=np.array([["a"] * 8]), threads=1)
+    X = pytest.importorskip("scipy.sparse").csr_matrix(np.nan_to_num(test_rows))
+    X.indices[3] = -1
+    with pytest.raises(treescore.Error, match=r"^sample: .*malformed") as e:
+        treescore.Model(model_file=lgb_file, sample=X, threads=1)
+    assert e.value.status.startswith("TS_ERR_")  # the status is kept
+
+
 # ---- item 8: scorers per n_jobs -------------------------------------------------------------
 
 def test_n_jobs_scorers_bounded(lgb_file, test_rows):

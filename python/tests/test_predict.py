@@ -374,3 +374,32 @@ def test_bad_objective_parameter(lgb_file):
             treescore.Model(model_str=text.replace("sigmoid:1", bad), engine="naive")
     m = treescore.Model(model_str=text.replace("sigmoid:1", "sigmoid:0.5"), engine="naive")
     assert m._transform[1] == 0.5
+
+
+def test_xgboost_pandas_categories_recoded():
+    """An XGBoost model trained on a categorical DataFrame (3.1+ stores the training
+    categories in its JSON, ``cats``) reads a DataFrame's categories by value, as XGBoost
+    re-codes them: another category order or a subset of the categories scores as XGBoost
+    does (it used to take the pandas codes as they were: silently wrong scores), and a
+    category never seen in training is refused, as XGBoost refuses it."""
+    xgb = pytest.importorskip("xgboost")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(6)
+    n = 600
+    df = pd.DataFrame({"a": rng.normal(size=n),
+                       "c": pd.Categorical(rng.choice(list("pqrstuvw"), n), categories=list("sqrpwvut")),
+                       "i": pd.Categorical(rng.choice([10, 3, 7], n))})
+    y = df.a + df.c.isin(["p", "q", "w"]) * 2 + (df.i == 7)
+    b = xgb.train({"max_depth": 4, "nthread": 1}, xgb.DMatrix(df, y, enable_categorical=True), 10)
+    if "cats" not in b.save_raw("json").decode():
+        pytest.skip("this XGBoost does not store its training categories")
+    m = treescore.Model.from_booster(b)
+    reordered = df.assign(c=df.c.cat.reorder_categories(list("wvutsrqp")), i=df.i.cat.reorder_categories([10, 7, 3]))
+    subset = df.iloc[:50].assign(c=pd.Categorical(df.c.iloc[:50].astype(str)))
+    for d in (df, reordered, subset):
+        ref = b.predict(xgb.DMatrix(d, enable_categorical=True), output_margin=True)
+        assert np.all(np.abs(m.predict(d) - ref) <= 1e-5 * np.maximum(1, np.abs(ref)))
+    assert np.array_equal(m.predict(reordered), m.predict(df))
+    unseen = df.assign(c=pd.Categorical(["p"] * (n - 1) + ["nope"]))
+    with pytest.raises(treescore.Error, match="'nope' was not seen in training"):
+        m.predict(unseen)

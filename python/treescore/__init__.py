@@ -143,14 +143,7 @@ class Model:
         self._sample = None
         self._cats = False  # not read yet (_pandas_categories)
         if sample is not None:
-            if _inputs.is_sparse(sample):
-                sp = _inputs.SparseRows(sample, self.num_features, self._core.absent_value())
-                rows = sp.dense(0, min(sp.n, 4096, max(1, _inputs.SPARSE_CHUNK_VALUES // max(1, sp.width))))
-            elif _inputs.is_dataframe(sample):
-                rows = self._as_matrix(sample.iloc[:4096])
-            else:
-                rows = self._as_matrix(sample[:4096] if isinstance(sample, np.ndarray) else sample)
-            self._sample = np.ascontiguousarray(rows[:4096], dtype=np.float32)
+            self._sample = self._sample_rows(sample)
         self._scorer = self._make_scorer(threads)
         fmt = self._info["format"]
         line = _objectives.lightgbm_objective_line(data) if fmt.startswith("lightgbm") else ""
@@ -167,6 +160,24 @@ class Model:
         # ONNX: raw scores are the tree node's (the mean for AVERAGE); predict applies its
         # post_transform as ONNX Runtime does (_objectives.onnx_post_transform)
         self._onnx_post = _objectives.onnx_post_transform(self._info["objective"]) if fmt == "onnx" else None
+
+    def _sample_rows(self, sample):
+        """The planner's sample as float32 rows (at most 4096); errors name ``sample``, not X."""
+        try:
+            if _inputs.is_sparse(sample):
+                sp = _inputs.SparseRows(sample, self.num_features, self._core.absent_value())
+                rows = sp.dense(0, min(sp.n, 4096, max(1, _inputs.SPARSE_CHUNK_VALUES // max(1, sp.width))))
+            elif _inputs.is_dataframe(sample):
+                rows = self._as_matrix(sample.iloc[:4096])
+            else:
+                rows = self._as_matrix(sample[:4096] if isinstance(sample, np.ndarray) else sample)
+        except (Error, TypeError) as e:
+            msg = str(e)
+            msg = "sample" + msg[1:] if msg.startswith("X ") else "sample: " + msg
+            if isinstance(e, Error):
+                raise _error(e.status, msg) from None
+            raise TypeError(msg) from None
+        return np.ascontiguousarray(rows[:4096], dtype=np.float32)
 
     def _make_scorer(self, threads: int):
         return self._core.scorer(self._engine_arg, self._isa_arg or "auto", threads, self._batch_hint,
@@ -259,7 +270,9 @@ class Model:
           takes every input by position, as XGBoost does.
 
         NA of nullable dtypes is missing; categorical columns are read as their codes,
-        LightGBM's training categories first set as ``Booster.predict`` does.
+        LightGBM's training categories first set as ``Booster.predict`` does, or XGBoost's
+        (an XGBoost 3.1+ JSON model's ``cats``: XGBoost re-codes categories by value; one
+        unseen in training is refused, as XGBoost refuses it).
 
         CatBoost models (.cbm, JSON, ``from_booster``): categorical features are pandas
         object, string or category columns, or integer columns (the integer 3 is the
@@ -269,9 +282,11 @@ class Model:
         [1 - p, p], p = 1 / (1 + exp(-raw)) (CatBoost's bits); for MultiClass the softmax,
         (n, K) (within 1e-14 relative of CatBoost's, whose exponentials are its own fast
         approximation; the sum runs over the classes in order, as CatBoost's); for
-        MultiLogloss, MultiCrossEntropy and MultiClassOneVsAll a sigmoid per class, (n, K).
-        Every other objective (RMSE, YetiRank, PairLogit, QueryRMSE, MultiRMSE, Poisson, ...)
-        gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
+        MultiLogloss, MultiCrossEntropy and MultiClassOneVsAll a sigmoid per class, (n, K);
+        for Poisson and Tweedie exp(raw), what ``CatBoostRegressor.predict`` returns
+        (prediction_type "Exponent"; within 1e-15 relative, CatBoost's exponential being its
+        own fast approximation). Every other objective (RMSE, YetiRank, PairLogit, QueryRMSE,
+        MultiRMSE, RMSEWithUncertainty, ...) gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
         ``RawFormulaVal``: (n,), or (n, K) for K outputs.
 
         ``raw_score=True`` returns the raw score (margin) without the objective's
@@ -311,12 +326,14 @@ class Model:
                 hashed = self._hashed = self._core.categorical_columns()
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
-                                        (hashed, self._core.category_ids) if hashed else None)
+                                        (hashed, self._core.category_ids) if hashed else None,
+                                        refuse_unseen=self.model_format == "xgboost")
         return _inputs.dense_matrix(X)
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per
-        categorical column), or None; read from the model once, when first needed."""
+        categorical column), or XGBoost's (its JSON's ``cats``), or None; read from the model
+        once, when first needed."""
         if self._cats is not False:
             return self._cats
         import json
@@ -334,6 +351,8 @@ class Model:
                 cats = json.loads(self._data).get("pandas_categorical")
             except (ValueError, AttributeError):
                 cats = None
+        elif self.model_format == "xgboost":  # XGBoost 3.1+ JSON: the training categories
+            cats = _inputs.xgboost_training_categories(self._data)
         self._cats = cats if isinstance(cats, list) and all(isinstance(c, list) for c in cats) else None
         return self._cats
 

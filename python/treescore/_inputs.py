@@ -246,9 +246,38 @@ def _category_ids(col: Any, label: Any, column: int, ids: Callable[[int, list], 
     return table[np.asarray(codes, dtype=np.intp)] if len(table) else np.full(len(col), np.nan)
 
 
+def xgboost_training_categories(data: bytes) -> Optional[list]:
+    """The categories of each categorical feature (feature_types "c"), in the training
+    codes' order, from an XGBoost JSON model's ``gradient_booster ... model.cats`` (XGBoost
+    3.1+: strings as UTF-8 bytes with offsets, or numbers), or None without them. XGBoost
+    re-codes a DataFrame's categories to these before predicting."""
+    import json
+    try:
+        learner = json.loads(data).get("learner", {})
+        gb = learner.get("gradient_booster", {})
+        model = gb.get("model") or gb.get("gbtree", {}).get("model", {})
+        enc = (model.get("cats") or {}).get("enc")
+        types = learner.get("feature_types") or []
+        if not isinstance(enc, list) or not enc:
+            return None
+        out = []
+        for i, e in enumerate(enc):
+            if i >= len(types) or types[i] != "c":
+                continue
+            if "offsets" in e:
+                off, vals = e["offsets"], bytes(e["values"])
+                out.append([vals[off[k]:off[k + 1]].decode("utf-8") for k in range(len(off) - 1)])
+            else:
+                out.append(list(e.get("values", [])))
+        return out or None
+    except (ValueError, AttributeError, TypeError, KeyError, IndexError, UnicodeDecodeError):
+        return None
+
+
 def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm: bool,
                  training_categories: Callable[[], Optional[list]],
-                 hashed: Optional[Tuple[List[int], Callable[[int, list], bytes]]] = None) -> np.ndarray:
+                 hashed: Optional[Tuple[List[int], Callable[[int, list], bytes]]] = None,
+                 refuse_unseen: bool = False) -> np.ndarray:
     """A DataFrame as C-ordered float64 rows in the model's column order (``frame_columns``).
     Categorical columns become their codes (NaN for missing), after setting the training
     categories ``training_categories()`` (LightGBM's ``pandas_categorical``, one list per
@@ -293,7 +322,13 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
         col = df.iloc[:, j]
         if j in cat:
             if categories is not None and list(col.cat.categories) != list(categories[k]):
+                before = col.isna().to_numpy()
                 col = col.cat.set_categories(categories[k])
+                if refuse_unseen and not np.array_equal(col.isna().to_numpy(), before):
+                    unseen = df.iloc[:, j][col.isna().to_numpy() & ~before].iloc[0]
+                    raise error("TS_ERR_INVALID_ARGUMENT",
+                                f"column {labels[j]!r}: category {unseen!r} was not seen in training "
+                                f"(XGBoost refuses it too)")
             k += 1
             codes = col.cat.codes.to_numpy()
             out[:, i] = np.where(codes < 0, np.nan, codes.astype(np.float64))

@@ -42,6 +42,9 @@ _XGB_SIGMOID = {"binary:logistic", "reg:logistic"}
 #: binary classifiers, two columns returned; several: one sigmoid per output).
 _CB_SIGMOID_1 = {"Logloss", "CrossEntropy"}
 _CB_SIGMOID_K = {"MultiLogloss", "MultiCrossEntropy", "MultiClassOneVsAll"}
+#: CatBoost objectives whose prediction (CatBoostRegressor.predict, prediction_type
+#: "Exponent") is exp of the score.
+_CB_EXP = {"Poisson", "Tweedie"}
 _XGB_EXP = {"count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"}
 
 
@@ -98,6 +101,8 @@ def transform_for(fmt: str, objective: str, objective_line: str, n_outputs: int)
             return (LGB_SIGMOID, 1.0)
         if name == "MultiClass" and n_outputs > 1:
             return (LGB_SOFTMAX, 1.0)
+        if name in _CB_EXP and n_outputs == 1:
+            return (LGB_EXP, 1.0)
         return (NONE, 1.0)
     return (NONE, 1.0)
 

@@ -535,7 +535,10 @@ static ts_status prepare(const ts_model *m, int no_build, ts_isa isa, void **out
         return cs;
     }
     tsr_cache c;
-    tsr_cache_open(&c, !no_build);
+    if (tsr_cache_open(&c, !no_build) != 0)
+        tsr_cache_warn_unusable(&c, no_build ? "ifelse is not a candidate"
+                                              : "ifelse compiles in a private temporary directory instead, "
+                                                "on every run");
     if (c.fd >= 0 && !c.trusted)
         tsr_cache_warn_untrusted(&c, no_build ? "ifelse is not a candidate"
                                                    : "ifelse compiles in a private temporary directory instead, "

@@ -247,11 +247,19 @@ int tsr_absolute(const char *path, char *out, size_t size) {
 
 int tsr_cache_open(tsr_cache *c, int create) {
     char raw[sizeof c->path];
-    if (tsr_cache_dir(raw, sizeof raw, create) != 0) {
-        c->fd = -1;
-        c->trusted = 0;
-        c->path[0] = '\0';
+    c->fd = -1;
+    c->trusted = 0;
+    c->error = 0;
+    c->path[0] = '\0';
+    if (tsr_cache_dir(raw, sizeof raw, 0) != 0) {
         snprintf(c->why, sizeof c->why, "no cache directory (set TREESCORE_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+        return -1;
+    }
+    errno = 0;
+    if (create && tsr_cache_dir(raw, sizeof raw, 1) != 0) {
+        c->error = errno ? errno : ENOTDIR; /* mkdir_p's stat found a non-directory */
+        if (tsr_absolute(raw, c->path, sizeof c->path) != 0) snprintf(c->path, sizeof c->path, "%.4000s", raw);
+        snprintf(c->why, sizeof c->why, "cannot make it a directory: %s", strerror(c->error));
         return -1;
     }
     return tsr_dir_open(c, raw);
@@ -260,6 +268,7 @@ int tsr_cache_open(tsr_cache *c, int create) {
 int tsr_dir_open(tsr_cache *c, const char *path) {
     c->fd = -1;
     c->trusted = 0;
+    c->error = 0;
     c->why[0] = '\0';
     c->path[0] = '\0';
     if (tsr_absolute(path, c->path, sizeof c->path) != 0) {
@@ -268,6 +277,7 @@ int tsr_dir_open(tsr_cache *c, const char *path) {
     }
     c->fd = open(c->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (c->fd < 0) {
+        c->error = errno;
         snprintf(c->why, sizeof c->why, "cannot open it: %s", strerror(errno));
         return -1;
     }
@@ -280,6 +290,12 @@ int tsr_dir_open(tsr_cache *c, const char *path) {
 void tsr_cache_close(tsr_cache *c) {
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
+}
+
+void tsr_cache_warn_unusable(const tsr_cache *c, const char *instead) {
+    static atomic_int warned;
+    if (c->fd >= 0 || !c->path[0] || c->error == 0 || c->error == ENOENT) return;
+    tsr_note_once(&warned, "treescore: cannot use the cache directory %s: %s; %s", c->path, c->why, instead);
 }
 
 void tsr_cache_warn_untrusted(const tsr_cache *c, const char *instead) {

@@ -33,6 +33,7 @@ typedef struct tsr_cache {
     int trusted;            /* 1 when it passed the check above */
     char path[4096];        /* absolute */
     char why[TSR_WHY_SIZE]; /* why it is not trusted (or could not be opened) */
+    int error;              /* errno of a failed open or mkdir (ENOENT: not made yet), else 0 */
 } tsr_cache;
 
 /* Open the cache directory (tsr_cache_dir's path, made absolute; with create, missing
@@ -40,6 +41,10 @@ typedef struct tsr_cache {
  * or -1 with c->fd == -1 and the reason in c->why. */
 int tsr_cache_open(tsr_cache *c, int create);
 void tsr_cache_close(tsr_cache *c);
+/* After a failed open: say once why the directory cannot be used (a path that is a file,
+ * under a file, unreadable, or could not be made), unless it merely does not exist yet;
+ * `instead` says what happens instead. */
+void tsr_cache_warn_unusable(const tsr_cache *c, const char *instead);
 
 /* The same for any directory path (not created): 0 with c->fd open, or -1. */
 int tsr_dir_open(tsr_cache *c, const char *path);

@@ -61,7 +61,15 @@ static void load(void) {
     }
     c.wisdom = text("TREESCORE_WISDOM");
     const char *ms = getenv("TREESCORE_PLAN_MS");
-    c.plan_ms = ms && atof(ms) > 0 ? atof(ms) : 0;
+    char *ms_end = NULL;
+    double ms_v = ms && *ms ? strtod(ms, &ms_end) : 0;
+    c.plan_ms = ms && *ms && *ms_end == '\0' && ms_v > 0 && ms_v <= 1e300 ? ms_v : 0;
+    if (ms && *ms && c.plan_ms == 0) {
+        /* "0", "abc" or "-5" was silently the default budget */
+        static atomic_int warned_ms = 0;
+        tsr_note_once(&warned_ms, "treescore: ignoring TREESCORE_PLAN_MS=%s (expected milliseconds, a number > 0); "
+                                  "the planner's budget stays 500 ms", ms);
+    }
     c.ifelse_opt = text("TREESCORE_IFELSE_OPT");
     c.rapid_update = text("TREESCORE_RAPID_UPDATE");
 #ifdef TS_TEST_KNOBS

@@ -1,5 +1,7 @@
 /* scorer.c: ts_scorer, a model prepared for one engine; argument checks and engine choice. */
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,8 +527,8 @@ void ts_scorer_blocking(const ts_scorer *s, uint32_t *tau, uint32_t *delta) {
     if (delta) *delta = s ? s->parts[s->lead].layout.delta : 0;
 }
 
-static ts_status check_batch(const ts_scorer *s, const void *x, size_t n_rows, size_t n_cols, size_t row_stride,
-                             const double *out, const char *fn, ts_error *err) {
+static ts_status check_batch(const ts_scorer *s, const void *x, size_t elem, size_t n_rows, size_t n_cols,
+                             size_t row_stride, const double *out, const char *fn, ts_error *err) {
     if (!s) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: scorer is NULL", fn);
     if (n_rows == 0) return TS_OK;
     if (!x || !out) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "%s: x and out must not be NULL", fn);
@@ -534,6 +536,14 @@ static ts_status check_batch(const ts_scorer *s, const void *x, size_t n_rows, s
         return ts_fail(err, TS_ERR_SHAPE, "the data has %zu columns but the model reads %u", n_cols, s->n_features);
     if (row_stride < n_cols)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "row_stride %zu is smaller than n_cols %zu", row_stride, n_cols);
+    /* no buffer can hold sizes past PTRDIFF_MAX bytes: refuse them rather than read or
+     * write wherever the overflowed products point */
+    size_t limit = (size_t)PTRDIFF_MAX;
+    if (n_cols > limit / elem || (row_stride && (n_rows - 1) > (limit / elem - n_cols) / row_stride) ||
+        n_rows > limit / sizeof(double) / s->n_outputs)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
+                       "%s: %zu rows of stride %zu (%u scores each) exceed the address space", fn, n_rows,
+                       row_stride, s->n_outputs);
     return TS_OK;
 }
 
@@ -674,7 +684,7 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
 
 ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, size_t n_cols, size_t row_stride,
                           double *out, ts_error *err) {
-    TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
+    TS_TRY(check_batch(s, x, sizeof(float), n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
     if (n_rows == 0) return TS_OK;
     ts_status st = TS_OK;
     if (s->expand) {
@@ -799,7 +809,7 @@ static ts_status score_f64_split(const ts_scorer *s, const double *row, double *
 
 ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
                               size_t row_stride, double *out, ts_error *err) {
-    TS_TRY(check_batch(s, x, n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
+    TS_TRY(check_batch(s, x, sizeof(double), n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
     if (n_rows == 0) return TS_OK;
     if (!s->expand && s->parts[0].split && n_rows < s->n_threads) {
         ts_status st = TS_OK;

@@ -25,10 +25,16 @@ int tsp_wisdom_open(tsp_wisdom_file *w, int create) {
         const char *base = slash ? slash + 1 : env;
         if (n < 0 || (size_t)n >= sizeof dir || !*base || strlen(base) >= sizeof w->name) return -1;
         snprintf(w->name, sizeof w->name, "%s", base);
-        if (tsr_dir_open(&w->dir, dir) != 0) return -1;
+        if (tsr_dir_open(&w->dir, dir) != 0) {
+            tsr_cache_warn_unusable(&w->dir, "the planner's wisdom is neither read nor written");
+            return -1;
+        }
     } else {
         snprintf(w->name, sizeof w->name, "wisdom");
-        if (tsr_cache_open(&w->dir, create) != 0) return -1;
+        if (tsr_cache_open(&w->dir, create) != 0) {
+            tsr_cache_warn_unusable(&w->dir, "the planner's wisdom is neither read nor written");
+            return -1;
+        }
     }
     if (w->dir.trusted) return 0;
     tsr_cache_warn_untrusted(&w->dir, "the planner's wisdom is neither read nor written there");

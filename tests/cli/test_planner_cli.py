@@ -127,3 +127,35 @@ def test_help_lists_engines(ts, cache):
     r = ts.fails("score", "-m", MODEL, "-d", DATA, "-e", "warp", status=2, env=envof(cache))
     for e in ENGINES:
         assert e in r.stderr, r
+
+
+@pytest.mark.parametrize("where", ["file", "under-file"])
+def test_cache_dir_not_a_directory_is_said(ts, cache, where):
+    """TREESCORE_CACHE_DIR naming a file (or a path under one) plans and scores, and says
+    why nothing is remembered or cached, with the path and the reason (it used to say only
+    "no writable, trusted wisdom file"); a directory not made yet stays silent."""
+    f = cache / "afile"
+    f.write_text("x")
+    d = f if where == "file" else f / "sub"
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "100", "--threads", "1",
+                    env=envof(cache, TREESCORE_CACHE_DIR=str(d)))
+    assert f"cannot use the cache directory {d}: " in r.stderr and "Not a directory" in r.stderr, r
+    assert "wisdom is neither read nor written" in r.stderr, r
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "--engine", "ifelse",
+                    env=envof(cache, TREESCORE_CACHE_DIR=str(d)))
+    assert f"cannot use the cache directory {d}: " in r.stderr and "private temporary directory" in r.stderr, r
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "100", "--threads", "1",
+                    env=envof(cache, TREESCORE_CACHE_DIR=str(cache / "new" / "dir")))
+    assert "cache directory" not in r.stderr, r
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "10ms"])
+def test_bad_plan_ms_is_named(ts, cache, value):
+    """TREESCORE_PLAN_MS that is not a positive number of milliseconds was silently the
+    default budget; it is now named, as a misspelt TREESCORE_PLAN is."""
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_PLAN_MS=value))
+    assert f"ignoring TREESCORE_PLAN_MS={value} (expected milliseconds" in r.stderr, r
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_PLAN_MS="5"))
+    assert "TREESCORE_PLAN_MS" not in r.stderr, r

@@ -79,6 +79,15 @@ def test_bad_numbers(ts, lgb_model, ok_data, value):
     usage_error(ts, "rank", "-m", lgb_model, "-d", ok_data, "--top", value)
 
 
+@pytest.mark.parametrize("sub,opt", [("rank", "--top"), ("rank", "--ndcg"), ("bench", "--repeat")])
+def test_counts_from_one(ts, lgb_model, ok_data, sub, opt):
+    """A count that must be at least 1 says so for 0 and for -1 alike (-1 used to be told
+    'a whole number from 0 to N', then 0 'must be at least 1')."""
+    for value in ("0", "-1"):
+        r = usage_error(ts, sub, "-m", lgb_model, "-d", ok_data, opt, value)
+        assert f"{opt} needs a whole number from 1 to " in r.stderr, r
+
+
 @pytest.mark.parametrize("opt", ["-o", "--output=", "-m", "-d", "--query-file", "--feature-names"])
 def test_empty_file_names(ts, lgb_model, ok_data, opt, tmp_path, monkeypatch):
     """-o '' created a hidden '.tmp.XXXXXX' in the working directory and then failed with

@@ -677,6 +677,13 @@ static void test_scorer_api(void) {
     CHECK_STATUS(ts_scorer_score(s, row, 1, N_FEATURES, N_FEATURES - 1, out, &err), TS_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(ts_scorer_score(s, NULL, 0, N_FEATURES, N_FEATURES, out, &err), TS_OK);
     CHECK_STATUS(ts_scorer_score(NULL, row, 1, N_FEATURES, N_FEATURES, out, &err), TS_ERR_INVALID_ARGUMENT);
+    /* sizes no buffer can have are refused, not read (they used to crash) */
+    CHECK_STATUS(ts_scorer_score(s, row, SIZE_MAX, N_FEATURES, N_FEATURES, out, &err), TS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "address space") != NULL);
+    CHECK_STATUS(ts_scorer_score(s, row, 3, N_FEATURES, (size_t)1 << 62, out, &err), TS_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ts_scorer_score(s, row, 1, SIZE_MAX, SIZE_MAX, out, &err), TS_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ts_scorer_score_f64(s, (const double *)row, (size_t)1 << 61, N_FEATURES, N_FEATURES, out, &err),
+                 TS_ERR_INVALID_ARGUMENT);
     ts_scorer_free(s);
     ts_scorer_free(NULL);
     {
