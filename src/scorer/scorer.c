@@ -537,10 +537,13 @@ static ts_status check_batch(const ts_scorer *s, const void *x, size_t elem, siz
     if (row_stride < n_cols)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "row_stride %zu is smaller than n_cols %zu", row_stride, n_cols);
     /* no buffer can hold sizes past PTRDIFF_MAX bytes: refuse them rather than read or
-     * write wherever the overflowed products point */
-    size_t limit = (size_t)PTRDIFF_MAX;
-    if (n_cols > limit / elem || (row_stride && (n_rows - 1) > (limit / elem - n_cols) / row_stride) ||
-        n_rows > limit / sizeof(double) / s->n_outputs)
+     * write wherever the overflowed products point (checked multiplications, no division:
+     * this runs on every call, the one-row path included) */
+    size_t in_bytes, out_bytes;
+    if (__builtin_mul_overflow(n_rows - 1, row_stride, &in_bytes) || __builtin_add_overflow(in_bytes, n_cols, &in_bytes) ||
+        __builtin_mul_overflow(in_bytes, elem, &in_bytes) || in_bytes > (size_t)PTRDIFF_MAX ||
+        __builtin_mul_overflow(n_rows, (size_t)s->n_outputs * sizeof(double), &out_bytes) ||
+        out_bytes > (size_t)PTRDIFF_MAX)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
                        "%s: %zu rows of stride %zu (%u scores each) exceed the address space", fn, n_rows,
                        row_stride, s->n_outputs);
