@@ -403,3 +403,29 @@ def test_xgboost_pandas_categories_recoded():
     unseen = df.assign(c=pd.Categorical(["p"] * (n - 1) + ["nope"]))
     with pytest.raises(treescore.Error, match="'nope' was not seen in training"):
         m.predict(unseen)
+
+
+def _xgb_close(ours, ref):
+    """Within XGBoost's float32 rounding of its sum (the models below: a few trees, |score| < 10)."""
+    return np.all(np.abs(np.asarray(ours) - ref) <= 2e-6 * np.maximum(1, np.abs(ref)))
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_xgboost_sklearn_early_stopping_best_iteration(data, test_rows, kind):
+    """An XGBRegressor / XGBClassifier fitted with early stopping predicts with its first
+    best_iteration + 1 rounds (XGBModel.predict's iteration_range); from_booster took every
+    round the booster kept (best + early_stopping_rounds), silently other scores (up to
+    0.26 off on this regressor, 0.24 on this classifier's probabilities)."""
+    xgb = pytest.importorskip("xgboost")
+    X, y = data
+    target = y if kind == "classifier" else np.nan_to_num(X[:, 0]) * 2 + y
+    cls = xgb.XGBClassifier if kind == "classifier" else xgb.XGBRegressor
+    est = cls(n_estimators=200, learning_rate=0.5, max_depth=4, early_stopping_rounds=3, n_jobs=1)
+    est.fit(X[:700], target[:700], eval_set=[(X[700:], target[700:])], verbose=False)
+    assert est.best_iteration + 1 < est.get_booster().num_boosted_rounds()
+    ref = est.predict_proba(test_rows)[:, 1] if kind == "classifier" else est.predict(test_rows)
+    assert _xgb_close(treescore.Model.from_booster(est).predict(test_rows), ref)
+    # the Booster itself predicts with every round: from_booster(Booster) keeps them all
+    b = est.get_booster()
+    assert _xgb_close(treescore.Model.from_booster(b).predict(test_rows), b.predict(xgb.DMatrix(test_rows)))
+

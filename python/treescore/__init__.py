@@ -69,6 +69,20 @@ def _catboost_bytes(model) -> bytes:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _xgboost_best_rounds(estimator):
+    """The booster of a fitted ``XGBModel`` cut to the rounds its ``predict`` uses: after
+    early stopping the first ``best_iteration + 1`` (XGBModel's default iteration_range),
+    the booster itself keeping the rounds trained past the best one."""
+    booster = estimator.get_booster()
+    try:
+        best = int(estimator.best_iteration)
+    except (AttributeError, TypeError, ValueError):  # no early stopping: every round
+        return booster
+    if 0 <= best and best + 1 < booster.num_boosted_rounds():
+        booster = booster[:best + 1]
+    return booster
+
+
 class Model:
     """A tree ensemble loaded for fast exact scoring.
 
@@ -206,7 +220,9 @@ class Model:
     @classmethod
     def from_booster(cls, booster, **kwargs) -> "Model":
         """A Model from a live ``lightgbm.Booster`` / ``LGBMModel`` (its ``model_to_string()``),
-        ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``) or fitted CatBoost model
+        ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``; an ``XGBModel`` fitted
+        with early stopping keeps its first ``best_iteration + 1`` rounds, as its ``predict``
+        does, a ``Booster`` every round, as its ``predict`` does) or fitted CatBoost model
         (``CatBoost``, ``CatBoostRegressor``, ``CatBoostClassifier``, ``CatBoostRanker``: its
         .cbm bytes, serialized in memory, or through a private temporary file that is removed
         afterwards when the catboost package offers no in-memory form). ``kwargs``: the
@@ -218,7 +234,7 @@ class Model:
             return cls(model_str=booster.model_to_string(), model_format="lightgbm", **kwargs)
         if root == "xgboost":
             if not hasattr(booster, "save_raw") and hasattr(booster, "get_booster"):
-                booster = booster.get_booster()
+                booster = _xgboost_best_rounds(booster)
             return cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
         if root == "catboost" and hasattr(booster, "save_model"):
             return cls(model_str=_catboost_bytes(booster), model_format="catboost", **kwargs)
