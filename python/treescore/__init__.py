@@ -83,6 +83,16 @@ def _xgboost_best_rounds(estimator):
     return booster
 
 
+def _xgboost_missing(estimator):
+    """An ``XGBModel``'s ``missing`` value as float32 (XGBoost compares float32 values
+    with it), or None for NaN (the default: nothing to mark)."""
+    m = getattr(estimator, "missing", None)
+    if m is None:
+        return None
+    m = np.float32(m)
+    return None if np.isnan(m) else m
+
+
 class Model:
     """A tree ensemble loaded for fast exact scoring.
 
@@ -113,6 +123,8 @@ class Model:
     (the GIL is released while scoring). It pickles as its model bytes and options; the
     engine is prepared again when it is unpickled (Dask, Spark, multiprocessing).
     """
+
+    _missing = None  # an XGBModel's missing value (float32), marked NaN in predict (from_booster)
 
     def __init__(self, model_file=None, model_str=None, *, model_format: str = "auto", engine: str = "auto",
                  isa=None, threads: int = 0, batch_hint: int = 0, sample=None):
@@ -156,6 +168,7 @@ class Model:
         self._scorers = OrderedDict()
         self._sample = None
         self._cats = False  # not read yet (_pandas_categories)
+        self._missing = None
         if sample is not None:
             self._sample = self._sample_rows(sample)
         self._scorer = self._make_scorer(threads)
@@ -222,7 +235,9 @@ class Model:
         """A Model from a live ``lightgbm.Booster`` / ``LGBMModel`` (its ``model_to_string()``),
         ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``; an ``XGBModel`` fitted
         with early stopping keeps its first ``best_iteration + 1`` rounds, as its ``predict``
-        does, a ``Booster`` every round, as its ``predict`` does) or fitted CatBoost model
+        does, a ``Booster`` every round, as its ``predict`` does; an ``XGBModel``'s
+        ``missing`` value, when not NaN, is missing to ``predict`` as it is to XGBoost: every
+        value whose float32 equals it) or fitted CatBoost model
         (``CatBoost``, ``CatBoostRegressor``, ``CatBoostClassifier``, ``CatBoostRanker``: its
         .cbm bytes, serialized in memory, or through a private temporary file that is removed
         afterwards when the catboost package offers no in-memory form). ``kwargs``: the
@@ -233,9 +248,13 @@ class Model:
                 booster = booster.booster_
             return cls(model_str=booster.model_to_string(), model_format="lightgbm", **kwargs)
         if root == "xgboost":
+            missing = None
             if not hasattr(booster, "save_raw") and hasattr(booster, "get_booster"):
+                missing = _xgboost_missing(booster)
                 booster = _xgboost_best_rounds(booster)
-            return cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
+            model = cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
+            model._missing = missing
+            return model
         if root == "catboost" and hasattr(booster, "save_model"):
             return cls(model_str=_catboost_bytes(booster), model_format="catboost", **kwargs)
         raise TypeError(f"from_booster: expected a LightGBM, XGBoost or CatBoost model, not {type(booster).__name__}")
@@ -319,6 +338,8 @@ class Model:
                 return y if raw_score else self._onnx_post(y)
             except ValueError as e:
                 raise Error(f"{self._name}: {e}") from None
+        if self._missing is not None:  # an XGBModel(missing=m): m is missing, as it is to XGBoost
+            return self._predict_converted(s, X, (0, 1.0, 0.0) if raw_score else self._transform)
         # the fast path (a dense float32/float64 matrix) is one C call: keep it short
         y = s.score(X) if raw_score else s.score(X, *self._transform)
         if y is NotImplemented:
@@ -330,10 +351,19 @@ class Model:
     def _predict_converted(self, s, X, tr):
         if _inputs.is_sparse(X):
             return self._predict_sparse(s, X, tr)
-        y = s.score(self._as_matrix(X), tr[0], tr[1], tr[2])
+        y = s.score(self._marked(self._as_matrix(X)), tr[0], tr[1], tr[2])
         if y is NotImplemented:  # cannot happen: _as_matrix gives C-ordered float64/float32
             raise _error("TS_ERR_GENERIC", "internal error: converted input was refused")
         return y
+
+    def _marked(self, M):
+        """M with the values whose float32 equals the XGBModel's ``missing`` made NaN (a copy
+        when there are any), or M itself when the model has no such value."""
+        if self._missing is None:
+            return M
+        with np.errstate(over="ignore", invalid="ignore"):
+            hit = M.astype(np.float32, copy=False) == self._missing
+        return np.where(hit, np.nan, M).astype(M.dtype, copy=False) if hit.any() else M
 
     def _as_matrix(self, X):
         if _inputs.is_dataframe(X):
@@ -374,7 +404,7 @@ class Model:
 
     def _predict_sparse(self, s, X, tr):
         sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value())
-        parts = [s.score(sp.dense(r0, r1), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
+        parts = [s.score(self._marked(sp.dense(r0, r1)), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
         if not parts:
             return s.score(np.empty((0, self.num_features)), tr[0], tr[1], tr[2])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -451,9 +481,10 @@ class Model:
         # synthetic rows
         return {"model": self._data, "name": self._name, "model_format": self._format_arg,
                 "engine": self._engine_arg, "isa": self._isa_arg, "threads": self._threads,
-                "batch_hint": self._batch_hint}
+                "batch_hint": self._batch_hint, "missing": self._missing}
 
     def __setstate__(self, state):
         self._setup(state["model"], state["name"], state["model_format"], state["engine"], state["isa"],
                     state["threads"], state.get("batch_hint", 0))
+        self._missing = state.get("missing")
 
