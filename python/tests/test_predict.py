@@ -457,3 +457,34 @@ def test_xgboost_sklearn_missing_value(data, test_rows, missing):
     assert _xgb_close(pickle.loads(pickle.dumps(m)).predict(T), ref)
     assert _xgb_close(m.predict(T, raw_score=True), reg.predict(T, output_margin=True))
     assert not np.array_equal(treescore.Model.from_booster(reg.get_booster()).predict(T), m.predict(T))
+
+
+def test_xgboost_pandas_categories_recoded_ubjson(tmp_path):
+    """The same for an XGBoost UBJSON model (save_model("m.ubj"), XGBoost's default
+    format): its training categories were not read (no UBJSON reader on the Python side),
+    so a DataFrame's pandas codes were taken as they were: silently wrong scores (2.8 off
+    on this model for another category order), and an unseen category scored as missing."""
+    xgb = pytest.importorskip("xgboost")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(6)
+    n = 600
+    df = pd.DataFrame({"a": rng.normal(size=n),
+                       "c": pd.Categorical(rng.choice(list("pqrstuvw"), n), categories=list("sqrpwvut")),
+                       "i": pd.Categorical(rng.choice([10, 3, 7], n))})
+    y = df.a + df.c.isin(["p", "q", "w"]) * 2 + (df.i == 7)
+    b = xgb.train({"max_depth": 4, "nthread": 1}, xgb.DMatrix(df, y, enable_categorical=True), 10)
+    if "cats" not in b.save_raw("json").decode():
+        pytest.skip("this XGBoost does not store its training categories")
+    path = tmp_path / "cat.ubj"
+    b.save_model(str(path))
+    m = treescore.Model(model_file=path)
+    assert m.model_format == "xgboost-ubjson"
+    reordered = df.assign(c=df.c.cat.reorder_categories(list("wvutsrqp")), i=df.i.cat.reorder_categories([10, 7, 3]))
+    for d in (df, reordered):
+        ref = b.predict(xgb.DMatrix(d, enable_categorical=True), output_margin=True)
+        assert np.all(np.abs(m.predict(d) - ref) <= 1e-5 * np.maximum(1, np.abs(ref)))
+    unseen = df.assign(c=pd.Categorical(["p"] * (n - 1) + ["nope"]))
+    with pytest.raises(treescore.Error, match="'nope' was not seen in training"):
+        m.predict(unseen)
+    json_model = treescore.Model(model_str=b.save_raw("json"))
+    assert m._pandas_categories() == json_model._pandas_categories()

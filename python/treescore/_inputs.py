@@ -246,14 +246,97 @@ def _category_ids(col: Any, label: Any, column: int, ids: Callable[[int, list], 
     return table[np.asarray(codes, dtype=np.intp)] if len(table) else np.full(len(col), np.nan)
 
 
+_UBJ_SCALARS = {b"i": ">i1", b"U": ">u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8"}
+
+
+class _Ubj:
+    """A small UBJSON reader (XGBoost's .ubj models: objects, arrays, typed arrays with
+    ``$`` and ``#``, the numeric, string, char, bool and null markers): ``value()`` decodes
+    the document into dicts, lists and numbers (typed numeric arrays as numpy arrays).
+    ValueError on anything else or on a truncated input."""
+
+    def __init__(self, data: bytes):
+        self.d = memoryview(data)
+        self.i = 0
+
+    def take(self, k: int) -> memoryview:
+        if k < 0 or self.i + k > len(self.d):
+            raise ValueError("truncated UBJSON")
+        self.i += k
+        return self.d[self.i - k:self.i]
+
+    def marker(self) -> bytes:
+        m = bytes(self.take(1))
+        while m == b"N":  # no-op
+            m = bytes(self.take(1))
+        return m
+
+    def count(self, m: bytes) -> int:
+        if m not in _UBJ_SCALARS or m in (b"d", b"D"):
+            raise ValueError("UBJSON: a length must be an integer")
+        return int(np.frombuffer(self.take(np.dtype(_UBJ_SCALARS[m]).itemsize), _UBJ_SCALARS[m])[0])
+
+    def value(self, m: Optional[bytes] = None) -> Any:
+        m = self.marker() if m is None else m
+        if m in _UBJ_SCALARS:
+            dt = np.dtype(_UBJ_SCALARS[m])
+            return np.frombuffer(self.take(dt.itemsize), dt)[0].item()
+        if m in (b"S", b"H"):
+            return bytes(self.take(self.count(self.marker()))).decode("utf-8")
+        if m == b"C":
+            return bytes(self.take(1)).decode("latin-1")
+        if m in (b"T", b"F", b"Z"):
+            return {b"T": True, b"F": False, b"Z": None}[m]
+        if m in (b"[", b"{"):
+            return self.container(m == b"{")
+        raise ValueError(f"UBJSON: unknown marker {m!r}")
+
+    def container(self, is_object: bool) -> Any:
+        typ, n = None, None
+        m: Optional[bytes] = self.marker()
+        if m == b"$":
+            typ, m = self.marker(), self.marker()
+            if m != b"#":
+                raise ValueError("UBJSON: '$' without '#'")
+        if m == b"#":
+            n, m = self.count(self.marker()), None
+        if typ in _UBJ_SCALARS and not is_object:
+            dt = np.dtype(_UBJ_SCALARS[typ])
+            return np.frombuffer(self.take(n * dt.itemsize), dt)
+        out: Any = {} if is_object else []
+        k = 0
+        while True:
+            if n is None:  # ends at its closing marker
+                m = self.marker() if m is None else m
+                if m == (b"}" if is_object else b"]"):
+                    return out
+            elif k == n:
+                return out
+            else:  # a key's length marker, or an element's own or the container's type
+                m = self.marker() if is_object or typ is None else typ
+            if is_object:
+                key = bytes(self.take(self.count(m))).decode("utf-8")
+                out[key] = self.value(typ)
+            else:
+                out.append(self.value(m))
+            m, k = None, k + 1
+
+
+def _xgboost_document(data: bytes) -> dict:
+    """An XGBoost model, JSON or UBJSON (its first byte '{' then a length marker), as a dict."""
+    import json
+    if data[:1] == b"{" and data[1:2] in (b"i", b"U", b"I", b"l", b"L"):
+        return _Ubj(data).value()
+    return json.loads(data)
+
+
 def xgboost_training_categories(data: bytes) -> Optional[list]:
     """The categories of each categorical feature (feature_types "c"), in the training
-    codes' order, from an XGBoost JSON model's ``gradient_booster ... model.cats`` (XGBoost
-    3.1+: strings as UTF-8 bytes with offsets, or numbers), or None without them. XGBoost
-    re-codes a DataFrame's categories to these before predicting."""
-    import json
+    codes' order, from an XGBoost JSON or UBJSON model's ``gradient_booster ... model.cats``
+    (XGBoost 3.1+: strings as UTF-8 bytes with offsets, or numbers), or None without them.
+    XGBoost re-codes a DataFrame's categories to these before predicting."""
     try:
-        learner = json.loads(data).get("learner", {})
+        learner = _xgboost_document(data).get("learner", {})
         gb = learner.get("gradient_booster", {})
         model = gb.get("model") or gb.get("gbtree", {}).get("model", {})
         enc = (model.get("cats") or {}).get("enc")
@@ -265,10 +348,10 @@ def xgboost_training_categories(data: bytes) -> Optional[list]:
             if i >= len(types) or types[i] != "c":
                 continue
             if "offsets" in e:
-                off, vals = e["offsets"], bytes(e["values"])
+                off, vals = [int(o) for o in e["offsets"]], bytes(np.asarray(e["values"], dtype=np.uint8))
                 out.append([vals[off[k]:off[k + 1]].decode("utf-8") for k in range(len(off) - 1)])
             else:
-                out.append(list(e.get("values", [])))
+                out.append(np.asarray(e.get("values", [])).tolist())
         return out or None
     except (ValueError, AttributeError, TypeError, KeyError, IndexError, UnicodeDecodeError):
         return None
