@@ -308,3 +308,23 @@ def test_from_booster_exponent_objectives(loss):
     got = ts.predict(X)
     assert got.shape == ref.shape
     assert np.all(np.abs(got - ref) <= 1e-15 * ref), np.max(np.abs(got - ref) / ref)
+
+
+def test_from_booster_rmse_with_uncertainty():
+    """RMSEWithUncertainty: CatBoostRegressor.predict returns [mean, variance] (prediction_type
+    "RMSEWithUncertainty": the second score is the log of the standard deviation, returned
+    as exp(2 raw)); predict returned the raw pair, so its second column was the log of the
+    standard deviation where CatBoost gives the variance (0.55 against 2.99 on a row)."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(500, 3))
+    y = 2 * X[:, 0] + rng.normal(size=500) * np.abs(X[:, 1])
+    m = catboost.CatBoostRegressor(iterations=20, depth=3, loss_function="RMSEWithUncertainty", random_seed=0,
+                                   verbose=0, thread_count=1, allow_writing_files=False).fit(X, y)
+    ts = treescore.Model.from_booster(m)
+    raw = m.predict(X, prediction_type="RawFormulaVal")
+    assert np.array_equal(ts.predict(X, raw_score=True), raw)
+    ref = m.predict(X, thread_count=1)
+    got = ts.predict(X)
+    assert got.shape == ref.shape == (500, 2)
+    assert np.array_equal(got[:, 0], ref[:, 0])
+    assert np.all(np.abs(got[:, 1] - ref[:, 1]) <= 1e-15 * ref[:, 1]), np.max(np.abs(got - ref) / ref)

@@ -125,6 +125,7 @@ class Model:
     """
 
     _missing = None  # an XGBModel's missing value (float32), marked NaN in predict (from_booster)
+    _variance = False  # CatBoost RMSEWithUncertainty: predict's second column exp(2 raw)
 
     def __init__(self, model_file=None, model_str=None, *, model_format: str = "auto", engine: str = "auto",
                  isa=None, threads: int = 0, batch_hint: int = 0, sample=None):
@@ -184,6 +185,8 @@ class Model:
         self._transform = (code, param, divisor)
         # CatBoost's binary Probability: two columns [1 - p, p] from the one score
         self._two_columns = _objectives.catboost_two_columns(fmt, self._info["objective"], self._scorer.n_outputs)
+        # CatBoost's RMSEWithUncertainty: [mean, exp(2 raw)], the variance, as CatBoostRegressor.predict
+        self._variance = _objectives.catboost_variance(fmt, self._info["objective"], self._scorer.n_outputs)
         # ONNX: raw scores are the tree node's (the mean for AVERAGE); predict applies its
         # post_transform as ONNX Runtime does (_objectives.onnx_post_transform)
         self._onnx_post = _objectives.onnx_post_transform(self._info["objective"]) if fmt == "onnx" else None
@@ -320,8 +323,9 @@ class Model:
         MultiLogloss, MultiCrossEntropy and MultiClassOneVsAll a sigmoid per class, (n, K);
         for Poisson and Tweedie exp(raw), what ``CatBoostRegressor.predict`` returns
         (prediction_type "Exponent"; within 1e-15 relative, CatBoost's exponential being its
-        own fast approximation). Every other objective (RMSE, YetiRank, PairLogit, QueryRMSE,
-        MultiRMSE, RMSEWithUncertainty, ...) gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
+        own fast approximation); for RMSEWithUncertainty (n, 2) [mean, exp(2 raw)], the
+        variance, as ``CatBoostRegressor.predict`` (the same bound). Every other objective
+        (RMSE, YetiRank, PairLogit, QueryRMSE, MultiRMSE, ...) gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
         ``RawFormulaVal``: (n,), or (n, K) for K outputs.
 
         ``raw_score=True`` returns the raw score (margin) without the objective's
@@ -346,6 +350,8 @@ class Model:
             y = self._predict_converted(s, X, (0, 1.0, 0.0) if raw_score else self._transform)
         if self._two_columns and not raw_score:
             y = np.stack((1.0 - y, y), axis=1)
+        elif self._variance and not raw_score:
+            y = np.stack((y[:, 0], np.exp(2.0 * y[:, 1])), axis=1)
         return y
 
     def _predict_converted(self, s, X, tr):

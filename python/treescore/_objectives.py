@@ -121,6 +121,13 @@ def catboost_two_columns(fmt: str, objective: str, n_outputs: int) -> bool:
     return fmt.startswith("catboost") and n_outputs == 1 and objective.split(":", 1)[0] in _CB_SIGMOID_1
 
 
+def catboost_variance(fmt: str, objective: str, n_outputs: int) -> bool:
+    """Whether CatBoostRegressor.predict of this model is [mean, variance] from the two raw
+    scores [mean, log of the standard deviation]: RMSEWithUncertainty, whose default
+    prediction_type "RMSEWithUncertainty" writes exp(2 raw) as the second column."""
+    return fmt.startswith("catboost") and n_outputs == 2 and objective.split(":", 1)[0] == "RMSEWithUncertainty"
+
+
 # ---- ONNX-ML tree ensembles: post_transform as ONNX Runtime applies it ---------------------------
 #
 # The C loader (src/io/model_onnx.c) records the tree node's post_transform in the model's
