@@ -309,7 +309,7 @@ class Model:
 
         NA of nullable dtypes is missing; categorical columns are read as their codes,
         LightGBM's training categories first set as ``Booster.predict`` does, or XGBoost's
-        (an XGBoost 3.1+ JSON model's ``cats``: XGBoost re-codes categories by value; one
+        (an XGBoost 3.1+ JSON or UBJSON model's ``cats``: XGBoost re-codes categories by value; one
         unseen in training is refused, as XGBoost refuses it).
 
         CatBoost models (.cbm, JSON, ``from_booster``): categorical features are pandas
@@ -384,7 +384,7 @@ class Model:
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per
-        categorical column), or XGBoost's (its JSON's ``cats``), or None; read from the model
+        categorical column), or XGBoost's (its JSON or UBJSON ``cats``), or None; read from the model
         once, when first needed."""
         if self._cats is not False:
             return self._cats
