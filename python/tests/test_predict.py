@@ -506,3 +506,17 @@ def test_lightgbm_reg_sqrt_every_regression_objective(data, test_rows, objective
     m = treescore.Model.from_booster(b)
     assert np.array_equal(m.predict(test_rows), b.predict(test_rows))
     assert np.array_equal(m.predict(test_rows, raw_score=True), b.predict(test_rows, raw_score=True))
+
+
+def test_lightgbm_cvbooster_refused(data):
+    """lgb.cv(return_cvbooster=True)'s CVBooster holds one booster per fold (its
+    model_to_string is JSON of them all): refused by name, not with a parse error about a
+    truncated header; each fold's booster loads."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y = data
+    cv = lgb.cv(dict(objective="binary", num_leaves=7, verbose=-1, num_threads=1), lgb.Dataset(X, y), 3, nfold=2,
+                return_cvbooster=True)["cvbooster"]
+    with pytest.raises(TypeError, match="CVBooster.*boosters"):
+        treescore.Model.from_booster(cv)
+    b = cv.boosters[0]
+    assert np.array_equal(treescore.Model.from_booster(b).predict(X), b.predict(X))

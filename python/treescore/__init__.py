@@ -247,6 +247,9 @@ class Model:
         options of ``Model()`` (engine, isa, threads, batch_hint, sample)."""
         root = type(booster).__module__.split(".")[0]
         if root == "lightgbm":
+            if type(booster).__name__ == "CVBooster":
+                raise TypeError("from_booster: a lightgbm CVBooster holds one booster per fold; pass one of its "
+                                "boosters (cvbooster.boosters[i])")
             if not hasattr(booster, "model_to_string") and hasattr(booster, "booster_"):
                 booster = booster.booster_
             return cls(model_str=booster.model_to_string(), model_format="lightgbm", **kwargs)
