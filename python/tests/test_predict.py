@@ -428,6 +428,12 @@ def test_xgboost_sklearn_early_stopping_best_iteration(data, test_rows, kind):
     # the Booster itself predicts with every round: from_booster(Booster) keeps them all
     b = est.get_booster()
     assert _xgb_close(treescore.Model.from_booster(b).predict(test_rows), b.predict(xgb.DMatrix(test_rows)))
+    # gblinear cannot be cut to its best rounds: refused by name, as gblinear always is
+    lin = xgb.XGBRegressor(booster="gblinear", n_estimators=200, learning_rate=0.5, early_stopping_rounds=2, n_jobs=1)
+    lin.fit(np.nan_to_num(X[:700]), target[:700], eval_set=[(np.nan_to_num(X[700:]), target[700:])], verbose=False)
+    if lin.best_iteration + 1 < lin.get_booster().num_boosted_rounds():
+        with pytest.raises(treescore.Error, match="gblinear"):
+            treescore.Model.from_booster(lin)
 
 
 @pytest.mark.parametrize("missing", [0.0, -1.0, 0.1])

@@ -79,7 +79,12 @@ def _xgboost_best_rounds(estimator):
     except (AttributeError, TypeError, ValueError):  # no early stopping: every round
         return booster
     if 0 <= best and best + 1 < booster.num_boosted_rounds():
-        booster = booster[:best + 1]
+        try:
+            booster = booster[:best + 1]
+        except Exception as e:  # noqa: BLE001 - gblinear cannot be sliced: the loader refuses it by name
+            if '"gblinear"' not in booster.save_config():
+                raise _error("TS_ERR_UNSUPPORTED", f"from_booster: cannot keep the {type(estimator).__name__}'s "
+                                                   f"first best_iteration + 1 = {best + 1} rounds: {e}") from None
     return booster
 
 
