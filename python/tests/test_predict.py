@@ -526,3 +526,35 @@ def test_lightgbm_cvbooster_refused(data):
         treescore.Model.from_booster(cv)
     b = cv.boosters[0]
     assert np.array_equal(treescore.Model.from_booster(b).predict(X), b.predict(X))
+
+
+def test_xgboost_sigmoid_clamp(data, test_rows, tmp_path):
+    """XGBoost's float sigmoid (common::Sigmoid) clamps the exponent, expf(min(-x, 88.7f)),
+    so a margin below -88.7 gives 1 / expf(88.7f) = 3.0e-39, not 0; treescore gave 0
+    (100% off, in the denormals). Now XGBoost's formula: the transform of XGBoost's own
+    margins equals its probabilities bit for bit, at every margin."""
+    import json
+    xgb = pytest.importorskip("xgboost")
+    X, y = data
+    b = xgb.train({"objective": "binary:logistic", "max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y), 3)
+    doc = json.loads(b.save_raw("json"))
+    leaves = []
+    for k, tree in enumerate(doc["learner"]["gradient_booster"]["model"]["trees"]):
+        for i, left in enumerate(tree["left_children"]):
+            if left == -1:
+                leaves.append((k, i))
+    for n, (k, i) in enumerate(leaves):  # margins from about -120 to +40
+        tree = doc["learner"]["gradient_booster"]["model"]["trees"][k]
+        tree["split_conditions"][i] = tree["base_weights"][i] = -40.0 + 53.0 * (n % 3) - 0.37 * n
+    path = tmp_path / "extreme.json"
+    path.write_text(json.dumps(doc))
+    b = xgb.Booster(model_file=str(path))
+    margin = b.predict(xgb.DMatrix(test_rows), output_margin=True)
+    prob = b.predict(xgb.DMatrix(test_rows))
+    assert (margin < -88.7).any() and (margin > -80).any()
+    m = treescore.Model(model_file=path)
+    code, param, div = m._transform
+    same = np.array(treescore._core.transform_values(list(margin.astype(np.float64)), 1, code, param, div))
+    assert np.array_equal(same, prob.astype(np.float64))
+    low = margin < -88.7
+    assert np.array_equal(m.predict(test_rows)[low], prob[low].astype(np.float64))
