@@ -336,12 +336,14 @@ def test_classes_without_scores_refused(tmp_path):
     class_params' class_to_label is [0, 1, 3], and CatBoost's predict writes the missing
     class a RawFormulaVal of -inf and a probability of about 0, in its place (4 columns).
     treescore read the 3 scores as 3 columns: column 2 held class 3's probability, silently
-    misaligned. Such models are refused (.cbm, JSON, from_booster, the CLI)."""
+    misaligned. The same with classes_count=5 and labels 0, 2, 4. Such models are refused
+    (.cbm, JSON, from_booster, the CLI)."""
     import subprocess
     from conftest import cli_binary
     rng = np.random.default_rng(9)
     X = rng.normal(size=(300, 3))
-    y = np.array([0, 1, 3])[np.digitize(X[:, 0] * 2 + rng.normal(size=300) * 0.3, [-1, 1])]
+    bins = np.digitize(X[:, 0] * 2 + rng.normal(size=300) * 0.3, [-1, 1])
+    y = np.array([0, 1, 3])[bins]
     m = catboost.CatBoostClassifier(iterations=5, depth=3, loss_function="MultiClass", class_names=[0, 1, 2, 3],
                                     verbose=0, thread_count=1, allow_writing_files=False).fit(X, y)
     assert m.predict_proba(X[:3]).shape == (3, 4)
@@ -350,8 +352,14 @@ def test_classes_without_scores_refused(tmp_path):
     m.save_model(str(js), format="json")
     for load in (lambda: treescore.Model.from_booster(m), lambda: treescore.Model(model_file=cbm),
                  lambda: treescore.Model(model_file=js)):
-        with pytest.raises(treescore.Error, match=r"4 classes \(class_names\) but scores 3"):
+        with pytest.raises(treescore.Error, match=r"4 classes \(class_names, classes_count\) but scores 3"):
             load()
+    # classes_count=5 with labels 0, 2, 4: CatBoost's 5 columns, -inf raw for classes 1 and 3
+    cc = catboost.CatBoostClassifier(iterations=5, depth=3, loss_function="MultiClass", classes_count=5, verbose=0,
+                                     thread_count=1, allow_writing_files=False).fit(X, np.array([0, 2, 4])[bins])
+    assert cc.predict_proba(X[:3]).shape == (3, 5)
+    with pytest.raises(treescore.Error, match=r"5 classes \(class_names, classes_count\) but scores 3"):
+        treescore.Model.from_booster(cc)
     exe = cli_binary()
     if exe is not None:
         p = subprocess.run([exe, "info", "-m", str(cbm)], capture_output=True, text=True, timeout=60)

@@ -100,9 +100,14 @@ void tscb_class_params(struct tsj_parser *p, uint32_t *n_names, uint32_t *n_labe
     int has;
     if (tsj_object_begin(p) != TS_OK) return;
     while (tsj_object_next(p, key, &has) == TS_OK && has) {
-        if (!strcmp(key, "class_names"))
-            *n_names = array_length(p);
-        else if (!strcmp(key, "class_to_label"))
+        if (!strcmp(key, "class_names")) {
+            uint32_t n = array_length(p);
+            if (n > *n_names) *n_names = n;
+        } else if (!strcmp(key, "classes_count")) {
+            long long n = 0;
+            if (tsj_read_int(p, "classes_count", 0, UINT32_MAX, &n) != TS_OK) return;
+            if ((uint32_t)n > *n_names) *n_names = (uint32_t)n;
+        } else if (!strcmp(key, "class_to_label"))
             *n_labels = array_length(p);
         else if (tsj_skip(p) != TS_OK)
             return;
@@ -1053,10 +1058,10 @@ ts_status tscb_build(const tscb_model *cb, ts_model_format format, const char *n
                        name, cb->scale);
     if (cb->n_class_labels && cb->n_class_names > cb->n_class_labels)
         return ts_fail(err, TS_ERR_UNSUPPORTED,
-                       "%s: the model names %u classes (class_names) but scores %u of them (class_to_label): classes "
-                       "absent from the training labels get no score, and CatBoost's predict writes them -inf (a "
-                       "probability of 0) in their column; not supported: train with labels of every class, or "
-                       "without those class_names",
+                       "%s: the model has %u classes (class_names, classes_count) but scores %u of them "
+                       "(class_to_label): classes absent from the training labels get no score, and CatBoost's "
+                       "predict writes them -inf (a probability of 0) in their own column; not supported: train with "
+                       "labels of every class, or without those class_names or classes_count",
                        name, cb->n_class_names, cb->n_class_labels);
     if (cb->n_bias != cb->dim)
         return ts_fail(err, TS_ERR_PARSE, "%s: %u bias values for ApproxDimension %u", name, cb->n_bias, cb->dim);

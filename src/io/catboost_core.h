@@ -128,7 +128,7 @@ typedef struct tscb_model {
     double *bias;               /* dim values */
     uint32_t n_bias;
     char objective[64];         /* the loss function's name, or "" */
-    uint32_t n_class_names;     /* class_params: class_names' length (0: not given) */
+    uint32_t n_class_names;     /* class_params: class_names' length, or classes_count when larger (0: neither) */
     uint32_t n_class_labels;    /* class_params: class_to_label's length, the classes scored */
     tscb_cat *cats;
     uint32_t n_cats;
@@ -148,9 +148,10 @@ uint32_t tscb_category_hash(const char *text, size_t len);
 struct tsj_parser;
 void tscb_params_objective(struct tsj_parser *p, char out[64]);
 
-/* The lengths of class_names and class_to_label in the class_params object the parser is
- * at (consumed; best effort: what is not there stays 0). CatBoost scores the classes of
- * class_to_label; a class of class_names without a score gets -inf in its predict. */
+/* The number of classes (the larger of class_names' length and classes_count) and the
+ * length of class_to_label in the class_params object the parser is at (consumed; best
+ * effort: what is not there stays 0). CatBoost scores the classes of class_to_label; a
+ * class without a score gets -inf in its own column of its predict. */
 void tscb_class_params(struct tsj_parser *p, uint32_t *n_names, uint32_t *n_labels);
 
 /* Sort a projection's elements into CatBoost's hash order (categorical features, float
