@@ -327,7 +327,7 @@ class Model:
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
-                                        refuse_unseen=self.model_format == "xgboost")
+                                        refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"))
         return _inputs.dense_matrix(X)
 
     def _pandas_categories(self):
@@ -351,8 +351,8 @@ class Model:
                 cats = json.loads(self._data).get("pandas_categorical")
             except (ValueError, AttributeError):
                 cats = None
-        elif self.model_format == "xgboost":  # XGBoost 3.1+ JSON: the training categories
-            cats = _inputs.xgboost_training_categories(self._data)
+        elif self.model_format in ("xgboost", "xgboost-ubjson"):  # XGBoost 3.1+: the training categories
+            cats = _inputs.xgboost_training_categories(self._data, self.model_format == "xgboost-ubjson")
         self._cats = cats if isinstance(cats, list) and all(isinstance(c, list) for c in cats) else None
         return self._cats
 
