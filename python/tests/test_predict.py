@@ -376,7 +376,7 @@ def test_bad_objective_parameter(lgb_file):
     assert m._transform[1] == 0.5
 
 
-def test_xgboost_pandas_categories_recoded():
+def test_xgboost_pandas_categories_recoded(tmp_path):
     """An XGBoost model trained on a categorical DataFrame (3.1+ stores the training
     categories in its JSON, ``cats``) reads a DataFrame's categories by value, as XGBoost
     re-codes them: another category order or a subset of the categories scores as XGBoost
@@ -393,16 +393,38 @@ def test_xgboost_pandas_categories_recoded():
     b = xgb.train({"max_depth": 4, "nthread": 1}, xgb.DMatrix(df, y, enable_categorical=True), 10)
     if "cats" not in b.save_raw("json").decode():
         pytest.skip("this XGBoost does not store its training categories")
-    m = treescore.Model.from_booster(b)
     reordered = df.assign(c=df.c.cat.reorder_categories(list("wvutsrqp")), i=df.i.cat.reorder_categories([10, 7, 3]))
     subset = df.iloc[:50].assign(c=pd.Categorical(df.c.iloc[:50].astype(str)))
-    for d in (df, reordered, subset):
-        ref = b.predict(xgb.DMatrix(d, enable_categorical=True), output_margin=True)
-        assert np.all(np.abs(m.predict(d) - ref) <= 1e-5 * np.maximum(1, np.abs(ref)))
-    assert np.array_equal(m.predict(reordered), m.predict(df))
     unseen = df.assign(c=pd.Categorical(["p"] * (n - 1) + ["nope"]))
-    with pytest.raises(treescore.Error, match="'nope' was not seen in training"):
-        m.predict(unseen)
+    ubj = tmp_path / "cat.ubj"
+    b.save_model(str(ubj))  # UBJSON: the same categories, read by the package's UBJSON reader
+    for m in (treescore.Model.from_booster(b), treescore.Model(model_file=str(ubj))):
+        for d in (df, reordered, subset):
+            ref = b.predict(xgb.DMatrix(d, enable_categorical=True), output_margin=True)
+            assert np.all(np.abs(m.predict(d) - ref) <= 1e-5 * np.maximum(1, np.abs(ref)))
+        assert np.array_equal(m.predict(reordered), m.predict(df))
+        with pytest.raises(treescore.Error, match="'nope' was not seen in training"):
+            m.predict(unseen)
+    assert treescore.Model(model_file=str(ubj)).model_format == "xgboost-ubjson"
+
+
+def test_ubjson_reader_refuses_damage(tmp_path):
+    """The package's UBJSON reader (XGBoost's categories, above) on every prefix of a real
+    model and on flipped bytes: a value or ValueError, never another exception or a hang."""
+    from treescore import _inputs
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(7)
+    b = xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(rng.normal(size=(60, 3)), rng.normal(size=60)), 2)
+    data = bytes(b.save_raw("ubj"))
+    assert _inputs.ubjson_loads(data)["learner"]["gradient_booster"]["model"]["gbtree_model_param"]["num_trees"] == "2"
+    damaged = [data[:k] for k in range(0, len(data), 7)]
+    damaged += [data[:k] + bytes([data[k] ^ 0x5A]) + data[k + 1:] for k in range(0, len(data), 11)]
+    damaged += [b"[$L#L" + (2**62).to_bytes(8, "big"), b"[" * 100 + b"]" * 100, b"{L" + (2**40).to_bytes(8, "big")]
+    for d in damaged:
+        try:
+            _inputs.ubjson_loads(d)
+        except ValueError:
+            pass
 
 
 def _xgb_close(ours, ref):
@@ -463,37 +485,6 @@ def test_xgboost_sklearn_missing_value(data, test_rows, missing):
     assert _xgb_close(pickle.loads(pickle.dumps(m)).predict(T), ref)
     assert _xgb_close(m.predict(T, raw_score=True), reg.predict(T, output_margin=True))
     assert not np.array_equal(treescore.Model.from_booster(reg.get_booster()).predict(T), m.predict(T))
-
-
-def test_xgboost_pandas_categories_recoded_ubjson(tmp_path):
-    """The same for an XGBoost UBJSON model (save_model("m.ubj"), XGBoost's default
-    format): its training categories were not read (no UBJSON reader on the Python side),
-    so a DataFrame's pandas codes were taken as they were: silently wrong scores (2.8 off
-    on this model for another category order), and an unseen category scored as missing."""
-    xgb = pytest.importorskip("xgboost")
-    pd = pytest.importorskip("pandas")
-    rng = np.random.default_rng(6)
-    n = 600
-    df = pd.DataFrame({"a": rng.normal(size=n),
-                       "c": pd.Categorical(rng.choice(list("pqrstuvw"), n), categories=list("sqrpwvut")),
-                       "i": pd.Categorical(rng.choice([10, 3, 7], n))})
-    y = df.a + df.c.isin(["p", "q", "w"]) * 2 + (df.i == 7)
-    b = xgb.train({"max_depth": 4, "nthread": 1}, xgb.DMatrix(df, y, enable_categorical=True), 10)
-    if "cats" not in b.save_raw("json").decode():
-        pytest.skip("this XGBoost does not store its training categories")
-    path = tmp_path / "cat.ubj"
-    b.save_model(str(path))
-    m = treescore.Model(model_file=path)
-    assert m.model_format == "xgboost-ubjson"
-    reordered = df.assign(c=df.c.cat.reorder_categories(list("wvutsrqp")), i=df.i.cat.reorder_categories([10, 7, 3]))
-    for d in (df, reordered):
-        ref = b.predict(xgb.DMatrix(d, enable_categorical=True), output_margin=True)
-        assert np.all(np.abs(m.predict(d) - ref) <= 1e-5 * np.maximum(1, np.abs(ref)))
-    unseen = df.assign(c=pd.Categorical(["p"] * (n - 1) + ["nope"]))
-    with pytest.raises(treescore.Error, match="'nope' was not seen in training"):
-        m.predict(unseen)
-    json_model = treescore.Model(model_str=b.save_raw("json"))
-    assert m._pandas_categories() == json_model._pandas_categories()
 
 
 @pytest.mark.parametrize("objective", ["regression", "regression_l1", "fair", "quantile", "mape", "huber"])

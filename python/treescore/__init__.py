@@ -387,7 +387,7 @@ class Model:
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
-                                        refuse_unseen=self.model_format.startswith("xgboost"))
+                                        refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"))
         return _inputs.dense_matrix(X)
 
     def _pandas_categories(self):
@@ -412,7 +412,7 @@ class Model:
             except (ValueError, AttributeError):
                 cats = None
         elif self.model_format in ("xgboost", "xgboost-ubjson"):  # XGBoost 3.1+: the training categories
-            cats = _inputs.xgboost_training_categories(self._data)
+            cats = _inputs.xgboost_training_categories(self._data, self.model_format == "xgboost-ubjson")
         self._cats = cats if isinstance(cats, list) and all(isinstance(c, list) for c in cats) else None
         return self._cats
 
