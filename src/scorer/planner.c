@@ -116,10 +116,22 @@ static uint32_t max_leaves(const ts_model *m) {
  * us/doc, block-vpred 20.0-33.9, trees-simd 30.9-41.3, rapid 125-197. */
 #define DEEP_RULE_BATCH 16u
 
+/* trees-simd: calls of 1 to TSIMD_RULE_BATCH - 1 rows on any model, and of fewer than
+ * RAPID_RULE_BATCH rows on models rapid times itself on, with AVX-512 VBMI (its top
+ * levels by byte masks). Measured (treescore bench, one thread, Zen 4, eighth session):
+ * at one row 2x vqs and vpred at every ISA level (dev 500 x 64: 5.3 us/doc at AVX2
+ * against vqs 10.2, vpred 10.4; 2.2 with VBMI), and 1.3-5x them at 8-24 rows with VBMI
+ * (msn-srf-500x4096 at 8 rows 43 against vpred 65; msn-sgb-500x64 3.2 against 5.8);
+ * without VBMI vpred wins from 8 rows on 64-leaf trees (3.7 against 4.8), and on a
+ * 20-tree model vqs from 16 (0.16 against 0.30). */
+#define TSIMD_RULE_BATCH 8u
+
 ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size) {
     uint32_t w = max_leaves(m);
     ts_engine e;
     tse_config cfg = {isa, 0, 0, 0, 1};
+    const int big = tse_engine_rapid.plan_candidate(m, &cfg) != 0;
+    const int vbmi = isa >= TS_ISA_AVX512 && (tsr_cpu_features() & TSR_CPU_AVX512VBMI) != 0;
     if (batch >= OBLIVIOUS_RULE_BATCH && tse_engine_oblivious.plan_candidate(m, &cfg)) {
         e = TS_ENGINE_OBLIVIOUS;
         snprintf(why, why_size,
@@ -132,16 +144,35 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
                  "rule of thumb: batches of %u rows (>= %u) on trees of more than 256 leaves on average: each "
                  "document walks only its own path, 16 walks interleaved, deep",
                  batch, DEEP_RULE_BATCH);
-    } else if (batch >= RAPID_RULE_BATCH && tse_engine_rapid.plan_candidate(m, &cfg)) {
+    } else if (batch >= RAPID_RULE_BATCH && isa >= TS_ISA_AVX2 && big) {
         e = TS_ENGINE_RAPID;
         snprintf(why, why_size,
                  "rule of thumb: batches of %u rows (>= %u) on a model of 1,000 nodes or more: exact feature codes "
                  "and byte-transposed leaf vectors, rapid",
                  batch, RAPID_RULE_BATCH);
+    } else if (batch >= 1 && (batch < TSIMD_RULE_BATCH || (batch < RAPID_RULE_BATCH && vbmi && big))) {
+        e = TS_ENGINE_TREES_SIMD;
+        snprintf(why, why_size,
+                 "rule of thumb: calls of %u row%s (< %u%s): one row's trees side by side in SIMD lanes, trees-simd",
+                 batch, batch == 1 ? "" : "s", batch < TSIMD_RULE_BATCH ? TSIMD_RULE_BATCH : RAPID_RULE_BATCH,
+                 batch < TSIMD_RULE_BATCH ? "" : ", a model of 1,000 nodes or more, AVX-512 VBMI");
+    } else if (isa < TS_ISA_AVX2) {
+        /* rapid's 8-lane scalar kernel took 29.7 us/doc on the dev model at 1,000 rows at
+         * --isa scalar, qs 8.6, SSE4.2's vqs 7.0, vpred 3.0 */
+        e = TS_ENGINE_VPRED;
+        snprintf(why, why_size, "rule of thumb: no AVX2 (%s): a branch-free root-to-leaf walk, vpred",
+                 ts_isa_name(isa));
+    } else if (big && batch >= 1 && batch < RAPID_RULE_BATCH) {
+        /* AVX2 (or AVX-512 without VBMI), 8-31 rows, dev model: vpred 3.7 (8 rows) and 3.3
+         * us/doc (24), vqs 4.2 and 4.3, trees-simd 4.8 and 4.7 */
+        e = TS_ENGINE_VPRED;
+        snprintf(why, why_size,
+                 "rule of thumb: calls of %u rows (< %u) on a model of 1,000 nodes or more, without AVX-512 VBMI: a "
+                 "branch-free root-to-leaf walk, vpred",
+                 batch, RAPID_RULE_BATCH);
     } else if (w <= 64) {
-        e = isa > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS;
-        snprintf(why, why_size, "rule of thumb: trees of at most 64 leaves (largest %u)%s: QuickScorer, %s", w,
-                 isa > TS_ISA_SCALAR ? " and SIMD" : ", no SIMD", ts_engine_name(e));
+        e = TS_ENGINE_VQS;
+        snprintf(why, why_size, "rule of thumb: trees of at most 64 leaves (largest %u) and SIMD: QuickScorer, vqs", w);
     } else {
         e = TS_ENGINE_VPRED;
         snprintf(why, why_size,

@@ -62,6 +62,16 @@ def test_info_plan_rule(ts, cache):
     assert not (cache / "wisdom").exists()
 
 
+def test_info_plan_rule_small_batches_and_no_avx2(ts, cache):
+    """The rule of thumb picks trees-simd for one row (2x vqs and vpred at every ISA level:
+    docs/design.md), and without AVX2 vpred, not rapid, whose scalar kernel took 10x
+    vpred's time at 1,000 rows (29.7 against 3.0 us/doc on the dev model)."""
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--planner", "rule", "--batch", "1", env=envof(cache))
+    assert "engine trees-simd" in r.stdout, r
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--planner", "rule", "--isa", "scalar", env=envof(cache))
+    assert "engine vpred" in r.stdout and "no AVX2" in r.stdout, r
+
+
 def test_planner_env_rule(ts, cache):
     r = ts.succeeds("info", "-m", MODEL, "--plan", env=envof(cache, TREESCORE_PLAN="rule"))
     assert "rule of thumb" in r.stdout, r
