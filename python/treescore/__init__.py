@@ -247,7 +247,9 @@ class Model:
 
         ``X``: a 2-D numpy array or any 2-D buffer (float32 and float64 in C order are scored
         in place, without a copy; Fortran order, negative strides and other numeric dtypes
-        are converted once), a pandas DataFrame, a scipy.sparse matrix or array of any
+        are converted once: for a LightGBM model to float32, as ``Booster.predict``
+        converts them, so an integer past 2^24 is scored as its nearest float32, as there;
+        else to float64), a pandas DataFrame, a scipy.sparse matrix or array of any
         format (absent entries mean what they mean to the training library: 0.0 for
         LightGBM and QuickRank, missing for XGBoost; only the model's columns are expanded),
         or a list of lists. NaN is a missing value.
@@ -328,7 +330,7 @@ class Model:
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
                                         refuse_unseen=self.model_format == "xgboost")
-        return _inputs.dense_matrix(X)
+        return _inputs.dense_matrix(X, lightgbm=self._lightgbm)
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per

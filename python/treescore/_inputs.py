@@ -105,9 +105,12 @@ def _refuse_text(arr: np.ndarray, what: str) -> None:
             raise TypeError(f"{what} must hold numbers, not text such as {v!r}")
 
 
-def dense_matrix(X: Any) -> np.ndarray:
+def dense_matrix(X: Any, lightgbm: bool = False) -> np.ndarray:
     """A 2-D array of numbers as a C-ordered native float32 or float64 array (float32
-    and float64 keep their type, other numeric dtypes become float64). Error (TS_ERR_SHAPE)
+    and float64 keep their type, other numeric dtypes become float64, or float32 with
+    ``lightgbm``: LightGBM's ``Booster.predict`` converts a numpy array of any other dtype
+    (integers, bool, float16, long double, object) to float32 before scoring, so an int64
+    past 2^24 is scored as its nearest float32 there, and here too). Error (TS_ERR_SHAPE)
     when it is not 2-D, TypeError when it does not hold numbers."""
     if not isinstance(X, np.ndarray):
         try:
@@ -119,12 +122,13 @@ def dense_matrix(X: Any) -> np.ndarray:
     kind = X.dtype.kind
     if kind == "f" and X.dtype.itemsize in (4, 8):
         return np.ascontiguousarray(X.astype(X.dtype.newbyteorder("="), copy=False))
+    other = np.float32 if lightgbm else np.float64
     if kind in "fiub":
-        return np.ascontiguousarray(X, dtype=np.float64)
+        return np.ascontiguousarray(X, dtype=other)
     if kind == "O":
         _refuse_text(X, "X")
         try:
-            return np.ascontiguousarray(X, dtype=np.float64)
+            return np.ascontiguousarray(X, dtype=other)
         except (ValueError, TypeError, OverflowError) as e:
             raise TypeError(f"X must hold numbers: {e}") from None
     raise TypeError(f"X must hold numbers, not {X.dtype}")
