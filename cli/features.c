@@ -10,7 +10,8 @@ static char mapping_note[512];
 
 const char *cli_feature_mapping(void) { return mapping_note[0] ? mapping_note : NULL; }
 
-/* A whole line list of names: one per line, LF or CRLF, no empty lines. */
+/* A whole line list of names: one per line, LF or CRLF, no empty lines; a leading UTF-8
+ * byte order mark is skipped. */
 typedef struct name_list {
     char *text;
     char **names;
@@ -39,8 +40,9 @@ static int read_names(const char *path, name_list *l) {
         names_free(l);
         return -1;
     }
-    char *end = l->text + n;
-    for (char *s = l->text; s < end;) {
+    char *end = l->text + n, *start = l->text;
+    if (n >= 3 && memcmp(start, "\xef\xbb\xbf", 3) == 0) start += 3; /* a UTF-8 byte order mark */
+    for (char *s = start; s < end;) {
         char *nl = memchr(s, '\n', (size_t)(end - s));
         char *e = nl ? nl : end;
         *e = '\0';
