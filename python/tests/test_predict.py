@@ -174,6 +174,10 @@ def test_lightgbm_other_dtypes_read_as_float32():
     assert np.array_equal(m.predict(X[:50].tolist(), raw_score=True), b.predict(X[:50].tolist(), raw_score=True))
     df = pd.DataFrame(X, columns=[f"Column_{i}" for i in range(3)])
     assert np.array_equal(m.predict(df, raw_score=True), b.predict(df, raw_score=True))
+    # other libraries' frames: LightGBM reads them through Arrow, as doubles
+    pa = pytest.importorskip("pyarrow")
+    table = pa.table({f"Column_{i}": X[:, i] for i in range(3)})
+    assert np.array_equal(m.predict(table, raw_score=True), b.predict(table, raw_score=True))
     # XGBoost reads every input as float32 (so does treescore's float64 path for it): unchanged
     xgb = pytest.importorskip("xgboost")
     xb = xgb.train(dict(max_depth=4, nthread=1), xgb.DMatrix(X.astype(np.float32), y), 10)

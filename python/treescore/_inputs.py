@@ -108,10 +108,13 @@ def _refuse_text(arr: np.ndarray, what: str) -> None:
 def dense_matrix(X: Any, lightgbm: bool = False) -> np.ndarray:
     """A 2-D array of numbers as a C-ordered native float32 or float64 array (float32
     and float64 keep their type, other numeric dtypes become float64, or float32 with
-    ``lightgbm``: LightGBM's ``Booster.predict`` converts a numpy array of any other dtype
-    (integers, bool, float16, long double, object) to float32 before scoring, so an int64
-    past 2^24 is scored as its nearest float32 there, and here too). Error (TS_ERR_SHAPE)
-    when it is not 2-D, TypeError when it does not hold numbers."""
+    ``lightgbm`` for a numpy array or a list: LightGBM's ``Booster.predict`` converts
+    those of any other dtype (integers, bool, float16, long double, object) to float32
+    before scoring, so an int64 past 2^24 is scored as its nearest float32 there, and
+    here too; data frames of other libraries (polars, pyarrow tables), which LightGBM
+    reads through Arrow as doubles, become float64). Error (TS_ERR_SHAPE) when it is not
+    2-D, TypeError when it does not hold numbers."""
+    lightgbm = lightgbm and isinstance(X, (np.ndarray, list))
     if not isinstance(X, np.ndarray):
         try:
             X = np.asarray(X)
