@@ -477,6 +477,36 @@ def test_name_matching_on_every_path(tmp_path):
                           treescore.Model(model_file=path).predict(X))
 
 
+def test_arrow_and_polars_frames_matched_by_name():
+    """A pyarrow Table or polars DataFrame was read with np.asarray, by position, even when
+    its named columns came in another order than the model's (XGBoost's and LightGBM's
+    inplace predict do the same, scikit-learn refuses it): wrong scores where a pandas frame
+    is matched by name. Such frames are now matched by name as pandas frames are; polars'
+    default names column_0.. stay positional, as pandas' default labels."""
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    xgb = pytest.importorskip("xgboost")
+    X, y = _frame_data()
+    cols = [f"f{i}" for i in range(6)]
+    b = xgb.train(dict(objective="binary:logistic", max_depth=3, nthread=1, seed=1),
+                  xgb.DMatrix(X, y, feature_names=cols), 10)
+    m = treescore.Model.from_booster(b)
+    ref = m.predict(X)
+    table = pa.table({c: X[:, i] for i, c in enumerate(cols)})
+    assert np.array_equal(m.predict(table), ref)
+    assert np.array_equal(m.predict(table.select(cols[::-1])), ref)
+    with pytest.raises(treescore.Error, match="lacks 1 of the model's 6 features: 'f0'"):
+        m.predict(table.drop_columns(["f0"]).append_column("g", pa.array(X[:, 0])))
+    try:
+        import polars as pl
+    except ImportError:
+        return
+    frame = pl.DataFrame(X, schema=cols)
+    assert np.array_equal(m.predict(frame.select(cols[::-1])), ref)
+    assert np.array_equal(m.predict(pl.DataFrame(X)), ref)  # column_0..column_5: by position
+    assert np.array_equal(m.predict(frame.select(cols[::-1]), raw_score=True), m.predict(X, raw_score=True))
+
+
 def test_base_score_outside_the_logistic_range():
     """XGBoost refuses binary:logistic with base_score outside [0, 1] (1 and 0 it clamps,
     from 3.2); the C loader decides the link (src/io/model_xgboost.c). Only the refusal

@@ -268,6 +268,8 @@ class Model:
           extra columns); LightGBM 4.7 takes a DataFrame by position whatever its names
           (unless ``validate_features=True``). treescore never falls back to position for
           a named DataFrame: ``X.to_numpy()`` scores by position explicitly;
+        - a pyarrow Table or polars DataFrame is matched by name as a pandas DataFrame
+          (converted with ``to_pandas()``; polars' default names column_0.. are positional);
         - a model without feature names (XGBoost trained on arrays, QuickRank, RankLib)
           takes every input by position, as XGBoost does.
 
@@ -322,6 +324,8 @@ class Model:
         return y
 
     def _as_matrix(self, X):
+        frame = _inputs.arrow_frame(X, self._names)  # pyarrow, polars: by name, as pandas
+        X = X if frame is None else frame
         if _inputs.is_dataframe(X):
             hashed = self.__dict__.get("_hashed")
             if hashed is None:  # the model's CatBoost categorical columns, asked once

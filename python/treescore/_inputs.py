@@ -143,6 +143,27 @@ def is_dataframe(X: Any) -> bool:
     return type(X).__module__.startswith("pandas") and hasattr(X, "columns") and hasattr(X, "to_numpy")
 
 
+def arrow_frame(X: Any, names: Optional[List[str]]) -> Any:
+    """A pyarrow Table or polars DataFrame as a pandas DataFrame, so that its columns are
+    matched to the model's feature names as a pandas frame's are (``frame_columns``);
+    None (read it as an array, by position) when the model names no features, for polars'
+    default names column_0..column_{n-1}, and for anything else. Error when pandas (or
+    pyarrow, which the conversion uses) is missing: a named frame is never taken by
+    position silently."""
+    mod = type(X).__module__
+    if names is None or not (mod.startswith("polars") or mod.startswith("pyarrow")) or not hasattr(X, "to_pandas"):
+        return None
+    labels = getattr(X, "columns", None) if mod.startswith("polars") else getattr(X, "column_names", None)
+    if not isinstance(labels, list) or labels == [f"column_{i}" for i in range(len(labels))]:
+        return None
+    try:
+        return X.to_pandas()
+    except ImportError as e:
+        raise error("TS_ERR_INVALID_ARGUMENT", f"matching the columns of a {type(X).__name__} to the model's feature "
+                                               f"names needs pandas and pyarrow ({e}); pass X.to_numpy() to score "
+                                               f"by position") from None
+
+
 def _is_default_labels(labels: Sequence[Any]) -> bool:
     """True for the labels pandas gives a frame built without names: the integers 0..n-1
     in order (``pd.DataFrame(array)``)."""
