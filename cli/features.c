@@ -10,8 +10,8 @@ static char mapping_note[512];
 
 const char *cli_feature_mapping(void) { return mapping_note[0] ? mapping_note : NULL; }
 
-/* A whole line list of names: one per line, LF or CRLF, no empty lines; a leading UTF-8
- * byte order mark is skipped. */
+/* A whole line list of names: one per line, LF or CRLF, no empty lines, no NUL bytes; a
+ * leading UTF-8 byte order mark is skipped. */
 typedef struct name_list {
     char *text;
     char **names;
@@ -50,6 +50,11 @@ static int read_names(const char *path, name_list *l) {
         if (k && s[k - 1] == '\r') s[--k] = '\0';
         if (k == 0) {
             cli_error("--feature-names %s: line %u is empty (one name per line, in column order)", path, l->n + 1);
+            names_free(l);
+            return -1;
+        }
+        if (memchr(s, '\0', k)) { /* the name would end there: "a\0b" read as "a" */
+            cli_error("--feature-names %s: line %u has a NUL byte (not a text file?)", path, l->n + 1);
             names_free(l);
             return -1;
         }

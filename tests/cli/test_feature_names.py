@@ -105,3 +105,14 @@ def test_feature_names_file_with_bom(dump_model):
     r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names",
             _names(d, b"\xef\xbb\xbfa\r\nb\r\nc\r\n"))
     assert r.returncode == 0 and r.stdout == want, r.stderr
+
+
+def test_feature_names_file_with_nul(dump_model):
+    """A NUL byte ended the name there ("a\\0x" read as "a"), so a binary file or a name
+    list in UTF-16 could map columns by what came before the NUL; it is now refused."""
+    d, _ = dump_model
+    r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names", _names(d, b"a\0x\nb\nc\n"))
+    assert r.returncode == 1 and r.stdout == "" and "line 1 has a NUL byte" in r.stderr, r.stderr
+    r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names",
+            _names(d, "a\nb\nc\n".encode("utf-16")))
+    assert r.returncode == 1 and r.stdout == "" and "NUL byte" in r.stderr, r.stderr
