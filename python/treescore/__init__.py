@@ -69,6 +69,14 @@ def _catboost_bytes(model) -> bytes:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _missing_value(v):
+    """An XGBoost wrapper's ``missing`` as a float, or None for NaN (the default) and None."""
+    if v is None:
+        return None
+    v = float(v)
+    return None if v != v else v
+
+
 class Model:
     """A tree ensemble loaded for fast exact scoring.
 
@@ -99,6 +107,9 @@ class Model:
     (the GIL is released while scoring). It pickles as its model bytes and options; the
     engine is prepared again when it is unpickled (Dask, Spark, multiprocessing).
     """
+
+    #: XGBoost's missing value other than NaN (an XGBModel's ``missing``), or None
+    _missing = None
 
     def __init__(self, model_file=None, model_str=None, *, model_format: str = "auto", engine: str = "auto",
                  isa=None, threads: int = 0, batch_hint: int = 0, sample=None):
@@ -209,7 +220,9 @@ class Model:
         ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``) or fitted CatBoost model
         (``CatBoost``, ``CatBoostRegressor``, ``CatBoostClassifier``, ``CatBoostRanker``: its
         .cbm bytes, serialized in memory, or through a private temporary file that is removed
-        afterwards when the catboost package offers no in-memory form). ``kwargs``: the
+        afterwards when the catboost package offers no in-memory form). An ``XGBModel``'s
+        ``missing`` value other than NaN (``XGBRegressor(missing=-999)``) is read as missing
+        too, as its ``predict`` reads it (values equal to it in float32). ``kwargs``: the
         options of ``Model()`` (engine, isa, threads, batch_hint, sample)."""
         root = type(booster).__module__.split(".")[0]
         if root == "lightgbm":
@@ -217,9 +230,13 @@ class Model:
                 booster = booster.booster_
             return cls(model_str=booster.model_to_string(), model_format="lightgbm", **kwargs)
         if root == "xgboost":
+            # the sklearn wrapper's missing value (XGBRegressor(missing=-999)): not in the booster
+            missing = getattr(booster, "missing", None) if hasattr(booster, "get_booster") else None
             if not hasattr(booster, "save_raw") and hasattr(booster, "get_booster"):
                 booster = booster.get_booster()
-            return cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
+            m = cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
+            m._missing = _missing_value(missing)
+            return m
         if root == "catboost" and hasattr(booster, "save_model"):
             return cls(model_str=_catboost_bytes(booster), model_format="catboost", **kwargs)
         raise TypeError(f"from_booster: expected a LightGBM, XGBoost or CatBoost model, not {type(booster).__name__}")
@@ -308,7 +325,10 @@ class Model:
             except ValueError as e:
                 raise Error(f"{self._name}: {e}") from None
         # the fast path (a dense float32/float64 matrix) is one C call: keep it short
-        y = s.score(X) if raw_score else s.score(X, *self._transform)
+        if self._missing is not None:  # values equal to XGBoost's missing value: a converted copy
+            y = NotImplemented
+        else:
+            y = s.score(X) if raw_score else s.score(X, *self._transform)
         if y is NotImplemented:
             y = self._predict_converted(s, X, (0, 1.0, 0.0) if raw_score else self._transform)
         if self._two_columns and not raw_score:
@@ -318,10 +338,18 @@ class Model:
     def _predict_converted(self, s, X, tr):
         if _inputs.is_sparse(X):
             return self._predict_sparse(s, X, tr)
-        y = s.score(self._as_matrix(X), tr[0], tr[1], tr[2])
+        y = s.score(self._missing_as_nan(self._as_matrix(X)), tr[0], tr[1], tr[2])
         if y is NotImplemented:  # cannot happen: _as_matrix gives C-ordered float64/float32
             raise _error("TS_ERR_GENERIC", "internal error: converted input was refused")
         return y
+
+    def _missing_as_nan(self, M):
+        """M, or with XGBoost's missing value (``_missing``) as NaN in a new array: values
+        equal to it as float32, as XGBoost compares them (-999.00001 is -999 there)."""
+        if self._missing is None:
+            return M
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.where(M.astype(np.float32) == np.float32(self._missing), np.nan, M).astype(M.dtype, copy=False)
 
     def _as_matrix(self, X):
         frame = _inputs.arrow_frame(X, self._names)  # pyarrow, polars: by name, as pandas
@@ -364,7 +392,7 @@ class Model:
 
     def _predict_sparse(self, s, X, tr):
         sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value())
-        parts = [s.score(sp.dense(r0, r1), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
+        parts = [s.score(self._missing_as_nan(sp.dense(r0, r1)), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
         if not parts:
             return s.score(np.empty((0, self.num_features)), tr[0], tr[1], tr[2])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -441,9 +469,10 @@ class Model:
         # synthetic rows
         return {"model": self._data, "name": self._name, "model_format": self._format_arg,
                 "engine": self._engine_arg, "isa": self._isa_arg, "threads": self._threads,
-                "batch_hint": self._batch_hint}
+                "batch_hint": self._batch_hint, "missing": self._missing}
 
     def __setstate__(self, state):
         self._setup(state["model"], state["name"], state["model_format"], state["engine"], state["isa"],
                     state["threads"], state.get("batch_hint", 0))
+        self._missing = state.get("missing")
 
