@@ -112,6 +112,29 @@ def test_xgboost_sklearn_wrapper_missing_value():
     assert not np.allclose(treescore.Model.from_booster(reg.get_booster()).predict(X), want, rtol=1e-5, atol=1e-6)
 
 
+def test_xgboost_sklearn_wrapper_early_stopping():
+    """An XGBoost sklearn wrapper stopped early predicts with its best_iteration + 1 rounds;
+    from_booster took every round of its booster (8 of 13 are the best here): up to 0.67
+    off. It now takes the rounds the wrapper's predict takes, as from_booster of an
+    LGBMModel takes LightGBM's best iteration; a bare Booster keeps all its rounds, as its
+    own predict does."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 5))
+    y = X[:, 0] + rng.normal(size=600)
+    for cls, pred in ((xgb.XGBRegressor, "predict"), (xgb.XGBClassifier, "predict_proba")):
+        yy = y if cls is xgb.XGBRegressor else (y > 0).astype(int)
+        est = cls(n_estimators=200, max_depth=4, learning_rate=0.3, early_stopping_rounds=5, n_jobs=1)
+        est.fit(X[:400], yy[:400], eval_set=[(X[400:], yy[400:])], verbose=False)
+        assert est.best_iteration + 1 < est.get_booster().num_boosted_rounds()
+        want = getattr(est, pred)(X)
+        want = want[:, 1] if want.ndim == 2 else want
+        got = treescore.Model.from_booster(est).predict(X)
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-6), cls
+        b = est.get_booster()
+        assert np.allclose(treescore.Model.from_booster(b).predict(X), b.predict(xgb.DMatrix(X)), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("path,fmt", [
     (MODELS / "lgb_small_lambdarank.txt", "auto"),
     (MODELS / "xgb_small_logistic.json", "auto"),

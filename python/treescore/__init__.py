@@ -222,7 +222,9 @@ class Model:
         .cbm bytes, serialized in memory, or through a private temporary file that is removed
         afterwards when the catboost package offers no in-memory form). An ``XGBModel``'s
         ``missing`` value other than NaN (``XGBRegressor(missing=-999)``) is read as missing
-        too, as its ``predict`` reads it (values equal to it in float32). ``kwargs``: the
+        too, as its ``predict`` reads it (values equal to it in float32), and one stopped
+        early keeps its ``best_iteration + 1`` rounds, those its ``predict`` uses (an
+        ``LGBMModel``'s string holds its best iteration already). ``kwargs``: the
         options of ``Model()`` (engine, isa, threads, batch_hint, sample)."""
         root = type(booster).__module__.split(".")[0]
         if root == "lightgbm":
@@ -233,7 +235,12 @@ class Model:
             # the sklearn wrapper's missing value (XGBRegressor(missing=-999)): not in the booster
             missing = getattr(booster, "missing", None) if hasattr(booster, "get_booster") else None
             if not hasattr(booster, "save_raw") and hasattr(booster, "get_booster"):
+                # a wrapper stopped early predicts with its best rounds only (its
+                # _get_iteration_range); a Booster's own predict takes every round
+                best = getattr(booster, "best_iteration", None)
                 booster = booster.get_booster()
+                if isinstance(best, int) and 0 <= best < booster.num_boosted_rounds() - 1:
+                    booster = booster[: best + 1]
             m = cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
             m._missing = _missing_value(missing)
             return m
