@@ -304,7 +304,9 @@ class Model:
 
         CatBoost models (.cbm, JSON, ``from_booster``): categorical features are pandas
         object, string or category columns, or integer columns (the integer 3 is the
-        category "3", as in CatBoost). ``predict`` returns what CatBoost's
+        category "3", as in CatBoost), or the columns of a numpy array or list of integers
+        or objects, read by value as CatBoost reads them (a float array holds the model's
+        category ids). ``predict`` returns what CatBoost's
         ``predict(prediction_type="Probability")`` returns, in its shape, so that one can
         stand for the other: for Logloss and CrossEntropy (binary) an (n, 2) array
         [1 - p, p], p = 1 / (1 + exp(-raw)) (CatBoost's bits); for MultiClass the softmax,
@@ -361,14 +363,18 @@ class Model:
     def _as_matrix(self, X):
         frame = _inputs.arrow_frame(X, self._names)  # pyarrow, polars: by name, as pandas
         X = X if frame is None else frame
+        hashed = self.__dict__.get("_hashed")
+        if hashed is None:  # the model's CatBoost categorical columns, asked once
+            hashed = self._hashed = self._core.categorical_columns()
         if _inputs.is_dataframe(X):
-            hashed = self.__dict__.get("_hashed")
-            if hashed is None:  # the model's CatBoost categorical columns, asked once
-                hashed = self._hashed = self._core.categorical_columns()
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
                                         refuse_unseen=self.model_format == "xgboost")
+        if hashed:  # CatBoost: integer and object arrays are categories by value, as there
+            rows = _inputs.categorical_rows(X, hashed, self.num_features, self._core.category_ids)
+            if rows is not None:
+                return rows
         return _inputs.dense_matrix(X, lightgbm=self._lightgbm)
 
     def _pandas_categories(self):

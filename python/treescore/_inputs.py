@@ -274,6 +274,49 @@ def _category_ids(col: Any, label: Any, column: int, ids: Callable[[int, list], 
     return table[np.asarray(codes, dtype=np.intp)] if len(table) else np.full(len(col), np.nan)
 
 
+def categorical_rows(X: Any, hashed: List[int], n_features: int,
+                     ids: Callable[[int, list], bytes]) -> Optional[np.ndarray]:
+    """For a CatBoost model with hashed categorical columns ``hashed``: a 2-D numpy array
+    or list of integers or objects as C-ordered float64 rows whose categorical columns hold
+    the model's category ids of their values (``_category_text``: an integer is its
+    decimal text, as CatBoost's predict reads it; NaN for a category the model never saw),
+    the other columns their numbers. None for anything else (a float array holds ids, as
+    the C API's rows do; CatBoost refuses float arrays for such a model), and for an array
+    narrower than the model (refused as every input is)."""
+    if not isinstance(X, (np.ndarray, list)):
+        return None
+    try:
+        arr = np.array(X, dtype=object) if isinstance(X, list) else X  # a list's own types, not str
+    except (ValueError, TypeError):
+        return None
+    if arr.ndim != 2 or arr.dtype.kind not in "iuO" or arr.shape[1] < n_features:
+        return None
+    out = np.empty(arr.shape, dtype=np.float64)
+    cats = set(hashed)
+    for j in range(arr.shape[1]):
+        col = arr[:, j]
+        if j not in cats:
+            if col.dtype.kind == "O":
+                _refuse_text(col, f"column {j}")
+            try:
+                out[:, j] = col.astype(np.float64)
+            except (ValueError, TypeError, OverflowError) as e:
+                raise TypeError(f"column {j} must hold numbers: {e}") from None
+            continue
+        codes: Dict[Any, int] = {}
+        texts: list = []
+        index = np.empty(len(col), dtype=np.intp)
+        for i, v in enumerate(col.tolist()):
+            k = codes.get((type(v), v))
+            if k is None:
+                k = codes[(type(v), v)] = len(texts)
+                texts.append(_category_text(v, j))
+            index[i] = k
+        table = np.frombuffer(ids(j, texts), dtype=np.float32).astype(np.float64)
+        out[:, j] = table[index] if len(table) else np.nan
+    return out
+
+
 def xgboost_training_categories(data: bytes) -> Optional[list]:
     """The categories of each categorical feature (feature_types "c"), in the training
     codes' order, from an XGBoost JSON model's ``gradient_booster ... model.cats`` (XGBoost
