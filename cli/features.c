@@ -139,7 +139,8 @@ int cli_prepare_model(const cli_opts *o, ts_model *m) {
     if (o->data_path && ts_model_get_info(m, &info, NULL) == TS_OK && strncmp(mapping_note, "by order", 8) == 0)
         fprintf(stderr,
                 "treescore: warning: %s names its features (\"%s\", ...) and nothing maps them to columns of %s "
-                "(no --feature-names, no CSV/TSV header): they are read in their order of first use\n",
+                "(no --feature-names, no CSV/TSV header of a file: a pipe's is not read ahead): they are read in "
+                "their order of first use\n",
                 o->model_path, ts_model_feature_name(m, 0), o->data_path);
     return 0;
 }
