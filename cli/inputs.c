@@ -379,6 +379,35 @@ static int same_file(const char *a, const char *b) {
     return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* The path that a write through `path` creates when it is a dangling symbolic link (or a
+ * chain of them ending at a path that does not exist): the last link's target, relative
+ * targets taken from their link's directory, into buf (4096 bytes). 1 when `path` is such
+ * a link, 0 when it is no link, -1 for a loop (40 links) or a path too long. */
+static int dangling_target(const char *path, char *buf) {
+    char cur[4096], next[4096];
+    if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur) return -1;
+    for (int hops = 0; hops <= 40; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) {
+            if (hops == 0) return 0;
+            memcpy(buf, cur, strlen(cur) + 1);
+            return 1;
+        }
+        ssize_t n = readlink(cur, next, sizeof next - 1);
+        if (n < 0) return -1;
+        next[n] = '\0';
+        char *slash = strrchr(cur, '/');
+        if (next[0] == '/' || !slash) {
+            memcpy(cur, next, (size_t)n + 1);
+        } else {
+            size_t dir = (size_t)(slash - cur) + 1;
+            if (dir + (size_t)n >= sizeof cur) return -1;
+            memcpy(cur + dir, next, (size_t)n + 1);
+        }
+    }
+    return -1;
+}
+
 /* The mode a new file would get (0666 less the umask), or the existing file's. */
 static mode_t output_mode(const char *path) {
     struct stat st;
@@ -405,8 +434,18 @@ int cli_output_open(cli_output *out, const char *path, const cli_opts *o) {
             cli_error("%s: the output would overwrite the %s", path, what[i]);
             return -1;
         }
-    /* Write through a symbolic link to its target, as a plain write would. */
-    if (realpath(path, out->real)) out->path = path = out->real;
+    /* Write through a symbolic link to its target, as a plain write would (creating the
+     * target of a dangling link; renaming over the link would replace the link). */
+    if (realpath(path, out->real)) {
+        out->path = path = out->real;
+    } else {
+        int d = dangling_target(path, out->real);
+        if (d < 0) {
+            cli_error("%s: cannot follow the symbolic link (a loop, or a path too long)", path);
+            return -1;
+        }
+        if (d > 0) out->path = path = out->real;
+    }
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* /dev/null, a FIFO, a terminal: nothing to rename into place. */

@@ -469,3 +469,28 @@ def test_output_never_overwrites_an_input(ts, tmp_path):
     assert (model.read_bytes(), data.read_bytes()) == before and sizes.read_text() == "4\n"
     assert len(ts.succeeds("score", "-m", model, "-d", data, "-o", tmp_path / "s.txt").stdout) == 0
     assert len((tmp_path / "s.txt").read_text().split()) == 4
+
+
+def test_output_through_a_dangling_link(ts, tmp_path):
+    """-o naming a symbolic link whose target does not exist yet replaced the link with a
+    regular file (realpath fails on it) and never created the target; the target is now
+    created and the link kept, as a shell's '> link' does. An existing link's target is
+    written as before."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / "ok.svm"
+    data.write_text("".join(f"{i % 3} qid:1 1:{i * 0.5} 3:{i}\n" for i in range(4)))
+    (tmp_path / "t").mkdir()
+    link = tmp_path / "link.txt"
+    link.symlink_to("t/out.txt")  # relative to the link's directory
+    chain = tmp_path / "chain.txt"
+    chain.symlink_to(link)  # a link to the dangling link
+    want = ts.succeeds("score", "-m", model, "-d", data).stdout
+    for out in (link, chain):
+        ts.succeeds("score", "-m", model, "-d", data, "-o", out)
+        assert link.is_symlink() and chain.is_symlink(), out
+        assert (tmp_path / "t" / "out.txt").read_text() == want
+        (tmp_path / "t" / "out.txt").unlink()
+    loop = tmp_path / "loop.txt"
+    loop.symlink_to(loop)
+    ts.fails("score", "-m", model, "-d", data, "-o", loop, mentions=[loop])
+    assert loop.is_symlink()
