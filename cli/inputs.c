@@ -447,6 +447,12 @@ int cli_output_open(cli_output *out, const char *path, const cli_opts *o) {
         if (d > 0) out->path = path = out->real;
     }
     struct stat st;
+    /* A file the user may not write (mode 0444, another owner's) is not replaced: the
+     * rename below needs only the directory's permission, '> file' would fail. */
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, W_OK) != 0) {
+        cli_error("%s: cannot open for writing: %s", path, strerror(errno));
+        return -1;
+    }
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* /dev/null, a FIFO, a terminal: nothing to rename into place. */
         out->f = fopen(path, "w");

@@ -4,6 +4,7 @@ import re
 import struct
 
 import pytest
+from pathlib import Path
 
 from cli_helpers import EXAMPLE, MODELS, write_svmlight_ok
 
@@ -494,3 +495,35 @@ def test_output_through_a_dangling_link(ts, tmp_path):
     loop.symlink_to(loop)
     ts.fails("score", "-m", model, "-d", data, "-o", loop, mentions=[loop])
     assert loop.is_symlink()
+
+
+def test_output_never_replaces_a_read_only_file(ts):
+    """-o naming an existing file the user may not write (mode 0444) replaced it (the
+    finished output is renamed into place, which needs only the directory's permission),
+    where '> file' fails; it is now refused and the file left as it was. Run as an
+    unprivileged user (root may write anything), in a directory it may write."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="ts-ro-"))
+    try:
+        d.chmod(0o777)
+        model = d / "model.txt"
+        shutil.copyfile(MODELS / "lgb_small_lambdarank.txt", model)
+        model.chmod(0o644)
+        data = d / "ok.svm"
+        data.write_text("".join(f"{i % 3} qid:1 1:{i * 0.5} 3:{i}\n" for i in range(4)))
+        data.chmod(0o644)
+        kept = d / "kept.txt"
+        kept.write_text("precious\n")
+        kept.chmod(0o444)
+        drop = (lambda: (os.setgid(65534), os.setuid(65534))) if os.geteuid() == 0 else None
+        r = subprocess.run([str(ts.path), "score", "-m", str(model), "-d", str(data), "-o", str(kept), "-e", "naive"],
+                           capture_output=True, text=True, timeout=60, preexec_fn=drop,
+                           env=dict(os.environ, HOME=str(d), TREESCORE_CACHE_DIR=str(d / "cache")))
+        assert r.returncode == 1 and str(kept) in r.stderr and "ermission denied" in r.stderr, (r.returncode, r.stderr)
+        assert kept.read_text() == "precious\n" and (kept.stat().st_mode & 0o777) == 0o444
+        assert not [p for p in d.iterdir() if ".tmp." in p.name]
+    finally:
+        shutil.rmtree(d)
