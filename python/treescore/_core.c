@@ -352,13 +352,37 @@ static int set_sample(PyObject *sample, Py_buffer *buf, ts_scorer_options *opts,
     return 0;
 }
 
-/* scorer(engine, isa, threads, batch_hint, sample=None) -> Scorer. `isa`: a name or
- * "auto"; `sample`: rows for the planner to time the engines on (see set_sample). */
+/* columns_for() -> list of int, or None: ts_scorer_columns_for, the columns a scorer of
+ * the model reads when it declares many more than it reads (None: rows of full width). */
+static PyObject *model_columns_for(CoreModel *self, PyObject *unused) {
+    (void)unused;
+    uint32_t *cols = NULL, n = 0;
+    ts_error err;
+    ts_status st = ts_scorer_columns_for(self->model, &cols, &n, &err);
+    if (st != TS_OK) return raise_ts(st, &err);
+    if (!cols) Py_RETURN_NONE;
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (uint32_t i = 0; list && i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLong(cols[i]);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    free(cols);
+    return list;
+}
+
+/* scorer(engine, isa, threads, batch_hint, sample=None, packed=False) -> Scorer. `isa`: a
+ * name or "auto"; `sample`: rows for the planner to time the engines on (see set_sample);
+ * `packed`: rows hold only the columns of columns_for(), in that order (the sample too). */
 static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     const char *engine_name, *isa_name;
     Py_ssize_t threads, batch_hint;
     PyObject *sample = Py_None;
-    if (!PyArg_ParseTuple(args, "ssnn|O:scorer", &engine_name, &isa_name, &threads, &batch_hint, &sample))
+    int packed = 0;
+    if (!PyArg_ParseTuple(args, "ssnn|Op:scorer", &engine_name, &isa_name, &threads, &batch_hint, &sample, &packed))
         return NULL;
     ts_error err;
     memset(&err, 0, sizeof err);
@@ -390,11 +414,15 @@ static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     }
     opts.n_threads = (unsigned)threads;
     opts.batch_hint = (uint32_t)batch_hint;
+    opts.packed_columns = packed != 0;
     ts_model_info in;
     Py_buffer sbuf;
     st = ts_model_get_info(self->model, &in, &err);
     if (st != TS_OK) return raise_ts(st, &err);
-    if (set_sample(sample, &sbuf, &opts, in.n_features) != 0) return NULL;
+    uint32_t width = in.n_features, *cols = NULL, n_cols = 0;
+    if (packed && ts_scorer_columns_for(self->model, &cols, &n_cols, &err) == TS_OK && cols) width = n_cols;
+    free(cols);
+    if (set_sample(sample, &sbuf, &opts, width) != 0) return NULL;
     ts_scorer *scorer = NULL;
     Py_BEGIN_ALLOW_THREADS
     st = ts_scorer_create(self->model, &opts, &scorer, &err);
@@ -424,7 +452,10 @@ static PyMethodDef model_methods[] = {
     {"absent_value", (PyCFunction)model_absent_value, METH_NOARGS,
      "absent_value() -> float: what an absent sparse entry means (0.0, or NaN for XGBoost)."},
     {"scorer", (PyCFunction)model_scorer, METH_VARARGS,
-     "scorer(engine, isa, threads, batch_hint, sample=None) -> Scorer: ts_scorer_create (GIL released)."},
+     "scorer(engine, isa, threads, batch_hint, sample=None, packed=False) -> Scorer: ts_scorer_create (GIL "
+     "released)."},
+    {"columns_for", (PyCFunction)model_columns_for, METH_NOARGS,
+     "columns_for() -> list of int or None: the columns a packed scorer reads (ts_scorer_columns_for)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject CoreModelType = {

@@ -496,12 +496,15 @@ class SparseRows:
     rows of exactly ``width`` columns, absent entries set to ``absent`` (0.0, or NaN for
     XGBoost) and duplicate entries summed (scipy's meaning). An entry is present when
     scipy's own conversion keeps it (dia drops stored zeros, the other formats keep them).
-    Columns past ``width`` are never expanded: memory follows the model, not the matrix."""
+    Columns past ``width`` are never expanded: memory follows the model, not the matrix.
+    With ``keep`` (the ascending columns a packed scorer reads, ``columns_for``), only those
+    are expanded, in that order: rows of len(keep) columns."""
 
-    def __init__(self, X: Any, width: int, absent: float):
+    def __init__(self, X: Any, width: int, absent: float, keep: Optional[np.ndarray] = None):
         self.n, self.ncols = _shape(X)
         self.width = width
         self.absent = absent
+        self.keep = keep
         fmt = getattr(X, "format", None)
         if fmt == "csr":
             indptr, cols, vals = _compressed(X, self.n, self.ncols, "rows")
@@ -596,8 +599,18 @@ class SparseRows:
 
     # grouping by row, keeping the model's columns
 
+    def _packed(self, cols: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Which entries fall in the model's columns (a boolean mask), and their column in
+        the rows expanded: the column itself, or its position among ``keep``."""
+        if self.keep is None:
+            return cols < self.width, cols
+        pos = np.searchsorted(self.keep, cols)
+        ok = pos < len(self.keep)
+        ok[ok] = self.keep[pos[ok]] == cols[ok]
+        return ok, pos
+
     def _set_triplets(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
-        keep = cols < self.width
+        keep, cols = self._packed(cols)
         if not keep.all():
             rows, cols, vals = rows[keep], cols[keep], vals[keep]
         order = np.argsort(rows, kind="stable")
@@ -606,15 +619,17 @@ class SparseRows:
         self.cols, self.vals = cols[order], vals[order]
 
     def _set_csr(self, indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
-        keep = cols < self.width
+        keep, cols = self._packed(cols)
         if not keep.all():
             indptr = np.concatenate(([0], np.cumsum(keep)))[indptr]
             cols, vals = cols[keep], vals[keep]
         self.indptr, self.cols, self.vals = indptr, cols, vals
 
     def dense(self, r0: int, r1: int) -> np.ndarray:
-        """Rows r0..r1-1 as a C-ordered (r1 - r0, width) float64 array."""
-        w, s, e = self.width, int(self.indptr[r0]), int(self.indptr[r1])
+        """Rows r0..r1-1 as a C-ordered (r1 - r0, width) float64 array (len(keep) columns
+        with ``keep``)."""
+        w = self.width if self.keep is None else len(self.keep)
+        s, e = int(self.indptr[r0]), int(self.indptr[r1])
         out = np.full((r1 - r0) * w, self.absent, dtype=np.float64)
         if e > s:
             rows = np.repeat(np.arange(r1 - r0, dtype=np.int64), np.diff(self.indptr[r0:r1 + 1]))
@@ -629,7 +644,7 @@ class SparseRows:
 
     def chunks(self):
         """(r0, r1) row ranges of about SPARSE_CHUNK_VALUES dense values each."""
-        step = max(1, SPARSE_CHUNK_VALUES // max(1, self.width))
+        step = max(1, SPARSE_CHUNK_VALUES // max(1, self.width if self.keep is None else len(self.keep)))
         return [(r0, min(self.n, r0 + step)) for r0 in range(0, self.n, step)]
 
 
