@@ -341,3 +341,64 @@ def test_from_booster_exponent_objectives(loss):
     got = ts.predict(X)
     assert got.shape == ref.shape
     assert np.all(np.abs(got - ref) <= 1e-15 * ref), np.max(np.abs(got - ref) / ref)
+
+
+def test_from_booster_rmse_with_uncertainty():
+    """RMSEWithUncertainty: CatBoostRegressor.predict returns [mean, variance] (prediction_type
+    "RMSEWithUncertainty": the second score is the log of the standard deviation, returned
+    as exp(2 raw)); predict returned the raw pair, so its second column was the log of the
+    standard deviation where CatBoost gives the variance (0.55 against 2.99 on a row)."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(500, 3))
+    y = 2 * X[:, 0] + rng.normal(size=500) * np.abs(X[:, 1])
+    m = catboost.CatBoostRegressor(iterations=20, depth=3, loss_function="RMSEWithUncertainty", random_seed=0,
+                                   verbose=0, thread_count=1, allow_writing_files=False).fit(X, y)
+    ts = treescore.Model.from_booster(m)
+    raw = m.predict(X, prediction_type="RawFormulaVal")
+    assert np.array_equal(ts.predict(X, raw_score=True), raw)
+    ref = m.predict(X, thread_count=1)
+    got = ts.predict(X)
+    assert got.shape == ref.shape == (500, 2)
+    assert np.array_equal(got[:, 0], ref[:, 0])
+    assert np.all(np.abs(got[:, 1] - ref[:, 1]) <= 1e-15 * ref[:, 1]), np.max(np.abs(got - ref) / ref)
+
+
+def test_classes_without_scores_refused(tmp_path):
+    """A MultiClass model given class_names that the training labels do not all use
+    (class_names [0, 1, 2, 3], labels 0, 1, 3) scores fewer classes than it names:
+    class_params' class_to_label is [0, 1, 3], and CatBoost's predict writes the missing
+    class a RawFormulaVal of -inf and a probability of about 0, in its place (4 columns).
+    treescore read the 3 scores as 3 columns: column 2 held class 3's probability, silently
+    misaligned. The same with classes_count=5 and labels 0, 2, 4. Such models are refused
+    (.cbm, JSON, from_booster, the CLI)."""
+    import subprocess
+    from conftest import cli_binary
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 3))
+    bins = np.digitize(X[:, 0] * 2 + rng.normal(size=300) * 0.3, [-1, 1])
+    y = np.array([0, 1, 3])[bins]
+    m = catboost.CatBoostClassifier(iterations=5, depth=3, loss_function="MultiClass", class_names=[0, 1, 2, 3],
+                                    verbose=0, thread_count=1, allow_writing_files=False).fit(X, y)
+    assert m.predict_proba(X[:3]).shape == (3, 4)
+    cbm, js = tmp_path / "gap.cbm", tmp_path / "gap.json"
+    m.save_model(str(cbm))
+    m.save_model(str(js), format="json")
+    for load in (lambda: treescore.Model.from_booster(m), lambda: treescore.Model(model_file=cbm),
+                 lambda: treescore.Model(model_file=js)):
+        with pytest.raises(treescore.Error, match=r"4 classes \(class_names, classes_count\) but scores 3"):
+            load()
+    # classes_count=5 with labels 0, 2, 4: CatBoost's 5 columns, -inf raw for classes 1 and 3
+    cc = catboost.CatBoostClassifier(iterations=5, depth=3, loss_function="MultiClass", classes_count=5, verbose=0,
+                                     thread_count=1, allow_writing_files=False).fit(X, np.array([0, 2, 4])[bins])
+    assert cc.predict_proba(X[:3]).shape == (3, 5)
+    with pytest.raises(treescore.Error, match=r"5 classes \(class_names, classes_count\) but scores 3"):
+        treescore.Model.from_booster(cc)
+    exe = cli_binary()
+    if exe is not None:
+        p = subprocess.run([exe, "info", "-m", str(cbm)], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and "class_names" in p.stderr, p.stderr
+    # every class named and used: loaded as before
+    full = catboost.CatBoostClassifier(iterations=5, depth=3, loss_function="MultiClass", class_names=[0, 1, 3],
+                                       verbose=0, thread_count=1, allow_writing_files=False).fit(X, y)
+    got = treescore.Model.from_booster(full).predict(X)
+    assert got.shape == (300, 3) and np.allclose(got, full.predict_proba(X), rtol=1e-14, atol=0)

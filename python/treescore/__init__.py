@@ -69,12 +69,33 @@ def _catboost_bytes(model) -> bytes:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _missing_value(v):
-    """An XGBoost wrapper's ``missing`` as a float, or None for NaN (the default) and None."""
-    if v is None:
+def _xgboost_best_rounds(estimator):
+    """The booster of a fitted ``XGBModel`` cut to the rounds its ``predict`` uses: after
+    early stopping the first ``best_iteration + 1`` (XGBModel's default iteration_range),
+    the booster itself keeping the rounds trained past the best one."""
+    booster = estimator.get_booster()
+    try:
+        best = int(estimator.best_iteration)
+    except (AttributeError, TypeError, ValueError):  # no early stopping: every round
+        return booster
+    if 0 <= best and best + 1 < booster.num_boosted_rounds():
+        try:
+            booster = booster[:best + 1]
+        except Exception as e:  # noqa: BLE001 - gblinear cannot be sliced: the loader refuses it by name
+            if '"gblinear"' not in booster.save_config():
+                raise _error("TS_ERR_UNSUPPORTED", f"from_booster: cannot keep the {type(estimator).__name__}'s "
+                                                   f"first best_iteration + 1 = {best + 1} rounds: {e}") from None
+    return booster
+
+
+def _xgboost_missing(estimator):
+    """An ``XGBModel``'s ``missing`` value as float32 (XGBoost compares float32 values
+    with it), or None for NaN (the default: nothing to mark)."""
+    m = getattr(estimator, "missing", None)
+    if m is None:
         return None
-    v = float(v)
-    return None if v != v else v
+    m = np.float32(m)
+    return None if np.isnan(m) else m
 
 
 class Model:
@@ -108,8 +129,8 @@ class Model:
     engine is prepared again when it is unpickled (Dask, Spark, multiprocessing).
     """
 
-    #: XGBoost's missing value other than NaN (an XGBModel's ``missing``), or None
-    _missing = None
+    _missing = None  # an XGBModel's missing value (float32), marked NaN in predict (from_booster)
+    _variance = False  # CatBoost RMSEWithUncertainty: predict's second column exp(2 raw)
 
     def __init__(self, model_file=None, model_str=None, *, model_format: str = "auto", engine: str = "auto",
                  isa=None, threads: int = 0, batch_hint: int = 0, sample=None):
@@ -153,6 +174,7 @@ class Model:
         self._scorers = OrderedDict()
         self._sample = None
         self._cats = False  # not read yet (_pandas_categories)
+        self._missing = None
         if sample is not None:
             self._sample = self._sample_rows(sample)
         self._scorer = self._make_scorer(threads)
@@ -168,6 +190,8 @@ class Model:
         self._transform = (code, param, divisor)
         # CatBoost's binary Probability: two columns [1 - p, p] from the one score
         self._two_columns = _objectives.catboost_two_columns(fmt, self._info["objective"], self._scorer.n_outputs)
+        # CatBoost's RMSEWithUncertainty: [mean, exp(2 raw)], the variance, as CatBoostRegressor.predict
+        self._variance = _objectives.catboost_variance(fmt, self._info["objective"], self._scorer.n_outputs)
         # ONNX: raw scores are the tree node's (the mean for AVERAGE); predict applies its
         # post_transform as ONNX Runtime does (_objectives.onnx_post_transform)
         self._onnx_post = _objectives.onnx_post_transform(self._info["objective"]) if fmt == "onnx" else None
@@ -217,33 +241,31 @@ class Model:
     @classmethod
     def from_booster(cls, booster, **kwargs) -> "Model":
         """A Model from a live ``lightgbm.Booster`` / ``LGBMModel`` (its ``model_to_string()``),
-        ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``) or fitted CatBoost model
+        ``xgboost.Booster`` / ``XGBModel`` (its ``save_raw("json")``; an ``XGBModel`` fitted
+        with early stopping keeps its first ``best_iteration + 1`` rounds, as its ``predict``
+        does, a ``Booster`` every round, as its ``predict`` does; an ``XGBModel``'s
+        ``missing`` value, when not NaN, is missing to ``predict`` as it is to XGBoost: every
+        value whose float32 equals it) or fitted CatBoost model
         (``CatBoost``, ``CatBoostRegressor``, ``CatBoostClassifier``, ``CatBoostRanker``: its
         .cbm bytes, serialized in memory, or through a private temporary file that is removed
-        afterwards when the catboost package offers no in-memory form). An ``XGBModel``'s
-        ``missing`` value other than NaN (``XGBRegressor(missing=-999)``) is read as missing
-        too, as its ``predict`` reads it (values equal to it in float32), and one stopped
-        early keeps its ``best_iteration + 1`` rounds, those its ``predict`` uses (an
-        ``LGBMModel``'s string holds its best iteration already). ``kwargs``: the
+        afterwards when the catboost package offers no in-memory form). ``kwargs``: the
         options of ``Model()`` (engine, isa, threads, batch_hint, sample)."""
         root = type(booster).__module__.split(".")[0]
         if root == "lightgbm":
+            if type(booster).__name__ == "CVBooster":
+                raise TypeError("from_booster: a lightgbm CVBooster holds one booster per fold; pass one of its "
+                                "boosters (cvbooster.boosters[i])")
             if not hasattr(booster, "model_to_string") and hasattr(booster, "booster_"):
                 booster = booster.booster_
             return cls(model_str=booster.model_to_string(), model_format="lightgbm", **kwargs)
         if root == "xgboost":
-            # the sklearn wrapper's missing value (XGBRegressor(missing=-999)): not in the booster
-            missing = getattr(booster, "missing", None) if hasattr(booster, "get_booster") else None
+            missing = None
             if not hasattr(booster, "save_raw") and hasattr(booster, "get_booster"):
-                # a wrapper stopped early predicts with its best rounds only (its
-                # _get_iteration_range); a Booster's own predict takes every round
-                best = getattr(booster, "best_iteration", None)
-                booster = booster.get_booster()
-                if isinstance(best, int) and 0 <= best < booster.num_boosted_rounds() - 1:
-                    booster = booster[: best + 1]
-            m = cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
-            m._missing = _missing_value(missing)
-            return m
+                missing = _xgboost_missing(booster)
+                booster = _xgboost_best_rounds(booster)
+            model = cls(model_str=bytes(booster.save_raw("json")), model_format="xgboost", **kwargs)
+            model._missing = missing
+            return model
         if root == "catboost" and hasattr(booster, "save_model"):
             return cls(model_str=_catboost_bytes(booster), model_format="catboost", **kwargs)
         raise TypeError(f"from_booster: expected a LightGBM, XGBoost or CatBoost model, not {type(booster).__name__}")
@@ -299,7 +321,7 @@ class Model:
 
         NA of nullable dtypes is missing; categorical columns are read as their codes,
         LightGBM's training categories first set as ``Booster.predict`` does, or XGBoost's
-        (an XGBoost 3.1+ JSON model's ``cats``: XGBoost re-codes categories by value; one
+        (an XGBoost 3.1+ JSON or UBJSON model's ``cats``: XGBoost re-codes categories by value; one
         unseen in training is refused, as XGBoost refuses it).
 
         CatBoost models (.cbm, JSON, ``from_booster``): categorical features are pandas
@@ -315,8 +337,9 @@ class Model:
         MultiLogloss, MultiCrossEntropy and MultiClassOneVsAll a sigmoid per class, (n, K);
         for Poisson and Tweedie exp(raw), what ``CatBoostRegressor.predict`` returns
         (prediction_type "Exponent"; within 1e-15 relative, CatBoost's exponential being its
-        own fast approximation). Every other objective (RMSE, YetiRank, PairLogit, QueryRMSE,
-        MultiRMSE, RMSEWithUncertainty, ...) gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
+        own fast approximation); for RMSEWithUncertainty (n, 2) [mean, exp(2 raw)], the
+        variance, as ``CatBoostRegressor.predict`` (the same bound). Every other objective
+        (RMSE, YetiRank, PairLogit, QueryRMSE, MultiRMSE, ...) gives the raw score, (n,) or (n, K). ``raw_score=True`` gives CatBoost's
         ``RawFormulaVal``: (n,), or (n, K) for K outputs.
 
         ``raw_score=True`` returns the raw score (margin) without the objective's
@@ -333,32 +356,34 @@ class Model:
                 return y if raw_score else self._onnx_post(y)
             except ValueError as e:
                 raise Error(f"{self._name}: {e}") from None
+        if self._missing is not None:  # an XGBModel(missing=m): m is missing, as it is to XGBoost
+            return self._predict_converted(s, X, (0, 1.0, 0.0) if raw_score else self._transform)
         # the fast path (a dense float32/float64 matrix) is one C call: keep it short
-        if self._missing is not None:  # values equal to XGBoost's missing value: a converted copy
-            y = NotImplemented
-        else:
-            y = s.score(X) if raw_score else s.score(X, *self._transform)
+        y = s.score(X) if raw_score else s.score(X, *self._transform)
         if y is NotImplemented:
             y = self._predict_converted(s, X, (0, 1.0, 0.0) if raw_score else self._transform)
         if self._two_columns and not raw_score:
             y = np.stack((1.0 - y, y), axis=1)
+        elif self._variance and not raw_score:
+            y = np.stack((y[:, 0], np.exp(2.0 * y[:, 1])), axis=1)
         return y
 
     def _predict_converted(self, s, X, tr):
         if _inputs.is_sparse(X):
             return self._predict_sparse(s, X, tr)
-        y = s.score(self._missing_as_nan(self._as_matrix(X)), tr[0], tr[1], tr[2])
+        y = s.score(self._marked(self._as_matrix(X)), tr[0], tr[1], tr[2])
         if y is NotImplemented:  # cannot happen: _as_matrix gives C-ordered float64/float32
             raise _error("TS_ERR_GENERIC", "internal error: converted input was refused")
         return y
 
-    def _missing_as_nan(self, M):
-        """M, or with XGBoost's missing value (``_missing``) as NaN in a new array: values
-        equal to it as float32, as XGBoost compares them (-999.00001 is -999 there)."""
+    def _marked(self, M):
+        """M with the values whose float32 equals the XGBModel's ``missing`` made NaN (a copy
+        when there are any), or M itself when the model has no such value."""
         if self._missing is None:
             return M
         with np.errstate(over="ignore", invalid="ignore"):
-            return np.where(M.astype(np.float32) == np.float32(self._missing), np.nan, M).astype(M.dtype, copy=False)
+            hit = M.astype(np.float32, copy=False) == self._missing
+        return np.where(hit, np.nan, M).astype(M.dtype, copy=False) if hit.any() else M
 
     def _as_matrix(self, X):
         frame = _inputs.arrow_frame(X, self._names)  # pyarrow, polars: by name, as pandas
@@ -370,7 +395,7 @@ class Model:
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
-                                        refuse_unseen=self.model_format == "xgboost")
+                                        refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"))
         if hashed:  # CatBoost: integer and object arrays are categories by value, as there
             rows = _inputs.categorical_rows(X, hashed, self.num_features, self._core.category_ids)
             if rows is not None:
@@ -379,7 +404,7 @@ class Model:
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per
-        categorical column), or XGBoost's (its JSON's ``cats``), or None; read from the model
+        categorical column), or XGBoost's (its JSON or UBJSON ``cats``), or None; read from the model
         once, when first needed."""
         if self._cats is not False:
             return self._cats
@@ -398,8 +423,8 @@ class Model:
                 cats = json.loads(self._data).get("pandas_categorical")
             except (ValueError, AttributeError):
                 cats = None
-        elif self.model_format == "xgboost":  # XGBoost 3.1+ JSON: the training categories
-            cats = _inputs.xgboost_training_categories(self._data)
+        elif self.model_format in ("xgboost", "xgboost-ubjson"):  # XGBoost 3.1+: the training categories
+            cats = _inputs.xgboost_training_categories(self._data, self.model_format == "xgboost-ubjson")
         self._cats = cats if isinstance(cats, list) and all(isinstance(c, list) for c in cats) else None
         return self._cats
 
@@ -426,7 +451,7 @@ class Model:
     def _predict_sparse(self, s, X, tr):
         keep, s = self._packed_scorer(s)
         sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value(), keep)
-        parts = [s.score(self._missing_as_nan(sp.dense(r0, r1)), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
+        parts = [s.score(self._marked(sp.dense(r0, r1)), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
         if not parts:
             return s.score(np.empty((0, self.num_features if keep is None else len(keep))), tr[0], tr[1], tr[2])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)

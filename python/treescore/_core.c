@@ -38,7 +38,7 @@ enum transform {
     TR_LGB_SOFTMAX = 3,  /* softmax over the K scores of a row: multiclass */
     TR_LGB_SQUARE = 4,   /* sign(x) * x * x: regression with sqrt */
     TR_LGB_LOG1PEXP = 5, /* log(1 + exp(x)): cross_entropy_lambda */
-    TR_XGB_SIGMOID = 6,  /* float: 1 / (1 + expf(-x)): binary:logistic, reg:logistic */
+    TR_XGB_SIGMOID = 6,  /* float: 1 / (expf(min(-x, 88.7f)) + 1): binary:logistic, reg:logistic */
     TR_XGB_EXP = 7,      /* float: expf(x): count:poisson, reg:gamma, reg:tweedie, survival:cox, survival:aft */
     TR_XGB_SOFTMAX = 8,  /* float softmax: multi:softprob */
     TR_XGB_ARGMAX = 9,   /* index of the largest margin: multi:softmax */
@@ -126,13 +126,21 @@ static double argmax(const double *r, uint32_t k) {
     return (double)best;
 }
 
+/* XGBoost's float sigmoid (common::Sigmoid, XGBoost 2.x/3.x): the exponent clamped at
+ * 88.7f, so margins below -88.7 give 1 / expf(88.7f), not 0; a NaN stays NaN. */
+static double xgb_sigmoid(float x) {
+    const float eps = 1e-16f; /* its kEps: no effect on a denominator of at least 1 */
+    float z = 88.7f < -x ? 88.7f : -x; /* std::min(-x, 88.7f) */
+    return (double)(1.0f / (expf(z) + 1.0f + eps));
+}
+
 static double transform_one(int tr, double x, double param) {
     switch (tr) {
     case TR_LGB_SIGMOID: return 1.0 / (1.0 + exp(-param * x));
     case TR_LGB_EXP: return exp(x);
     case TR_LGB_SQUARE: return (x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0) * x * x;
     case TR_LGB_LOG1PEXP: return log1p(exp(x));
-    case TR_XGB_SIGMOID: return (double)(1.0f / (1.0f + expf(-(float)x)));
+    case TR_XGB_SIGMOID: return xgb_sigmoid((float)x);
     case TR_XGB_EXP: return (double)expf((float)x);
     case TR_XGB_HINGE: return (float)x > 0.0f ? 1.0 : 0.0;
     default: return x;

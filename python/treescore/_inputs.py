@@ -317,14 +317,114 @@ def categorical_rows(X: Any, hashed: List[int], n_features: int,
     return out
 
 
-def xgboost_training_categories(data: bytes) -> Optional[list]:
+_UBJ_NUMBERS = {b"i": "i1", b"U": "u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8"}
+
+
+def _ubj_int(data: bytes, pos: int) -> Tuple[int, int]:
+    """A UBJSON length or count (an integer value with its own type marker) at pos."""
+    t = data[pos:pos + 1]
+    if t not in (b"i", b"U", b"I", b"l", b"L"):
+        raise ValueError(f"UBJSON: a length expected at byte {pos}")
+    v, pos = _ubj_value(data, pos, 0)
+    if v < 0:
+        raise ValueError(f"UBJSON: a negative length at byte {pos}")
+    return int(v), pos
+
+
+def _ubj_scalar(data: bytes, t: bytes, pos: int) -> Tuple[Any, int]:
+    """The value of type t whose payload starts at pos (t not a container)."""
+    if t in _UBJ_NUMBERS:
+        dt = np.dtype(_UBJ_NUMBERS[t])
+        if pos + dt.itemsize > len(data):
+            raise ValueError("UBJSON: truncated")
+        return np.frombuffer(data, dt, 1, pos)[0].item(), pos + dt.itemsize
+    if t in (b"S", b"H"):
+        n, pos = _ubj_int(data, pos)
+        if pos + n > len(data):
+            raise ValueError("UBJSON: truncated string")
+        return data[pos:pos + n].decode("utf-8"), pos + n
+    if t == b"C":
+        if pos >= len(data):
+            raise ValueError("UBJSON: truncated")
+        return chr(data[pos]), pos + 1
+    if t in (b"Z", b"T", b"F"):
+        return {b"Z": None, b"T": True, b"F": False}[t], pos
+    raise ValueError(f"UBJSON: unknown type {t!r} at byte {pos - 1}")
+
+
+def _ubj_container(data: bytes, pos: int, close: bytes, depth: int) -> Tuple[Any, int]:
+    """The array (close ]) or object (close }) whose content starts at pos: optionally $
+    type and # count (a typed array of numbers becomes a numpy array, without a copy)."""
+    typ, count = None, None
+    if data[pos:pos + 1] == b"$":
+        typ, pos = data[pos + 1:pos + 2], pos + 2
+        if data[pos:pos + 1] != b"#":
+            raise ValueError(f"UBJSON: a typed container without a count at byte {pos}")
+    if data[pos:pos + 1] == b"#":
+        count, pos = _ubj_int(data, pos + 1)
+    if close == b"]" and typ in _UBJ_NUMBERS:
+        dt = np.dtype(_UBJ_NUMBERS[typ])
+        if pos + count * dt.itemsize > len(data):
+            raise ValueError("UBJSON: truncated array")
+        return np.frombuffer(data, dt, count, pos), pos + count * dt.itemsize
+    out: Any = [] if close == b"]" else {}
+    while True:
+        if count is None:
+            while data[pos:pos + 1] == b"N":
+                pos += 1
+            if data[pos:pos + 1] == close:
+                return out, pos + 1
+            if pos >= len(data):
+                raise ValueError("UBJSON: truncated container")
+        elif len(out) == count:
+            return out, pos
+        if close == b"}":
+            n, pos = _ubj_int(data, pos)
+            key, pos = data[pos:pos + n].decode("utf-8"), pos + n
+        if typ is None:
+            v, pos = _ubj_value(data, pos, depth + 1)
+        elif typ in (b"[", b"{"):
+            v, pos = _ubj_container(data, pos, b"]" if typ == b"[" else b"}", depth + 1)
+        else:
+            v, pos = _ubj_scalar(data, typ, pos)
+        if close == b"]":
+            out.append(v)
+        else:
+            out[key] = v
+
+
+def _ubj_value(data: bytes, pos: int, depth: int) -> Tuple[Any, int]:
+    """The UBJSON value at pos (its type marker first) and the position after it."""
+    if depth > 64:
+        raise ValueError("UBJSON: nested too deep")
+    while data[pos:pos + 1] == b"N":  # no-op
+        pos += 1
+    t = data[pos:pos + 1]
+    if t in (b"[", b"{"):
+        return _ubj_container(data, pos + 1, b"]" if t == b"[" else b"}", depth)
+    if not t:
+        raise ValueError("UBJSON: truncated")
+    return _ubj_scalar(data, t, pos + 1)
+
+
+def ubjson_loads(data: bytes) -> Any:
+    """A UBJSON document (XGBoost's binary model format) as Python values: objects as dicts,
+    typed arrays of numbers as read-only numpy arrays. ValueError where it is malformed."""
+    try:
+        return _ubj_value(bytes(data), 0, 0)[0]
+    except (IndexError, UnicodeDecodeError, OverflowError, RecursionError, TypeError) as e:
+        raise ValueError(f"UBJSON: {e}") from None
+
+
+def xgboost_training_categories(data: bytes, ubjson: bool = False) -> Optional[list]:
     """The categories of each categorical feature (feature_types "c"), in the training
-    codes' order, from an XGBoost JSON model's ``gradient_booster ... model.cats`` (XGBoost
-    3.1+: strings as UTF-8 bytes with offsets, or numbers), or None without them. XGBoost
-    re-codes a DataFrame's categories to these before predicting."""
+    codes' order, from an XGBoost JSON (or, with ``ubjson``, UBJSON) model's
+    ``gradient_booster ... model.cats`` (XGBoost 3.1+: strings as UTF-8 bytes with offsets,
+    or numbers), or None without them. XGBoost re-codes a DataFrame's categories to these
+    before predicting."""
     import json
     try:
-        learner = json.loads(data).get("learner", {})
+        learner = (ubjson_loads(data) if ubjson else json.loads(data)).get("learner", {})
         gb = learner.get("gradient_booster", {})
         model = gb.get("model") or gb.get("gbtree", {}).get("model", {})
         enc = (model.get("cats") or {}).get("enc")
@@ -337,9 +437,9 @@ def xgboost_training_categories(data: bytes) -> Optional[list]:
                 continue
             if "offsets" in e:
                 off, vals = e["offsets"], bytes(e["values"])
-                out.append([vals[off[k]:off[k + 1]].decode("utf-8") for k in range(len(off) - 1)])
+                out.append([vals[int(off[k]):int(off[k + 1])].decode("utf-8") for k in range(len(off) - 1)])
             else:
-                out.append(list(e.get("values", [])))
+                out.append([v.item() if isinstance(v, np.generic) else v for v in e.get("values", [])])
         return out or None
     except (ValueError, AttributeError, TypeError, KeyError, IndexError, UnicodeDecodeError):
         return None

@@ -33,6 +33,13 @@ _LGB_IDENTITY = {
     "mean_absolute_error", "mae", "huber", "fair", "quantile", "mape", "lambdarank", "rank_xendcg",
     "xendcg", "custom", "none", "",
 }
+#: LightGBM's objectives derived from its L2 regression (RegressionL2loss): with reg_sqrt
+#: their model line ends in " sqrt" and ConvertOutput squares back, sign(x) * x * x
+#: (huber refuses reg_sqrt; poisson, gamma and tweedie override ConvertOutput with exp).
+_LGB_SQRT_ABLE = {
+    "regression", "regression_l2", "l2", "mean_squared_error", "mse", "regression_l1", "l1",
+    "mean_absolute_error", "mae", "huber", "fair", "quantile", "mape",
+}
 _LGB_EXP = {"poisson", "gamma", "tweedie"}
 _LGB_SIGMOID = {"binary", "cross_entropy", "xentropy"}
 
@@ -78,7 +85,7 @@ def transform_for(fmt: str, objective: str, objective_line: str, n_outputs: int)
             return (LGB_EXP, 1.0)
         if name in ("cross_entropy_lambda", "xentlambda"):
             return (LGB_LOG1PEXP, 1.0)
-        if name in ("regression", "regression_l2", "l2") and "sqrt" in words[1:]:
+        if name in _LGB_SQRT_ABLE and "sqrt" in words[1:]:
             return (LGB_SQUARE, 1.0)
         return (NONE, 1.0)
     if fmt.startswith("xgboost"):
@@ -112,6 +119,13 @@ def catboost_two_columns(fmt: str, objective: str, n_outputs: int) -> bool:
     [1 - p, p] (binary Logloss and CrossEntropy: CatBoost's Python package writes the
     probability of class 0 as ``1 - p``)."""
     return fmt.startswith("catboost") and n_outputs == 1 and objective.split(":", 1)[0] in _CB_SIGMOID_1
+
+
+def catboost_variance(fmt: str, objective: str, n_outputs: int) -> bool:
+    """Whether CatBoostRegressor.predict of this model is [mean, variance] from the two raw
+    scores [mean, log of the standard deviation]: RMSEWithUncertainty, whose default
+    prediction_type "RMSEWithUncertainty" writes exp(2 raw) as the second column."""
+    return fmt.startswith("catboost") and n_outputs == 2 and objective.split(":", 1)[0] == "RMSEWithUncertainty"
 
 
 # ---- ONNX-ML tree ensembles: post_transform as ONNX Runtime applies it ---------------------------

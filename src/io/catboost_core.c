@@ -78,6 +78,42 @@ void tscb_params_objective(struct tsj_parser *p, char out[64]) {
     }
 }
 
+/* The number of elements of the array the parser is at (consumed); 0 when it is not one. */
+static uint32_t array_length(struct tsj_parser *p) {
+    tsj_type t;
+    int has;
+    uint32_t n = 0;
+    if (tsj_peek(p, &t) != TS_OK || t != TSJ_ARRAY) {
+        (void)tsj_skip(p);
+        return 0;
+    }
+    if (tsj_array_begin(p) != TS_OK) return 0;
+    while (tsj_array_next(p, &has) == TS_OK && has) {
+        if (tsj_skip(p) != TS_OK) return 0;
+        if (n < UINT32_MAX) n++;
+    }
+    return n;
+}
+
+void tscb_class_params(struct tsj_parser *p, uint32_t *n_names, uint32_t *n_labels) {
+    char key[TSJ_KEY_MAX];
+    int has;
+    if (tsj_object_begin(p) != TS_OK) return;
+    while (tsj_object_next(p, key, &has) == TS_OK && has) {
+        if (!strcmp(key, "class_names")) {
+            uint32_t n = array_length(p);
+            if (n > *n_names) *n_names = n;
+        } else if (!strcmp(key, "classes_count")) {
+            long long n = 0;
+            if (tsj_read_int(p, "classes_count", 0, UINT32_MAX, &n) != TS_OK) return;
+            if ((uint32_t)n > *n_names) *n_names = (uint32_t)n;
+        } else if (!strcmp(key, "class_to_label"))
+            *n_labels = array_length(p);
+        else if (tsj_skip(p) != TS_OK)
+            return;
+    }
+}
+
 /*
  * Categorical features
  * --------------------
@@ -1020,6 +1056,13 @@ ts_status tscb_build(const tscb_model *cb, ts_model_format format, const char *n
                        "are not supported: CatBoost computes scale * (sum of leaves) + bias, which a sum of per-tree "
                        "values cannot reproduce bit for bit",
                        name, cb->scale);
+    if (cb->n_class_labels && cb->n_class_names > cb->n_class_labels)
+        return ts_fail(err, TS_ERR_UNSUPPORTED,
+                       "%s: the model has %u classes (class_names, classes_count) but scores %u of them "
+                       "(class_to_label): classes absent from the training labels get no score, and CatBoost's "
+                       "predict writes them -inf (a probability of 0) in their own column; not supported: train with "
+                       "labels of every class, or without those class_names or classes_count",
+                       name, cb->n_class_names, cb->n_class_labels);
     if (cb->n_bias != cb->dim)
         return ts_fail(err, TS_ERR_PARSE, "%s: %u bias values for ApproxDimension %u", name, cb->n_bias, cb->dim);
     for (uint32_t k = 0; k < cb->n_bias; k++)

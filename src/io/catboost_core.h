@@ -128,6 +128,8 @@ typedef struct tscb_model {
     double *bias;               /* dim values */
     uint32_t n_bias;
     char objective[64];         /* the loss function's name, or "" */
+    uint32_t n_class_names;     /* class_params: class_names' length, or classes_count when larger (0: neither) */
+    uint32_t n_class_labels;    /* class_params: class_to_label's length, the classes scored */
     tscb_cat *cats;
     uint32_t n_cats;
     tscb_ctr *ctrs;
@@ -146,6 +148,12 @@ uint32_t tscb_category_hash(const char *text, size_t len);
 struct tsj_parser;
 void tscb_params_objective(struct tsj_parser *p, char out[64]);
 
+/* The number of classes (the larger of class_names' length and classes_count) and the
+ * length of class_to_label in the class_params object the parser is at (consumed; best
+ * effort: what is not there stays 0). CatBoost scores the classes of class_to_label; a
+ * class without a score gets -inf in its own column of its predict. */
+void tscb_class_params(struct tsj_parser *p, uint32_t *n_names, uint32_t *n_labels);
+
 /* Sort a projection's elements into CatBoost's hash order (categorical features, float
  * conditions, one-hot conditions; each kind in the order given). */
 void tscb_elems_order(tscb_elem *e, uint32_t n);
@@ -154,8 +162,8 @@ void tscb_elems_order(tscb_elem *e, uint32_t n);
 void tscb_model_clear(tscb_model *cb);
 
 /* Convert cb into a finished ts_model of `format`. Errors read "NAME: what" (TS_ERR_PARSE
- * for inconsistent arrays, TS_ERR_UNSUPPORTED for Scale != 1, TS_ERR_LIMIT past the
- * model limits). */
+ * for inconsistent arrays, TS_ERR_UNSUPPORTED for Scale != 1 and for classes named but
+ * not scored, TS_ERR_LIMIT past the model limits). */
 ts_status tscb_build(const tscb_model *cb, ts_model_format format, const char *name, ts_model **out, ts_error *err);
 
 #endif /* TS_IO_CATBOOST_CORE_H */

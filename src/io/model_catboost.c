@@ -394,7 +394,8 @@ static ts_status read_float_features(cbm_ctx *c, const tsfb_table *trees) {
     return TS_OK;
 }
 
-/* The loss function's name from the "params" JSON of the InfoMap, when it has one. */
+/* From the InfoMap's JSON values, when it has them: the loss function's name ("params")
+ * and the lengths of class_names and class_to_label ("class_params"). */
 static void read_objective(cbm_ctx *c, const tsfb_table *core) {
     tsfb_vector v;
     if (tsfb_vector_field(core, 2, 4, &v) != 1) return;
@@ -409,7 +410,10 @@ static void read_objective(cbm_ctx *c, const tsfb_table *core) {
             tsj_parser p;
             tsj_init(&p, val, vn, 0, c->name, NULL);
             tscb_params_objective(&p, c->cb.objective);
-            return;
+        } else if (kn == 12 && !memcmp(k, "class_params", 12)) {
+            tsj_parser p;
+            tsj_init(&p, val, vn, 0, c->name, NULL);
+            tscb_class_params(&p, &c->cb.n_class_names, &c->cb.n_class_labels);
         }
     }
 }

@@ -820,6 +820,10 @@ static ts_status read_model_info(cj_ctx *c) {
             tsj_parser q = c->p;
             q.err = NULL;
             tscb_params_objective(&q, c->cb.objective);
+        } else if (!strcmp(key, "class_params") && tsj_peek(&c->p, &t) == TS_OK && t == TSJ_OBJECT) {
+            tsj_parser q = c->p;
+            q.err = NULL;
+            tscb_class_params(&q, &c->cb.n_class_names, &c->cb.n_class_labels);
         }
         TS_TRY(tsj_skip(&c->p));
     }
