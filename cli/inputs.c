@@ -115,15 +115,27 @@ static int generic_names(const ts_model *m, uint32_t n) {
     return 1;
 }
 
+/* 1 when header name `have` names the model's feature `want`: the same text, or for a
+ * LightGBM model with each space read as an underscore (LightGBM stores a DataFrame's
+ * "my feat" as "my_feat", and pandas writes the CSV header as "my feat"). */
+static int same_name(const char *have, const char *want, int lightgbm) {
+    for (; *have && *want; have++, want++)
+        if (*have != *want && !(lightgbm && *have == ' ' && *want == '_')) return 0;
+    return *have == *want;
+}
+
 /* A CSV/TSV header must name the model's features in the model's order, when the model
  * names them: a reordered file would otherwise score silently wrong. */
 static int check_names(const cli_opts *o, const ts_model *m, const tsio_reader *r) {
     uint32_t n = tsio_reader_n_cols(r);
     if (o->no_name_check || !tsio_reader_column_name(r, 0) || !ts_model_feature_name(m, 0) || generic_names(m, n))
         return 0;
+    ts_model_info info;
+    int lightgbm = ts_model_get_info(m, &info, NULL) == TS_OK &&
+                   (info.format == TS_FORMAT_LIGHTGBM || info.format == TS_FORMAT_LIGHTGBM_JSON);
     for (uint32_t j = 0; j < n; j++) {
         const char *have = tsio_reader_column_name(r, j), *want = ts_model_feature_name(m, j);
-        if (want && strcmp(have, want) != 0) {
+        if (want && !same_name(have, want, lightgbm)) {
             cli_error("%s: feature column %u is named '%s' but feature %u of the model %s is '%s': the columns must "
                       "come in the model's order (--no-name-check scores them as they are)",
                       o->data_path, j, have, j, o->model_path, want);

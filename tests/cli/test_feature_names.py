@@ -116,3 +116,25 @@ def test_feature_names_file_with_nul(dump_model):
     r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names",
             _names(d, "a\nb\nc\n".encode("utf-16")))
     assert r.returncode == 1 and r.stdout == "" and "NUL byte" in r.stderr, r.stderr
+
+
+def test_lightgbm_names_with_spaces_in_a_header(tmp_path):
+    """LightGBM stores a DataFrame's 'my feat' as 'my_feat'; the CSV that pandas writes of
+    the same frame was refused ('feature column 0 is named 'my feat' but ... is
+    'my_feat''). For a LightGBM model a header's spaces now read as underscores, as the
+    Python package reads a DataFrame's names; another name is still refused."""
+    import lightgbm as lgb
+    import pandas as pd
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3))
+    df = pd.DataFrame(X, columns=["my feat", "b", "c"])
+    b = lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1}, lgb.Dataset(df, X[:, 0] + X[:, 1]), 5)
+    assert b.feature_name()[0] == "my_feat"
+    b.save_model(str(tmp_path / "m.txt"))
+    df.head(4).to_csv(tmp_path / "d.csv", index=False)
+    r = run("score", "-m", tmp_path / "m.txt", "-d", tmp_path / "d.csv")
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(np.array([float(v) for v in r.stdout.split()]), b.predict(df.head(4), raw_score=True))
+    df.head(4).rename(columns={"my feat": "my  feat"}).to_csv(tmp_path / "e.csv", index=False)
+    r = run("score", "-m", tmp_path / "m.txt", "-d", tmp_path / "e.csv")
+    assert r.returncode == 1 and "named 'my  feat'" in r.stderr, r.stderr
