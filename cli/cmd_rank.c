@@ -16,6 +16,8 @@ static const char usage[] =
     "file; row is the 1-based row of DATA; comment the text after #, such as a docid). When the\n"
     "data has labels, NDCG@K over all queries is printed at the end (gain 2^label - 1,\n"
     "discount log2(rank + 1), a query without relevant rows counts 1, as in LightGBM).\n"
+    "A query is a run of consecutive rows with one qid, as LightGBM reads them: rows of\n"
+    "a qid that comes back after other qids are another query (sort the file by qid).\n"
     "\n"
     "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib: see --model-format)\n"
     "  -d, --data FILE         data file (SVMlight/LETOR with qid or a query file)\n"

@@ -10,7 +10,8 @@ static char mapping_note[512];
 
 const char *cli_feature_mapping(void) { return mapping_note[0] ? mapping_note : NULL; }
 
-/* A whole line list of names: one per line, LF or CRLF, no empty lines. */
+/* A whole line list of names: one per line, LF or CRLF, no empty lines, no NUL bytes; a
+ * leading UTF-8 byte order mark is skipped. */
 typedef struct name_list {
     char *text;
     char **names;
@@ -39,8 +40,9 @@ static int read_names(const char *path, name_list *l) {
         names_free(l);
         return -1;
     }
-    char *end = l->text + n;
-    for (char *s = l->text; s < end;) {
+    char *end = l->text + n, *start = l->text;
+    if (n >= 3 && memcmp(start, "\xef\xbb\xbf", 3) == 0) start += 3; /* a UTF-8 byte order mark */
+    for (char *s = start; s < end;) {
         char *nl = memchr(s, '\n', (size_t)(end - s));
         char *e = nl ? nl : end;
         *e = '\0';
@@ -48,6 +50,11 @@ static int read_names(const char *path, name_list *l) {
         if (k && s[k - 1] == '\r') s[--k] = '\0';
         if (k == 0) {
             cli_error("--feature-names %s: line %u is empty (one name per line, in column order)", path, l->n + 1);
+            names_free(l);
+            return -1;
+        }
+        if (memchr(s, '\0', k)) { /* the name would end there: "a\0b" read as "a" */
+            cli_error("--feature-names %s: line %u has a NUL byte (not a text file?)", path, l->n + 1);
             names_free(l);
             return -1;
         }
@@ -132,7 +139,8 @@ int cli_prepare_model(const cli_opts *o, ts_model *m) {
     if (o->data_path && ts_model_get_info(m, &info, NULL) == TS_OK && strncmp(mapping_note, "by order", 8) == 0)
         fprintf(stderr,
                 "treescore: warning: %s names its features (\"%s\", ...) and nothing maps them to columns of %s "
-                "(no --feature-names, no CSV/TSV header): they are read in their order of first use\n",
+                "(no --feature-names, no CSV/TSV header of a file: a pipe's is not read ahead): they are read in "
+                "their order of first use\n",
                 o->model_path, ts_model_feature_name(m, 0), o->data_path);
     return 0;
 }

@@ -115,15 +115,27 @@ static int generic_names(const ts_model *m, uint32_t n) {
     return 1;
 }
 
+/* 1 when header name `have` names the model's feature `want`: the same text, or for a
+ * LightGBM model with each space read as an underscore (LightGBM stores a DataFrame's
+ * "my feat" as "my_feat", and pandas writes the CSV header as "my feat"). */
+static int same_name(const char *have, const char *want, int lightgbm) {
+    for (; *have && *want; have++, want++)
+        if (*have != *want && !(lightgbm && *have == ' ' && *want == '_')) return 0;
+    return *have == *want;
+}
+
 /* A CSV/TSV header must name the model's features in the model's order, when the model
  * names them: a reordered file would otherwise score silently wrong. */
 static int check_names(const cli_opts *o, const ts_model *m, const tsio_reader *r) {
     uint32_t n = tsio_reader_n_cols(r);
     if (o->no_name_check || !tsio_reader_column_name(r, 0) || !ts_model_feature_name(m, 0) || generic_names(m, n))
         return 0;
+    ts_model_info info;
+    int lightgbm = ts_model_get_info(m, &info, NULL) == TS_OK &&
+                   (info.format == TS_FORMAT_LIGHTGBM || info.format == TS_FORMAT_LIGHTGBM_JSON);
     for (uint32_t j = 0; j < n; j++) {
         const char *have = tsio_reader_column_name(r, j), *want = ts_model_feature_name(m, j);
-        if (want && strcmp(have, want) != 0) {
+        if (want && !same_name(have, want, lightgbm)) {
             cli_error("%s: feature column %u is named '%s' but feature %u of the model %s is '%s': the columns must "
                       "come in the model's order (--no-name-check scores them as they are)",
                       o->data_path, j, have, j, o->model_path, want);
@@ -379,6 +391,35 @@ static int same_file(const char *a, const char *b) {
     return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* The path that a write through `path` creates when it is a dangling symbolic link (or a
+ * chain of them ending at a path that does not exist): the last link's target, relative
+ * targets taken from their link's directory, into buf (4096 bytes). 1 when `path` is such
+ * a link, 0 when it is no link, -1 for a loop (40 links) or a path too long. */
+static int dangling_target(const char *path, char *buf) {
+    char cur[4096], next[4096];
+    if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur) return -1;
+    for (int hops = 0; hops <= 40; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) {
+            if (hops == 0) return 0;
+            memcpy(buf, cur, strlen(cur) + 1);
+            return 1;
+        }
+        ssize_t n = readlink(cur, next, sizeof next - 1);
+        if (n < 0) return -1;
+        next[n] = '\0';
+        char *slash = strrchr(cur, '/');
+        if (next[0] == '/' || !slash) {
+            memcpy(cur, next, (size_t)n + 1);
+        } else {
+            size_t dir = (size_t)(slash - cur) + 1;
+            if (dir + (size_t)n >= sizeof cur) return -1;
+            memcpy(cur + dir, next, (size_t)n + 1);
+        }
+    }
+    return -1;
+}
+
 /* The mode a new file would get (0666 less the umask), or the existing file's. */
 static mode_t output_mode(const char *path) {
     struct stat st;
@@ -405,9 +446,25 @@ int cli_output_open(cli_output *out, const char *path, const cli_opts *o) {
             cli_error("%s: the output would overwrite the %s", path, what[i]);
             return -1;
         }
-    /* Write through a symbolic link to its target, as a plain write would. */
-    if (realpath(path, out->real)) out->path = path = out->real;
+    /* Write through a symbolic link to its target, as a plain write would (creating the
+     * target of a dangling link; renaming over the link would replace the link). */
+    if (realpath(path, out->real)) {
+        out->path = path = out->real;
+    } else {
+        int d = dangling_target(path, out->real);
+        if (d < 0) {
+            cli_error("%s: cannot follow the symbolic link (a loop, or a path too long)", path);
+            return -1;
+        }
+        if (d > 0) out->path = path = out->real;
+    }
     struct stat st;
+    /* A file the user may not write (mode 0444, another owner's) is not replaced: the
+     * rename below needs only the directory's permission, '> file' would fail. */
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, W_OK) != 0) {
+        cli_error("%s: cannot open for writing: %s", path, strerror(errno));
+        return -1;
+    }
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* /dev/null, a FIFO, a terminal: nothing to rename into place. */
         out->f = fopen(path, "w");

@@ -129,6 +129,39 @@ def test_catboost_categorical_inputs_refused(cat_models):
     assert np.array_equal(model.predict(X.astype(np.float64), raw_score=True), ref)
 
 
+def test_catboost_categorical_numpy_values():
+    """A numpy array (or list) of integers or objects was read as category ids, as a float
+    array is, where CatBoost's predict reads the values themselves (the integer 3 is the
+    category "3"): silently wrong scores for int-coded categories (3.12 against 1.97 on
+    this model). Such arrays are now mapped by value, as DataFrames are; float arrays
+    (which CatBoost refuses for a categorical model) still hold ids."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    cat = rng.integers(0, 5, 400)
+    x = rng.normal(size=400)
+    y = cat + x + rng.normal(size=400) * 0.1
+    m = catboost.CatBoostRegressor(iterations=20, depth=3, verbose=0, cat_features=[0], thread_count=1,
+                                   allow_writing_files=False).fit(pd.DataFrame({"c": cat, "x": x}), y)
+    model = treescore.Model.from_booster(m)
+    A = np.column_stack([cat, (x * 100).astype(np.int64)])
+    ref = np.asarray(m.predict(A, prediction_type="RawFormulaVal", thread_count=1))
+    for v in (A, A.astype(np.int32), A.tolist(), A.astype(object)):
+        assert np.array_equal(model.predict(v, raw_score=True), ref), type(v)
+    with pytest.raises(TypeError, match="categorical"):
+        model.predict(np.array([[1.5, 2]], dtype=object))
+
+
+def test_catboost_categorical_object_array(cat_models):
+    """The same for strings: an object array of a frame's values scores as the frame."""
+    js, _, m = cat_models["mixed"]
+    model = treescore.Model(str(js))
+    df = cat_frame(120, 5, unseen=True)
+    X = df.to_numpy(dtype=object)
+    ref = np.asarray(m.predict(X, prediction_type="RawFormulaVal", thread_count=1))
+    assert np.array_equal(model.predict(X, raw_score=True).reshape(ref.shape), ref)
+    assert np.array_equal(model.predict(X.tolist(), raw_score=True).reshape(ref.shape), ref)
+
+
 # ---- live models (from_booster) and predict's transforms (issue 24) ----------------------
 
 def live_cases():

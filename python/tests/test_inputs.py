@@ -257,6 +257,52 @@ def test_wide_sparse_expands_only_the_model_columns(lgb_model):
         assert peak < 64 << 20 and seconds < 2.0, (n, width, peak, seconds)
 
 
+def test_sparse_rows_of_a_wide_model(tmp_path):
+    """A model declaring 2^24 features and reading 4 (LightGBM max_feature_idx=16777215,
+    as trained on hashed SVMlight features) expanded each sparse row to 2^24 doubles
+    (128 MiB) and scored one row per call: 22 ms a row, 44 s for these 2,000 rows. Sparse
+    rows now expand to the 4 columns the model reads, scored by a packed scorer (the C
+    API's packed_columns): the same bits as the CLI, which reads them so."""
+    import re
+    import subprocess
+    from conftest import ROOT, cli_binary
+    sp = pytest.importorskip("scipy.sparse")
+    text = (ROOT / "tests" / "cli" / "test_wide_model.py").read_text()
+    model = re.search(r'WIDE_MODEL = """(.*?)"""', text, re.S).group(1)
+    m = treescore.Model(model_str=model, threads=1)
+    assert m.num_features == 1 << 24 and m._core.columns_for() == [2, 5, 16777000, 16777001]
+    n, rng = 2000, np.random.default_rng(0)
+    used = rng.normal(size=(n, 4))
+    used[rng.random(used.shape) < 0.3] = 0
+    used[:, 3] = rng.integers(0, 4, n)  # a categorical column
+    rows = np.r_[np.repeat(np.arange(n), 4), np.repeat(np.arange(n), 3)]
+    cols = np.r_[np.tile([2, 5, 16777000, 16777001], n), rng.integers(0, 1 << 24, 3 * n)]
+    X = sp.coo_matrix((np.r_[used.ravel(), rng.normal(size=3 * n)], (rows, cols)), shape=(n, 1 << 24)).tocsr()
+    X.sum_duplicates()
+    tracemalloc.start()
+    t = time.perf_counter()
+    got = m.predict(X)
+    seconds = time.perf_counter() - t
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert seconds < 2.0 and peak < 64 << 20, (seconds, peak)
+    for fmt in ("csc", "coo"):
+        assert np.array_equal(m.predict(X.asformat(fmt)), got), fmt
+    assert np.array_equal(m.predict(X[:7]), got[:7])
+    cli = cli_binary()
+    if cli is None:
+        return
+    (tmp_path / "m.txt").write_text(model)
+    with open(tmp_path / "x.svm", "w") as f:
+        for r in range(n):
+            a, b = X.indptr[r], X.indptr[r + 1]
+            f.write("0 " + " ".join(f"{c}:{float(v)!r}" for c, v in zip(X.indices[a:b], X.data[a:b]) if v) + "\n")
+    out = subprocess.run([cli, "score", "-m", str(tmp_path / "m.txt"), "-d", str(tmp_path / "x.svm"), "--quiet"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert np.array_equal(got, np.array([float(v) for v in out.stdout.split()]))
+
+
 def test_sparse_sample_is_validated(lgb_file, test_rows):
     sp = pytest.importorskip("scipy.sparse")
     X = sp.csr_matrix(np.nan_to_num(test_rows))
@@ -475,6 +521,36 @@ def test_name_matching_on_every_path(tmp_path):
         assert np.array_equal(s._sample, X[:4096].astype(np.float32))
     assert np.array_equal(treescore.Model(model_file=path).predict(rev),
                           treescore.Model(model_file=path).predict(X))
+
+
+def test_arrow_and_polars_frames_matched_by_name():
+    """A pyarrow Table or polars DataFrame was read with np.asarray, by position, even when
+    its named columns came in another order than the model's (XGBoost's and LightGBM's
+    inplace predict do the same, scikit-learn refuses it): wrong scores where a pandas frame
+    is matched by name. Such frames are now matched by name as pandas frames are; polars'
+    default names column_0.. stay positional, as pandas' default labels."""
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    xgb = pytest.importorskip("xgboost")
+    X, y = _frame_data()
+    cols = [f"f{i}" for i in range(6)]
+    b = xgb.train(dict(objective="binary:logistic", max_depth=3, nthread=1, seed=1),
+                  xgb.DMatrix(X, y, feature_names=cols), 10)
+    m = treescore.Model.from_booster(b)
+    ref = m.predict(X)
+    table = pa.table({c: X[:, i] for i, c in enumerate(cols)})
+    assert np.array_equal(m.predict(table), ref)
+    assert np.array_equal(m.predict(table.select(cols[::-1])), ref)
+    with pytest.raises(treescore.Error, match="lacks 1 of the model's 6 features: 'f0'"):
+        m.predict(table.drop_columns(["f0"]).append_column("g", pa.array(X[:, 0])))
+    try:
+        import polars as pl
+    except ImportError:
+        return
+    frame = pl.DataFrame(X, schema=cols)
+    assert np.array_equal(m.predict(frame.select(cols[::-1])), ref)
+    assert np.array_equal(m.predict(pl.DataFrame(X)), ref)  # column_0..column_5: by position
+    assert np.array_equal(m.predict(frame.select(cols[::-1]), raw_score=True), m.predict(X, raw_score=True))
 
 
 def test_base_score_outside_the_logistic_range():

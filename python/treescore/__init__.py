@@ -293,7 +293,9 @@ class Model:
 
         ``X``: a 2-D numpy array or any 2-D buffer (float32 and float64 in C order are scored
         in place, without a copy; Fortran order, negative strides and other numeric dtypes
-        are converted once), a pandas DataFrame, a scipy.sparse matrix or array of any
+        are converted once: for a LightGBM model to float32, as ``Booster.predict``
+        converts them, so an integer past 2^24 is scored as its nearest float32, as there;
+        else to float64), a pandas DataFrame, a scipy.sparse matrix or array of any
         format (absent entries mean what they mean to the training library: 0.0 for
         LightGBM and QuickRank, missing for XGBoost; only the model's columns are expanded),
         or a list of lists. NaN is a missing value.
@@ -312,6 +314,8 @@ class Model:
           extra columns); LightGBM 4.7 takes a DataFrame by position whatever its names
           (unless ``validate_features=True``). treescore never falls back to position for
           a named DataFrame: ``X.to_numpy()`` scores by position explicitly;
+        - a pyarrow Table or polars DataFrame is matched by name as a pandas DataFrame
+          (converted with ``to_pandas()``; polars' default names column_0.. are positional);
         - a model without feature names (XGBoost trained on arrays, QuickRank, RankLib)
           takes every input by position, as XGBoost does.
 
@@ -322,7 +326,9 @@ class Model:
 
         CatBoost models (.cbm, JSON, ``from_booster``): categorical features are pandas
         object, string or category columns, or integer columns (the integer 3 is the
-        category "3", as in CatBoost). ``predict`` returns what CatBoost's
+        category "3", as in CatBoost), or the columns of a numpy array or list of integers
+        or objects, read by value as CatBoost reads them (a float array holds the model's
+        category ids). ``predict`` returns what CatBoost's
         ``predict(prediction_type="Probability")`` returns, in its shape, so that one can
         stand for the other: for Logloss and CrossEntropy (binary) an (n, 2) array
         [1 - p, p], p = 1 / (1 + exp(-raw)) (CatBoost's bits); for MultiClass the softmax,
@@ -380,15 +386,21 @@ class Model:
         return np.where(hit, np.nan, M).astype(M.dtype, copy=False) if hit.any() else M
 
     def _as_matrix(self, X):
+        frame = _inputs.arrow_frame(X, self._names)  # pyarrow, polars: by name, as pandas
+        X = X if frame is None else frame
+        hashed = self.__dict__.get("_hashed")
+        if hashed is None:  # the model's CatBoost categorical columns, asked once
+            hashed = self._hashed = self._core.categorical_columns()
         if _inputs.is_dataframe(X):
-            hashed = self.__dict__.get("_hashed")
-            if hashed is None:  # the model's CatBoost categorical columns, asked once
-                hashed = self._hashed = self._core.categorical_columns()
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
                                         refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"))
-        return _inputs.dense_matrix(X)
+        if hashed:  # CatBoost: integer and object arrays are categories by value, as there
+            rows = _inputs.categorical_rows(X, hashed, self.num_features, self._core.category_ids)
+            if rows is not None:
+                return rows
+        return _inputs.dense_matrix(X, lightgbm=self._lightgbm)
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per
@@ -416,11 +428,32 @@ class Model:
         self._cats = cats if isinstance(cats, list) and all(isinstance(c, list) for c in cats) else None
         return self._cats
 
+    def _packed_scorer(self, s):
+        """For a model reading few of many declared columns (``columns_for``: LightGBM's
+        max_feature_idx=16777215 with a few splits): (the columns, a packed scorer of s's
+        thread count, made once), so that sparse rows expand to those columns alone rather
+        than to 128 MiB rows of 2^24 doubles (22 ms a row); else (None, s)."""
+        cols = self.__dict__.get("_packed_cols", False)
+        if cols is False:
+            got = self._core.columns_for()
+            cols = self._packed_cols = None if got is None else np.asarray(got, dtype=np.int64)
+        if cols is None:
+            return None, s
+        with self._lock:
+            packed = self.__dict__.setdefault("_packed_scorers", {})
+            p = packed.get(s.n_threads)
+            if p is None:
+                sample = None if self._sample is None else np.ascontiguousarray(self._sample[:, cols])
+                p = packed[s.n_threads] = self._core.scorer(self._engine_arg, self._isa_arg or "auto", s.n_threads,
+                                                            self._batch_hint, sample, True)
+        return cols, p
+
     def _predict_sparse(self, s, X, tr):
-        sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value())
+        keep, s = self._packed_scorer(s)
+        sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value(), keep)
         parts = [s.score(self._marked(sp.dense(r0, r1)), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
         if not parts:
-            return s.score(np.empty((0, self.num_features)), tr[0], tr[1], tr[2])
+            return s.score(np.empty((0, self.num_features if keep is None else len(keep))), tr[0], tr[1], tr[2])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     # ---- what the model is ------------------------------------------------------------

@@ -66,6 +66,14 @@ typedef struct {
  * threads wait a few microseconds at most. */
 #define GIL_KEEP_WORK 4096u
 
+/* A call of more than this many rows x nodes is scored in slices of about this much
+ * work (at least SLICE_MIN_ROWS rows, the last slice up to twice that), taking the GIL
+ * between them to run Python's signal handlers: Ctrl-C (KeyboardInterrupt) stops a
+ * predict of minutes within about a second instead of at its end. Every engine gives the
+ * same bits for any split of the rows. */
+#define SLICE_WORK ((uint64_t)1 << 29)
+#define SLICE_MIN_ROWS 4096u
+
 static PyTypeObject CoreModelType;
 static PyTypeObject CoreScorerType;
 
@@ -352,13 +360,37 @@ static int set_sample(PyObject *sample, Py_buffer *buf, ts_scorer_options *opts,
     return 0;
 }
 
-/* scorer(engine, isa, threads, batch_hint, sample=None) -> Scorer. `isa`: a name or
- * "auto"; `sample`: rows for the planner to time the engines on (see set_sample). */
+/* columns_for() -> list of int, or None: ts_scorer_columns_for, the columns a scorer of
+ * the model reads when it declares many more than it reads (None: rows of full width). */
+static PyObject *model_columns_for(CoreModel *self, PyObject *unused) {
+    (void)unused;
+    uint32_t *cols = NULL, n = 0;
+    ts_error err;
+    ts_status st = ts_scorer_columns_for(self->model, &cols, &n, &err);
+    if (st != TS_OK) return raise_ts(st, &err);
+    if (!cols) Py_RETURN_NONE;
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (uint32_t i = 0; list && i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLong(cols[i]);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    free(cols);
+    return list;
+}
+
+/* scorer(engine, isa, threads, batch_hint, sample=None, packed=False) -> Scorer. `isa`: a
+ * name or "auto"; `sample`: rows for the planner to time the engines on (see set_sample);
+ * `packed`: rows hold only the columns of columns_for(), in that order (the sample too). */
 static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     const char *engine_name, *isa_name;
     Py_ssize_t threads, batch_hint;
     PyObject *sample = Py_None;
-    if (!PyArg_ParseTuple(args, "ssnn|O:scorer", &engine_name, &isa_name, &threads, &batch_hint, &sample))
+    int packed = 0;
+    if (!PyArg_ParseTuple(args, "ssnn|Op:scorer", &engine_name, &isa_name, &threads, &batch_hint, &sample, &packed))
         return NULL;
     ts_error err;
     memset(&err, 0, sizeof err);
@@ -390,11 +422,15 @@ static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     }
     opts.n_threads = (unsigned)threads;
     opts.batch_hint = (uint32_t)batch_hint;
+    opts.packed_columns = packed != 0;
     ts_model_info in;
     Py_buffer sbuf;
     st = ts_model_get_info(self->model, &in, &err);
     if (st != TS_OK) return raise_ts(st, &err);
-    if (set_sample(sample, &sbuf, &opts, in.n_features) != 0) return NULL;
+    uint32_t width = in.n_features, *cols = NULL, n_cols = 0;
+    if (packed && ts_scorer_columns_for(self->model, &cols, &n_cols, &err) == TS_OK && cols) width = n_cols;
+    free(cols);
+    if (set_sample(sample, &sbuf, &opts, width) != 0) return NULL;
     ts_scorer *scorer = NULL;
     Py_BEGIN_ALLOW_THREADS
     st = ts_scorer_create(self->model, &opts, &scorer, &err);
@@ -424,7 +460,10 @@ static PyMethodDef model_methods[] = {
     {"absent_value", (PyCFunction)model_absent_value, METH_NOARGS,
      "absent_value() -> float: what an absent sparse entry means (0.0, or NaN for XGBoost)."},
     {"scorer", (PyCFunction)model_scorer, METH_VARARGS,
-     "scorer(engine, isa, threads, batch_hint, sample=None) -> Scorer: ts_scorer_create (GIL released)."},
+     "scorer(engine, isa, threads, batch_hint, sample=None, packed=False) -> Scorer: ts_scorer_create (GIL "
+     "released)."},
+    {"columns_for", (PyCFunction)model_columns_for, METH_NOARGS,
+     "columns_for() -> list of int or None: the columns a packed scorer reads (ts_scorer_columns_for)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject CoreModelType = {
@@ -481,6 +520,39 @@ static int dense_layout(const Py_buffer *x, size_t *stride) {
     return 1;
 }
 
+/* Scores the rows of buffer x into dst, in slices of about SLICE_WORK when *ts_save
+ * says the GIL was released: between slices the GIL is taken back to run Python's
+ * signal handlers (PyErr_CheckSignals), and *interrupted is set, with the handler's
+ * exception, when one raised; the rows after that slice are not scored. */
+static ts_status score_slices(CoreScorer *self, const Py_buffer *x, size_t rows, size_t cols, size_t stride,
+                              double *dst, PyThreadState **ts_save, int *interrupted, ts_error *err) {
+    size_t step = rows, k = self->n_outputs;
+    if (*ts_save && (uint64_t)rows * (self->nodes + 1) > SLICE_WORK) {
+        uint64_t per = SLICE_WORK / (self->nodes + 1);
+        step = per < SLICE_MIN_ROWS ? SLICE_MIN_ROWS : (size_t)per;
+    }
+    ts_status st = TS_OK;
+    for (size_t r0 = 0; r0 < rows && st == TS_OK;) {
+        size_t n = rows - r0 < 2 * step ? rows - r0 : step; /* no short last slice */
+        if (x->itemsize == 4)
+            st = ts_scorer_score(self->scorer, (const float *)x->buf + r0 * stride, n, cols, stride, dst + r0 * k, err);
+        else
+            st = ts_scorer_score_f64(self->scorer, (const double *)x->buf + r0 * stride, n, cols, stride,
+                                     dst + r0 * k, err);
+        r0 += n;
+        if (st == TS_OK && r0 < rows) {
+            PyEval_RestoreThread(*ts_save);
+            int raised = PyErr_CheckSignals();
+            *ts_save = PyEval_SaveThread();
+            if (raised) {
+                *interrupted = 1;
+                return TS_OK;
+            }
+        }
+    }
+    return st;
+}
+
 /* score(X, transform=0, param=1.0, divisor=0.0) -> ndarray, or NotImplemented when X is
  * not a buffer dense_layout accepts (the caller converts it and calls again). No copy
  * of X is made; the GIL is released while scoring. A row narrower than the model is
@@ -509,7 +581,6 @@ static PyObject *scorer_score(CoreScorer *self, PyObject *const *args, Py_ssize_
         PyBuffer_Release(&x);
         Py_RETURN_NOTIMPLEMENTED;
     }
-    int size = (int)x.itemsize;
     Py_ssize_t rows = x.shape[0], cols = x.shape[1];
     uint32_t need = ts_scorer_n_features(self->scorer);
     if ((size_t)cols < need) {
@@ -548,18 +619,20 @@ static PyObject *scorer_score(CoreScorer *self, PyObject *const *args, Py_ssize_
     ts_status st = TS_OK;
     /* Py_BEGIN_ALLOW_THREADS, unless the call is tiny (GIL_KEEP_WORK) */
     PyThreadState *ts_save = (uint64_t)rows * (self->nodes + 1) > GIL_KEEP_WORK ? PyEval_SaveThread() : NULL;
-    if (rows == 0)
-        ; /* nothing to read (an empty buffer may have no address) */
-    else if (size == 4)
-        st = ts_scorer_score(self->scorer, (const float *)x.buf, (size_t)rows, (size_t)cols, stride, dst, &err);
-    else
-        st = ts_scorer_score_f64(self->scorer, (const double *)x.buf, (size_t)rows, (size_t)cols, stride, dst, &err);
-    if (st == TS_OK) apply_transform(dst, (size_t)rows, k, tr, param, divisor);
-    if (st == TS_OK && tmp) memcpy(o.buf, tmp, (size_t)rows * sizeof(double));
+    int interrupted = 0;
+    if (rows > 0) /* else nothing to read (an empty buffer may have no address) */
+        st = score_slices(self, &x, (size_t)rows, (size_t)cols, stride, dst, &ts_save, &interrupted, &err);
+    if (interrupted) st = TS_OK; /* the rows left are not scored: nothing to transform */
+    else if (st == TS_OK) apply_transform(dst, (size_t)rows, k, tr, param, divisor);
+    if (st == TS_OK && tmp && !interrupted) memcpy(o.buf, tmp, (size_t)rows * sizeof(double));
     if (ts_save) PyEval_RestoreThread(ts_save);
     PyMem_RawFree(tmp);
     PyBuffer_Release(&o);
     PyBuffer_Release(&x);
+    if (interrupted) { /* a signal handler raised (KeyboardInterrupt): its exception is set */
+        Py_DECREF(out);
+        return NULL;
+    }
     if (st != TS_OK) {
         Py_DECREF(out);
         return raise_ts(st, &err);

@@ -105,10 +105,16 @@ def _refuse_text(arr: np.ndarray, what: str) -> None:
             raise TypeError(f"{what} must hold numbers, not text such as {v!r}")
 
 
-def dense_matrix(X: Any) -> np.ndarray:
+def dense_matrix(X: Any, lightgbm: bool = False) -> np.ndarray:
     """A 2-D array of numbers as a C-ordered native float32 or float64 array (float32
-    and float64 keep their type, other numeric dtypes become float64). Error (TS_ERR_SHAPE)
-    when it is not 2-D, TypeError when it does not hold numbers."""
+    and float64 keep their type, other numeric dtypes become float64, or float32 with
+    ``lightgbm`` for a numpy array or a list: LightGBM's ``Booster.predict`` converts
+    those of any other dtype (integers, bool, float16, long double, object) to float32
+    before scoring, so an int64 past 2^24 is scored as its nearest float32 there, and
+    here too; data frames of other libraries (polars, pyarrow tables), which LightGBM
+    reads through Arrow as doubles, become float64). Error (TS_ERR_SHAPE) when it is not
+    2-D, TypeError when it does not hold numbers."""
+    lightgbm = lightgbm and isinstance(X, (np.ndarray, list))
     if not isinstance(X, np.ndarray):
         try:
             X = np.asarray(X)
@@ -119,12 +125,13 @@ def dense_matrix(X: Any) -> np.ndarray:
     kind = X.dtype.kind
     if kind == "f" and X.dtype.itemsize in (4, 8):
         return np.ascontiguousarray(X.astype(X.dtype.newbyteorder("="), copy=False))
+    other = np.float32 if lightgbm else np.float64
     if kind in "fiub":
-        return np.ascontiguousarray(X, dtype=np.float64)
+        return np.ascontiguousarray(X, dtype=other)
     if kind == "O":
         _refuse_text(X, "X")
         try:
-            return np.ascontiguousarray(X, dtype=np.float64)
+            return np.ascontiguousarray(X, dtype=other)
         except (ValueError, TypeError, OverflowError) as e:
             raise TypeError(f"X must hold numbers: {e}") from None
     raise TypeError(f"X must hold numbers, not {X.dtype}")
@@ -134,6 +141,27 @@ def dense_matrix(X: Any) -> np.ndarray:
 
 def is_dataframe(X: Any) -> bool:
     return type(X).__module__.startswith("pandas") and hasattr(X, "columns") and hasattr(X, "to_numpy")
+
+
+def arrow_frame(X: Any, names: Optional[List[str]]) -> Any:
+    """A pyarrow Table or polars DataFrame as a pandas DataFrame, so that its columns are
+    matched to the model's feature names as a pandas frame's are (``frame_columns``);
+    None (read it as an array, by position) when the model names no features, for polars'
+    default names column_0..column_{n-1}, and for anything else. Error when pandas (or
+    pyarrow, which the conversion uses) is missing: a named frame is never taken by
+    position silently."""
+    mod = type(X).__module__
+    if names is None or not (mod.startswith("polars") or mod.startswith("pyarrow")) or not hasattr(X, "to_pandas"):
+        return None
+    labels = getattr(X, "columns", None) if mod.startswith("polars") else getattr(X, "column_names", None)
+    if not isinstance(labels, list) or labels == [f"column_{i}" for i in range(len(labels))]:
+        return None
+    try:
+        return X.to_pandas()
+    except ImportError as e:
+        raise error("TS_ERR_INVALID_ARGUMENT", f"matching the columns of a {type(X).__name__} to the model's feature "
+                                               f"names needs pandas and pyarrow ({e}); pass X.to_numpy() to score "
+                                               f"by position") from None
 
 
 def _is_default_labels(labels: Sequence[Any]) -> bool:
@@ -244,6 +272,49 @@ def _category_ids(col: Any, label: Any, column: int, ids: Callable[[int, list], 
     texts = uniques if all(type(v) is str for v in uniques) else [_category_text(v, label) for v in uniques]
     table = np.frombuffer(ids(column, texts), dtype=np.float32).astype(np.float64)
     return table[np.asarray(codes, dtype=np.intp)] if len(table) else np.full(len(col), np.nan)
+
+
+def categorical_rows(X: Any, hashed: List[int], n_features: int,
+                     ids: Callable[[int, list], bytes]) -> Optional[np.ndarray]:
+    """For a CatBoost model with hashed categorical columns ``hashed``: a 2-D numpy array
+    or list of integers or objects as C-ordered float64 rows whose categorical columns hold
+    the model's category ids of their values (``_category_text``: an integer is its
+    decimal text, as CatBoost's predict reads it; NaN for a category the model never saw),
+    the other columns their numbers. None for anything else (a float array holds ids, as
+    the C API's rows do; CatBoost refuses float arrays for such a model), and for an array
+    narrower than the model (refused as every input is)."""
+    if not isinstance(X, (np.ndarray, list)):
+        return None
+    try:
+        arr = np.array(X, dtype=object) if isinstance(X, list) else X  # a list's own types, not str
+    except (ValueError, TypeError):
+        return None
+    if arr.ndim != 2 or arr.dtype.kind not in "iuO" or arr.shape[1] < n_features:
+        return None
+    out = np.empty(arr.shape, dtype=np.float64)
+    cats = set(hashed)
+    for j in range(arr.shape[1]):
+        col = arr[:, j]
+        if j not in cats:
+            if col.dtype.kind == "O":
+                _refuse_text(col, f"column {j}")
+            try:
+                out[:, j] = col.astype(np.float64)
+            except (ValueError, TypeError, OverflowError) as e:
+                raise TypeError(f"column {j} must hold numbers: {e}") from None
+            continue
+        codes: Dict[Any, int] = {}
+        texts: list = []
+        index = np.empty(len(col), dtype=np.intp)
+        for i, v in enumerate(col.tolist()):
+            k = codes.get((type(v), v))
+            if k is None:
+                k = codes[(type(v), v)] = len(texts)
+                texts.append(_category_text(v, j))
+            index[i] = k
+        table = np.frombuffer(ids(j, texts), dtype=np.float32).astype(np.float64)
+        out[:, j] = table[index] if len(table) else np.nan
+    return out
 
 
 _UBJ_NUMBERS = {b"i": "i1", b"U": "u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8"}
@@ -525,12 +596,15 @@ class SparseRows:
     rows of exactly ``width`` columns, absent entries set to ``absent`` (0.0, or NaN for
     XGBoost) and duplicate entries summed (scipy's meaning). An entry is present when
     scipy's own conversion keeps it (dia drops stored zeros, the other formats keep them).
-    Columns past ``width`` are never expanded: memory follows the model, not the matrix."""
+    Columns past ``width`` are never expanded: memory follows the model, not the matrix.
+    With ``keep`` (the ascending columns a packed scorer reads, ``columns_for``), only those
+    are expanded, in that order: rows of len(keep) columns."""
 
-    def __init__(self, X: Any, width: int, absent: float):
+    def __init__(self, X: Any, width: int, absent: float, keep: Optional[np.ndarray] = None):
         self.n, self.ncols = _shape(X)
         self.width = width
         self.absent = absent
+        self.keep = keep
         fmt = getattr(X, "format", None)
         if fmt == "csr":
             indptr, cols, vals = _compressed(X, self.n, self.ncols, "rows")
@@ -625,8 +699,18 @@ class SparseRows:
 
     # grouping by row, keeping the model's columns
 
+    def _packed(self, cols: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Which entries fall in the model's columns (a boolean mask), and their column in
+        the rows expanded: the column itself, or its position among ``keep``."""
+        if self.keep is None:
+            return cols < self.width, cols
+        pos = np.searchsorted(self.keep, cols)
+        ok = pos < len(self.keep)
+        ok[ok] = self.keep[pos[ok]] == cols[ok]
+        return ok, pos
+
     def _set_triplets(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
-        keep = cols < self.width
+        keep, cols = self._packed(cols)
         if not keep.all():
             rows, cols, vals = rows[keep], cols[keep], vals[keep]
         order = np.argsort(rows, kind="stable")
@@ -635,15 +719,17 @@ class SparseRows:
         self.cols, self.vals = cols[order], vals[order]
 
     def _set_csr(self, indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
-        keep = cols < self.width
+        keep, cols = self._packed(cols)
         if not keep.all():
             indptr = np.concatenate(([0], np.cumsum(keep)))[indptr]
             cols, vals = cols[keep], vals[keep]
         self.indptr, self.cols, self.vals = indptr, cols, vals
 
     def dense(self, r0: int, r1: int) -> np.ndarray:
-        """Rows r0..r1-1 as a C-ordered (r1 - r0, width) float64 array."""
-        w, s, e = self.width, int(self.indptr[r0]), int(self.indptr[r1])
+        """Rows r0..r1-1 as a C-ordered (r1 - r0, width) float64 array (len(keep) columns
+        with ``keep``)."""
+        w = self.width if self.keep is None else len(self.keep)
+        s, e = int(self.indptr[r0]), int(self.indptr[r1])
         out = np.full((r1 - r0) * w, self.absent, dtype=np.float64)
         if e > s:
             rows = np.repeat(np.arange(r1 - r0, dtype=np.int64), np.diff(self.indptr[r0:r1 + 1]))
@@ -658,7 +744,7 @@ class SparseRows:
 
     def chunks(self):
         """(r0, r1) row ranges of about SPARSE_CHUNK_VALUES dense values each."""
-        step = max(1, SPARSE_CHUNK_VALUES // max(1, self.width))
+        step = max(1, SPARSE_CHUNK_VALUES // max(1, self.width if self.keep is None else len(self.keep)))
         return [(r0, min(self.n, r0 + step)) for r0 in range(0, self.n, step)]
 
 

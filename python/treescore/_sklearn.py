@@ -431,6 +431,8 @@ class SklearnModel(_Model):
         # scikit-learn reads a DataFrame by its names (feature_names_in_) and a categorical
         # column by its values (its OrdinalEncoder maps them): take the values, not the
         # pandas codes that Model takes for LightGBM's sake
+        frame = _inputs.arrow_frame(X, self._names)  # pyarrow, polars: by name, as pandas
+        X = X if frame is None else frame
         if _inputs.is_dataframe(X):
             if self._names is not None:
                 missing = [c for c in self._names if c not in X.columns]

@@ -84,7 +84,7 @@ static ts_status raw_init(tsio_reader *r, ts_error *err) {
     if (n_cols > TSIO_MAX_COLS)
         return ts_fail(err, TS_ERR_LIMIT, "%s: raw matrix header says %u columns (limit %u)", r->name, n_cols,
                        TSIO_MAX_COLS);
-    if (raw_of(r)->rows > UINT64_MAX / 4 / n_cols)
+    if (raw_of(r)->rows > (UINT64_MAX - TSIO_RAW_HEADER_SIZE) / 4 / n_cols) /* the file size below fits */
         return ts_fail(err, TS_ERR_PARSE, "%s: raw matrix header says %llu rows of %u columns: too large", r->name,
                        (unsigned long long)raw_of(r)->rows, n_cols);
     if (r->opts.n_cols > 0 && n_cols != r->opts.n_cols)

@@ -9,10 +9,13 @@
 #include "model/forest.h"
 
 /* A read-only open-addressing hash of the caller's names: slot holds column + 1 (0 =
- * empty); n_slots is a power of two >= 2 * the names; the first of equal names wins. */
+ * empty); n_slots is a power of two >= 2 * the names; the first of equal names is
+ * indexed, and again[c] is the column + 1 of the next one named as column c (0: none),
+ * so that a name the model reads given to two columns is refused, never guessed. */
 typedef struct name_index {
     const char *const *names;
     uint32_t *slots;
+    uint32_t *again;
     size_t n_slots;
 } name_index;
 
@@ -28,13 +31,15 @@ static int index_build(name_index *ix, const char *const *names, uint32_t n) {
     ix->names = names;
     ix->n_slots = n_slots;
     ix->slots = calloc(n_slots, sizeof *ix->slots);
-    if (!ix->slots) return -1;
+    ix->again = calloc((size_t)n + 1, sizeof *ix->again);
+    if (!ix->slots || !ix->again) return -1;
     for (uint32_t c = 0; c < n; c++) {
         size_t j = (size_t)fnv1a(names[c]) & (n_slots - 1);
         int dup = 0;
         for (; ix->slots[j]; j = (j + 1) & (n_slots - 1))
             if (strcmp(names[ix->slots[j] - 1], names[c]) == 0) {
                 dup = 1;
+                if (!ix->again[ix->slots[j] - 1]) ix->again[ix->slots[j] - 1] = c + 1;
                 break;
             }
         if (!dup) ix->slots[j] = c + 1;
@@ -74,6 +79,9 @@ static ts_status build_remap(const ts_model *m, const name_index *ix, uint32_t n
         if (!used[f]) continue;
         const char *name = f < m->n_feature_names ? m->feature_names[f] : NULL;
         long long c = name ? index_find(ix, name) : -1;
+        if (c >= 0 && ix->again[c])
+            return ts_fail(err, TS_ERR_SHAPE, "feature name '%.60s' of the model is given to columns %lld and %u: "
+                           "which one it reads is ambiguous", name, c, ix->again[c] - 1);
         if (c >= 0) {
             remap[f] = (uint32_t)c;
             continue;
@@ -169,6 +177,7 @@ ts_status ts_model_map_features(ts_model *m, const char *const *names, uint32_t 
     if (st == TS_OK && !(copies = copy_names(names, n_names))) st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
     if (st == TS_OK) apply(m, remap, copies, n_names);
     free(ix.slots);
+    free(ix.again);
     free(used);
     free(remap);
     return st;

@@ -4,6 +4,7 @@ import re
 import struct
 
 import pytest
+from pathlib import Path
 
 from cli_helpers import EXAMPLE, MODELS, write_svmlight_ok
 
@@ -469,3 +470,60 @@ def test_output_never_overwrites_an_input(ts, tmp_path):
     assert (model.read_bytes(), data.read_bytes()) == before and sizes.read_text() == "4\n"
     assert len(ts.succeeds("score", "-m", model, "-d", data, "-o", tmp_path / "s.txt").stdout) == 0
     assert len((tmp_path / "s.txt").read_text().split()) == 4
+
+
+def test_output_through_a_dangling_link(ts, tmp_path):
+    """-o naming a symbolic link whose target does not exist yet replaced the link with a
+    regular file (realpath fails on it) and never created the target; the target is now
+    created and the link kept, as a shell's '> link' does. An existing link's target is
+    written as before."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / "ok.svm"
+    data.write_text("".join(f"{i % 3} qid:1 1:{i * 0.5} 3:{i}\n" for i in range(4)))
+    (tmp_path / "t").mkdir()
+    link = tmp_path / "link.txt"
+    link.symlink_to("t/out.txt")  # relative to the link's directory
+    chain = tmp_path / "chain.txt"
+    chain.symlink_to(link)  # a link to the dangling link
+    want = ts.succeeds("score", "-m", model, "-d", data).stdout
+    for out in (link, chain):
+        ts.succeeds("score", "-m", model, "-d", data, "-o", out)
+        assert link.is_symlink() and chain.is_symlink(), out
+        assert (tmp_path / "t" / "out.txt").read_text() == want
+        (tmp_path / "t" / "out.txt").unlink()
+    loop = tmp_path / "loop.txt"
+    loop.symlink_to(loop)
+    ts.fails("score", "-m", model, "-d", data, "-o", loop, mentions=[loop])
+    assert loop.is_symlink()
+
+
+def test_output_never_replaces_a_read_only_file(ts):
+    """-o naming an existing file the user may not write (mode 0444) replaced it (the
+    finished output is renamed into place, which needs only the directory's permission),
+    where '> file' fails; it is now refused and the file left as it was. Run as an
+    unprivileged user (root may write anything), in a directory it may write."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="ts-ro-"))
+    try:
+        d.chmod(0o777)
+        model = d / "model.txt"
+        shutil.copyfile(MODELS / "lgb_small_lambdarank.txt", model)
+        model.chmod(0o644)
+        data = d / "ok.svm"
+        data.write_text("".join(f"{i % 3} qid:1 1:{i * 0.5} 3:{i}\n" for i in range(4)))
+        data.chmod(0o644)
+        kept = d / "kept.txt"
+        kept.write_text("precious\n")
+        kept.chmod(0o444)
+        drop = (lambda: (os.setgid(65534), os.setuid(65534))) if os.geteuid() == 0 else None
+        r = subprocess.run([str(ts.path), "score", "-m", str(model), "-d", str(data), "-o", str(kept), "-e", "naive"],
+                           capture_output=True, text=True, timeout=60, preexec_fn=drop,
+                           env=dict(os.environ, HOME=str(d), TREESCORE_CACHE_DIR=str(d / "cache")))
+        assert r.returncode == 1 and str(kept) in r.stderr and "ermission denied" in r.stderr, (r.returncode, r.stderr)
+        assert kept.read_text() == "precious\n" and (kept.stat().st_mode & 0o777) == 0o444
+        assert not [p for p in d.iterdir() if ".tmp." in p.name]
+    finally:
+        shutil.rmtree(d)

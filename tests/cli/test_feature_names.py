@@ -55,3 +55,86 @@ def test_generic_names_are_not_checked(named_models):
 def test_info_shows_names(named_models):
     r = run("info", "-m", named_models / "x.json")
     assert r.returncode == 0 and "feature names:    a b c" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def dump_model(named_models):
+    """An XGBoost JSON dump whose splits name the features a, b, c, and rows to score."""
+    import xgboost as xgb
+    d = named_models
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    b = xgb.train({"objective": "reg:squarederror", "max_depth": 3, "nthread": 1},
+                  xgb.DMatrix(X, 2 * X[:, 0] + X[:, 1] - X[:, 2], feature_names=["a", "b", "c"]), 5)
+    b.dump_model(str(d / "dump.json"), dump_format="json")
+    (d / "rows.svm").write_text("".join(f"0 0:{r[0]:.9g} 1:{r[1]:.9g} 2:{r[2]:.9g}\n" for r in X[:4]))
+    ok = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names", _names(d, "a\nb\nc\n"))
+    assert ok.returncode == 0 and len(ok.stdout.split()) == 4, ok.stderr
+    return d, ok.stdout
+
+
+def _names(d, text, name="names.txt"):
+    p = d / name
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text)
+    return p
+
+
+def test_feature_names_given_twice_are_refused(dump_model):
+    """A name the model reads given to two columns of --feature-names (or of a CSV header)
+    was mapped to the first of them silently; it is now an error naming both columns."""
+    d, _ = dump_model
+    r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names", _names(d, "a\nb\na\nc\n"))
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    assert "'a'" in r.stderr and "columns 0 and 2" in r.stderr and "ambiguous" in r.stderr, r.stderr
+    (d / "dup.csv").write_text("a,b,a,c\n1,2,3,4\n")
+    r = run("score", "-m", d / "dump.json", "-d", d / "dup.csv")
+    assert r.returncode == 1 and r.stdout == "" and "columns 0 and 2" in r.stderr, r.stderr
+    # a repeated name the model does not read is harmless
+    r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names", _names(d, "a\nb\nc\nx\nx\n"))
+    assert r.returncode == 0 and len(r.stdout.split()) == 4, r.stderr
+
+
+def test_feature_names_file_with_bom(dump_model):
+    """A names file saved with a UTF-8 byte order mark (Windows editors) read its first name
+    with the mark, so 'a' was 'not among the given names'; the mark is now skipped, as in
+    CSV and SVMlight data."""
+    d, want = dump_model
+    r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names",
+            _names(d, b"\xef\xbb\xbfa\r\nb\r\nc\r\n"))
+    assert r.returncode == 0 and r.stdout == want, r.stderr
+
+
+def test_feature_names_file_with_nul(dump_model):
+    """A NUL byte ended the name there ("a\\0x" read as "a"), so a binary file or a name
+    list in UTF-16 could map columns by what came before the NUL; it is now refused."""
+    d, _ = dump_model
+    r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names", _names(d, b"a\0x\nb\nc\n"))
+    assert r.returncode == 1 and r.stdout == "" and "line 1 has a NUL byte" in r.stderr, r.stderr
+    r = run("score", "-m", d / "dump.json", "-d", d / "rows.svm", "--feature-names",
+            _names(d, "a\nb\nc\n".encode("utf-16")))
+    assert r.returncode == 1 and r.stdout == "" and "NUL byte" in r.stderr, r.stderr
+
+
+def test_lightgbm_names_with_spaces_in_a_header(tmp_path):
+    """LightGBM stores a DataFrame's 'my feat' as 'my_feat'; the CSV that pandas writes of
+    the same frame was refused ('feature column 0 is named 'my feat' but ... is
+    'my_feat''). For a LightGBM model a header's spaces now read as underscores, as the
+    Python package reads a DataFrame's names; another name is still refused."""
+    import lightgbm as lgb
+    import pandas as pd
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3))
+    df = pd.DataFrame(X, columns=["my feat", "b", "c"])
+    b = lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1}, lgb.Dataset(df, X[:, 0] + X[:, 1]), 5)
+    assert b.feature_name()[0] == "my_feat"
+    b.save_model(str(tmp_path / "m.txt"))
+    df.head(4).to_csv(tmp_path / "d.csv", index=False)
+    r = run("score", "-m", tmp_path / "m.txt", "-d", tmp_path / "d.csv")
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(np.array([float(v) for v in r.stdout.split()]), b.predict(df.head(4), raw_score=True))
+    df.head(4).rename(columns={"my feat": "my  feat"}).to_csv(tmp_path / "e.csv", index=False)
+    r = run("score", "-m", tmp_path / "m.txt", "-d", tmp_path / "e.csv")
+    assert r.returncode == 1 and "named 'my  feat'" in r.stderr, r.stderr

@@ -8,7 +8,9 @@
 - a sparse matrix that predict accepts scores as the dense rows that its entries
   describe, built here entry by entry in Python (absent 0.0 for LightGBM, NaN for
   XGBoost, duplicates summed, columns past the model ignored), compared bit for bit;
-- a dense input that predict accepts scores as the float64 C-ordered copy of its values.
+- a dense input that predict accepts scores as the float64 C-ordered copy of its values
+  (for the LightGBM model, a numpy array or list of another dtype than float32/float64
+  as its float32 copy, as LightGBM's predict reads it).
 
 Sparse structures are written into scipy objects attribute by attribute, past scipy's
 own checks: decreasing or short ``indptr``, negative or huge indices, mismatched lengths,
@@ -285,6 +287,14 @@ def check(model, X, D, is_sparse: bool) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             D = sparse_reference(X, model, 0.0 if model is LGB else np.nan)
+    if D is not None and model is LGB and isinstance(X, (np.ndarray, list)):
+        # LightGBM's predict reads a numpy array or list of any dtype but float32/float64 as
+        # float32, and so does treescore for a LightGBM model
+        a = np.array(X) if isinstance(X, list) else X
+        if not (a.dtype.kind == "f" and a.dtype.itemsize in (4, 8)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                D = np.array(a, dtype=np.float32).astype(np.float64)
     if D is not None:
         want = model.predict(np.ascontiguousarray(D), raw_score=True)
         assert np.array_equal(y, want, equal_nan=True), (y, want)

@@ -878,6 +878,19 @@ static void test_raw(void) {
         CHECK_STATUS(read_all(write_file_n("x.f32", buf, 24 + 120 + 5), &o, &a), TS_ERR_PARSE);
         CHECK(has(&a.err, "data after the 10 rows"));
         free_rows(&a);
+        /* a row count whose byte size, header added, wraps past 2^64 (rows x 3 x 4 =
+         * 2^64 - 16, + 24 = 8): measured against the file at once, as any other claim
+         * (the wrapped size passed the check, and the file was read to its end first) */
+        {
+            char big[24 + 120];
+            memcpy(big, buf, sizeof big);
+            uint64_t rows = (UINT64_MAX - 15) / 12;
+            for (int b = 0; b < 8; b++) big[16 + b] = (char)(rows >> (8 * b));
+            CHECK_STATUS(read_all(write_file_n("w.f32", big, sizeof big), &o, &a), TS_ERR_PARSE);
+            CHECK_MSG(has(&a.err, "too large") || has(&a.err, "the header declares"), "%s", a.err.message);
+            CHECK(a.n_rows == 0);
+            free_rows(&a);
+        }
         buf[8] = 2;
         CHECK_STATUS(read_all(write_file_n("v.f32", buf, 24 + 120), &o, &a), TS_ERR_UNSUPPORTED);
         free_rows(&a);

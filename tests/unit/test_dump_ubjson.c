@@ -140,19 +140,26 @@ static void test_dump_names(void) {
     CHECK(strstr(err.message, "'bm25 title'") != NULL);
     score3(m, first_use, 3, out); /* unchanged on failure */
     CHECK_SAME_DOUBLE(out[0], 2.0 + 8.0);
+    /* a name the model reads given to two columns is ambiguous: refused (the first of
+     * them was taken silently); a repeated name the model does not read is harmless */
+    const char *dup[] = {"clicks", "bm25 title", "f0", "clicks"};
+    CHECK_STATUS(ts_model_map_features(m, dup, 4, &err), TS_ERR_SHAPE);
+    CHECK(strstr(err.message, "'clicks'") != NULL && strstr(err.message, "columns 0 and 3") != NULL);
+    score3(m, first_use, 3, out);
+    CHECK_SAME_DOUBLE(out[0], 2.0 + 8.0);
 
-    const char *cols[] = {"f0", "unused", "clicks", "bm25 title"};
-    CHECK_STATUS(ts_model_map_features(m, cols, 4, &err), TS_OK);
+    const char *cols[] = {"f0", "unused", "clicks", "bm25 title", "unused"};
+    CHECK_STATUS(ts_model_map_features(m, cols, 5, &err), TS_OK);
     ts_model_info info;
     ts_model_get_info(m, &info, NULL);
-    CHECK(info.n_features == 4 && strcmp(ts_model_feature_name(m, 3), "bm25 title") == 0);
+    CHECK(info.n_features == 5 && strcmp(ts_model_feature_name(m, 3), "bm25 title") == 0);
     ts_scorer *s = NULL;
     ts_scorer_options o;
     ts_scorer_options_init(&o);
     o.engine = TS_ENGINE_NAIVE;
     CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
-    static const float mapped[][4] = {{-1, 0, 20, 0.5f}, {1, 0, 0, 2}, {NAN, 0, 5, NAN}};
-    if (s) CHECK_STATUS(ts_scorer_score(s, &mapped[0][0], 3, 4, 4, out, &err), TS_OK);
+    static const float mapped[][5] = {{-1, 0, 20, 0.5f, 0}, {1, 0, 0, 2, 0}, {NAN, 0, 5, NAN, 0}};
+    if (s) CHECK_STATUS(ts_scorer_score(s, &mapped[0][0], 3, 5, 5, out, &err), TS_OK);
     CHECK_SAME_DOUBLE(out[0], 2.0 + 8.0);
     CHECK_SAME_DOUBLE(out[1], 4.0 + 16.0);
     CHECK_SAME_DOUBLE(out[2], 1.0 + 16.0);
