@@ -116,7 +116,8 @@ timeout 300 "$py" examples/dask_predict.py data/example/model.txt || fail_stage 
 
 # --- the benchmark suite's smoke test: tiny zoo models, every peer loads and agrees, the report renders
 stage "benchmark smoke test (bench/zoo.py --smoke, bench/peers.py --check-only, bench/report)"
-TREESCORE_LIB=$root/build/libtreescore.so "$py" -m pytest -q -p no:cacheprovider "${pyx[@]}" tests/bench \
+# (one process: its session fixture builds one smoke zoo in build/zoo-smoke)
+TREESCORE_LIB=$root/build/libtreescore.so "$py" -m pytest -q -p no:cacheprovider tests/bench \
     --junitxml="$results/pytest-bench.xml" || fail_stage "benchmark smoke test"
 
 # --- the vqs, rapid and oblivious kernels of each instruction set below this CPU's best (the run above used the
