@@ -10,8 +10,9 @@
 static const char usage[] =
     "usage: treescore <command> [options]\n"
     "\n"
-    "Score documents with tree ensembles (LightGBM, XGBoost, CatBoost, QuickRank, RankLib models),\n"
-    "exactly as the training library does, only faster.\n"
+    "Score documents with tree ensembles (LightGBM, XGBoost, CatBoost, QuickRank and RankLib models,\n"
+    "ONNX-ML tree ensembles: scikit-learn's through skl2onnx), exactly as the training library\n"
+    "does, only faster.\n"
     "\n"
     "commands:\n"
     "  score    one score per row of a data file\n"

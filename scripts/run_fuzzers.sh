@@ -4,7 +4,8 @@
 # Usage: scripts/run_fuzzers.sh [SECONDS_PER_TARGET] [TARGET...]
 #   SECONDS_PER_TARGET  default 20
 #   TARGET              fuzz_lightgbm, fuzz_csv, ... (default: every tests/fuzz/fuzz_*.c)
-# Environment: CC (default clang, else clang-14), BUILD_DIR (default <repo>/build-fuzz), JOBS (default 2),
+# Environment: CC (default clang, else clang-14), BUILD_DIR (default <repo>/build-fuzz), JOBS (default 2:
+#              the build's jobs), FUZZ_JOBS (targets fuzzed at once; default JOBS),
 #              KEEP_TMP=1 keeps the temporary corpora even when everything passed,
 #              RUNS=N stops a target after N executions (when that comes before SECONDS_PER_TARGET),
 #              SKIP_BUILD=1 fuzzes the targets already built in BUILD_DIR (no configure or build),
@@ -78,26 +79,30 @@ fi
 # ---- fuzz -------------------------------------------------------------------------------
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-passed=0
-failed=0
-for t in "${TARGETS[@]}"; do
-  dir="$WORK/$t"
+# One target: fuzz it in $WORK/<target>, then write its line (and "ok"/"failed") to
+# $WORK/<target>/result.txt. Up to FUZZ_JOBS targets run at once (default: JOBS; each
+# libFuzzer process is single-threaded, so on 2 cores two targets take the time of one).
+fuzz_one() {
+  local t=$1
+  local dir="$WORK/$t"
   mkdir -p "$dir/corpus" "$dir/regressions" "$dir/artifacts"
   [ -d "$REPO/tests/fuzz/corpus/$t" ] && find "$REPO/tests/fuzz/corpus/$t" -maxdepth 1 -type f -exec cp {} "$dir/corpus/" \;
   [ -d "$REPO/tests/fuzz/regressions/$t" ] && find "$REPO/tests/fuzz/regressions/$t" -maxdepth 1 -type f -exec cp {} "$dir/regressions/" \;
-  dict=()
+  local dict=()
   [ -f "$REPO/tests/fuzz/dict/$t.dict" ] && dict=("-dict=$REPO/tests/fuzz/dict/$t.dict")
-  log="$dir/log.txt"
-  runs_arg=()
+  local log="$dir/log.txt" out="$dir/result.txt"
+  local runs_arg=()
   [ -n "${RUNS:-}" ] && runs_arg=("-runs=$RUNS")
   "$BUILD_DIR/fuzz/$t" -max_total_time="$SECONDS_PER_TARGET" "${runs_arg[@]}" -max_len=65536 -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "${dict[@]}" \
     "$dir/corpus" "$dir/regressions" >"$log" 2>&1
-  rc=$?
+  local rc=$?
+  local runs rate cov crash
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | sed 's/cov: //')
   crash=$(find "$dir/artifacts" -type f 2>/dev/null | head -n 1)
+  : >"$out"
   if [ $rc -eq 0 ] && [ -z "$crash" ] && [ "${MERGE:-0}" = 1 ]; then
     # the committed corpus becomes the minimized union of what it had and what grew
     # (regression inputs stay in tests/fuzz/regressions/ and are not copied in)
@@ -106,28 +111,44 @@ for t in "${TARGETS[@]}"; do
     # what it finds) plus a greedy cover of the remaining edges, the control file's COV
     # lines, up to 400 files: scripts/fuzz_cover.py)
     (cd "$dir/corpus" && ls | grep -Ev '^[0-9a-f]{40}$') >"$dir/seeds.txt"
-    merged="$dir/merged"
+    local merged="$dir/merged"
     mkdir -p "$merged"
     if "$BUILD_DIR/fuzz/$t" -merge=1 -merge_control_file="$dir/merge.ctl" -max_len=65536 -timeout=10 \
          -rss_limit_mb=2048 "$merged" "$dir/corpus" >"$dir/merge.txt" 2>&1 &&
        python3 "$REPO/scripts/fuzz_cover.py" "$dir/merge.ctl" "$dir/seeds.txt" >"$dir/cover.txt" && [ -s "$dir/cover.txt" ]; then
-      dest="$REPO/tests/fuzz/corpus/$t"
+      local dest="$REPO/tests/fuzz/corpus/$t"
       mkdir -p "$dest"
       find "$dest" -maxdepth 1 -type f -delete
       while IFS= read -r f; do cp "$f" "$dest/"; done <"$dir/cover.txt"
-      echo "$t: corpus merged into tests/fuzz/corpus/$t ($(ls "$dest" | wc -l) files)"
+      echo "$t: corpus merged into tests/fuzz/corpus/$t ($(ls "$dest" | wc -l) files)" >>"$out"
     else
-      echo "$t: merge failed (log: $dir/merge.txt); corpus left as it was"
+      echo "$t: merge failed (log: $dir/merge.txt); corpus left as it was" >>"$out"
     fi
   fi
   if [ $rc -eq 0 ] && [ -z "$crash" ]; then
-    echo "$t: ok (${runs:-?} runs, ${rate:-?} runs/s, cov ${cov:-?} edges)"
-    passed=$((passed + 1))
+    echo "$t: ok (${runs:-?} runs, ${rate:-?} runs/s, cov ${cov:-?} edges)" >>"$out"
+    echo ok >"$dir/status"
   else
-    echo "$t: FAILED (exit $rc; crash file: ${crash:-none}; log: $log)"
-    grep -E '^(SUMMARY|==[0-9]+==ERROR|fuzz contract violation|.*differ at row)' "$log" | head -n 5 | sed 's/^/    /'
-    failed=$((failed + 1))
+    echo "$t: FAILED (exit $rc; crash file: ${crash:-none}; log: $log)" >>"$out"
+    grep -E '^(SUMMARY|==[0-9]+==ERROR|fuzz contract violation|.*differ at row)' "$log" | head -n 5 | sed 's/^/    /' >>"$out"
+    echo failed >"$dir/status"
   fi
+}
+
+FUZZ_JOBS=${FUZZ_JOBS:-$JOBS}
+case "$FUZZ_JOBS" in ''|*[!0-9]*|0) FUZZ_JOBS=1 ;; esac
+running=0
+for t in "${TARGETS[@]}"; do
+  if [ "$running" -ge "$FUZZ_JOBS" ]; then wait -n; running=$((running - 1)); fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
+passed=0
+failed=0
+for t in "${TARGETS[@]}"; do  # the lines in the targets' order, whatever order they ended in
+  cat "$WORK/$t/result.txt" 2>/dev/null || echo "$t: FAILED (no result: the run was cut short)"
+  if [ "$(cat "$WORK/$t/status" 2>/dev/null)" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 
 echo "fuzz: $passed passed, $failed failed"

@@ -47,6 +47,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 ./scripts/setup_venv.sh || fail_stage "python packages (tests/requirements.txt)"
 py=$root/.venv/bin/python
+# pytest runs its tests on every core (pytest-xdist, tests/requirements.txt; the suites are
+# mostly one Python process each, waiting on one treescore or trainer at a time): TS_PYTEST_JOBS
+# overrides, 1 runs them in one process as before
+pyjobs=${TS_PYTEST_JOBS:-$jobs}
+case "$pyjobs" in ''|*[!0-9]*|0) pyjobs=1 ;; esac
+[ "$pyjobs" -gt 8 ] && pyjobs=8
+pyx=()
+[ "$pyjobs" -gt 1 ] && "$py" -c 'import xdist' 2>/dev/null && pyx=(-n "$pyjobs")
 # ifelse's compiled models and the planner's wisdom file go to the build tree, not $HOME.
 export TREESCORE_CACHE_DIR=$root/build/cache
 
@@ -87,13 +95,13 @@ pkg_ok=yes
 
 # --- conformance (real LightGBM/XGBoost models) and CLI behaviour, on the release binary
 stage "conformance and CLI tests (pytest)"
-TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider tests/conformance tests/cli \
+TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider "${pyx[@]}" tests/conformance tests/cli \
     --junitxml="$results/pytest.xml" || fail_stage "conformance/CLI tests"
 
 # --- the Python package's tests
 stage "python package (pytest python/tests, tests/fuzz/py_input_fuzz.py ${TS_PY_FUZZ_SECONDS:-15} s)"
 if [ "$pkg_ok" = yes ]; then
-    TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider python/tests \
+    TS_BIN=$root/build/treescore "$py" -m pytest -q -p no:cacheprovider "${pyx[@]}" python/tests \
         --junitxml="$results/pytest-python.xml" || fail_stage "python package tests"
     # the input layer's fuzz target (atheris), bounded; a finding is written to $results
     "$py" tests/fuzz/py_input_fuzz.py -max_total_time="${TS_PY_FUZZ_SECONDS:-15}" -rss_limit_mb=4096 \
@@ -108,6 +116,7 @@ timeout 300 "$py" examples/dask_predict.py data/example/model.txt || fail_stage 
 
 # --- the benchmark suite's smoke test: tiny zoo models, every peer loads and agrees, the report renders
 stage "benchmark smoke test (bench/zoo.py --smoke, bench/peers.py --check-only, bench/report)"
+# (one process: its session fixture builds one smoke zoo in build/zoo-smoke)
 TREESCORE_LIB=$root/build/libtreescore.so "$py" -m pytest -q -p no:cacheprovider tests/bench \
     --junitxml="$results/pytest-bench.xml" || fail_stage "benchmark smoke test"
 
@@ -132,14 +141,14 @@ if [ -x build/treescore ]; then
         t0=$SECONDS
         engines=vqs,rapid,oblivious
         [ "$lvl" = sse4.2 ] && engines=vqs
-        TS_BIN=$root/build/treescore TS_ENGINES=$engines TREESCORE_ISA=$lvl "$py" -m pytest -q -p no:cacheprovider \
+        TS_BIN=$root/build/treescore TS_ENGINES=$engines TREESCORE_ISA=$lvl "$py" -m pytest -q -p no:cacheprovider "${pyx[@]}" \
             "${conf[@]}" --junitxml="$results/pytest-isa-$lvl.xml" || fail_stage "conformance ($engines, TREESCORE_ISA=$lvl)"
         if [ $((SECONDS - t0)) -gt 60 ]; then
             conf=(tests/conformance/test_lightgbm.py tests/conformance/test_xgboost.py
                   tests/conformance/test_real_models.py tests/conformance/test_double_input.py)
         fi
     done
-    TS_BIN=$root/build/treescore TS_THREADS=1 TS_ENGINES=rapid,trees-simd,auto "$py" -m pytest -q -p no:cacheprovider tests/conformance \
+    TS_BIN=$root/build/treescore TS_THREADS=1 TS_ENGINES=rapid,trees-simd,auto "$py" -m pytest -q -p no:cacheprovider "${pyx[@]}" tests/conformance \
         --junitxml="$results/pytest-threads1.xml" || fail_stage "conformance (--threads 1)"
 else
     fail_stage "conformance per ISA level: no build/treescore"
@@ -153,7 +162,7 @@ stage "ASan+UBSan build and tests"
 if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DTS_TESTS=ON -DTS_TEST_KNOBS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
     cmake --build build-asan -j "$jobs" >"$results/build-asan.log" 2>&1; then
     (cd build-asan && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest-asan.xml") || fail_stage "unit tests (ASan+UBSan)"
-    TS_BIN=$root/build-asan/treescore TS_ENGINES=naive,rapid,trees-simd,auto ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider \
+    TS_BIN=$root/build-asan/treescore TS_ENGINES=naive,rapid,trees-simd,auto ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider "${pyx[@]}" \
         tests/conformance tests/cli --junitxml="$results/pytest-asan.xml" || fail_stage "conformance/CLI tests (ASan+UBSan)"
 else
     cat "$results/build-asan.log"; fail_stage "ASan+UBSan build"
