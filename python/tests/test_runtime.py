@@ -171,6 +171,9 @@ def test_ctrl_c_stops_a_long_predict():
     code = textwrap.dedent("""
         import os, signal, threading, time
         import numpy as np, lightgbm as lgb, treescore
+        # Python turns SIGINT into KeyboardInterrupt only if SIGINT was not ignored when it
+        # started; a parent may ignore it (pytest-xdist's workers do, and children inherit that)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         rng = np.random.default_rng(0)
         X = rng.normal(size=(3000, 20))
         b = lgb.train(dict(objective="regression", num_leaves=255, min_data_in_leaf=2, verbose=-1, num_threads=1),
