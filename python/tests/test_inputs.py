@@ -238,6 +238,17 @@ def test_sparse_duplicates_summed_and_explicit_zeros(xgb_file):
     assert np.array_equal(m.predict(X.tocsr(), raw_score=True), m.predict(D, raw_score=True))
 
 
+def _timed_peak(fn, *args):
+    """fn(*args), its wall time in seconds and the peak of Python's traced allocations."""
+    tracemalloc.start()
+    t = time.perf_counter()
+    got = fn(*args)
+    seconds = time.perf_counter() - t
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return got, seconds, peak
+
+
 def test_wide_sparse_expands_only_the_model_columns(lgb_model):
     """200 x 2^24 CSR took 5 s (full-width dense rows); 1 x 2^31 asked for 16 GiB."""
     sp = pytest.importorskip("scipy.sparse")
@@ -247,12 +258,7 @@ def test_wide_sparse_expands_only_the_model_columns(lgb_model):
                           shape=(n, width))
         D = np.zeros((n, N_FEATURES))
         D[:, 2] = 0.75
-        tracemalloc.start()
-        t = time.perf_counter()
-        got = lgb_model.predict(X)
-        seconds = time.perf_counter() - t
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+        got, seconds, peak = _timed_peak(lgb_model.predict, X)
         assert np.array_equal(got, lgb_model.predict(D))
         assert peak < 64 << 20 and seconds < 2.0, (n, width, peak, seconds)
 
@@ -279,12 +285,7 @@ def test_sparse_rows_of_a_wide_model(tmp_path):
     cols = np.r_[np.tile([2, 5, 16777000, 16777001], n), rng.integers(0, 1 << 24, 3 * n)]
     X = sp.coo_matrix((np.r_[used.ravel(), rng.normal(size=3 * n)], (rows, cols)), shape=(n, 1 << 24)).tocsr()
     X.sum_duplicates()
-    tracemalloc.start()
-    t = time.perf_counter()
-    got = m.predict(X)
-    seconds = time.perf_counter() - t
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    got, seconds, peak = _timed_peak(m.predict, X)
     assert seconds < 2.0 and peak < 64 << 20, (seconds, peak)
     for fmt in ("csc", "coo"):
         assert np.array_equal(m.predict(X.asformat(fmt)), got), fmt
