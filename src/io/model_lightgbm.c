@@ -96,7 +96,7 @@ typedef struct lgb_ctx {
 
 /* ---- lines ------------------------------------------------------------------------ */
 
-/* Load the next line as the current one; 0 at end of input. */
+/* Load the next line as the current one, without its line end and trailing blanks; 0 at end of input. */
 static int next_line(lgb_reader *r) {
     r->have = 0;
     if (r->pos >= r->size) return 0;
@@ -108,7 +108,9 @@ static int next_line(lgb_reader *r) {
     r->line_byte = r->pos;
     r->line_no = r->next_line++;
     r->pos += len + (nl ? 1 : 0);
-    if (len > 0 && start[len - 1] == '\r') len--;
+    /* CR, and blanks an editor left at the end of a line: "end of trees  " is the end
+     * marker, "objective=regression " the objective "regression" */
+    while (len > 0 && (start[len - 1] == '\r' || start[len - 1] == ' ' || start[len - 1] == '\t')) len--;
     r->len = len;
     r->have = 1;
     return 1;
