@@ -641,6 +641,9 @@ static ts_status load(lgb_ctx *c) {
     TS_TRY(check_header(c));
     TS_TRY(read_trees(c));
     TS_TRY(check_tree_sizes(c));
+    tslg_at at;
+    ts_status st = tslg_check_iterations(c->m, &at, c->r.err);
+    if (st != TS_OK) return locate(c, st, at, NULL);
     /* LightGBM's raw_score of a random forest is the plain sum; only predict() divides
      * by the number of iterations. treescore returns the raw score, and says so in info. */
     c->m->average_output = c->h.average_output;

@@ -632,6 +632,11 @@ static ts_status build(lj_ctx *c, ts_model **out) {
     ts_status st = build_header(c, m);
     if (st == TS_OK) st = build_trees(c, m);
     if (st == TS_OK) {
+        tslg_at at;
+        st = tslg_check_iterations(m, &at, c->err);
+        if (st != TS_OK) st = locate(c, st, TSLG_AT_NONE, 0);
+    }
+    if (st == TS_OK) {
         /* LightGBM's raw_score of a random forest is the plain sum (see model_lightgbm.c). */
         m->average_output = (uint32_t)c->average_output;
         st = tsio_finish_located(m, c->name, c->data, c->size, c->tree_byte, c->err);
