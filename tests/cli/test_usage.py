@@ -129,3 +129,11 @@ def test_bench_batch_and_rows_at_their_limits(ts, lgb_model, ok_data):
     assert head("--rows", "2", "--batch", "5").endswith(", batch 2")
     help_text = ts.succeeds("bench", "--help").stdout
     assert "0 = all" in help_text and "--rows N" in help_text, help_text
+
+
+@pytest.mark.parametrize("extra", [["-d", "/nonexistent/rows.svm"], ["--batch", "7"]])
+def test_info_plan_options_without_plan(ts, lgb_model, extra):
+    """'treescore info -m M -d DATA' printed the summary and ignored DATA (even a missing
+    file): -d and --batch only shape --plan's timing. A usage error says so now."""
+    r = usage_error(ts, "info", "-m", lgb_model, *extra)
+    assert extra[0] in r.stderr and "--plan" in r.stderr, r
