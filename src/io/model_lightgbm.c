@@ -9,6 +9,7 @@
 #include "io/loaders.h"
 #include "io/text.h"
 #include "model/forest.h"
+#include "platform/notes.h"
 
 /*
  * File layout (what is read; everything else is skipped):
@@ -325,11 +326,20 @@ static ts_status check_version(lgb_ctx *c) {
                      "LightGBM model version '%s' is not supported (v2, v3 and v4 are)", ex);
 }
 
-/* feature_names=a b c: kept when there is one per feature (else ignored: names are
- * information, not needed to score). */
+/* feature_names=a b c: kept when there is one per feature (else ignored, with a warning:
+ * names are information, not needed to score, but without them no CSV header is checked;
+ * LightGBM refuses such a file, "Wrong size of feature_names"). */
 static ts_status read_feature_names(lgb_ctx *c) {
     const lgb_span *v = &c->h.feature_names;
-    if (!v->p || count_tokens(v) != (size_t)c->m->n_features_declared) return TS_OK;
+    if (!v->p) return TS_OK;
+    size_t count = count_tokens(v);
+    if (count != (size_t)c->m->n_features_declared) {
+        tsr_note(TSR_NOTE_WARN,
+                 "treescore: warning: %s:%llu: feature_names lists %zu names but max_feature_idx=%u declares %u "
+                 "features: the names are ignored (no header check); LightGBM refuses this file",
+                 c->r.name, v->line, count, c->m->n_features_declared - 1, c->m->n_features_declared);
+        return TS_OK;
+    }
     for (size_t i = 0; i < v->n;) {
         while (i < v->n && is_sep(v->p[i])) i++;
         size_t start = i;

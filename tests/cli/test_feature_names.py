@@ -138,3 +138,21 @@ def test_lightgbm_names_with_spaces_in_a_header(tmp_path):
     df.head(4).rename(columns={"my feat": "my  feat"}).to_csv(tmp_path / "e.csv", index=False)
     r = run("score", "-m", tmp_path / "m.txt", "-d", tmp_path / "e.csv")
     assert r.returncode == 1 and "named 'my  feat'" in r.stderr, r.stderr
+
+
+def test_lightgbm_feature_names_of_the_wrong_count_are_named(ts, lgb_model, tmp_path):
+    """A model.txt whose feature_names line lists fewer or more names than max_feature_idx
+    + 1 (an edited file; LightGBM refuses it: 'Wrong size of feature_names') lost its names
+    silently, and with them the check of a CSV header against them. The names are still
+    ignored (they are not needed to score), but a warning says so."""
+    import re
+    text = lgb_model.read_text()
+    n = int(re.search(r"^max_feature_idx=(\d+)$", text, re.M).group(1)) + 1
+    for count in (3, n + 2):
+        model = tmp_path / f"names{count}.txt"
+        model.write_text(re.sub(r"^feature_names=.*$", "feature_names=" + " ".join(f"f{i}" for i in range(count)),
+                                text, flags=re.M))
+        r = ts.succeeds("info", "-m", model)
+        assert f"feature_names lists {count} names but max_feature_idx={n - 1} declares {n} features" in r.stderr, r
+        assert "feature names:" not in r.stdout, r
+    assert "feature_names" not in ts.succeeds("info", "-m", lgb_model).stderr
