@@ -156,3 +156,16 @@ def test_lightgbm_feature_names_of_the_wrong_count_are_named(ts, lgb_model, tmp_
         assert f"feature_names lists {count} names but max_feature_idx={n - 1} declares {n} features" in r.stderr, r
         assert "feature names:" not in r.stdout, r
     assert "feature_names" not in ts.succeeds("info", "-m", lgb_model).stderr
+
+
+def test_lightgbm_json_feature_names_of_the_wrong_count_are_named(ts, tmp_path):
+    import json
+    import lightgbm as lgb
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 4))
+    dump = lgb.train({"verbose": -1, "num_leaves": 4}, lgb.Dataset(X, X[:, 0]), 3).dump_model()
+    dump["feature_names"] = dump["feature_names"][:3]
+    model = tmp_path / "names3.json"
+    model.write_text(json.dumps(dump))
+    r = ts.succeeds("info", "-m", model)
+    assert "feature_names lists 3 names but max_feature_idx=3 declares 4 features" in r.stderr, r
