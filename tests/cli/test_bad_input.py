@@ -527,3 +527,19 @@ def test_output_never_replaces_a_read_only_file(ts):
         assert not [p for p in d.iterdir() if ".tmp." in p.name]
     finally:
         shutil.rmtree(d)
+
+
+@pytest.mark.parametrize("name,head,what", [
+    ("rows.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3, 5), }\n", "NumPy .npy"),
+    ("rows.parquet", b"PAR1\x15\x04\x15\x00\x15", "Parquet"),
+    ("rows.svm.gz", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "gzip-compressed data"),
+    ("rows.zip", b"PK\x03\x04\x14\x00\x00\x00\x08\x00", "a zip archive")])
+def test_binary_data_files_are_named(ts, lgb_model, tmp_path, name, head, what):
+    """A NumPy .npy, Parquet or zip file given as DATA failed with 'NUL byte in a text line
+    (binary data?)' (or a parse error on its first token): the message now says what the
+    file is and what treescore reads instead, as it did for gzip."""
+    data = tmp_path / name
+    data.write_bytes(head + b"\x00" * 64 + b"\n")
+    for fmt in ([], ["--format", "svmlight"], ["--format", "csv"]):
+        r = ts.fails("score", "-m", lgb_model, "-d", data, *fmt, mentions=[data])
+        assert what in r.stderr, r
