@@ -294,6 +294,10 @@ static ts_status read_header(lgb_ctx *c) {
         if (key_is(key, key_n, "average_output")) c->h.average_output = 1;
         TS_TRY(header_key(c, key, key_n, &val));
     }
+    if (!c->h.version.p && !c->h.num_class.p && !c->h.max_feature_idx.p) /* another format (--model-format lightgbm) */
+        return tsio_fail(c->r.err, TS_ERR_PARSE, c->r.name, c->r.next_line > 1 ? c->r.next_line - 1 : 0, c->r.size,
+                         "not a LightGBM text model (no version=, num_class= or max_feature_idx= line, no 'Tree=' "
+                         "line)");
     return tsio_fail(c->r.err, TS_ERR_PARSE, c->r.name, c->r.next_line > 1 ? c->r.next_line - 1 : 0, c->r.size,
                      "unexpected end of file in the header (no 'Tree=' or 'end of trees' line): truncated?");
 }

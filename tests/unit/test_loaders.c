@@ -792,6 +792,9 @@ static void test_errors_general(void) {
     CHECK(m == NULL && strncmp(err.message, "<buffer>", 8) == 0);
     EXPECT_ERROR(" \n\t\r\n", TS_FORMAT_AUTO, TS_ERR_PARSE, 0, "empty");
     EXPECT_ERROR("\n\nhello world\n", TS_FORMAT_AUTO, TS_ERR_PARSE, 3, "unknown model format");
+    /* --model-format lightgbm on another format's file said "truncated?" */
+    EXPECT_ERROR("{\"learner\": {}}\n", TS_FORMAT_LIGHTGBM, TS_ERR_PARSE, 1, "not a LightGBM text model");
+    EXPECT_ERROR("tree\nversion=v4\nnum_class=1\n", TS_FORMAT_LIGHTGBM, TS_ERR_PARSE, 3, "truncated?");
     const char garbage[] = "\x01\x02\xff\xfe\x00\x00\x7f{<#tree\x00\x01";
     for (int f = 0; f <= 3; f++)
         expect_error(garbage, sizeof garbage - 1, (ts_model_format)f, TS_ERR_PARSE, 0, NULL, __LINE__);
