@@ -114,6 +114,8 @@ static const char *binary_file_kind(const char *p, size_t n) {
         {"PAR1", 4, "a Parquet file, which treescore does not read: write the rows as CSV or in treescore's raw "
                     "float32 format (--format raw, README)"},
         {"PK\x03\x04", 4, "a zip archive: extract the data file from it first (unzip)"},
+        {"\xFF\xFE", 2, "UTF-16 text (as Windows Notepad saves 'Unicode'): save it as UTF-8"},
+        {"\xFE\xFF", 2, "UTF-16 text: save it as UTF-8"},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (n >= kinds[i].n && memcmp(p, kinds[i].magic, kinds[i].n) == 0) return kinds[i].what;

@@ -82,6 +82,8 @@ static const char *known_other_file(const char *text, size_t size, size_t at) {
         return "a Python pickle (pickle.dump / joblib.dump of a model object), which treescore does not read: save "
                "the model with its library's own save_model (LightGBM text, XGBoost .json/.ubj, CatBoost .cbm) or "
                "convert it to ONNX";
+    if (size >= 2 && ((u[0] == 0xff && u[1] == 0xfe) || (u[0] == 0xfe && u[1] == 0xff)))
+        return "UTF-16 text (as Windows Notepad saves 'Unicode'): save it as UTF-8";
     if (size >= 2 && u[0] == 0x1f && u[1] == 0x8b)
         return "a gzip-compressed file: decompress it first (gunzip)";
     if (size >= 4 && memcmp(text, "PK\x03\x04", 4) == 0)

@@ -533,7 +533,8 @@ def test_output_never_replaces_a_read_only_file(ts):
     ("rows.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3, 5), }\n", "NumPy .npy"),
     ("rows.parquet", b"PAR1\x15\x04\x15\x00\x15", "Parquet"),
     ("rows.svm.gz", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "gzip-compressed data"),
-    ("rows.zip", b"PK\x03\x04\x14\x00\x00\x00\x08\x00", "a zip archive")])
+    ("rows.zip", b"PK\x03\x04\x14\x00\x00\x00\x08\x00", "a zip archive"),
+    ("rows16.csv", b"\xff\xfe" + "0.5,1.5\n".encode("utf-16-le"), "UTF-16")])
 def test_binary_data_files_are_named(ts, lgb_model, tmp_path, name, head, what):
     """A NumPy .npy, Parquet or zip file given as DATA failed with 'NUL byte in a text line
     (binary data?)' (or a parse error on its first token): the message now says what the

@@ -62,3 +62,13 @@ def test_lightgbm_first_line_with_trailing_blanks(ts, lgb_model, tmp_path):
     model.write_text("tree  \t\n" + text[5:])
     assert ts.succeeds("info", "-m", model).stdout == ts.succeeds("info", "-m", lgb_model).stdout.replace(
         str(lgb_model), str(model))
+
+
+def test_utf16_model_is_named(ts, lgb_model, tmp_path):
+    """A LightGBM model re-saved as UTF-16 (Windows Notepad's 'Unicode') was 'unknown model
+    format' with the ten formats listed; the message now says it is UTF-16 text."""
+    for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        model = tmp_path / f"{codec}.txt"
+        model.write_bytes(bom + lgb_model.read_text()[:2000].encode(codec))
+        r = ts.fails("info", "-m", model, mentions=[model])
+        assert "UTF-16" in r.stderr and "UTF-8" in r.stderr and "unknown model format" not in r.stderr, r
