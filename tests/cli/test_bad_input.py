@@ -544,3 +544,21 @@ def test_binary_data_files_are_named(ts, lgb_model, tmp_path, name, head, what):
     for fmt in ([], ["--format", "svmlight"], ["--format", "csv"]):
         r = ts.fails("score", "-m", lgb_model, "-d", data, *fmt, mentions=[data])
         assert what in r.stderr, r
+
+
+def test_rank_ties_small_queries_and_comments(ts, tmp_path):
+    """rank at its edges: rows of equal score keep file order (as LightGBM's stable sort
+    for NDCG), --top beyond a query's size prints the whole query, a query of one row or of
+    zero labels has NDCG 1 (LightGBM's convention). A comment holding a tab (a docid
+    copied from a TSV) made its line 7 tab-separated fields instead of the 6 the help
+    promises: tabs in comments are printed as spaces now."""
+    data = tmp_path / "q.svm"
+    # feature 1 is not read by the model's splits on the first rows alike: equal scores
+    data.write_text("0 qid:1 1:1 # a\tb\n0 qid:1 1:1 # c\n0 qid:1 1:1 #d\n2 qid:7 1:1\n")
+    r = ts.succeeds("rank", "-m", MODELS / "lgb_small_lambdarank.txt", "-d", data, "--top", "50")
+    lines = [line.split("\t") for line in r.stdout.splitlines()]
+    assert all(len(f) == 6 for f in lines), r
+    assert [(f[0], f[1], f[2], f[5]) for f in lines] == [("1", "1", "1", "a b"), ("1", "2", "2", "c"),
+                                                         ("1", "3", "3", "d"), ("7", "1", "4", "")], r
+    assert len({f[3] for f in lines[:3]}) == 1, r
+    assert "NDCG@50: 1.0000 over 2 queries" in r.stderr, r
