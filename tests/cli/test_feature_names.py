@@ -169,3 +169,23 @@ def test_lightgbm_json_feature_names_of_the_wrong_count_are_named(ts, tmp_path):
     model.write_text(json.dumps(dump))
     r = ts.succeeds("info", "-m", model)
     assert "feature_names lists 3 names but max_feature_idx=3 declares 4 features" in r.stderr, r
+
+
+def test_xgboost_feature_names_of_the_wrong_count_are_named(ts, tmp_path):
+    """learner.feature_names with fewer names than num_feature (an edited file; XGBoost
+    loads it and then refuses every named DMatrix) lost its names silently, and with them
+    the CSV header check: a warning says so now."""
+    import json
+    import xgboost as xgb
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 4))
+    path = tmp_path / "full.json"
+    xgb.train({"max_depth": 2}, xgb.DMatrix(X, X[:, 0], feature_names=list("abcd")), 2).save_model(path)
+    model = json.loads(path.read_text())
+    model["learner"]["feature_names"] = ["a", "b", "c"]
+    model["learner"]["feature_types"] = ["float"] * 3
+    cut = tmp_path / "names3.json"
+    cut.write_text(json.dumps(model))
+    r = ts.succeeds("info", "-m", cut)
+    assert "feature_names lists 3 names but num_feature is 4" in r.stderr, r
+    assert "feature_names" not in ts.succeeds("info", "-m", path).stderr
