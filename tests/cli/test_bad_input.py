@@ -562,3 +562,19 @@ def test_rank_ties_small_queries_and_comments(ts, tmp_path):
                                                          ("1", "3", "3", "d"), ("7", "1", "4", "")], r
     assert len({f[3] for f in lines[:3]}) == 1, r
     assert "NDCG@50: 1.0000 over 2 queries" in r.stderr, r
+
+
+@pytest.mark.parametrize("text", ["0.5,1.5,2.5,3.5,4.5\n", "a,b,c,d,e\n0.5,1.5,2.5,3.5,4.5\n",
+                                  "0.5\t1.5\t2.5\t3.5\t4.5\n"])
+def test_csv_read_as_svmlight_says_so(ts, tmp_path, text):
+    """CSV or TSV data in a file not named .csv/.tsv (or on standard input) is read as
+    SVMlight, the default: the error was "bad label '0.5,1.5,...'" or "expected ID:VALUE,
+    got '1.5'", which does not say why the file was read that way. It says so now, and
+    the way out; an explicit --format svmlight gets the plain message."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / "rows.txt"
+    data.write_text(text)
+    r = ts.fails("score", "-m", model, "-d", data, mentions=[data], line=1)
+    assert "read as SVMlight" in r.stderr and "--format csv" in r.stderr, r
+    r = ts.fails("score", "-m", model, "-d", data, "--format", "svmlight", mentions=[data], line=1)
+    assert "read as SVMlight" not in r.stderr, r
