@@ -20,8 +20,9 @@ static const char usage[] =
     "                          xgboost-dump, quickrank, ranklib, catboost, catboost-json, onnx\n"
     CLI_FEATURES_HELP
     "  -d, --data FILE         data file, or - for standard input\n"
-    "  -f, --format F          auto (default: from the extension, else SVMlight), svmlight,\n"
-    "                          csv, tsv, raw (TSRAWF32 float32 matrix)\n"
+    "  -f, --format F          auto (default: from the extension: .csv, .tsv, .raw/.f32; else\n"
+    "                          raw for a TSRAWF32 header, else SVMlight), svmlight, csv,\n"
+    "                          tsv, raw (TSRAWF32 float32 matrix)\n"
     "  -o, --output FILE       write here instead of standard output; the file appears only\n"
     "                          when every row was scored\n"
     "  -e, --engine E          " CLI_ENGINE_NAMES ";\n"
