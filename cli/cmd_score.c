@@ -34,7 +34,8 @@ static const char usage[] =
     "                          trees-simd (1-7 rows; up to 31 with AVX-512 VBMI), else vpred\n"
     "                          without AVX2, vqs up to 64 leaves, vpred beyond\n"
     CLI_SCORER_HELP
-    "  -q, --query-file FILE   SVMlight: query sizes, one per line (checked against the rows)\n"
+    "  -q, --query-file FILE   query sizes, one per line (any data format; checked against\n"
+    "                          the rows)\n"
     "      --one-based         SVMlight: feature id k is column k-1 (scikit-learn's\n"
     "                          zero_based=False); default: id k is column k, as LightGBM and\n"
     "                          XGBoost read LETOR files\n"
