@@ -137,3 +137,11 @@ def test_info_plan_options_without_plan(ts, lgb_model, extra):
     file): -d and --batch only shape --plan's timing. A usage error says so now."""
     r = usage_error(ts, "info", "-m", lgb_model, *extra)
     assert extra[0] in r.stderr and "--plan" in r.stderr, r
+
+
+def test_help_of_an_unknown_command(ts):
+    """'treescore help frobnicate' printed the general usage and exited 0, as if the command
+    existed; it is an unknown command (status 2), as 'treescore frobnicate' is."""
+    r = usage_error(ts, "help", "frobnicate")
+    assert "unknown command 'frobnicate'" in r.stderr, r
+    assert ts.succeeds("help", "rank").stdout.startswith("usage: treescore rank")
