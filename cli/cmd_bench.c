@@ -28,8 +28,8 @@ static const char usage[] =
     "                          the setting of the option --KEY for that engine only;\n"
     "                          e.g. --engines qs:tau=all:delta=1,qs,vqs:isa=avx2,vqs\n"
     "  -r, --repeat N          timed repetitions (default 5)\n"
-    "      --batch N           rows per scoring call (default: all rows in one call)\n"
-    "      --rows N            rows to load (default: all)\n"
+    "      --batch N           rows per scoring call (default 0 = all rows in one call)\n"
+    "      --rows N            rows to load (default 0 = all)\n"
     "      --dtype f32|f64     score float32 rows (ts_scorer_score) or float64 rows\n"
     "                          (ts_scorer_score_f64); default: what 'treescore score' uses\n"
     "                          for DATA: f64 for text formats (their values read as doubles),\n"
@@ -361,7 +361,7 @@ static int bench_engines(const cli_opts *o, const ts_model *m, const matrix *mx,
     size_t k = ts_model_get_info(m, &mi, NULL) == TS_OK && mi.n_outputs ? mi.n_outputs : 1; /* scores per row */
     double *out = malloc(mx->rows * k * sizeof *out), *ref = malloc(mx->rows * k * sizeof *ref);
     double *times = malloc((size_t)n * o->repeat * sizeof *times);
-    size_t batch = o->batch ? o->batch : mx->rows;
+    size_t batch = o->batch && o->batch < mx->rows ? o->batch : mx->rows; /* the rows of each call */
     result res[MAX_ENGINES];
     int rc = CLI_FAILED;
     if (!out || !ref || !times) {
@@ -379,7 +379,7 @@ static int bench_engines(const cli_opts *o, const ts_model *m, const matrix *mx,
         double t0 = cli_now();
         if (!(sc[e] = cli_create_scorer(m, &so, specs[e].engine))) goto done;
         fill_setup(&res[e], &specs[e], sc[e]);
-        res[e].engine = ts_scorer_engine_for(sc[e], batch < mx->rows ? batch : mx->rows); /* auto: this batch's */
+        res[e].engine = ts_scorer_engine_for(sc[e], batch); /* auto: this batch's */
         res[e].prepare_ms = 1e3 * (cli_now() - t0);
     }
     if (timed_runs(o, sc, specs, n, mx, batch, ref, out, times)) goto done;

@@ -63,6 +63,11 @@ int cmd_info(int argc, char **argv) {
     int rc = cli_start(argc, argv, OPT_MODEL | OPT_INFO | OPT_SCORER | OPT_DATA | OPT_DATA_FORMAT | OPT_READER, usage,
                        0, &o);
     if (rc >= 0) return rc;
+    if (!o.show_plan && (o.data_path || o.batch)) { /* they only shape --plan's timing */
+        cli_error("info: %s is for --plan (what --engine auto picks, timed on DATA's rows); add --plan",
+                  o.data_path ? "-d" : "--batch");
+        return CLI_USAGE;
+    }
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;
     ts_model_info i;

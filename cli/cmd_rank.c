@@ -13,9 +13,10 @@ static const char usage[] =
     "file order) and print its top K rows as tab-separated lines:\n"
     "    qid  rank  row  score  label  comment\n"
     "(qid is the file's qid, or the 0-based query number when sizes come from a query\n"
-    "file; row is the 1-based row of DATA; comment the text after #, such as a docid). When the\n"
-    "data has labels, NDCG@K over all queries is printed at the end (gain 2^label - 1,\n"
-    "discount log2(rank + 1), a query without relevant rows counts 1, as in LightGBM).\n"
+    "file; row is the 1-based row of DATA; comment the text after #, such as a docid, its\n"
+    "tabs printed as spaces). When the data has labels, NDCG@K over all queries is\n"
+    "printed at the end (gain 2^label - 1, discount log2(rank + 1), a query without\n"
+    "relevant rows counts 1, as in LightGBM).\n"
     "A query is a run of consecutive rows with one qid, as LightGBM reads them: rows of\n"
     "a qid that comes back after other qids are another query (sort the file by qid).\n"
     "\n"
@@ -94,7 +95,10 @@ static void flush_query(rank_state *st) {
             fprintf(st->out, "%lld\t%zu\t%llu\t%.17g\t", (long long)st->qid, i + 1, (unsigned long long)d->row + 1,
                     d->score);
             if (d->label == d->label) fprintf(st->out, "%g", d->label);
-            fprintf(st->out, "\t%s\n", d->comment ? d->comment : "");
+            fputc('\t', st->out);
+            for (const char *p = d->comment ? d->comment : ""; *p; p++) /* a tab would add a field */
+                fputc(*p == '\t' ? ' ' : *p, st->out);
+            fputc('\n', st->out);
         }
     if (st->labels_ok && st->grades_ok) {
         st->ndcg_sum += ndcg_at(st->docs, st->n, st->o->ndcg_k ? st->o->ndcg_k : st->o->top);

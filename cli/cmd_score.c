@@ -20,8 +20,9 @@ static const char usage[] =
     "                          xgboost-dump, quickrank, ranklib, catboost, catboost-json, onnx\n"
     CLI_FEATURES_HELP
     "  -d, --data FILE         data file, or - for standard input\n"
-    "  -f, --format F          auto (default: from the extension, else SVMlight), svmlight,\n"
-    "                          csv, tsv, raw (TSRAWF32 float32 matrix)\n"
+    "  -f, --format F          auto (default: from the extension: .csv, .tsv, .raw/.f32; else\n"
+    "                          raw for a TSRAWF32 header, else SVMlight), svmlight, csv,\n"
+    "                          tsv, raw (TSRAWF32 float32 matrix)\n"
     "  -o, --output FILE       write here instead of standard output; the file appears only\n"
     "                          when every row was scored\n"
     "  -e, --engine E          " CLI_ENGINE_NAMES ";\n"
@@ -33,7 +34,8 @@ static const char usage[] =
     "                          trees-simd (1-7 rows; up to 31 with AVX-512 VBMI), else vpred\n"
     "                          without AVX2, vqs up to 64 leaves, vpred beyond\n"
     CLI_SCORER_HELP
-    "  -q, --query-file FILE   SVMlight: query sizes, one per line (checked against the rows)\n"
+    "  -q, --query-file FILE   query sizes, one per line (any data format; checked against\n"
+    "                          the rows)\n"
     "      --one-based         SVMlight: feature id k is column k-1 (scikit-learn's\n"
     "                          zero_based=False); default: id k is column k, as LightGBM and\n"
     "                          XGBoost read LETOR files\n"

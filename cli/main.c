@@ -81,6 +81,7 @@ int main(int argc, char **argv) {
         char *args[] = {argv[2], help, NULL};
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
             if (strcmp(argv[2], commands[i].name) == 0) return stdout_written(commands[i].run(2, args));
+        cmd = argv[2]; /* not a command: said below, as for 'treescore frobnicate' */
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);

@@ -110,6 +110,8 @@ def test_model_file_device_and_directory_refused(tmp_path):
     with pytest.raises(treescore.Error, match="not a regular file") as e:
         treescore.Model(model_file=tmp_path)
     assert e.value.status == "TS_ERR_IO"
+    # a directory was told "read it yourself and pass model_str=", which cannot be done
+    assert "is a directory" in str(e.value) and "model_str" not in str(e.value), str(e.value)
     with pytest.raises(FileNotFoundError):
         treescore.Model(model_file=tmp_path / "absent.txt")
 

@@ -270,6 +270,13 @@ def test_errors(lgb_file, test_rows):
         treescore.Model(model_file=lgb_file, model_format="pmml")
     with pytest.raises(TypeError):
         treescore.Model.from_booster(object())
+    # a live model object passed as the file name: "expected str, bytes or os.PathLike
+    # object, not Booster" did not say where such an object goes
+    import lightgbm as lgb
+    with pytest.raises(TypeError, match=r"from_booster"):
+        treescore.Model(lgb.Booster(model_file=str(lgb_file)))
+    with pytest.raises(TypeError, match=r"from_sklearn"):
+        treescore.Model(object())
 
 
 def test_bad_models_never_crash(lgb_file, xgb_file):

@@ -137,6 +137,10 @@ class Model:
         if (model_file is None) == (model_str is None):
             raise TypeError("Model() needs exactly one of model_file= and model_str=")
         if model_file is not None:
+            if not isinstance(model_file, (str, bytes, os.PathLike)):
+                raise TypeError(f"model_file must be a file name (str, bytes or os.PathLike), not "
+                                f"{type(model_file).__name__}: a live model goes to Model.from_booster (LightGBM, "
+                                f"XGBoost, CatBoost) or Model.from_sklearn (scikit-learn)")
             name = os.fspath(model_file)
             data = _inputs.read_model_file(name)
             name = os.fsdecode(name)

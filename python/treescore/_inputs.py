@@ -74,8 +74,10 @@ def read_model_file(path: str) -> bytes:
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise error("TS_ERR_IO", f"{path}: is a directory, not a regular file: name the model file in it")
         if not stat.S_ISREG(st.st_mode):
-            raise error("TS_ERR_IO", f"{path}: not a regular file (a FIFO, device, socket or directory): "
+            raise error("TS_ERR_IO", f"{path}: not a regular file (a FIFO, device or socket): "
                                      f"read it yourself and pass model_str=")
         if st.st_size > limit:
             raise error("TS_ERR_LIMIT", f"{path}: {st.st_size} bytes, over the model size limit of {limit}")

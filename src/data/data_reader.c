@@ -104,6 +104,24 @@ static ts_status check_options(const tsio_data_options *o, ts_error *err) {
     return TS_OK;
 }
 
+/* Binary files given as text data by mistake, by their first bytes: what they are and
+ * what to do (NULL: none of them). */
+static const char *binary_file_kind(const char *p, size_t n) {
+    static const struct { const char *magic; size_t n; const char *what; } kinds[] = {
+        {"\x1F\x8B", 2, "gzip-compressed data: decompress it first (zcat FILE | treescore ... -d -)"},
+        {"\x93NUMPY", 6, "a NumPy .npy file, which treescore does not read: write the rows as CSV (numpy.savetxt) "
+                        "or in treescore's raw float32 format (--format raw, README)"},
+        {"PAR1", 4, "a Parquet file, which treescore does not read: write the rows as CSV or in treescore's raw "
+                    "float32 format (--format raw, README)"},
+        {"PK\x03\x04", 4, "a zip archive: extract the data file from it first (unzip)"},
+        {"\xFF\xFE", 2, "UTF-16 text (as Windows Notepad saves 'Unicode'): save it as UTF-8"},
+        {"\xFE\xFF", 2, "UTF-16 text: save it as UTF-8"},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (n >= kinds[i].n && memcmp(p, kinds[i].magic, kinds[i].n) == 0) return kinds[i].what;
+    return NULL;
+}
+
 /* Resolve AUTO from the extension, then from the first bytes ("TSRAWF32" -> raw). */
 static ts_status resolve_format(tsio_reader *r, const char *path, ts_error *err) {
     tsio_src *s = &r->src;
@@ -116,10 +134,9 @@ static ts_status resolve_format(tsio_reader *r, const char *path, ts_error *err)
                                                                                             : TSIO_DATA_SVMLIGHT;
     }
     if (r->format != TSIO_DATA_RAW) { /* a UTF-8 byte-order mark is not data */
-        TS_TRY(tsio_src_fill(s, 3, err));
-        if (s->end - s->start >= 2 && memcmp(s->buf + s->start, "\x1F\x8B", 2) == 0)
-            return ts_fail(err, TS_ERR_PARSE, "%s: gzip-compressed data: decompress it first (zcat FILE | treescore ... -d -)",
-                           r->name);
+        TS_TRY(tsio_src_fill(s, 6, err));
+        const char *what = binary_file_kind(s->buf + s->start, s->end - s->start);
+        if (what) return ts_fail(err, TS_ERR_PARSE, "%s: %s", r->name, what);
         if (s->end - s->start >= 3 && memcmp(s->buf + s->start, "\xEF\xBB\xBF", 3) == 0) tsio_src_skip(s, 3);
     }
     return TS_OK;

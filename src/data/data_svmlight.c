@@ -224,6 +224,19 @@ static ts_status parse_line(tsio_reader *r, const tsio_line *ln, size_t row, int
     return TS_OK;
 }
 
+/* A line that SVMlight could not read but that looks like CSV or TSV (commas or tabs, no
+ * ID:VALUE pair) in a file read as SVMlight only by default: say why it was read so. */
+static ts_status explain_default_format(const tsio_reader *r, const tsio_line *ln, ts_status st, ts_error *err) {
+    if (st != TS_ERR_PARSE || !err || r->opts.format != TSIO_DATA_AUTO || memchr(ln->p, ':', ln->len) ||
+        !(memchr(ln->p, ',', ln->len) || memchr(ln->p, '\t', ln->len)))
+        return st;
+    size_t n = strlen(err->message);
+    snprintf(err->message + n, sizeof err->message - n,
+             " (read as SVMlight, the default for a file not named .csv or .tsv: CSV or TSV data needs --format "
+             "csv or --format tsv)");
+    return st;
+}
+
 static ts_status svm_fill(tsio_reader *r, size_t *rows, ts_error *err) {
     size_t row = *rows;
     while (row < r->chunk_rows) {
@@ -234,7 +247,8 @@ static ts_status svm_fill(tsio_reader *r, size_t *rows, ts_error *err) {
             r->at_eof = 1;
             break;
         }
-        TS_TRY(parse_line(r, &ln, row, &is_row, err));
+        ts_status st = parse_line(r, &ln, row, &is_row, err);
+        if (st != TS_OK) return explain_default_format(r, &ln, st, err);
         if (!is_row) continue;
         if (row == 0) r->chunk_first_line = ln.line_no;
         row++;

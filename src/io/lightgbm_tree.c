@@ -27,6 +27,16 @@ ts_status tslg_set_outputs(ts_model *m, long long num_class, long long per_itera
     return TS_OK;
 }
 
+ts_status tslg_check_iterations(const ts_model *m, tslg_at *at, ts_error *err) {
+    uint32_t k = m->n_outputs;
+    *at = TSLG_AT_NUM_CLASS;
+    if (k <= 1 || m->n_trees % k == 0) return TS_OK;
+    return ts_fail(err, TS_ERR_INVALID_MODEL,
+                   "%u trees are not a whole number of iterations of %u trees (num_class %u: one tree per class and "
+                   "iteration): truncated or edited? (LightGBM would silently score only the first %u trees)",
+                   m->n_trees, k, k, m->n_trees / k * k);
+}
+
 void tslg_set_objective(ts_model *m, const char *p, size_t n) {
     size_t k = 0;
     tsio_trim(&p, &n);

@@ -66,6 +66,12 @@ int tslg_version_supported(const char *p, size_t n);
  * iteration, at most TSM_MAX_OUTPUTS classes; makes m K-output when K > 1. */
 ts_status tslg_set_outputs(ts_model *m, long long num_class, long long per_iteration, tslg_at *at, ts_error *err);
 
+/* After the last tree: a K-output model's trees are whole iterations of K trees.
+ * LightGBM loads a file whose last iteration lacks trees (cut or edited, without its
+ * tree_sizes line) and scores only the whole iterations (trees / K of them), silently;
+ * treescore refuses it (TS_ERR_INVALID_MODEL, *at the header's num_class). */
+ts_status tslg_check_iterations(const ts_model *m, tslg_at *at, ts_error *err);
+
 /* The objective's first word (spaces around it allowed), truncated to m->objective. */
 void tslg_set_objective(ts_model *m, const char *p, size_t n);
 

@@ -9,6 +9,7 @@
 #include "io/loaders.h"
 #include "io/text.h"
 #include "model/forest.h"
+#include "platform/notes.h"
 
 /*
  * File layout (what is read; everything else is skipped):
@@ -96,7 +97,7 @@ typedef struct lgb_ctx {
 
 /* ---- lines ------------------------------------------------------------------------ */
 
-/* Load the next line as the current one; 0 at end of input. */
+/* Load the next line as the current one, without its line end and trailing blanks; 0 at end of input. */
 static int next_line(lgb_reader *r) {
     r->have = 0;
     if (r->pos >= r->size) return 0;
@@ -108,7 +109,9 @@ static int next_line(lgb_reader *r) {
     r->line_byte = r->pos;
     r->line_no = r->next_line++;
     r->pos += len + (nl ? 1 : 0);
-    if (len > 0 && start[len - 1] == '\r') len--;
+    /* CR, and blanks an editor left at the end of a line: "end of trees  " is the end
+     * marker, "objective=regression " the objective "regression" */
+    while (len > 0 && (start[len - 1] == '\r' || start[len - 1] == ' ' || start[len - 1] == '\t')) len--;
     r->len = len;
     r->have = 1;
     return 1;
@@ -291,6 +294,10 @@ static ts_status read_header(lgb_ctx *c) {
         if (key_is(key, key_n, "average_output")) c->h.average_output = 1;
         TS_TRY(header_key(c, key, key_n, &val));
     }
+    if (!c->h.version.p && !c->h.num_class.p && !c->h.max_feature_idx.p) /* another format (--model-format lightgbm) */
+        return tsio_fail(c->r.err, TS_ERR_PARSE, c->r.name, c->r.next_line > 1 ? c->r.next_line - 1 : 0, c->r.size,
+                         "not a LightGBM text model (no version=, num_class= or max_feature_idx= line, no 'Tree=' "
+                         "line)");
     return tsio_fail(c->r.err, TS_ERR_PARSE, c->r.name, c->r.next_line > 1 ? c->r.next_line - 1 : 0, c->r.size,
                      "unexpected end of file in the header (no 'Tree=' or 'end of trees' line): truncated?");
 }
@@ -323,11 +330,20 @@ static ts_status check_version(lgb_ctx *c) {
                      "LightGBM model version '%s' is not supported (v2, v3 and v4 are)", ex);
 }
 
-/* feature_names=a b c: kept when there is one per feature (else ignored: names are
- * information, not needed to score). */
+/* feature_names=a b c: kept when there is one per feature (else ignored, with a warning:
+ * names are information, not needed to score, but without them no CSV header is checked;
+ * LightGBM refuses such a file, "Wrong size of feature_names"). */
 static ts_status read_feature_names(lgb_ctx *c) {
     const lgb_span *v = &c->h.feature_names;
-    if (!v->p || count_tokens(v) != (size_t)c->m->n_features_declared) return TS_OK;
+    if (!v->p) return TS_OK;
+    size_t count = count_tokens(v);
+    if (count != (size_t)c->m->n_features_declared) {
+        tsr_note(TSR_NOTE_WARN,
+                 "treescore: warning: %s:%llu: feature_names lists %zu names but max_feature_idx=%u declares %u "
+                 "features: the names are ignored (no header check); LightGBM refuses this file",
+                 c->r.name, v->line, count, c->m->n_features_declared - 1, c->m->n_features_declared);
+        return TS_OK;
+    }
     for (size_t i = 0; i < v->n;) {
         while (i < v->n && is_sep(v->p[i])) i++;
         size_t start = i;
@@ -639,6 +655,9 @@ static ts_status load(lgb_ctx *c) {
     TS_TRY(check_header(c));
     TS_TRY(read_trees(c));
     TS_TRY(check_tree_sizes(c));
+    tslg_at at;
+    ts_status st = tslg_check_iterations(c->m, &at, c->r.err);
+    if (st != TS_OK) return locate(c, st, at, NULL);
     /* LightGBM's raw_score of a random forest is the plain sum; only predict() divides
      * by the number of iterations. treescore returns the raw score, and says so in info. */
     c->m->average_output = c->h.average_output;

@@ -11,6 +11,7 @@
 #include "io/loaders.h"
 #include "io/text.h"
 #include "model/forest.h"
+#include "platform/notes.h"
 
 /*
  * Input (LightGBM Booster.dump_model(), the JSON Vespa imports):
@@ -526,7 +527,13 @@ static ts_status build_header(lj_ctx *c, ts_model *m) {
     if (!c->names_ok || !c->names.n) return TS_OK;
     size_t count = 1; /* names_ok: plain tokens joined by one space */
     for (size_t i = 0; i < c->names.n; i++) count += c->names.p[i] == ' ';
-    if (count != m->n_features_declared) return TS_OK; /* names are information: dropped */
+    if (count != m->n_features_declared) { /* names are information: dropped, said (see model_lightgbm.c) */
+        tsr_note(TSR_NOTE_WARN,
+                 "treescore: warning: %s: feature_names lists %zu names but max_feature_idx=%u declares %u "
+                 "features: the names are ignored (no header check); LightGBM refuses such a model",
+                 c->name, count, m->n_features_declared - 1, m->n_features_declared);
+        return TS_OK;
+    }
     for (size_t i = 0; i < c->names.n;) {
         size_t k = i;
         while (k < c->names.n && c->names.p[k] != ' ') k++;
@@ -631,6 +638,11 @@ static ts_status build(lj_ctx *c, ts_model **out) {
     if (!m) return ts_fail(c->err, TS_ERR_NO_MEMORY, "%s: out of memory", c->name);
     ts_status st = build_header(c, m);
     if (st == TS_OK) st = build_trees(c, m);
+    if (st == TS_OK) {
+        tslg_at at;
+        st = tslg_check_iterations(m, &at, c->err);
+        if (st != TS_OK) st = locate(c, st, TSLG_AT_NONE, 0);
+    }
     if (st == TS_OK) {
         /* LightGBM's raw_score of a random forest is the plain sum (see model_lightgbm.c). */
         m->average_output = (uint32_t)c->average_output;

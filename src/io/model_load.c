@@ -27,6 +27,14 @@ static int has_prefix(const char *p, size_t n, const char *prefix) {
     return n >= k && memcmp(p, prefix, k) == 0;
 }
 
+/* LightGBM's first line "tree", also padded with blanks by an editor ("tree  "). */
+static int is_lightgbm_first_line(const char *p, size_t n) {
+    if (!has_prefix(p, n, "tree")) return 0;
+    size_t i = 4;
+    while (i < n && (p[i] == ' ' || p[i] == '\t')) i++;
+    return i == n || p[i] == '\n' || p[i] == '\r';
+}
+
 ts_model_format tsio_detect_model_format(const char *data, size_t size) {
     if (!data) return TS_FORMAT_AUTO;
     if (tsio_is_catboost_cbm(data, size)) return TS_FORMAT_CATBOOST;
@@ -36,7 +44,7 @@ ts_model_format tsio_detect_model_format(const char *data, size_t size) {
     const char *p = data + i;
     size_t n = size - i;
     if (n == 0) return TS_FORMAT_AUTO;
-    if (has_prefix(p, n, "tree") && (n == 4 || p[4] == '\n' || p[4] == '\r')) return TS_FORMAT_LIGHTGBM;
+    if (is_lightgbm_first_line(p, n)) return TS_FORMAT_LIGHTGBM;
     if (has_prefix(p, n, "version=")) return TS_FORMAT_LIGHTGBM;
     if (p[0] == '{' && tsio_is_catboost_json(p, n)) return TS_FORMAT_CATBOOST_JSON;
     if (p[0] == '[' || (p[0] == '{' && tsio_is_xgboost_dump(p, n))) return TS_FORMAT_XGBOOST_DUMP;
@@ -66,9 +74,33 @@ static const char *format_clue(ts_model_format f) {
     return NULL;
 }
 
+/* Files users pass by mistake that no loader reads: what they are and what to write
+ * instead (NULL: none of them). */
+static const char *known_other_file(const char *text, size_t size, size_t at) {
+    const unsigned char *u = (const unsigned char *)text;
+    if (size >= 2 && u[0] == 0x80 && u[1] >= 2 && u[1] <= 5)
+        return "a Python pickle (pickle.dump / joblib.dump of a model object), which treescore does not read: save "
+               "the model with its library's own save_model (LightGBM text, XGBoost .json/.ubj, CatBoost .cbm) or "
+               "convert it to ONNX";
+    if (size >= 2 && ((u[0] == 0xff && u[1] == 0xfe) || (u[0] == 0xfe && u[1] == 0xff)))
+        return "UTF-16 text (as Windows Notepad saves 'Unicode'): save it as UTF-8";
+    if (size >= 2 && u[0] == 0x1f && u[1] == 0x8b)
+        return "a gzip-compressed file: decompress it first (gunzip)";
+    if (size >= 4 && memcmp(text, "PK\x03\x04", 4) == 0)
+        return "a zip archive: extract the model file from it first (unzip)";
+    if (has_prefix(text + at, size - at, "booster["))
+        return "an XGBoost text dump (get_dump / dump_model in the default text format), which treescore does not "
+               "read: dump it with dump_format='json', or better save the model itself (save_model to .json or .ubj)";
+    return NULL;
+}
+
 /* "unknown model format: expected NAME (CLUE), ...": every format of ts_model_format, by
  * the names ts_model_format_from_name accepts. */
 static ts_status fail_unknown_format(ts_error *err, const char *name, const char *text, size_t size, size_t at) {
+    const char *other = known_other_file(text, size, at);
+    if (other)
+        return tsio_fail(err, TS_ERR_UNSUPPORTED, name, tsio_line_at(text, size, at), at,
+                         "this is %s", other);
     char list[1024];
     size_t n = 0;
     for (int f = 1; f < TS_FORMAT_COUNT && n < sizeof list; f++) {

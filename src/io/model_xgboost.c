@@ -11,6 +11,7 @@
 #include "io/text.h"
 #include "io/ubjson.h"
 #include "model/forest.h"
+#include "platform/notes.h"
 
 /*
  * What is read (everything else is skipped, keys may come in any order):
@@ -855,6 +856,11 @@ static ts_status finish(xgb_ctx *c) {
     if (k > 1) TS_TRY(tsm_model_set_outputs(c->m, (uint32_t)k, c->err));
     TS_TRY(check_tree_lists(c));
     TS_TRY(check_features(c));
+    if (c->m->n_feature_names && c->num_feature > 0 && c->m->n_feature_names != (uint32_t)c->num_feature)
+        /* the model layer keeps names only when there is one per feature: say so (no header check) */
+        tsr_note(TSR_NOTE_WARN,
+                 "treescore: warning: %s: feature_names lists %u names but num_feature is %lld: the names are "
+                 "ignored (no header check)", c->name, c->m->n_feature_names, c->num_feature);
     TS_TRY(set_base_score(c));
     memcpy(c->m->objective, c->objective, sizeof c->m->objective);
     c->m->objective[sizeof c->m->objective - 1] = '\0';

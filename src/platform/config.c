@@ -29,12 +29,18 @@ static long long positive(const char *name) {
 }
 #endif
 
-/* Seconds: a number >= 0 (0: no limit), else (unset, empty, not a number, negative) dflt. */
-static double seconds(const char *name, double dflt) {
+/* Seconds: a number >= 0 (0: no limit), else (unset, empty, not a number, negative) dflt;
+ * a value set but not such a number is named once (as TREESCORE_PLAN_MS is: "5m" was
+ * silently the default). */
+static double seconds(const char *name, double dflt, atomic_int *warned) {
     const char *v = getenv(name);
     char *end = NULL;
     double d = v && *v ? strtod(v, &end) : -1;
-    return d >= 0 && d < 1e9 && v && *end == '\0' ? d : dflt;
+    if (d >= 0 && d < 1e9 && v && *end == '\0') return d;
+    if (v && *v)
+        tsr_note_once(warned, "treescore: ignoring %s=%s (expected seconds, a number >= 0; 0: no limit); the "
+                              "default %.0f s applies", name, v, dflt);
+    return dflt;
 }
 
 static void load(void) {
@@ -50,8 +56,9 @@ static void load(void) {
     c.tmp_dir = text("TMPDIR");
     c.cc = text("TREESCORE_CC");
     c.path = text("PATH");
-    c.cc_timeout_s = seconds("TREESCORE_CC_TIMEOUT", TSR_CC_TIMEOUT_DEFAULT);
-    c.fifo_timeout_s = seconds("TREESCORE_FIFO_TIMEOUT", TSR_FIFO_TIMEOUT_DEFAULT);
+    static atomic_int warned_cc = 0, warned_fifo = 0;
+    c.cc_timeout_s = seconds("TREESCORE_CC_TIMEOUT", TSR_CC_TIMEOUT_DEFAULT, &warned_cc);
+    c.fifo_timeout_s = seconds("TREESCORE_FIFO_TIMEOUT", TSR_FIFO_TIMEOUT_DEFAULT, &warned_fifo);
     const char *plan = getenv("TREESCORE_PLAN");
     c.plan_rule = plan && strcmp(plan, "rule") == 0;
     if (plan && *plan && !c.plan_rule && strcmp(plan, "measure") != 0) {

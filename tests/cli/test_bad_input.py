@@ -527,3 +527,54 @@ def test_output_never_replaces_a_read_only_file(ts):
         assert not [p for p in d.iterdir() if ".tmp." in p.name]
     finally:
         shutil.rmtree(d)
+
+
+@pytest.mark.parametrize("name,head,what", [
+    ("rows.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3, 5), }\n", "NumPy .npy"),
+    ("rows.parquet", b"PAR1\x15\x04\x15\x00\x15", "Parquet"),
+    ("rows.svm.gz", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "gzip-compressed data"),
+    ("rows.zip", b"PK\x03\x04\x14\x00\x00\x00\x08\x00", "a zip archive"),
+    ("rows16.csv", b"\xff\xfe" + "0.5,1.5\n".encode("utf-16-le"), "UTF-16")])
+def test_binary_data_files_are_named(ts, lgb_model, tmp_path, name, head, what):
+    """A NumPy .npy, Parquet or zip file given as DATA failed with 'NUL byte in a text line
+    (binary data?)' (or a parse error on its first token): the message now says what the
+    file is and what treescore reads instead, as it did for gzip."""
+    data = tmp_path / name
+    data.write_bytes(head + b"\x00" * 64 + b"\n")
+    for fmt in ([], ["--format", "svmlight"], ["--format", "csv"]):
+        r = ts.fails("score", "-m", lgb_model, "-d", data, *fmt, mentions=[data])
+        assert what in r.stderr, r
+
+
+def test_rank_ties_small_queries_and_comments(ts, tmp_path):
+    """rank at its edges: rows of equal score keep file order (as LightGBM's stable sort
+    for NDCG), --top beyond a query's size prints the whole query, a query of one row or of
+    zero labels has NDCG 1 (LightGBM's convention). A comment holding a tab (a docid
+    copied from a TSV) made its line 7 tab-separated fields instead of the 6 the help
+    promises: tabs in comments are printed as spaces now."""
+    data = tmp_path / "q.svm"
+    # feature 1 is not read by the model's splits on the first rows alike: equal scores
+    data.write_text("0 qid:1 1:1 # a\tb\n0 qid:1 1:1 # c\n0 qid:1 1:1 #d\n2 qid:7 1:1\n")
+    r = ts.succeeds("rank", "-m", MODELS / "lgb_small_lambdarank.txt", "-d", data, "--top", "50")
+    lines = [line.split("\t") for line in r.stdout.splitlines()]
+    assert all(len(f) == 6 for f in lines), r
+    assert [(f[0], f[1], f[2], f[5]) for f in lines] == [("1", "1", "1", "a b"), ("1", "2", "2", "c"),
+                                                         ("1", "3", "3", "d"), ("7", "1", "4", "")], r
+    assert len({f[3] for f in lines[:3]}) == 1, r
+    assert "NDCG@50: 1.0000 over 2 queries" in r.stderr, r
+
+
+@pytest.mark.parametrize("text", ["0.5,1.5,2.5,3.5,4.5\n", "a,b,c,d,e\n0.5,1.5,2.5,3.5,4.5\n",
+                                  "0.5\t1.5\t2.5\t3.5\t4.5\n"])
+def test_csv_read_as_svmlight_says_so(ts, tmp_path, text):
+    """CSV or TSV data in a file not named .csv/.tsv (or on standard input) is read as
+    SVMlight, the default: the error was "bad label '0.5,1.5,...'" or "expected ID:VALUE,
+    got '1.5'", which does not say why the file was read that way. It says so now, and
+    the way out; an explicit --format svmlight gets the plain message."""
+    model = MODELS / "lgb_small_lambdarank.txt"
+    data = tmp_path / "rows.txt"
+    data.write_text(text)
+    r = ts.fails("score", "-m", model, "-d", data, mentions=[data], line=1)
+    assert "read as SVMlight" in r.stderr and "--format csv" in r.stderr, r
+    r = ts.fails("score", "-m", model, "-d", data, "--format", "svmlight", mentions=[data], line=1)
+    assert "read as SVMlight" not in r.stderr, r

@@ -113,3 +113,15 @@ def test_wisdom_never_overwrites_other_files(ts, tmp_path):
         assert "not using" in r.stderr and "wisdom" in r.stderr, r
     assert hashlib.sha256(csv.read_bytes()).hexdigest() == digest
     assert (csv.stat().st_mode & 0o777) == 0o644
+
+
+@pytest.mark.parametrize("var", ["TREESCORE_FIFO_TIMEOUT", "TREESCORE_CC_TIMEOUT"])
+def test_bad_timeout_variable_is_named(ts, var):
+    """TREESCORE_FIFO_TIMEOUT=5m (or -1, abc) was silently the default (60 s; 120 s for
+    the compiler), unlike a misspelt TREESCORE_PLAN or TREESCORE_PLAN_MS: it is named now."""
+    data = EXAMPLE / "rank.test"
+    for value in ("5m", "-1", "abc"):
+        r = ts.succeeds("score", "-m", MODEL, "-d", data, "--engine", "naive", env={var: value})
+        assert f"ignoring {var}={value} (expected seconds" in r.stderr, r
+    r = ts.succeeds("score", "-m", MODEL, "-d", data, "--engine", "naive", env={var: "2.5"})
+    assert var not in r.stderr, r

@@ -138,3 +138,54 @@ def test_lightgbm_names_with_spaces_in_a_header(tmp_path):
     df.head(4).rename(columns={"my feat": "my  feat"}).to_csv(tmp_path / "e.csv", index=False)
     r = run("score", "-m", tmp_path / "m.txt", "-d", tmp_path / "e.csv")
     assert r.returncode == 1 and "named 'my  feat'" in r.stderr, r.stderr
+
+
+def test_lightgbm_feature_names_of_the_wrong_count_are_named(ts, lgb_model, tmp_path):
+    """A model.txt whose feature_names line lists fewer or more names than max_feature_idx
+    + 1 (an edited file; LightGBM refuses it: 'Wrong size of feature_names') lost its names
+    silently, and with them the check of a CSV header against them. The names are still
+    ignored (they are not needed to score), but a warning says so."""
+    import re
+    text = lgb_model.read_text()
+    n = int(re.search(r"^max_feature_idx=(\d+)$", text, re.M).group(1)) + 1
+    for count in (3, n + 2):
+        model = tmp_path / f"names{count}.txt"
+        model.write_text(re.sub(r"^feature_names=.*$", "feature_names=" + " ".join(f"f{i}" for i in range(count)),
+                                text, flags=re.M))
+        r = ts.succeeds("info", "-m", model)
+        assert f"feature_names lists {count} names but max_feature_idx={n - 1} declares {n} features" in r.stderr, r
+        assert "feature names:" not in r.stdout, r
+    assert "feature_names" not in ts.succeeds("info", "-m", lgb_model).stderr
+
+
+def test_lightgbm_json_feature_names_of_the_wrong_count_are_named(ts, tmp_path):
+    import json
+    import lightgbm as lgb
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 4))
+    dump = lgb.train({"verbose": -1, "num_leaves": 4}, lgb.Dataset(X, X[:, 0]), 3).dump_model()
+    dump["feature_names"] = dump["feature_names"][:3]
+    model = tmp_path / "names3.json"
+    model.write_text(json.dumps(dump))
+    r = ts.succeeds("info", "-m", model)
+    assert "feature_names lists 3 names but max_feature_idx=3 declares 4 features" in r.stderr, r
+
+
+def test_xgboost_feature_names_of_the_wrong_count_are_named(ts, tmp_path):
+    """learner.feature_names with fewer names than num_feature (an edited file; XGBoost
+    loads it and then refuses every named DMatrix) lost its names silently, and with them
+    the CSV header check: a warning says so now."""
+    import json
+    import xgboost as xgb
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 4))
+    path = tmp_path / "full.json"
+    xgb.train({"max_depth": 2}, xgb.DMatrix(X, X[:, 0], feature_names=list("abcd")), 2).save_model(path)
+    model = json.loads(path.read_text())
+    model["learner"]["feature_names"] = ["a", "b", "c"]
+    model["learner"]["feature_types"] = ["float"] * 3
+    cut = tmp_path / "names3.json"
+    cut.write_text(json.dumps(model))
+    r = ts.succeeds("info", "-m", cut)
+    assert "feature_names lists 3 names but num_feature is 4" in r.stderr, r
+    assert "feature_names" not in ts.succeeds("info", "-m", path).stderr

@@ -115,3 +115,33 @@ def test_unexpected_positional(ts, lgb_model, ok_data):
 def test_known_engines_accepted(ts, lgb_model, ok_data, engine):
     r = ts.succeeds("score", "-m", lgb_model, "-d", ok_data, "--engine", engine)
     assert len(r.stdout.split()) == 3, r
+
+
+def test_bench_batch_and_rows_at_their_limits(ts, lgb_model, ok_data):
+    """--batch larger than the rows printed 'batch 100000' although every call scored the 3
+    rows; the header now shows the rows per call. --rows 0 and --batch 0 mean all rows, as
+    the help says."""
+    head = lambda *extra: ts.succeeds("bench", "-m", lgb_model, "-d", ok_data, "--engines", "naive", "--repeat",
+                                      "1", *extra).stdout.splitlines()[1]
+    assert head("--batch", "100000").endswith(", batch 3"), head("--batch", "100000")
+    assert head("--batch", "0").endswith(", batch 3")
+    assert head("--rows", "0").startswith(f"model {lgb_model}, 3 documents,")
+    assert head("--rows", "2", "--batch", "5").endswith(", batch 2")
+    help_text = ts.succeeds("bench", "--help").stdout
+    assert "0 = all" in help_text and "--rows N" in help_text, help_text
+
+
+@pytest.mark.parametrize("extra", [["-d", "/nonexistent/rows.svm"], ["--batch", "7"]])
+def test_info_plan_options_without_plan(ts, lgb_model, extra):
+    """'treescore info -m M -d DATA' printed the summary and ignored DATA (even a missing
+    file): -d and --batch only shape --plan's timing. A usage error says so now."""
+    r = usage_error(ts, "info", "-m", lgb_model, *extra)
+    assert extra[0] in r.stderr and "--plan" in r.stderr, r
+
+
+def test_help_of_an_unknown_command(ts):
+    """'treescore help frobnicate' printed the general usage and exited 0, as if the command
+    existed; it is an unknown command (status 2), as 'treescore frobnicate' is."""
+    r = usage_error(ts, "help", "frobnicate")
+    assert "unknown command 'frobnicate'" in r.stderr, r
+    assert ts.succeeds("help", "rank").stdout.startswith("usage: treescore rank")

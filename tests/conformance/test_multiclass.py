@@ -93,3 +93,29 @@ def test_bench_checks_every_output(workdir):
     p = H.run_cli(["bench", "-m", path, "-d", raw, "--data-format", "raw", "--engines", "naive,qs,vpred",
                    "--repeat", "1"])
     assert p.returncode == 0, p.stderr
+
+
+def test_lightgbm_partial_iteration_refused(workdir):
+    """A multiclass LightGBM model whose last iteration lacks trees (a file cut or edited
+    without its tree_sizes line): LightGBM loads it and silently scores only the whole
+    iterations (num_iteration_for_pred = trees / K), treescore added the extra trees to
+    their classes: scores differed by up to 0.09 with no message. Refused now, in both
+    formats, naming the counts."""
+    import json
+    X, y = C.train_rows()
+    path, b = C.lgb_model("mc-multiclass", dict(objective="multiclass", num_class=4, num_leaves=7), 10, X,
+                          C.class_labels(y, 4))
+    head, rest = path.read_text().split("\nTree=0\n", 1)
+    head = "\n".join(line for line in head.split("\n") if not line.startswith("tree_sizes="))
+    blocks = ("Tree=0\n" + rest).split("\n\n\n")
+    assert blocks[39].startswith("Tree=39") and blocks[40].startswith("end of trees")
+    cut = workdir / "mc-cut.txt"
+    cut.write_text(head + "\n" + "\n\n\n".join(blocks[:38] + blocks[40:]))
+    dump = b.dump_model()
+    dump["tree_info"] = dump["tree_info"][:38]
+    cut_json = workdir / "mc-cut.json"
+    cut_json.write_text(json.dumps(dump))
+    for model in (cut, cut_json):
+        p = H.run_cli(["info", "-m", model])
+        assert p.returncode == 1 and "38 trees" in p.stderr and "4 trees" in p.stderr, p.stderr
+        assert "whole number of iterations" in p.stderr, p.stderr

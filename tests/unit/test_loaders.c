@@ -486,6 +486,8 @@ static const char QR_TEMPLATE[] =
 static void test_detect(void) {
     CHECK(tsio_detect_model_format("tree\nversion=v4\n", 17) == TS_FORMAT_LIGHTGBM);
     CHECK(tsio_detect_model_format("tree\r\n", 6) == TS_FORMAT_LIGHTGBM);
+    CHECK(tsio_detect_model_format("tree \t\r\n", 8) == TS_FORMAT_LIGHTGBM);
+    CHECK(tsio_detect_model_format("tree x\n", 7) == TS_FORMAT_AUTO);
     CHECK(tsio_detect_model_format("\xEF\xBB\xBF  \n tree", 11) == TS_FORMAT_LIGHTGBM);
     CHECK(tsio_detect_model_format("version=v3\n", 11) == TS_FORMAT_LIGHTGBM);
     CHECK(tsio_detect_model_format("  {\"learner\"", 12) == TS_FORMAT_XGBOOST_JSON);
@@ -618,6 +620,25 @@ static void test_scores_lightgbm(void) {
     if (m) CHECK(m->n_trees == 2 && m->trees[0].leaf_values[2] == -1.0);
     ts_model_free(m);
     free(crlf);
+
+    /* Every line padded with blanks by an editor (before a CR or not): "end of trees  " was
+     * "expected 'Tree=' or 'end of trees', found 'end of trees  '". */
+    for (int cr = 0; cr < 2; cr++) {
+        char *pad = malloc(4 * n + 4);
+        k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (LGB_TEMPLATE[i] == '\n') {
+                memcpy(pad + k, " \t ", 3);
+                k += 3;
+                if (cr) pad[k++] = '\r';
+            }
+            pad[k++] = LGB_TEMPLATE[i];
+        }
+        CHECK_STATUS(ts_model_load_buffer(pad, k, TS_FORMAT_AUTO, "padded.txt", &m, &err), TS_OK);
+        if (m) CHECK(m->n_trees == 2 && m->trees[0].leaf_values[2] == -1.0 && strcmp(m->objective, "regression") == 0);
+        ts_model_free(m);
+        free(pad);
+    }
 }
 
 static void test_scores_xgboost(void) {
@@ -771,6 +792,9 @@ static void test_errors_general(void) {
     CHECK(m == NULL && strncmp(err.message, "<buffer>", 8) == 0);
     EXPECT_ERROR(" \n\t\r\n", TS_FORMAT_AUTO, TS_ERR_PARSE, 0, "empty");
     EXPECT_ERROR("\n\nhello world\n", TS_FORMAT_AUTO, TS_ERR_PARSE, 3, "unknown model format");
+    /* --model-format lightgbm on another format's file said "truncated?" */
+    EXPECT_ERROR("{\"learner\": {}}\n", TS_FORMAT_LIGHTGBM, TS_ERR_PARSE, 1, "not a LightGBM text model");
+    EXPECT_ERROR("tree\nversion=v4\nnum_class=1\n", TS_FORMAT_LIGHTGBM, TS_ERR_PARSE, 3, "truncated?");
     const char garbage[] = "\x01\x02\xff\xfe\x00\x00\x7f{<#tree\x00\x01";
     for (int f = 0; f <= 3; f++)
         expect_error(garbage, sizeof garbage - 1, (ts_model_format)f, TS_ERR_PARSE, 0, NULL, __LINE__);
