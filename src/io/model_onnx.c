@@ -35,7 +35,8 @@
  *     leaves (nodes_trueleafs / falseleafs) index leaf_targetids / leaf_weights; a root
  *     whose two children are the same leaf is a one-leaf tree.
  *   - score k = base_k + sum over trees (in order) of the weights of the leaf reached for
- *     k (SUM); AVERAGE divides the sum by the number of trees, then adds base_k.
+ *     k (SUM); AVERAGE divides the sum by the number of trees, then adds base_k. base_k
+ *     only where the row's leaves hold an entry for k (check_untouched refuses the rest).
  * The forest is built through the model builder (ts_model_builder_*): LEQ/LT/GTE/GT map
  * to its comparisons with missing_left = missing_value_tracks_true; EQ is "x <= t and
  * not x < t" (two builder nodes, the false subtree copied), NEQ its negation (NaN to the
@@ -587,6 +588,61 @@ static ts_status set_weights(ox *c, const size_t *node_of, const int64_t *tgt, c
     return TS_OK;
 }
 
+/* ONNX Runtime adds base value k only to the rows whose leaves carry a weight for output
+ * k (an entry, even of weight 0): for the others it writes 0, and a two-class classifier
+ * whose row has no class 1 entry gets [1, 0] (or unset memory). treescore adds the base to
+ * every row, so a model where some row may miss output k is refused when that matters:
+ * a nonzero base value for k (regressors, one- and two-column classifiers), or class 1 of
+ * a two-column classifier. A row surely gets an entry for k when some tree has one at
+ * every leaf (its node range [roots[r], roots[r + 1]), unreachable leaves included). */
+static ts_status check_untouched(ox *c, int classifier, int64_t K) {
+    ens *e = &c->e;
+    uint32_t cols = e->K;
+    int two = classifier && K == 2 && cols == 2, multi = classifier && K > 2;
+    if (multi) return TS_OK; /* ONNX Runtime adds every base value there */
+    uint8_t *always = calloc(cols, 1);
+    size_t *stamp = malloc(cols * sizeof *stamp), *cnt = calloc(cols, sizeof *cnt);
+    if (!always || !stamp || !cnt) {
+        free(always), free(stamp), free(cnt);
+        return oom(c);
+    }
+    for (uint32_t k = 0; k < cols; k++) stamp[k] = (size_t)-1;
+    for (size_t r = 0; r < e->n_roots; r++) {
+        size_t lo = e->roots[r], hi = r + 1 < e->n_roots ? e->roots[r + 1] : e->n_x, leaves = 0;
+        for (size_t i = lo; i < hi; i++) {
+            if (e->x[i].mode != M_LEAF) continue;
+            leaves++;
+            for (size_t w = e->w_off[i]; w < e->w_off[i + 1]; w++) {
+                size_t k = (size_t)e->w_tgt[w];
+                if (stamp[k] != i) { /* one count per leaf and output */
+                    if (stamp[k] == (size_t)-1 || stamp[k] < lo) cnt[k] = 0;
+                    stamp[k] = i;
+                    cnt[k]++;
+                }
+            }
+        }
+        for (size_t i = lo; i < hi; i++)
+            if (e->x[i].mode == M_LEAF)
+                for (size_t w = e->w_off[i]; w < e->w_off[i + 1]; w++)
+                    if (cnt[e->w_tgt[w]] == leaves) always[e->w_tgt[w]] = 1;
+    }
+    ts_status st = TS_OK;
+    for (uint32_t k = 0; k < cols && st == TS_OK; k++) {
+        if (always[k]) continue;
+        const char *what = classifier ? "class" : "target";
+        if (e->base[k] != 0)
+            st = fail(c, TS_ERR_UNSUPPORTED, "a row can reach only leaves without a weight for %s %u (no tree weighs it "
+                      "at every leaf) while its base value is %.9g: ONNX Runtime then writes 0, not the base value, "
+                      "for that row; not supported", what, k, e->base[k]);
+        else if (two && k == 1)
+            st = fail(c, TS_ERR_UNSUPPORTED, "a two-class classifier where a row can reach only leaves without a weight "
+                      "for class 1 (no tree weighs it at every leaf): ONNX Runtime then writes [1, 0] (or unset values) "
+                      "for that row, not the scores; not supported");
+    }
+    free(always), free(stamp), free(cnt);
+    return st;
+}
+
 static ts_status read_v3(ox *c, const gnode *n, int classifier) {
     v3 a = {0};
     ens *e = &c->e;
@@ -793,6 +849,7 @@ static ts_status read_v3(ox *c, const gnode *n, int classifier) {
     }
     if (cols == 1)
         for (size_t i = 0; i < a.n_w; i++) e->w_tgt[i] = 0; /* only class 0: the one column */
+    TRY(check_untouched(c, classifier, K));
 done:
 #undef TRY
     free(node_of);

@@ -637,3 +637,68 @@ def test_onnx_add_refusals(workdir):
     m = _cast_model()
     m.graph.output.append(helper.make_tensor_value_info("raw", onnx.TensorProto.FLOAT, [None, 2]))
     _refused(workdir, m, "add-both", "a graph output holds the scores without the Add")
+
+
+def _unweighted_leaf_model(pairs, base, n_classes=None, post="NONE"):
+    """One stump x0 <= 0 (node 1 true, node 2 false) whose leaves carry the (leaf, id,
+    weight) triples `pairs`: a leaf without a triple for an output leaves that output
+    untouched for the rows reaching it. A TreeEnsembleClassifier of n_classes classes,
+    else a TreeEnsembleRegressor of 2 targets."""
+    T = onnx.TensorProto
+    pre = "class" if n_classes else "target"
+    kw = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+              nodes_featureids=[0, 0, 0], nodes_values=[0.0, 0.0, 0.0], nodes_truenodeids=[1, 0, 0],
+              nodes_falsenodeids=[2, 0, 0], post_transform=post, **{
+                  f"{pre}_treeids": [0] * len(pairs), f"{pre}_nodeids": [p[0] for p in pairs],
+                  f"{pre}_ids": [p[1] for p in pairs], f"{pre}_weights": [p[2] for p in pairs]})
+    if base is not None:
+        kw["base_values"] = base
+    if n_classes:
+        kw["classlabels_int64s"] = list(range(n_classes))
+        node = helper.make_node("TreeEnsembleClassifier", ["X"], ["L", "P"], domain="ai.onnx.ml", **kw)
+        outs = [helper.make_tensor_value_info("L", T.INT64, [None]),
+                helper.make_tensor_value_info("P", T.FLOAT, [None, n_classes])]
+    else:
+        node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=2, **kw)
+        outs = [helper.make_tensor_value_info("Y", T.FLOAT, [None, 2])]
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", T.FLOAT, [None, 1])], outs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    m.ir_version = 8
+    return m
+
+
+def test_onnx_unweighted_leaf_refusals(workdir):
+    """ONNX Runtime adds a base value only to the outputs that a row's leaves carry a
+    weight for (an untouched output is 0, not its base value), and a two-class
+    classifier's row whose leaves weigh no class 1 gets [1, 0] (or, with a base value,
+    uninitialized memory). treescore added the base regardless (0.2 where ONNX Runtime
+    wrote 0.0): such models are refused, the ones where every row is weighted load."""
+    # regressor: target 0 weighted on leaf 1 only, base 0.2
+    _refused(workdir, _unweighted_leaf_model([(1, 0, 0.5), (1, 1, 0.25), (2, 1, 0.75)], [0.2, 0.4]), "reg-untouched",
+             "target 0", "base value")
+    # two classes, one base value: class 0 never weighted (ONNX Runtime: 0.0 for class 0)
+    _refused(workdir, _unweighted_leaf_model([(1, 1, 0.25), (2, 1, 0.75)], [0.2], 2), "bin-untouched0",
+             "class 0", "base value")
+    # two classes: class 1 missing from leaf 2 (ONNX Runtime: [1, 0] for its rows)
+    _refused(workdir, _unweighted_leaf_model([(1, 1, 0.5)], None, 2), "bin-untouched1", "class 1")
+    # one column (class 0 weights only), base value, leaf 2 unweighted
+    _refused(workdir, _unweighted_leaf_model([(1, 0, 0.5)], [0.2], 2), "bin1-untouched", "class 0", "base value")
+    # loads, and equals ONNX Runtime: every leaf weighted, or base 0 where not, or > 2 classes
+    X = np.array([[-1.0], [1.0], [0.0], [np.nan]], np.float32)
+    ok = [([(1, 0, 0.5), (2, 0, 0.0), (1, 1, 0.25), (2, 1, 0.75)], [0.2, 0.4], None),
+          ([(1, 0, 0.5), (1, 1, 0.25), (2, 1, 0.75)], [0.0, 0.4], None),
+          ([(1, 0, 0.5), (1, 1, 0.25), (2, 1, 0.75)], None, 2),
+          ([(1, 0, -0.5), (1, 1, 0.5), (2, 1, -1.0), (2, 2, 0.5)], [0.1, 0.2, 0.3], 3)]
+    for i, (pairs, base, n_classes) in enumerate(ok):
+        m = _unweighted_leaf_model(pairs, base, n_classes)
+        path = workdir / f"weighted-{i}.onnx"
+        path.write_bytes(m.SerializeToString())
+        data = workdir / f"weighted-{i}.csv"
+        H.write_csv(data, X)
+        K = n_classes or 2
+        got = score_cli(path, data, len(X), K, "naive")
+        s = _session(m.SerializeToString())
+        want = s.run([s.get_outputs()[-1].name], {"X": X})[0]
+        # ONNX Runtime's float32 sums of these few weights are within 1e-6 of the double ones
+        np.testing.assert_allclose(got, np.asarray(want, np.float64).reshape(len(X), K), rtol=0, atol=1e-6,
+                                   err_msg=f"weighted-{i}")
