@@ -82,6 +82,7 @@ typedef struct value {
     int dtype;     /* K_X: 1 float, 11 double */
     tspb_msg t;    /* K_CONST: the tensor */
     int added;     /* K_SCORE / K_OTHER: computed through the Add of a constant */
+    int f32;       /* K_X: rounded to float32 on the way (a float graph input, a Cast to float) */
 } value;
 
 /* A tree ensemble in one form: nodes (internal and leaves) by index, roots, leaf weights. */
@@ -122,7 +123,9 @@ typedef struct ox {
     size_t n_vals;
     int in_dtype;        /* the graph input's element type */
     int64_t in_width;    /* its second dimension, or -1 */
-    int x_type;          /* what reaches the tree: 1 float, 11 double */
+    int x_type;          /* what reaches the tree: 1 float, 11 double (its thresholds' type) */
+    int x_f32;           /* the tree's x went through float32 (graph input or a Cast): rows are
+                            rounded to float32 even where the tree compares doubles */
     ens e;
     double *add;         /* the constant an Add puts on the scores */
     size_t n_add;
@@ -440,7 +443,7 @@ static ts_status add_value(ox *c, span name, int kind, int dtype, tspb_msg t) {
     value *v = realloc(c->vals, (c->n_vals + 1) * sizeof *v);
     if (!v) return oom(c);
     c->vals = v;
-    value nv = {name, kind, dtype, t, 0};
+    value nv = {name, kind, dtype, t, 0, 0};
     c->vals[c->n_vals++] = nv;
     return TS_OK;
 }
@@ -1354,7 +1357,9 @@ static ts_status build(ox *c, ts_model **out) {
         t.values = m.vals;
         t.n_values = nv;
         t.output = nv == 1 ? (uint32_t)(target < 0 ? 0 : target) : 0;
-        t.input = c->x_type == 11 ? TS_INPUT_FLOAT64 : TS_INPUT_FLOAT32;
+        /* the builder's float32 input rounds x to float, then compares with the double
+         * threshold: a double tree whose x went through float32 */
+        t.input = c->x_type == 11 && !c->x_f32 ? TS_INPUT_FLOAT64 : TS_INPUT_FLOAT32;
         if (m.n_sets) {
             t.category_set = m.cset;
             t.category_words = m.words;
@@ -1432,6 +1437,7 @@ static ts_status walk(ox *c, ts_model **out) {
             if (ka != K_X || n_in != 1) return refuse_node(c, n, i, "its input is not the graph's input (through Cast or Identity)");
             have_tree = 1;
             c->x_type = a->dtype;
+            c->x_f32 = a->f32;
             if (is_op(c, n, "TreeEnsemble")) {
                 if (c->opset_ml < 5) c->opset_ml = 5;
                 st = read_v5(c, n);
@@ -1453,7 +1459,9 @@ static ts_status walk(ox *c, ts_model **out) {
             is_op(c, n, "Unsqueeze")) {
             if (!is_op(c, n, "Identity") && ka == K_X) return refuse_node(c, n, i, "a reshape of the input");
             if (ka == K_NONE || n_out != 1) return refuse_node(c, n, i, "its input is not understood");
+            int f32 = a->f32;
             TS_TRY(add_value(c, outs[0], ka, a->dtype, a->t));
+            c->vals[c->n_vals - 1].f32 = f32;
         } else if (is_op(c, n, "Cast")) {
             int64_t to = 0;
             int p;
@@ -1462,8 +1470,11 @@ static ts_status walk(ox *c, ts_model **out) {
             if (ka == K_X) {
                 if (to != 1 && to != 11) return refuse_node(c, n, i, "a cast of the input to a type other than float or double");
                 /* double -> float rounds as the scorer's double rows are rounded; float ->
-                 * double is exact; double -> float -> double is float input */
+                 * double is exact, so a float that is cast to double (a float graph input,
+                 * double -> float -> double) is float input to double thresholds */
+                int f32 = a->f32 || to == 1;
                 TS_TRY(add_value(c, outs[0], K_X, (int)to, a->t));
+                c->vals[c->n_vals - 1].f32 = f32;
             } else if (ka == K_SCORE) {
                 if (to != 1 && to != 11) return refuse_node(c, n, i, "a cast of the scores to a type other than float or double");
                 TS_TRY(add_value(c, outs[0], K_SCORE, 0, a->t));
@@ -1576,6 +1587,7 @@ static ts_status read_graph(ox *c) {
         c->in_dtype = et;
         c->in_width = w;
         TS_TRY(add_value(c, nm, K_X, et, none));
+        c->vals[c->n_vals - 1].f32 = et == 1;
     }
     if (n_x == 0) return fail(c, TS_ERR_INVALID_MODEL, "the graph has no input");
     it = c->graph;

@@ -702,3 +702,46 @@ def test_onnx_unweighted_leaf_refusals(workdir):
         # ONNX Runtime's float32 sums of these few weights are within 1e-6 of the double ones
         np.testing.assert_allclose(got, np.asarray(want, np.float64).reshape(len(X), K), rtol=0, atol=1e-6,
                                    err_msg=f"weighted-{i}")
+
+
+def _cast_chain_model(casts, x_type):
+    """Graph input of x_type, the given Casts in turn, then a stump "x <= 0.1" (threshold a
+    double tensor when the tree reads doubles) scoring 1 (true) or 2."""
+    T = onnx.TensorProto
+    nodes, name, t = [], "X", x_type
+    for i, to in enumerate(casts):
+        nodes.append(helper.make_node("Cast", [name], [f"c{i}"], to=to))
+        name, t = f"c{i}", to
+    kw = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+              nodes_featureids=[0, 0, 0], nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+              target_treeids=[0, 0], target_nodeids=[1, 2], target_ids=[0, 0], target_weights=[1.0, 2.0], n_targets=1)
+    if t == T.DOUBLE:
+        kw["nodes_values_as_tensor"] = helper.make_tensor("v", T.DOUBLE, [3], [0.1, 0.0, 0.0])
+    else:
+        kw["nodes_values"] = [0.1, 0.0, 0.0]
+    nodes.append(helper.make_node("TreeEnsembleRegressor", [name], ["Y"], domain="ai.onnx.ml", **kw))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", x_type, [None, 1])],
+                          [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    m.ir_version = 8
+    return m
+
+
+def test_onnx_float_cast_then_double_tree(workdir):
+    """A tree reading doubles that went through float32 on the way (a float graph input
+    cast to double; a double input cast to float and back) sees float32 values: x = 0.1
+    (double) reaches it as 0.10000000149, above the double threshold 0.1 (score 2, as
+    ONNX Runtime computes). treescore compared the double 0.1 itself (score 1)."""
+    T = onnx.TensorProto
+    X = np.array([0.1, 0.10000000149011612, np.nextafter(0.1, 0), 0.09999999, 0.2, np.nan]).reshape(-1, 1)
+    data = workdir / "cast-chain.csv"
+    H.write_csv(data, X)
+    for i, (casts, x_type) in enumerate([([T.DOUBLE], T.FLOAT), ([T.FLOAT, T.DOUBLE], T.DOUBLE)]):
+        m = _cast_chain_model(casts, x_type)
+        path = workdir / f"cast-chain-{i}.onnx"
+        path.write_bytes(m.SerializeToString())
+        Xin = X.astype(np.float32 if x_type == T.FLOAT else np.float64)
+        want = np.asarray(_session(m.SerializeToString()).run(None, {"X": Xin})[0], np.float64).ravel()
+        for engine in ("naive", "auto"):
+            got = score_cli(path, data, len(X), 1, engine).ravel()
+            H.assert_exact(got, want, what=f"cast chain {i}, {engine}")
