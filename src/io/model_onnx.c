@@ -824,6 +824,14 @@ static ts_status read_v3(ox *c, const gnode *n, int classifier) {
         if (st != TS_OK) goto done;
     }
     TRY(set_weights(c, node_of, a.w_ids, a.weights, a.n_w));
+    /* ONNX Runtime (1.32) sums a leaf's weights for several targets or classes, but with
+     * one it takes the leaf's first weight only (the spec sums): refused */
+    if (K == 1)
+        for (size_t j = 0; j < e->n_x; j++)
+            if (e->w_off[j + 1] - e->w_off[j] > 1)
+                TRY(fail(c, TS_ERR_UNSUPPORTED, "tree %lld node %lld: a leaf with %zu weights for the one %s (ONNX "
+                         "Runtime takes the first, the spec sums them): not supported", (long long)a.treeids[j],
+                         (long long)a.nodeids[j], e->w_off[j + 1] - e->w_off[j], classifier ? "class" : "target"));
     /* outputs and base values */
     e->binary = 0;
     int used1 = 0, all_pos = 1;

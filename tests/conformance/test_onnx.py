@@ -745,3 +745,35 @@ def test_onnx_float_cast_then_double_tree(workdir):
         for engine in ("naive", "auto"):
             got = score_cli(path, data, len(X), 1, engine).ravel()
             H.assert_exact(got, want, what=f"cast chain {i}, {engine}")
+
+
+def test_onnx_one_target_leaf_with_two_weights(workdir):
+    """A leaf holding two target weights: ONNX Runtime 1.32 sums them when there are
+    several targets but takes only the first one listed with a single target (the spec
+    sums); treescore summed (1.5 where ONNX Runtime wrote 1.0), so a one-target ensemble
+    with such a leaf is refused, and the several-target one equals ONNX Runtime."""
+    T = onnx.TensorProto
+
+    def stump(K, ids, nodes, weights):
+        kw = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+                  nodes_featureids=[0, 0, 0], nodes_values=[0.0, 0.0, 0.0], nodes_truenodeids=[1, 0, 0],
+                  nodes_falsenodeids=[2, 0, 0], target_treeids=[0] * len(ids), target_nodeids=nodes,
+                  target_ids=ids, target_weights=weights, n_targets=K)
+        g = helper.make_graph([helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **kw)], "g",
+                              [helper.make_tensor_value_info("X", T.FLOAT, [None, 1])],
+                              [helper.make_tensor_value_info("Y", T.FLOAT, [None, K])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+        m.ir_version = 8
+        return m
+
+    _refused(workdir, stump(1, [0, 0, 0], [1, 1, 2], [1.0, 0.5, 2.0]), "one-target-two-weights",
+             "tree 0 node 1", "2 weights")
+    m = stump(2, [0, 0, 1, 0], [1, 1, 1, 2], [1.0, 0.5, 0.25, 2.0])
+    path = workdir / "two-target-two-weights.onnx"
+    path.write_bytes(m.SerializeToString())
+    X = np.array([[-1.0], [1.0], [np.nan]], np.float32)
+    data = workdir / "two-weights.csv"
+    H.write_csv(data, X)
+    got = score_cli(path, data, len(X), 2, "naive")
+    want = np.asarray(_session(m.SerializeToString()).run(None, {"X": X})[0], np.float64)
+    H.assert_exact(got.ravel(), want.ravel(), what="two targets, a leaf with two weights for target 0")
