@@ -421,7 +421,10 @@ static ts_status attr_numbers(ox *c, const gnode *n, const char *name, double **
     char tn[96];
     snprintf(tn, sizeof tn, "%s_as_tensor", name);
     int p1 = 0, p2 = 0, dt = 0;
+    tspb_msg twin;
     TS_TRY(attr_list(c, n, name, 7, TSPB_S_FLOAT, NULL, out, cnt, &p1));
+    if (p1 && attr(c, n, tn, &twin) > 0) /* ONNX Runtime refuses the model too */
+        return fail(c, TS_ERR_INVALID_MODEL, "both %s and %s (one of them only)", name, tn);
     if (p1) {
         *present = 1;
         return TS_OK;

@@ -777,3 +777,28 @@ def test_onnx_one_target_leaf_with_two_weights(workdir):
     got = score_cli(path, data, len(X), 2, "naive")
     want = np.asarray(_session(m.SerializeToString()).run(None, {"X": X})[0], np.float64)
     H.assert_exact(got.ravel(), want.ravel(), what="two targets, a leaf with two weights for target 0")
+
+
+def test_onnx_attribute_and_tensor_both_refused(workdir):
+    """nodes_values and nodes_values_as_tensor (or target_weights / base_values with their
+    _as_tensor twins) given together: ONNX Runtime refuses the model (one of them only);
+    treescore silently used the plain one (threshold 0.5, not the tensor's 0.3)."""
+    T = onnx.TensorProto
+    base = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+                nodes_featureids=[0, 0, 0], nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+                target_treeids=[0, 0], target_nodeids=[1, 2], target_ids=[0, 0], n_targets=1)
+    dt = lambda n, v: helper.make_tensor(n, T.DOUBLE, [len(v)], v)  # noqa: E731
+    for name, extra in [("nodes_values", dict(nodes_values=[0.5, 0, 0], nodes_values_as_tensor=dt("v", [0.3, 0, 0]),
+                                              target_weights=[1.0, 2.0])),
+                        ("target_weights", dict(nodes_values=[0.5, 0, 0], target_weights=[1.0, 2.0],
+                                                target_weights_as_tensor=dt("w", [4.0, 8.0]))),
+                        ("base_values", dict(nodes_values=[0.5, 0, 0], target_weights=[1.0, 2.0], base_values=[0.5],
+                                             base_values_as_tensor=dt("b", [0.25])))]:
+        node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **base, **extra)
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", T.FLOAT, [None, 1])],
+                              [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+        m.ir_version = 8
+        with pytest.raises(Exception):
+            _session(m.SerializeToString())
+        _refused(workdir, m, f"both-{name}", f"both {name} and {name}_as_tensor")
