@@ -1,4 +1,5 @@
 /* model_onnx.c: loader for ONNX-ML tree ensembles (TreeEnsembleRegressor / TreeEnsembleClassifier of ai.onnx.ml 1 and 3, TreeEnsemble of ai.onnx.ml 5), built through the model builder. */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1293,11 +1294,31 @@ static ts_status check_forest(ox *c) {
     return st;
 }
 
+/* ONNX Runtime sums float input's scores in float32: where |base| + the sum of every
+ * |weight| of an output can pass FLT_MAX (less a margin for float32 rounding), a row may
+ * come out inf there and finite in treescore's double sum. Refused (no real model comes
+ * near). */
+static ts_status check_float_sum(ox *c) {
+    const ens *e = &c->e;
+    if (c->x_type != 1) return TS_OK;
+    for (uint32_t k = 0; k < e->K; k++) {
+        double bound = fabs(e->base[k]);
+        for (size_t w = 0; w < e->w_off[e->n_x]; w++)
+            if (e->w_tgt[w] == (int64_t)k || e->K == 1) bound += fabs(e->w_val[w]);
+        if (bound > 0.999 * FLT_MAX)
+            return fail(c, TS_ERR_UNSUPPORTED, "output %u: its base value and leaf weights add up to %.6g in magnitude, "
+                        "past float32's range: ONNX Runtime sums float input in float32 and can reach inf where "
+                        "treescore's double sum does not; not supported", k, bound);
+    }
+    return TS_OK;
+}
+
 static ts_status build(ox *c, ts_model **out) {
     ens *e = &c->e;
     ts_status st;
     TS_TRY(fold_eq_chains(c));
     TS_TRY(check_forest(c));
+    TS_TRY(check_float_sum(c));
     int64_t nf = e->max_feature + 1;
     if (c->in_width > 0) {
         if (e->max_feature >= c->in_width)

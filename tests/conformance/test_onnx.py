@@ -802,3 +802,34 @@ def test_onnx_attribute_and_tensor_both_refused(workdir):
         with pytest.raises(Exception):
             _session(m.SerializeToString())
         _refused(workdir, m, f"both-{name}", f"both {name} and {name}_as_tensor")
+
+
+def test_onnx_float_sum_overflow_refused(workdir):
+    """ONNX Runtime sums float input's weights in float32: weights whose sum can pass
+    FLT_MAX come out inf there (3e38 + 3e38), finite (6e38) in treescore's double sum;
+    such a model is refused. The same weights as doubles (double input) load."""
+    T = onnx.TensorProto
+
+    def model(x_type):
+        dt = x_type
+        kw = dict(nodes_treeids=[0, 0, 0, 1], nodes_nodeids=[0, 1, 2, 0],
+                  nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF", "LEAF"], nodes_featureids=[0] * 4,
+                  nodes_truenodeids=[1, 0, 0, 0], nodes_falsenodeids=[2, 0, 0, 0],
+                  nodes_values_as_tensor=helper.make_tensor("v", dt, [4], [0.5, 0, 0, 0]),
+                  target_treeids=[0, 0, 1], target_nodeids=[1, 2, 0], target_ids=[0, 0, 0],
+                  target_weights_as_tensor=helper.make_tensor("w", dt, [3], [3e38, -3e38, 3e38]), n_targets=1)
+        node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **kw)
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", x_type, [None, 1])],
+                              [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+        m.ir_version = 8
+        return m
+
+    m = model(T.FLOAT)
+    X = np.array([[0.25], [0.75]], np.float32)
+    assert np.isinf(_session(m.SerializeToString()).run(None, {"X": X})[0][0, 0])
+    _refused(workdir, m, "float-overflow", "float32", "inf")
+    path = workdir / "double-big.onnx"
+    path.write_bytes(model(T.DOUBLE).SerializeToString())
+    p = H.run_cli(["info", "-m", path])
+    assert p.returncode == 0, p.stderr
