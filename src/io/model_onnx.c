@@ -1565,6 +1565,10 @@ static ts_status walk(ox *c, ts_model **out) {
         else if (outputs_skip_add(c))
             st = fail(c, TS_ERR_UNSUPPORTED, "a graph output holds the scores without the Add of a constant that "
                       "another node applies (which scores are meant is ambiguous)");
+        else if (e->binary)
+            st = fail(c, TS_ERR_UNSUPPORTED, "an Add to the scores of a two-class classifier scored as one column "
+                      "(ONNX Runtime adds it to both columns it writes, [1 - s, s] or [-s, s], which no one score "
+                      "gives)");
         else if (c->n_add != 1 && c->n_add != e->K)
             st = fail(c, TS_ERR_UNSUPPORTED, "an Add of %zu values to %u scores", c->n_add, e->K);
         else

@@ -833,3 +833,34 @@ def test_onnx_float_sum_overflow_refused(workdir):
     path.write_bytes(model(T.DOUBLE).SerializeToString())
     p = H.run_cli(["info", "-m", path])
     assert p.returncode == 0, p.stderr
+
+
+def test_onnx_add_after_one_column_binary_refused(workdir):
+    """A two-class classifier with class-0 weights only is one score s, written by ONNX
+    Runtime as [1 - s, s] (or [-s, s]); an Add of c after it adds c to both columns,
+    [1 - s + c, s + c], which no one score gives: treescore folded c into s and wrote
+    [1 - s - c, s + c] (0.25 where ONNX Runtime wrote 0.75). Refused; the same Add after
+    a two-column classifier (both classes weighted) loads."""
+    T = onnx.TensorProto
+
+    def model(pairs):
+        kw = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+                  nodes_featureids=[0, 0, 0], nodes_values=[0.0, 0.0, 0.0], nodes_truenodeids=[1, 0, 0],
+                  nodes_falsenodeids=[2, 0, 0], class_treeids=[0] * len(pairs), class_nodeids=[p[0] for p in pairs],
+                  class_ids=[p[1] for p in pairs], class_weights=[p[2] for p in pairs], post_transform="NONE",
+                  classlabels_int64s=[0, 1])
+        nodes = [helper.make_node("TreeEnsembleClassifier", ["X"], ["L", "P"], domain="ai.onnx.ml", **kw),
+                 helper.make_node("Add", ["P", "c"], ["Q"])]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", T.FLOAT, [None, 1])],
+                              [helper.make_tensor_value_info("L", T.INT64, [None]),
+                               helper.make_tensor_value_info("Q", T.FLOAT, [None, 2])],
+                              [numpy_helper.from_array(np.array([0.25], np.float32), "c")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+        m.ir_version = 8
+        return m
+
+    _refused(workdir, model([(1, 0, 0.5), (2, 0, 0.75)]), "add-binary", "Add", "one column")
+    path = workdir / "add-two-columns.onnx"
+    path.write_bytes(model([(1, 0, 0.5), (2, 0, 0.75), (1, 1, 0.125), (2, 1, 0.25)]).SerializeToString())
+    p = H.run_cli(["info", "-m", path])
+    assert p.returncode == 0, p.stderr
