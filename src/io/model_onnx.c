@@ -889,10 +889,20 @@ static ts_status read_v5(ox *c, const gnode *n) {
     TRY(attr_list(c, n, "nodes_missing_value_tracks_true", 8, TSPB_S_VARINT, &mt, NULL, &nmt, &p));
     TRY(attr_list(c, n, "tree_roots", 8, TSPB_S_VARINT, &roots, NULL, &nr, &p));
     TRY(attr_list(c, n, "leaf_targetids", 8, TSPB_S_VARINT, &lt, NULL, &nlt, &p));
+    /* splits, weights and members have the input's type (the spec; ONNX Runtime refuses
+     * any other): read another way, a double split would meet float rows */
+#define SAME_TYPE(name)                                                                                          \
+    if (p && dt != c->x_type)                                                                                   \
+        TRY(fail(c, TS_ERR_INVALID_MODEL, "TreeEnsemble: %s has element type %d, not the input's %d (the spec "   \
+                 "requires the input's type)", name, dt, c->x_type))
     TRY(attr_tensor(c, n, "nodes_splits", &splits, &ns, &dt, &p));
+    SAME_TYPE("nodes_splits");
     TRY(attr_tensor(c, n, "nodes_modes", &modes, &nm, &dt, &p));
     TRY(attr_tensor(c, n, "leaf_weights", &lw, &nlw, &dt, &p));
+    SAME_TYPE("leaf_weights");
     TRY(attr_tensor(c, n, "membership_values", &mem, &nmem, &dt, &p));
+    SAME_TYPE("membership_values");
+#undef SAME_TYPE
     size_t N = nfe;
     if (N == 0 || nr == 0) TRY(fail(c, TS_ERR_INVALID_MODEL, "TreeEnsemble without nodes or tree_roots"));
     if (ntn != N || nfn != N || ntl != N || nfl != N || ns != N || nm != N || (nmt && nmt != N))

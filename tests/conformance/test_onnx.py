@@ -864,3 +864,38 @@ def test_onnx_add_after_one_column_binary_refused(workdir):
     path.write_bytes(model([(1, 0, 0.5), (2, 0, 0.75), (1, 1, 0.125), (2, 1, 0.25)]).SerializeToString())
     p = H.run_cli(["info", "-m", path])
     assert p.returncode == 0, p.stderr
+
+
+def test_onnx_v5_tensor_type_must_match_input(workdir):
+    """Opset 5's nodes_splits, leaf_weights and membership_values must have the input's
+    element type (the spec; ONNX Runtime refuses the model otherwise). treescore read
+    such a file its own way (double splits compared with float rows): refused, naming
+    the attribute."""
+    T = onnx.TensorProto
+
+    def v5(xt, st, wt, mt=None):
+        attrs = dict(nodes_modes=helper.make_tensor("m", T.UINT8, [1], [0 if mt is None else MEMBER]),
+                     nodes_featureids=[0], nodes_splits=helper.make_tensor("s", st, [1], [0.5]),
+                     nodes_truenodeids=[0], nodes_trueleafs=[1], nodes_falsenodeids=[1], nodes_falseleafs=[1],
+                     leaf_targetids=[0, 0], leaf_weights=helper.make_tensor("w", wt, [2], [1.0, 2.0]),
+                     tree_roots=[0], n_targets=1, aggregate_function=1, post_transform=0)
+        if mt is not None:
+            attrs["membership_values"] = helper.make_tensor("mv", mt, [2], [1.0, np.nan])
+        g = helper.make_graph([helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attrs)], "g",
+                              [helper.make_tensor_value_info("X", xt, [None, 1])],
+                              [helper.make_tensor_value_info("Y", xt, [None, 1])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+        m.ir_version = 10
+        return m
+
+    F, D = T.FLOAT, T.DOUBLE
+    for i, (args, attr) in enumerate([((F, D, F), "nodes_splits"), ((D, F, D), "nodes_splits"),
+                                      ((F, F, D), "leaf_weights"), ((D, D, F), "leaf_weights"),
+                                      ((F, F, F, D), "membership_values"), ((D, D, D, F), "membership_values")]):
+        m = v5(*args)
+        with pytest.raises(Exception):
+            _session(m.SerializeToString())
+        _refused(workdir, m, f"v5-type-{i}", attr, "the input's")
+    p = workdir / "v5-type-ok.onnx"
+    p.write_bytes(v5(D, D, D, D).SerializeToString())
+    assert H.run_cli(["info", "-m", p]).returncode == 0
