@@ -1,4 +1,5 @@
 /* model_onnx.c: loader for ONNX-ML tree ensembles (TreeEnsembleRegressor / TreeEnsembleClassifier of ai.onnx.ml 1 and 3, TreeEnsemble of ai.onnx.ml 5), built through the model builder. */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,7 +36,8 @@
  *     leaves (nodes_trueleafs / falseleafs) index leaf_targetids / leaf_weights; a root
  *     whose two children are the same leaf is a one-leaf tree.
  *   - score k = base_k + sum over trees (in order) of the weights of the leaf reached for
- *     k (SUM); AVERAGE divides the sum by the number of trees, then adds base_k.
+ *     k (SUM); AVERAGE divides the sum by the number of trees, then adds base_k. base_k
+ *     only where the row's leaves hold an entry for k (check_untouched refuses the rest).
  * The forest is built through the model builder (ts_model_builder_*): LEQ/LT/GTE/GT map
  * to its comparisons with missing_left = missing_value_tracks_true; EQ is "x <= t and
  * not x < t" (two builder nodes, the false subtree copied), NEQ its negation (NaN to the
@@ -81,6 +83,7 @@ typedef struct value {
     int dtype;     /* K_X: 1 float, 11 double */
     tspb_msg t;    /* K_CONST: the tensor */
     int added;     /* K_SCORE / K_OTHER: computed through the Add of a constant */
+    int f32;       /* K_X: rounded to float32 on the way (a float graph input, a Cast to float) */
 } value;
 
 /* A tree ensemble in one form: nodes (internal and leaves) by index, roots, leaf weights. */
@@ -121,7 +124,9 @@ typedef struct ox {
     size_t n_vals;
     int in_dtype;        /* the graph input's element type */
     int64_t in_width;    /* its second dimension, or -1 */
-    int x_type;          /* what reaches the tree: 1 float, 11 double */
+    int x_type;          /* what reaches the tree: 1 float, 11 double (its thresholds' type) */
+    int x_f32;           /* the tree's x went through float32 (graph input or a Cast): rows are
+                            rounded to float32 even where the tree compares doubles */
     ens e;
     double *add;         /* the constant an Add puts on the scores */
     size_t n_add;
@@ -417,7 +422,10 @@ static ts_status attr_numbers(ox *c, const gnode *n, const char *name, double **
     char tn[96];
     snprintf(tn, sizeof tn, "%s_as_tensor", name);
     int p1 = 0, p2 = 0, dt = 0;
+    tspb_msg twin;
     TS_TRY(attr_list(c, n, name, 7, TSPB_S_FLOAT, NULL, out, cnt, &p1));
+    if (p1 && attr(c, n, tn, &twin) > 0) /* ONNX Runtime refuses the model too */
+        return fail(c, TS_ERR_INVALID_MODEL, "both %s and %s (one of them only)", name, tn);
     if (p1) {
         *present = 1;
         return TS_OK;
@@ -439,7 +447,7 @@ static ts_status add_value(ox *c, span name, int kind, int dtype, tspb_msg t) {
     value *v = realloc(c->vals, (c->n_vals + 1) * sizeof *v);
     if (!v) return oom(c);
     c->vals = v;
-    value nv = {name, kind, dtype, t, 0};
+    value nv = {name, kind, dtype, t, 0, 0};
     c->vals[c->n_vals++] = nv;
     return TS_OK;
 }
@@ -585,6 +593,61 @@ static ts_status set_weights(ox *c, const size_t *node_of, const int64_t *tgt, c
     }
     free(fill);
     return TS_OK;
+}
+
+/* ONNX Runtime adds base value k only to the rows whose leaves carry a weight for output
+ * k (an entry, even of weight 0): for the others it writes 0, and a two-class classifier
+ * whose row has no class 1 entry gets [1, 0] (or unset memory). treescore adds the base to
+ * every row, so a model where some row may miss output k is refused when that matters:
+ * a nonzero base value for k (regressors, one- and two-column classifiers), or class 1 of
+ * a two-column classifier. A row surely gets an entry for k when some tree has one at
+ * every leaf (its node range [roots[r], roots[r + 1]), unreachable leaves included). */
+static ts_status check_untouched(ox *c, int classifier, int64_t K) {
+    ens *e = &c->e;
+    uint32_t cols = e->K;
+    int two = classifier && K == 2 && cols == 2, multi = classifier && K > 2;
+    if (multi) return TS_OK; /* ONNX Runtime adds every base value there */
+    uint8_t *always = calloc(cols, 1);
+    size_t *stamp = malloc(cols * sizeof *stamp), *cnt = calloc(cols, sizeof *cnt);
+    if (!always || !stamp || !cnt) {
+        free(always), free(stamp), free(cnt);
+        return oom(c);
+    }
+    for (uint32_t k = 0; k < cols; k++) stamp[k] = (size_t)-1;
+    for (size_t r = 0; r < e->n_roots; r++) {
+        size_t lo = e->roots[r], hi = r + 1 < e->n_roots ? e->roots[r + 1] : e->n_x, leaves = 0;
+        for (size_t i = lo; i < hi; i++) {
+            if (e->x[i].mode != M_LEAF) continue;
+            leaves++;
+            for (size_t w = e->w_off[i]; w < e->w_off[i + 1]; w++) {
+                size_t k = (size_t)e->w_tgt[w];
+                if (stamp[k] != i) { /* one count per leaf and output */
+                    if (stamp[k] == (size_t)-1 || stamp[k] < lo) cnt[k] = 0;
+                    stamp[k] = i;
+                    cnt[k]++;
+                }
+            }
+        }
+        for (size_t i = lo; i < hi; i++)
+            if (e->x[i].mode == M_LEAF)
+                for (size_t w = e->w_off[i]; w < e->w_off[i + 1]; w++)
+                    if (cnt[e->w_tgt[w]] == leaves) always[e->w_tgt[w]] = 1;
+    }
+    ts_status st = TS_OK;
+    for (uint32_t k = 0; k < cols && st == TS_OK; k++) {
+        if (always[k]) continue;
+        const char *what = classifier ? "class" : "target";
+        if (e->base[k] != 0)
+            st = fail(c, TS_ERR_UNSUPPORTED, "a row can reach only leaves without a weight for %s %u (no tree weighs it "
+                      "at every leaf) while its base value is %.9g: ONNX Runtime then writes 0, not the base value, "
+                      "for that row; not supported", what, k, e->base[k]);
+        else if (two && k == 1)
+            st = fail(c, TS_ERR_UNSUPPORTED, "a two-class classifier where a row can reach only leaves without a weight "
+                      "for class 1 (no tree weighs it at every leaf): ONNX Runtime then writes [1, 0] (or unset values) "
+                      "for that row, not the scores; not supported");
+    }
+    free(always), free(stamp), free(cnt);
+    return st;
 }
 
 static ts_status read_v3(ox *c, const gnode *n, int classifier) {
@@ -765,6 +828,14 @@ static ts_status read_v3(ox *c, const gnode *n, int classifier) {
         if (st != TS_OK) goto done;
     }
     TRY(set_weights(c, node_of, a.w_ids, a.weights, a.n_w));
+    /* ONNX Runtime (1.32) sums a leaf's weights for several targets or classes, but with
+     * one it takes the leaf's first weight only (the spec sums): refused */
+    if (K == 1)
+        for (size_t j = 0; j < e->n_x; j++)
+            if (e->w_off[j + 1] - e->w_off[j] > 1)
+                TRY(fail(c, TS_ERR_UNSUPPORTED, "tree %lld node %lld: a leaf with %zu weights for the one %s (ONNX "
+                         "Runtime takes the first, the spec sums them): not supported", (long long)a.treeids[j],
+                         (long long)a.nodeids[j], e->w_off[j + 1] - e->w_off[j], classifier ? "class" : "target"));
     /* outputs and base values */
     e->binary = 0;
     int used1 = 0, all_pos = 1;
@@ -793,6 +864,7 @@ static ts_status read_v3(ox *c, const gnode *n, int classifier) {
     }
     if (cols == 1)
         for (size_t i = 0; i < a.n_w; i++) e->w_tgt[i] = 0; /* only class 0: the one column */
+    TRY(check_untouched(c, classifier, K));
 done:
 #undef TRY
     free(node_of);
@@ -817,10 +889,20 @@ static ts_status read_v5(ox *c, const gnode *n) {
     TRY(attr_list(c, n, "nodes_missing_value_tracks_true", 8, TSPB_S_VARINT, &mt, NULL, &nmt, &p));
     TRY(attr_list(c, n, "tree_roots", 8, TSPB_S_VARINT, &roots, NULL, &nr, &p));
     TRY(attr_list(c, n, "leaf_targetids", 8, TSPB_S_VARINT, &lt, NULL, &nlt, &p));
+    /* splits, weights and members have the input's type (the spec; ONNX Runtime refuses
+     * any other): read another way, a double split would meet float rows */
+#define SAME_TYPE(name)                                                                                          \
+    if (p && dt != c->x_type)                                                                                   \
+        TRY(fail(c, TS_ERR_INVALID_MODEL, "TreeEnsemble: %s has element type %d, not the input's %d (the spec "   \
+                 "requires the input's type)", name, dt, c->x_type))
     TRY(attr_tensor(c, n, "nodes_splits", &splits, &ns, &dt, &p));
+    SAME_TYPE("nodes_splits");
     TRY(attr_tensor(c, n, "nodes_modes", &modes, &nm, &dt, &p));
     TRY(attr_tensor(c, n, "leaf_weights", &lw, &nlw, &dt, &p));
+    SAME_TYPE("leaf_weights");
     TRY(attr_tensor(c, n, "membership_values", &mem, &nmem, &dt, &p));
+    SAME_TYPE("membership_values");
+#undef SAME_TYPE
     size_t N = nfe;
     if (N == 0 || nr == 0) TRY(fail(c, TS_ERR_INVALID_MODEL, "TreeEnsemble without nodes or tree_roots"));
     if (ntn != N || nfn != N || ntl != N || nfl != N || ns != N || nm != N || (nmt && nmt != N))
@@ -1222,11 +1304,31 @@ static ts_status check_forest(ox *c) {
     return st;
 }
 
+/* ONNX Runtime sums float input's scores in float32: where |base| + the sum of every
+ * |weight| of an output can pass FLT_MAX (less a margin for float32 rounding), a row may
+ * come out inf there and finite in treescore's double sum. Refused (no real model comes
+ * near). */
+static ts_status check_float_sum(ox *c) {
+    const ens *e = &c->e;
+    if (c->x_type != 1) return TS_OK;
+    for (uint32_t k = 0; k < e->K; k++) {
+        double bound = fabs(e->base[k]);
+        for (size_t w = 0; w < e->w_off[e->n_x]; w++)
+            if (e->w_tgt[w] == (int64_t)k || e->K == 1) bound += fabs(e->w_val[w]);
+        if (bound > 0.999 * FLT_MAX)
+            return fail(c, TS_ERR_UNSUPPORTED, "output %u: its base value and leaf weights add up to %.6g in magnitude, "
+                        "past float32's range: ONNX Runtime sums float input in float32 and can reach inf where "
+                        "treescore's double sum does not; not supported", k, bound);
+    }
+    return TS_OK;
+}
+
 static ts_status build(ox *c, ts_model **out) {
     ens *e = &c->e;
     ts_status st;
     TS_TRY(fold_eq_chains(c));
     TS_TRY(check_forest(c));
+    TS_TRY(check_float_sum(c));
     int64_t nf = e->max_feature + 1;
     if (c->in_width > 0) {
         if (e->max_feature >= c->in_width)
@@ -1297,7 +1399,9 @@ static ts_status build(ox *c, ts_model **out) {
         t.values = m.vals;
         t.n_values = nv;
         t.output = nv == 1 ? (uint32_t)(target < 0 ? 0 : target) : 0;
-        t.input = c->x_type == 11 ? TS_INPUT_FLOAT64 : TS_INPUT_FLOAT32;
+        /* the builder's float32 input rounds x to float, then compares with the double
+         * threshold: a double tree whose x went through float32 */
+        t.input = c->x_type == 11 && !c->x_f32 ? TS_INPUT_FLOAT64 : TS_INPUT_FLOAT32;
         if (m.n_sets) {
             t.category_set = m.cset;
             t.category_words = m.words;
@@ -1375,6 +1479,7 @@ static ts_status walk(ox *c, ts_model **out) {
             if (ka != K_X || n_in != 1) return refuse_node(c, n, i, "its input is not the graph's input (through Cast or Identity)");
             have_tree = 1;
             c->x_type = a->dtype;
+            c->x_f32 = a->f32;
             if (is_op(c, n, "TreeEnsemble")) {
                 if (c->opset_ml < 5) c->opset_ml = 5;
                 st = read_v5(c, n);
@@ -1396,7 +1501,9 @@ static ts_status walk(ox *c, ts_model **out) {
             is_op(c, n, "Unsqueeze")) {
             if (!is_op(c, n, "Identity") && ka == K_X) return refuse_node(c, n, i, "a reshape of the input");
             if (ka == K_NONE || n_out != 1) return refuse_node(c, n, i, "its input is not understood");
+            int f32 = a->f32;
             TS_TRY(add_value(c, outs[0], ka, a->dtype, a->t));
+            c->vals[c->n_vals - 1].f32 = f32;
         } else if (is_op(c, n, "Cast")) {
             int64_t to = 0;
             int p;
@@ -1405,8 +1512,11 @@ static ts_status walk(ox *c, ts_model **out) {
             if (ka == K_X) {
                 if (to != 1 && to != 11) return refuse_node(c, n, i, "a cast of the input to a type other than float or double");
                 /* double -> float rounds as the scorer's double rows are rounded; float ->
-                 * double is exact; double -> float -> double is float input */
+                 * double is exact, so a float that is cast to double (a float graph input,
+                 * double -> float -> double) is float input to double thresholds */
+                int f32 = a->f32 || to == 1;
                 TS_TRY(add_value(c, outs[0], K_X, (int)to, a->t));
+                c->vals[c->n_vals - 1].f32 = f32;
             } else if (ka == K_SCORE) {
                 if (to != 1 && to != 11) return refuse_node(c, n, i, "a cast of the scores to a type other than float or double");
                 TS_TRY(add_value(c, outs[0], K_SCORE, 0, a->t));
@@ -1465,6 +1575,10 @@ static ts_status walk(ox *c, ts_model **out) {
         else if (outputs_skip_add(c))
             st = fail(c, TS_ERR_UNSUPPORTED, "a graph output holds the scores without the Add of a constant that "
                       "another node applies (which scores are meant is ambiguous)");
+        else if (e->binary)
+            st = fail(c, TS_ERR_UNSUPPORTED, "an Add to the scores of a two-class classifier scored as one column "
+                      "(ONNX Runtime adds it to both columns it writes, [1 - s, s] or [-s, s], which no one score "
+                      "gives)");
         else if (c->n_add != 1 && c->n_add != e->K)
             st = fail(c, TS_ERR_UNSUPPORTED, "an Add of %zu values to %u scores", c->n_add, e->K);
         else
@@ -1519,6 +1633,7 @@ static ts_status read_graph(ox *c) {
         c->in_dtype = et;
         c->in_width = w;
         TS_TRY(add_value(c, nm, K_X, et, none));
+        c->vals[c->n_vals - 1].f32 = et == 1;
     }
     if (n_x == 0) return fail(c, TS_ERR_INVALID_MODEL, "the graph has no input");
     it = c->graph;

@@ -1,4 +1,5 @@
 /* model_xgboost.c: loader for XGBoost JSON models (save_model("m.json"), versions 1.x to 3.x) and of their UBJSON form. */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -850,6 +851,33 @@ static ts_status set_base_score(xgb_ctx *c) {
     return TS_OK;
 }
 
+/* XGBoost adds the base score and every tree's leaf in float32; treescore in double.
+ * Where |base| + the sum over the trees of their largest |weight * leaf| can pass
+ * FLT_MAX (less a margin for float32 rounding), XGBoost's margin may be inf where
+ * treescore's is finite: refused (no trained model comes near). */
+static ts_status check_float32_range(xgb_ctx *c) {
+    const ts_model *m = c->m;
+    uint32_t K = m->n_outputs > 1 ? m->n_outputs : 1;
+    for (uint32_t k = 0; k < K; k++) {
+        double bound = fabs(m->output_base ? m->output_base[k] : m->base_score);
+        size_t byte = 0;
+        for (uint32_t t = 0; t < m->n_trees; t++) {
+            const tsm_tree *tr = &m->trees[t];
+            if (tr->output != k) continue;
+            if (!byte && t < c->tree_byte_cap) byte = c->tree_byte[t];
+            double big = 0;
+            for (uint32_t l = 0; l < tr->n_leaves; l++) big = fmax(big, fabs(tr->weight * tr->leaf_values[l]));
+            bound += big;
+        }
+        if (bound > 0.999 * FLT_MAX)
+            return tsj_fail_at(&c->p, TS_ERR_UNSUPPORTED, byte, "output %u: the base score and the trees' "
+                               "largest leaves add up to %.6g in magnitude, past float32's range: XGBoost sums the "
+                               "margin in float32 and can reach inf where treescore's double sum does not; not "
+                               "supported", k, bound);
+    }
+    return TS_OK;
+}
+
 static ts_status finish(xgb_ctx *c) {
     TS_TRY(check_booster(c));
     long long k = c->num_class > 1 ? c->num_class : c->num_target > 1 ? c->num_target : 1;
@@ -862,6 +890,7 @@ static ts_status finish(xgb_ctx *c) {
                  "treescore: warning: %s: feature_names lists %u names but num_feature is %lld: the names are "
                  "ignored (no header check)", c->name, c->m->n_feature_names, c->num_feature);
     TS_TRY(set_base_score(c));
+    TS_TRY(check_float32_range(c));
     memcpy(c->m->objective, c->objective, sizeof c->m->objective);
     c->m->objective[sizeof c->m->objective - 1] = '\0';
     return tsio_finish_located(c->m, c->name, c->p.data, c->p.size, c->tree_byte, c->err);

@@ -637,3 +637,265 @@ def test_onnx_add_refusals(workdir):
     m = _cast_model()
     m.graph.output.append(helper.make_tensor_value_info("raw", onnx.TensorProto.FLOAT, [None, 2]))
     _refused(workdir, m, "add-both", "a graph output holds the scores without the Add")
+
+
+def _unweighted_leaf_model(pairs, base, n_classes=None, post="NONE"):
+    """One stump x0 <= 0 (node 1 true, node 2 false) whose leaves carry the (leaf, id,
+    weight) triples `pairs`: a leaf without a triple for an output leaves that output
+    untouched for the rows reaching it. A TreeEnsembleClassifier of n_classes classes,
+    else a TreeEnsembleRegressor of 2 targets."""
+    T = onnx.TensorProto
+    pre = "class" if n_classes else "target"
+    kw = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+              nodes_featureids=[0, 0, 0], nodes_values=[0.0, 0.0, 0.0], nodes_truenodeids=[1, 0, 0],
+              nodes_falsenodeids=[2, 0, 0], post_transform=post, **{
+                  f"{pre}_treeids": [0] * len(pairs), f"{pre}_nodeids": [p[0] for p in pairs],
+                  f"{pre}_ids": [p[1] for p in pairs], f"{pre}_weights": [p[2] for p in pairs]})
+    if base is not None:
+        kw["base_values"] = base
+    if n_classes:
+        kw["classlabels_int64s"] = list(range(n_classes))
+        node = helper.make_node("TreeEnsembleClassifier", ["X"], ["L", "P"], domain="ai.onnx.ml", **kw)
+        outs = [helper.make_tensor_value_info("L", T.INT64, [None]),
+                helper.make_tensor_value_info("P", T.FLOAT, [None, n_classes])]
+    else:
+        node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=2, **kw)
+        outs = [helper.make_tensor_value_info("Y", T.FLOAT, [None, 2])]
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", T.FLOAT, [None, 1])], outs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    m.ir_version = 8
+    return m
+
+
+def test_onnx_unweighted_leaf_refusals(workdir):
+    """ONNX Runtime adds a base value only to the outputs that a row's leaves carry a
+    weight for (an untouched output is 0, not its base value), and a two-class
+    classifier's row whose leaves weigh no class 1 gets [1, 0] (or, with a base value,
+    uninitialized memory). treescore added the base regardless (0.2 where ONNX Runtime
+    wrote 0.0): such models are refused, the ones where every row is weighted load."""
+    # regressor: target 0 weighted on leaf 1 only, base 0.2
+    _refused(workdir, _unweighted_leaf_model([(1, 0, 0.5), (1, 1, 0.25), (2, 1, 0.75)], [0.2, 0.4]), "reg-untouched",
+             "target 0", "base value")
+    # two classes, one base value: class 0 never weighted (ONNX Runtime: 0.0 for class 0)
+    _refused(workdir, _unweighted_leaf_model([(1, 1, 0.25), (2, 1, 0.75)], [0.2], 2), "bin-untouched0",
+             "class 0", "base value")
+    # two classes: class 1 missing from leaf 2 (ONNX Runtime: [1, 0] for its rows)
+    _refused(workdir, _unweighted_leaf_model([(1, 1, 0.5)], None, 2), "bin-untouched1", "class 1")
+    # one column (class 0 weights only), base value, leaf 2 unweighted
+    _refused(workdir, _unweighted_leaf_model([(1, 0, 0.5)], [0.2], 2), "bin1-untouched", "class 0", "base value")
+    # loads, and equals ONNX Runtime: every leaf weighted, or base 0 where not, or > 2 classes
+    X = np.array([[-1.0], [1.0], [0.0], [np.nan]], np.float32)
+    ok = [([(1, 0, 0.5), (2, 0, 0.0), (1, 1, 0.25), (2, 1, 0.75)], [0.2, 0.4], None),
+          ([(1, 0, 0.5), (1, 1, 0.25), (2, 1, 0.75)], [0.0, 0.4], None),
+          ([(1, 0, 0.5), (1, 1, 0.25), (2, 1, 0.75)], None, 2),
+          ([(1, 0, -0.5), (1, 1, 0.5), (2, 1, -1.0), (2, 2, 0.5)], [0.1, 0.2, 0.3], 3)]
+    for i, (pairs, base, n_classes) in enumerate(ok):
+        m = _unweighted_leaf_model(pairs, base, n_classes)
+        path = workdir / f"weighted-{i}.onnx"
+        path.write_bytes(m.SerializeToString())
+        data = workdir / f"weighted-{i}.csv"
+        H.write_csv(data, X)
+        K = n_classes or 2
+        got = score_cli(path, data, len(X), K, "naive")
+        s = _session(m.SerializeToString())
+        want = s.run([s.get_outputs()[-1].name], {"X": X})[0]
+        # ONNX Runtime's float32 sums of these few weights are within 1e-6 of the double ones
+        np.testing.assert_allclose(got, np.asarray(want, np.float64).reshape(len(X), K), rtol=0, atol=1e-6,
+                                   err_msg=f"weighted-{i}")
+
+
+def _cast_chain_model(casts, x_type):
+    """Graph input of x_type, the given Casts in turn, then a stump "x <= 0.1" (threshold a
+    double tensor when the tree reads doubles) scoring 1 (true) or 2."""
+    T = onnx.TensorProto
+    nodes, name, t = [], "X", x_type
+    for i, to in enumerate(casts):
+        nodes.append(helper.make_node("Cast", [name], [f"c{i}"], to=to))
+        name, t = f"c{i}", to
+    kw = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+              nodes_featureids=[0, 0, 0], nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+              target_treeids=[0, 0], target_nodeids=[1, 2], target_ids=[0, 0], target_weights=[1.0, 2.0], n_targets=1)
+    if t == T.DOUBLE:
+        kw["nodes_values_as_tensor"] = helper.make_tensor("v", T.DOUBLE, [3], [0.1, 0.0, 0.0])
+    else:
+        kw["nodes_values"] = [0.1, 0.0, 0.0]
+    nodes.append(helper.make_node("TreeEnsembleRegressor", [name], ["Y"], domain="ai.onnx.ml", **kw))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", x_type, [None, 1])],
+                          [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    m.ir_version = 8
+    return m
+
+
+def test_onnx_float_cast_then_double_tree(workdir):
+    """A tree reading doubles that went through float32 on the way (a float graph input
+    cast to double; a double input cast to float and back) sees float32 values: x = 0.1
+    (double) reaches it as 0.10000000149, above the double threshold 0.1 (score 2, as
+    ONNX Runtime computes). treescore compared the double 0.1 itself (score 1)."""
+    T = onnx.TensorProto
+    X = np.array([0.1, 0.10000000149011612, np.nextafter(0.1, 0), 0.09999999, 0.2, np.nan]).reshape(-1, 1)
+    data = workdir / "cast-chain.csv"
+    H.write_csv(data, X)
+    for i, (casts, x_type) in enumerate([([T.DOUBLE], T.FLOAT), ([T.FLOAT, T.DOUBLE], T.DOUBLE)]):
+        m = _cast_chain_model(casts, x_type)
+        path = workdir / f"cast-chain-{i}.onnx"
+        path.write_bytes(m.SerializeToString())
+        Xin = X.astype(np.float32 if x_type == T.FLOAT else np.float64)
+        want = np.asarray(_session(m.SerializeToString()).run(None, {"X": Xin})[0], np.float64).ravel()
+        for engine in ("naive", "auto"):
+            got = score_cli(path, data, len(X), 1, engine).ravel()
+            H.assert_exact(got, want, what=f"cast chain {i}, {engine}")
+
+
+def test_onnx_one_target_leaf_with_two_weights(workdir):
+    """A leaf holding two target weights: ONNX Runtime 1.32 sums them when there are
+    several targets but takes only the first one listed with a single target (the spec
+    sums); treescore summed (1.5 where ONNX Runtime wrote 1.0), so a one-target ensemble
+    with such a leaf is refused, and the several-target one equals ONNX Runtime."""
+    T = onnx.TensorProto
+
+    def stump(K, ids, nodes, weights):
+        kw = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+                  nodes_featureids=[0, 0, 0], nodes_values=[0.0, 0.0, 0.0], nodes_truenodeids=[1, 0, 0],
+                  nodes_falsenodeids=[2, 0, 0], target_treeids=[0] * len(ids), target_nodeids=nodes,
+                  target_ids=ids, target_weights=weights, n_targets=K)
+        g = helper.make_graph([helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **kw)], "g",
+                              [helper.make_tensor_value_info("X", T.FLOAT, [None, 1])],
+                              [helper.make_tensor_value_info("Y", T.FLOAT, [None, K])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+        m.ir_version = 8
+        return m
+
+    _refused(workdir, stump(1, [0, 0, 0], [1, 1, 2], [1.0, 0.5, 2.0]), "one-target-two-weights",
+             "tree 0 node 1", "2 weights")
+    m = stump(2, [0, 0, 1, 0], [1, 1, 1, 2], [1.0, 0.5, 0.25, 2.0])
+    path = workdir / "two-target-two-weights.onnx"
+    path.write_bytes(m.SerializeToString())
+    X = np.array([[-1.0], [1.0], [np.nan]], np.float32)
+    data = workdir / "two-weights.csv"
+    H.write_csv(data, X)
+    got = score_cli(path, data, len(X), 2, "naive")
+    want = np.asarray(_session(m.SerializeToString()).run(None, {"X": X})[0], np.float64)
+    H.assert_exact(got.ravel(), want.ravel(), what="two targets, a leaf with two weights for target 0")
+
+
+def test_onnx_attribute_and_tensor_both_refused(workdir):
+    """nodes_values and nodes_values_as_tensor (or target_weights / base_values with their
+    _as_tensor twins) given together: ONNX Runtime refuses the model (one of them only);
+    treescore silently used the plain one (threshold 0.5, not the tensor's 0.3)."""
+    T = onnx.TensorProto
+    base = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+                nodes_featureids=[0, 0, 0], nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+                target_treeids=[0, 0], target_nodeids=[1, 2], target_ids=[0, 0], n_targets=1)
+    dt = lambda n, v: helper.make_tensor(n, T.DOUBLE, [len(v)], v)  # noqa: E731
+    for name, extra in [("nodes_values", dict(nodes_values=[0.5, 0, 0], nodes_values_as_tensor=dt("v", [0.3, 0, 0]),
+                                              target_weights=[1.0, 2.0])),
+                        ("target_weights", dict(nodes_values=[0.5, 0, 0], target_weights=[1.0, 2.0],
+                                                target_weights_as_tensor=dt("w", [4.0, 8.0]))),
+                        ("base_values", dict(nodes_values=[0.5, 0, 0], target_weights=[1.0, 2.0], base_values=[0.5],
+                                             base_values_as_tensor=dt("b", [0.25])))]:
+        node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **base, **extra)
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", T.FLOAT, [None, 1])],
+                              [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+        m.ir_version = 8
+        with pytest.raises(Exception):
+            _session(m.SerializeToString())
+        _refused(workdir, m, f"both-{name}", f"both {name} and {name}_as_tensor")
+
+
+def test_onnx_float_sum_overflow_refused(workdir):
+    """ONNX Runtime sums float input's weights in float32: weights whose sum can pass
+    FLT_MAX come out inf there (3e38 + 3e38), finite (6e38) in treescore's double sum;
+    such a model is refused. The same weights as doubles (double input) load."""
+    T = onnx.TensorProto
+
+    def model(x_type):
+        dt = x_type
+        kw = dict(nodes_treeids=[0, 0, 0, 1], nodes_nodeids=[0, 1, 2, 0],
+                  nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF", "LEAF"], nodes_featureids=[0] * 4,
+                  nodes_truenodeids=[1, 0, 0, 0], nodes_falsenodeids=[2, 0, 0, 0],
+                  nodes_values_as_tensor=helper.make_tensor("v", dt, [4], [0.5, 0, 0, 0]),
+                  target_treeids=[0, 0, 1], target_nodeids=[1, 2, 0], target_ids=[0, 0, 0],
+                  target_weights_as_tensor=helper.make_tensor("w", dt, [3], [3e38, -3e38, 3e38]), n_targets=1)
+        node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **kw)
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", x_type, [None, 1])],
+                              [helper.make_tensor_value_info("Y", T.FLOAT, [None, 1])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+        m.ir_version = 8
+        return m
+
+    m = model(T.FLOAT)
+    X = np.array([[0.25], [0.75]], np.float32)
+    assert np.isinf(_session(m.SerializeToString()).run(None, {"X": X})[0][0, 0])
+    _refused(workdir, m, "float-overflow", "float32", "inf")
+    path = workdir / "double-big.onnx"
+    path.write_bytes(model(T.DOUBLE).SerializeToString())
+    p = H.run_cli(["info", "-m", path])
+    assert p.returncode == 0, p.stderr
+
+
+def test_onnx_add_after_one_column_binary_refused(workdir):
+    """A two-class classifier with class-0 weights only is one score s, written by ONNX
+    Runtime as [1 - s, s] (or [-s, s]); an Add of c after it adds c to both columns,
+    [1 - s + c, s + c], which no one score gives: treescore folded c into s and wrote
+    [1 - s - c, s + c] (0.25 where ONNX Runtime wrote 0.75). Refused; the same Add after
+    a two-column classifier (both classes weighted) loads."""
+    T = onnx.TensorProto
+
+    def model(pairs):
+        kw = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+                  nodes_featureids=[0, 0, 0], nodes_values=[0.0, 0.0, 0.0], nodes_truenodeids=[1, 0, 0],
+                  nodes_falsenodeids=[2, 0, 0], class_treeids=[0] * len(pairs), class_nodeids=[p[0] for p in pairs],
+                  class_ids=[p[1] for p in pairs], class_weights=[p[2] for p in pairs], post_transform="NONE",
+                  classlabels_int64s=[0, 1])
+        nodes = [helper.make_node("TreeEnsembleClassifier", ["X"], ["L", "P"], domain="ai.onnx.ml", **kw),
+                 helper.make_node("Add", ["P", "c"], ["Q"])]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", T.FLOAT, [None, 1])],
+                              [helper.make_tensor_value_info("L", T.INT64, [None]),
+                               helper.make_tensor_value_info("Q", T.FLOAT, [None, 2])],
+                              [numpy_helper.from_array(np.array([0.25], np.float32), "c")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+        m.ir_version = 8
+        return m
+
+    _refused(workdir, model([(1, 0, 0.5), (2, 0, 0.75)]), "add-binary", "Add", "one column")
+    path = workdir / "add-two-columns.onnx"
+    path.write_bytes(model([(1, 0, 0.5), (2, 0, 0.75), (1, 1, 0.125), (2, 1, 0.25)]).SerializeToString())
+    p = H.run_cli(["info", "-m", path])
+    assert p.returncode == 0, p.stderr
+
+
+def test_onnx_v5_tensor_type_must_match_input(workdir):
+    """Opset 5's nodes_splits, leaf_weights and membership_values must have the input's
+    element type (the spec; ONNX Runtime refuses the model otherwise). treescore read
+    such a file its own way (double splits compared with float rows): refused, naming
+    the attribute."""
+    T = onnx.TensorProto
+
+    def v5(xt, st, wt, mt=None):
+        attrs = dict(nodes_modes=helper.make_tensor("m", T.UINT8, [1], [0 if mt is None else MEMBER]),
+                     nodes_featureids=[0], nodes_splits=helper.make_tensor("s", st, [1], [0.5]),
+                     nodes_truenodeids=[0], nodes_trueleafs=[1], nodes_falsenodeids=[1], nodes_falseleafs=[1],
+                     leaf_targetids=[0, 0], leaf_weights=helper.make_tensor("w", wt, [2], [1.0, 2.0]),
+                     tree_roots=[0], n_targets=1, aggregate_function=1, post_transform=0)
+        if mt is not None:
+            attrs["membership_values"] = helper.make_tensor("mv", mt, [2], [1.0, np.nan])
+        g = helper.make_graph([helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attrs)], "g",
+                              [helper.make_tensor_value_info("X", xt, [None, 1])],
+                              [helper.make_tensor_value_info("Y", xt, [None, 1])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+        m.ir_version = 10
+        return m
+
+    F, D = T.FLOAT, T.DOUBLE
+    for i, (args, attr) in enumerate([((F, D, F), "nodes_splits"), ((D, F, D), "nodes_splits"),
+                                      ((F, F, D), "leaf_weights"), ((D, D, F), "leaf_weights"),
+                                      ((F, F, F, D), "membership_values"), ((D, D, D, F), "membership_values")]):
+        m = v5(*args)
+        with pytest.raises(Exception):
+            _session(m.SerializeToString())
+        _refused(workdir, m, f"v5-type-{i}", attr, "the input's")
+    p = workdir / "v5-type-ok.onnx"
+    p.write_bytes(v5(D, D, D, D).SerializeToString())
+    assert H.run_cli(["info", "-m", p]).returncode == 0

@@ -1141,6 +1141,29 @@ static void test_lightgbm_json(void) {
     EXPECT_ERROR("{\"name\": \"tree\", \"tree_info\": [", TS_FORMAT_LIGHTGBM_JSON, TS_ERR_PARSE, 1, "");
 }
 
+/* XGBoost adds the base score and the trees' leaves in float32: a model whose margin can
+ * pass FLT_MAX scores inf there (3e38 + 3e38) and 6.0000000109955115e+38 in treescore's
+ * double sum. Refused; a big base alone (3e38 + 2) loads. */
+static void test_xgboost_float32_overflow(void) {
+    ts_model *m = NULL;
+    ts_error err;
+    char *a = replace(XGB_TEMPLATE, "\"[5E-1]\"", "\"[3E38]\"");
+    char *b = a ? replace(a, "\"split_conditions\":[5E-1,-1E0,2E0]", "\"split_conditions\":[5E-1,-1E0,3E38]") : NULL;
+    CHECK(b != NULL);
+    if (!b) {
+        free(a);
+        return;
+    }
+    CHECK_STATUS(ts_model_load_buffer(b, strlen(b), TS_FORMAT_XGBOOST_JSON, "big.json", &m, &err), TS_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.message, "float32") != NULL, "message: %s", err.message);
+    CHECK(m == NULL);
+    ts_model_free(m);
+    CHECK_STATUS(ts_model_load_buffer(a, strlen(a), TS_FORMAT_XGBOOST_JSON, "base.json", &m, &err), TS_OK);
+    ts_model_free(m);
+    free(a);
+    free(b);
+}
+
 int main(void) {
     RUN_TEST(test_detect);
     RUN_TEST(test_real_files_info);
@@ -1151,6 +1174,7 @@ int main(void) {
     RUN_TEST(test_errors_general);
     RUN_TEST(test_errors_lightgbm);
     RUN_TEST(test_errors_xgboost);
+    RUN_TEST(test_xgboost_float32_overflow);
     RUN_TEST(test_errors_quickrank);
     RUN_TEST(test_ranklib);
     RUN_TEST(test_lightgbm_json);
