@@ -49,3 +49,20 @@ def test_embed_builds_against_the_install(prefix, tmp_path, static):
                          text=True, timeout=20).stdout.splitlines()
     scores = [float(line) for line in out if not line.startswith("#")]
     assert len(scores) == 3, out
+
+
+def test_sdist_holds_the_sources_only(tmp_path):
+    # sdist.include's patterns were unanchored ("include", "src"): they matched at any
+    # depth and pulled .venv's site-packages/*/include and build/'s object directories in
+    build_sdist = pytest.importorskip("scikit_build_core.build").build_sdist
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        name = build_sdist(str(tmp_path))
+    finally:
+        os.chdir(cwd)
+    import tarfile
+    with tarfile.open(tmp_path / name) as tar:
+        top = {m.split("/")[1] for m in tar.getnames() if m.count("/") >= 1}
+    assert {"src", "include", "cli", "python", "CMakeLists.txt", "pyproject.toml", "treescore.pc.in"} <= top, top
+    assert not top & {".venv", "build", "bench", "data", "docs", "tests"}, top
