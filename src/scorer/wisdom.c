@@ -56,8 +56,8 @@ int tsp_wisdom_open(tsp_wisdom_file *w, int create) {
  * empty one. Any other file (TREESCORE_WISDOM set to a path of other data) is neither
  * read nor written, never truncated or compacted: a warning says so once. */
 #define WISDOM_MAGIC "treescore-wisdom-"
-/* Larger files are not read; past WISDOM_COMPACT_BYTES an append compacts the file
- * (one line per key, the newest). */
+/* Larger files are not read and the next answer replaces them; past
+ * WISDOM_COMPACT_BYTES an append compacts the file (one line per key, the newest). */
 #define WISDOM_MAX_BYTES (16u << 20)
 #define WISDOM_COMPACT_BYTES (64u << 10)
 
@@ -269,8 +269,14 @@ int tsp_wisdom_store(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engin
     int fd = tsr_open_append(f->dir.fd, f->name, WISDOM_MAGIC, why, sizeof why);
     if (fd == -2) warn_not_wisdom(f, why);
     if (fd < 0) return -1;
-    ssize_t w = write(fd, line, (size_t)n);
     struct stat st;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > WISDOM_MAX_BYTES) {
+        /* never read again (nor compacted, which reads it): appending would grow it for
+         * ever while every run plans again; a wisdom file (checked) starts afresh */
+        close(fd);
+        return tsr_replace_file(f->dir.fd, f->name, line, (size_t)n);
+    }
+    ssize_t w = write(fd, line, (size_t)n);
     int big = fstat(fd, &st) == 0 && (uint64_t)st.st_size > WISDOM_COMPACT_BYTES;
     close(fd);
     if (big) wisdom_compact(f);

@@ -169,3 +169,17 @@ def test_bad_plan_ms_is_named(ts, cache, value):
     r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
                     env=envof(cache, TREESCORE_PLAN_MS="5"))
     assert "TREESCORE_PLAN_MS" not in r.stderr, r
+
+
+def test_wisdom_too_large_starts_afresh(ts, cache):
+    """A wisdom file past 16 MiB was not read (too large to read) yet appended to on every
+    run, and never compacted (compaction reads it first): it grew without end and the
+    planner timed again on every run. It is now started afresh with the new answer."""
+    w = cache / "wisdom"
+    with open(w, "w") as f:
+        f.write("treescore-wisdom-4 old line\n" * ((17 << 20) // 28))
+    env = envof(cache)
+    ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
+    assert w.stat().st_size < 4096, w.stat().st_size
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
+    assert "wisdom:" in r.stdout, r
