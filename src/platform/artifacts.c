@@ -51,6 +51,7 @@ int tsr_open_trusted(int dirfd, const char *name, char *why, size_t size) {
     if (fd < 0) {
         int e = errno;
         snprintf(why, size, e == ELOOP ? "it is a symbolic link" : "cannot open it: %s", strerror(e));
+        errno = e;
         return e == ELOOP ? -2 : -1;
     }
     if (tsr_fd_trusted(fd, 0, why, size) != 0) {
@@ -110,6 +111,7 @@ int tsr_open_append(int dirfd, const char *name, const char *magic, char *why, s
 
 char *tsr_read_trusted(int dirfd, const char *name, size_t max_bytes, size_t *len, char *why, size_t size) {
     int fd = tsr_open_trusted(dirfd, name, why, size);
+    if (fd < 0 && errno == ENOENT) why[0] = '\0'; /* missing: nothing to say */
     if (fd < 0) return NULL;
     struct stat st;
     char *buf = NULL;

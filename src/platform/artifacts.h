@@ -94,7 +94,8 @@ int tsr_copy_into(int dirfd, const char *name, const char *src_path, unsigned mo
 int tsr_path_safe(const char *path, char *why, size_t size);
 
 /* Read a whole trusted file (tsr_open_trusted) of at most max_bytes into a malloc'd,
- * NUL-terminated buffer. NULL when missing, untrusted (why says), unreadable or larger. */
+ * NUL-terminated buffer. NULL when missing (why is ""), untrusted, unreadable or larger
+ * (why says). */
 char *tsr_read_trusted(int dirfd, const char *name, size_t max_bytes, size_t *len, char *why, size_t size);
 
 /* Integrity of cached objects

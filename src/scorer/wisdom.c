@@ -56,7 +56,7 @@ int tsp_wisdom_open(tsp_wisdom_file *w, int create) {
  * empty one. Any other file (TREESCORE_WISDOM set to a path of other data) is neither
  * read nor written, never truncated or compacted: a warning says so once. */
 #define WISDOM_MAGIC "treescore-wisdom-"
-/* Larger files are not read and the next answer replaces them; past
+/* Larger files are not read (a warning says so) and the next answer replaces them; past
  * WISDOM_COMPACT_BYTES an append compacts the file (one line per key, the newest). */
 #define WISDOM_MAX_BYTES (16u << 20)
 #define WISDOM_COMPACT_BYTES (64u << 10)
@@ -129,10 +129,21 @@ static void warn_not_wisdom(const tsp_wisdom_file *f, const char *why) {
                   f->dir.path, f->name, why);
 }
 
+/* A file that fails the trust checks (tsr_read_trusted's why), said once per process. */
+static void warn_refused(const tsp_wisdom_file *f, const char *why) {
+    static atomic_int warned;
+    tsr_note_once(&warned,
+                  "treescore: not using %s/%s as the planner's wisdom file: %s (it must be a regular file, "
+                  "owned by this user, not writable by group or others, of at most %u MiB: a larger one is "
+                  "started afresh); the planner times the engines again",
+                  f->dir.path, f->name, why, WISDOM_MAX_BYTES >> 20);
+}
+
 /* The file's text when it is a wisdom file (malloc'd, NUL-terminated); else NULL. */
 static char *wisdom_read(const tsp_wisdom_file *f, size_t *len) {
     char why[TSR_WHY_SIZE];
     char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, len, why, sizeof why);
+    if (!buf && why[0]) warn_refused(f, why); /* a link, a directory, too large: not silently */
     if (buf && !is_wisdom_text(buf, *len)) {
         warn_not_wisdom(f, "it holds other data");
         free(buf);

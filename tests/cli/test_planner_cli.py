@@ -171,6 +171,25 @@ def test_bad_plan_ms_is_named(ts, cache, value):
     assert "TREESCORE_PLAN_MS" not in r.stderr, r
 
 
+@pytest.mark.parametrize("kind", ["symlink", "directory"])
+def test_wisdom_refused_is_said(ts, cache, kind):
+    """A TREESCORE_WISDOM that is a symbolic link (a dotfile manager's) or a directory is
+    refused (the trust rules); that was silent, so every run planned again without a word."""
+    w = cache / "w"
+    if kind == "symlink":
+        (cache / "real").write_text("")
+        w.symlink_to(cache / "real")
+    else:
+        w.mkdir()
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_WISDOM=str(w)))
+    why = "symbolic link" if kind == "symlink" else "not a regular file"
+    assert f"not using {w} as the planner's wisdom file" in r.stderr and why in r.stderr, r
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_WISDOM=str(cache / "new")))
+    assert "wisdom file" not in r.stderr, r   # a file not made yet is silent
+
+
 def test_wisdom_too_large_starts_afresh(ts, cache):
     """A wisdom file past 16 MiB was not read (too large to read) yet appended to on every
     run, and never compacted (compaction reads it first): it grew without end and the
