@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -107,6 +108,29 @@ int tsr_open_append(int dirfd, const char *name, const char *magic, char *why, s
         return -2;
     }
     return fd;
+}
+
+int tsr_lock_wait(int dirfd, const char *name, double max_wait_s, int *waited) {
+    char why[TSR_WHY_SIZE];
+    *waited = 0;
+    int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    if (fd < 0) return -1;
+    if (tsr_fd_trusted(fd, 0, why, sizeof why) != 0) {
+        close(fd);
+        return -1;
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) break; /* no locks here (NFS): go on without */
+        *waited = 1;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (max_wait_s > 0 && (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > max_wait_s)
+            break;
+        struct timespec nap = {0, 20000000};
+        nanosleep(&nap, NULL);
+    }
+    return fd; /* closing it releases the lock (a process that dies releases it too) */
 }
 
 char *tsr_read_trusted(int dirfd, const char *name, size_t max_bytes, size_t *len, char *why, size_t size) {

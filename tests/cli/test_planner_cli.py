@@ -202,3 +202,19 @@ def test_wisdom_too_large_starts_afresh(ts, cache):
     assert w.stat().st_size < 4096, w.stat().st_size
     r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
     assert "wisdom:" in r.stdout, r
+
+
+def test_ifelse_compiles_once_for_processes_at_once(ts, cache):
+    """Processes preparing ifelse for the same model at the same time (Dask workers, a
+    shell loop) each compiled it (minutes and GBs each on big models); now one compiles
+    and the others wait for it and load its object."""
+    import subprocess
+    env = dict(os.environ, TREESCORE_CACHE_DIR=str(cache), TREESCORE_VERBOSE="1", LC_ALL="C")
+    procs = [subprocess.Popen([str(ts.path), "score", "-m", str(MODEL), "-d", str(DATA), "-e", "ifelse",
+                               "-o", str(cache / f"out{i}.txt")], env=env, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL) for i in range(3)]
+    errs = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert all(p.returncode == 0 for p in procs), errs
+    assert sum("ifelse: cache miss" in e for e in errs) == 1, errs
+    outs = {(cache / f"out{i}.txt").read_bytes() for i in range(3)}
+    assert len(outs) == 1
