@@ -525,6 +525,9 @@ void *tsr_load_fd(int fd, const char *fallback, char *why, size_t size) {
     }
     if (!h) {
         const char *e = dlerror();
+        /* "/proc/self/fd/./././...//./4: file too short": the name is ours, not the user's */
+        size_t n = have_proc ? strlen(name) : 0;
+        if (e && n && strncmp(e, name, n) == 0 && strncmp(e + n, ": ", 2) == 0) e += n + 2;
         snprintf(why, size, "%s", e ? e : "dlopen failed");
     }
     close(fd); /* the object is mapped: its descriptor is no longer needed */

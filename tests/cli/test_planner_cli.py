@@ -218,3 +218,15 @@ def test_ifelse_compiles_once_for_processes_at_once(ts, cache):
     assert sum("ifelse: cache miss" in e for e in errs) == 1, errs
     outs = {(cache / f"out{i}.txt").read_bytes() for i in range(3)}
     assert len(outs) == 1
+
+
+def test_compiler_writing_garbage_is_said_plainly(ts, cache):
+    """A TREESCORE_CC whose output is not a shared object failed with the dynamic loader's
+    message about the descriptor path it loads through ("/proc/self/fd/./././...//./4:
+    file too short"); the reason now stands alone."""
+    cc = cache / "garbage-cc"
+    cc.write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && echo garbage > "$2"; shift; done\nexit 0\n')
+    cc.chmod(0o755)
+    r = ts.fails("score", "-m", MODEL, "-d", DATA, "-e", "ifelse",
+                 env=envof(cache, TREESCORE_CC=str(cc)))
+    assert "does not load: " in r.stderr and "/proc/self/fd" not in r.stderr, r
