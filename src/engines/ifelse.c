@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -551,6 +552,11 @@ static ts_status prepare(const ts_model *m, int no_build, ts_isa isa, void **out
         tsr_cache_warn_unusable(&c, no_build ? "ifelse is not a candidate"
                                               : "ifelse compiles in a private temporary directory instead, "
                                                 "on every run");
+    if (!no_build && c.fd < 0 && !c.path[0]) { /* HOME unset (a service, cron) and no TREESCORE_CACHE_DIR */
+        static atomic_int warned;
+        tsr_note_once(&warned, "treescore: %s; ifelse compiles in a private temporary directory instead, on every "
+                               "run", c.why);
+    }
     if (c.fd >= 0 && !c.trusted)
         tsr_cache_warn_untrusted(&c, no_build ? "ifelse is not a candidate"
                                                    : "ifelse compiles in a private temporary directory instead, "

@@ -320,7 +320,9 @@ void tsr_cache_close(tsr_cache *c) {
 
 void tsr_cache_warn_unusable(const tsr_cache *c, const char *instead) {
     static atomic_int warned;
-    if (c->fd >= 0 || !c->path[0] || c->error == 0 || c->error == ENOENT) return;
+    /* ENOENT: not made yet, unless making it failed so (mkdir under /proc) */
+    int failed_mkdir = strncmp(c->why, "cannot make", 11) == 0;
+    if (c->fd >= 0 || !c->path[0] || c->error == 0 || (c->error == ENOENT && !failed_mkdir)) return;
     tsr_note_once(&warned, "treescore: cannot use the cache directory %s: %s; %s", c->path, c->why, instead);
 }
 

@@ -230,3 +230,13 @@ def test_compiler_writing_garbage_is_said_plainly(ts, cache):
     r = ts.fails("score", "-m", MODEL, "-d", DATA, "-e", "ifelse",
                  env=envof(cache, TREESCORE_CC=str(cc)))
     assert "does not load: " in r.stderr and "/proc/self/fd" not in r.stderr, r
+
+
+@pytest.mark.parametrize("home", [None, "/proc"])
+def test_ifelse_without_a_cache_dir_is_said(ts, cache, home):
+    """HOME unset (a systemd service, cron) with no TREESCORE_CACHE_DIR or XDG_CACHE_HOME,
+    or a HOME where no directory can be made (mkdir fails with ENOENT under /proc): ifelse
+    compiled in a temporary directory on every run without a word."""
+    env = envof(cache, TREESCORE_CACHE_DIR=None, XDG_CACHE_HOME=None, HOME=home)
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "ifelse", env=env)
+    assert "private temporary directory" in r.stderr and "on every run" in r.stderr, r
