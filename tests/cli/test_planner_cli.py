@@ -240,3 +240,15 @@ def test_ifelse_without_a_cache_dir_is_said(ts, cache, home):
     env = envof(cache, TREESCORE_CACHE_DIR=None, XDG_CACHE_HOME=None, HOME=home)
     r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "ifelse", env=env)
     assert "private temporary directory" in r.stderr and "on every run" in r.stderr, r
+
+
+@pytest.mark.parametrize("var,value", [("TREESCORE_IFELSE_OPT", "-O2"), ("TREESCORE_IFELSE_OPT", "O3"),
+                                       ("TREESCORE_RAPID_UPDATE", "GFNI"), ("TREESCORE_RAPID_UPDATE", "vpand")])
+def test_misspelt_engine_variables_are_named(ts, cache, var, value):
+    """TREESCORE_IFELSE_OPT=-O2 (the flag, not the level) or TREESCORE_RAPID_UPDATE=GFNI
+    were silently the default, as TREESCORE_PLAN=rules once was."""
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "rapid", env=envof(cache, **{var: value}))
+    assert f"ignoring {var}={value}" in r.stderr, r
+    good = "2" if var == "TREESCORE_IFELSE_OPT" else "and"
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "rapid", env=envof(cache, **{var: good}))
+    assert var not in r.stderr, r
