@@ -252,3 +252,15 @@ def test_misspelt_engine_variables_are_named(ts, cache, var, value):
     good = "2" if var == "TREESCORE_IFELSE_OPT" else "and"
     r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "rapid", env=envof(cache, **{var: good}))
     assert var not in r.stderr, r
+
+
+def test_wisdom_after_a_torn_line(ts, cache):
+    """A wisdom file whose last line was cut (a full disk, a killed process) swallowed the
+    next answer: appended to the cut line, it did not parse, so the next run planned
+    again (and so on, one lost answer per cut). The answer now starts a line of its own."""
+    w = cache / "wisdom"
+    w.write_text("treescore-wisdom-4 0f62a81d891db4d4")
+    env = envof(cache)
+    ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
+    assert "wisdom:" in r.stdout, (r, w.read_text())
