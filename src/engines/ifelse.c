@@ -449,6 +449,11 @@ static ts_status compile_and_load(const ts_model *m, const keys *k, const tsr_cc
         /* on failure the object stays loaded; the next prepare just misses again */
         if (in_cache) rep->cached = renameat(AT_FDCWD, so, c->fd, final) == 0;
         else if (c) rep->cached = tsr_copy_into(c->fd, final, so, 0700) == 0; /* built in $TMPDIR */
+        if (c && !rep->cached) { /* a read-only or full cache: say so, or every run compiles silently */
+            static atomic_int warned;
+            tsr_note_once(&warned, "treescore: cannot store the compiled object in the cache directory %s: %s; "
+                                   "ifelse compiles again on every run", c->path, strerror(errno));
+        }
     } else if (err && strncmp(err->message, "ifelse:", 7) != 0) {
         ts_error_prefix(err, "ifelse");
     }

@@ -264,3 +264,18 @@ def test_wisdom_after_a_torn_line(ts, cache):
     ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
     r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
     assert "wisdom:" in r.stdout, (r, w.read_text())
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only (mode 0500) directory")
+def test_ifelse_cache_not_writable_is_said(ts, cache):
+    """A cache directory that is trusted but not writable (mode 0500, a read-only mount)
+    made ifelse compile on every run without a word (the report under TREESCORE_VERBOSE
+    only); it now warns once."""
+    d = cache / "ro"
+    d.mkdir(mode=0o700)
+    d.chmod(0o500)
+    try:
+        r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "ifelse", env=envof(cache, TREESCORE_CACHE_DIR=str(d)))
+    finally:
+        d.chmod(0o700)
+    assert f"cannot store the compiled object in the cache directory {d}" in r.stderr, r
