@@ -129,14 +129,13 @@ static void warn_not_wisdom(const tsp_wisdom_file *f, const char *why) {
                   f->dir.path, f->name, why);
 }
 
-/* A file that fails the trust checks (tsr_read_trusted's why), said once per process. */
+/* A file that fails the trust checks (tsr_read_trusted's why) or cannot be written
+ * (tsr_open_append's), said once per process. */
 static void warn_refused(const tsp_wisdom_file *f, const char *why) {
     static atomic_int warned;
     tsr_note_once(&warned,
-                  "treescore: not using %s/%s as the planner's wisdom file: %s (it must be a regular file, "
-                  "owned by this user, not writable by group or others, of at most %u MiB: a larger one is "
-                  "started afresh); the planner times the engines again",
-                  f->dir.path, f->name, why, WISDOM_MAX_BYTES >> 20);
+                  "treescore: not using %s/%s as the planner's wisdom file: %s; the planner times the engines "
+                  "again on every run", f->dir.path, f->name, why);
 }
 
 /* The file's text when it is a wisdom file (malloc'd, NUL-terminated); else NULL. */
@@ -279,6 +278,7 @@ int tsp_wisdom_store(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engin
     if (n <= 0 || (size_t)n >= sizeof line - 1) return -1;
     int fd = tsr_open_append(f->dir.fd, f->name, WISDOM_MAGIC, why, sizeof why);
     if (fd == -2) warn_not_wisdom(f, why);
+    if (fd == -1) warn_refused(f, why); /* read-only, another user's, a link: not silently */
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) st.st_size = 0;

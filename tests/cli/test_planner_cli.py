@@ -279,3 +279,12 @@ def test_ifelse_cache_not_writable_is_said(ts, cache):
     finally:
         d.chmod(0o700)
     assert f"cannot store the compiled object in the cache directory {d}" in r.stderr, r
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_wisdom_not_writable_is_said(ts, cache):
+    """A wisdom file that cannot be written (a read-only mount, a directory where it cannot
+    be made: /proc) was skipped without a word: every run timed the engines again."""
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_WISDOM="/proc/treescore-wisdom"))
+    assert "/proc" in r.stderr and "wisdom" in r.stderr, r
