@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "platform/cachedir.h"
+#include "platform/config.h"
 #include "platform/notes.h"
 
 /* ---- checks ------------------------------------------------------------------------------ */
@@ -278,7 +279,13 @@ int tsr_cache_open(tsr_cache *c, int create) {
     c->error = 0;
     c->path[0] = '\0';
     if (tsr_cache_dir(raw, sizeof raw, 0) != 0) {
-        snprintf(c->why, sizeof c->why, "no cache directory (set TREESCORE_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+        const tsr_config *cf = tsr_config_get();
+        if ((cf->cache_dir && *cf->cache_dir) || (cf->xdg_cache_home && *cf->xdg_cache_home == '/') ||
+            (cf->home && *cf->home)) /* set, but too long: "no cache directory (set ...)" misled */
+            snprintf(c->why, sizeof c->why, "no cache directory: its path (TREESCORE_CACHE_DIR, else "
+                                            "XDG_CACHE_HOME or HOME) is longer than %zu bytes", sizeof raw - 1);
+        else
+            snprintf(c->why, sizeof c->why, "no cache directory (set TREESCORE_CACHE_DIR, XDG_CACHE_HOME or HOME)");
         return -1;
     }
     errno = 0;

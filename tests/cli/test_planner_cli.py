@@ -288,3 +288,12 @@ def test_wisdom_not_writable_is_said(ts, cache):
     r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
                     env=envof(cache, TREESCORE_WISDOM="/proc/treescore-wisdom"))
     assert "/proc" in r.stderr and "wisdom" in r.stderr, r
+
+
+def test_cache_dir_path_too_long_is_said(ts, cache):
+    """A TREESCORE_CACHE_DIR longer than a path may be was reported as if no variable were
+    set ("no cache directory (set TREESCORE_CACHE_DIR, XDG_CACHE_HOME or HOME)")."""
+    long_dir = str(cache) + "/" + "/".join(["d" * 200] * 25)
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "ifelse",
+                    env=envof(cache, TREESCORE_CACHE_DIR=long_dir))
+    assert "is longer than" in r.stderr and "(set TREESCORE_CACHE_DIR" not in r.stderr, r
