@@ -29,16 +29,16 @@ static long long positive(const char *name) {
 }
 #endif
 
-/* Seconds: a number >= 0 (0: no limit), else (unset, empty, not a number, negative) dflt;
+/* Seconds: a number from 0 to 1e9 (0: no limit), else (unset, empty, not a number, negative) dflt;
  * a value set but not such a number is named once (as TREESCORE_PLAN_MS is: "5m" was
  * silently the default). */
 static double seconds(const char *name, double dflt, atomic_int *warned) {
     const char *v = getenv(name);
     char *end = NULL;
     double d = v && *v ? strtod(v, &end) : -1;
-    if (d >= 0 && d < 1e9 && v && *end == '\0') return d;
+    if (d >= 0 && d <= 1e9 && v && *end == '\0') return d;
     if (v && *v)
-        tsr_note_once(warned, "treescore: ignoring %s=%s (expected seconds, a number >= 0; 0: no limit); the "
+        tsr_note_once(warned, "treescore: ignoring %s=%s (expected seconds, a number from 0 to 1e9; 0: no limit); the "
                               "default %.0f s applies", name, v, dflt);
     return dflt;
 }
