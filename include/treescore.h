@@ -432,7 +432,8 @@ TS_API ts_status ts_isa_from_name(const char *name, ts_isa *out);
  * the environment variable TREESCORE_ISA ("avx2", ...) when it is set. TS_ISA_SCALAR on
  * other architectures. */
 TS_API ts_isa ts_cpu_isa(void);
-/* Logical CPUs this process may run on (its affinity mask): the default thread count. */
+/* Logical CPUs this process may run on (its affinity mask), at most what its cgroup's CPU
+ * quota allows (a container's --cpus, rounded up): the default thread count. */
 TS_API unsigned ts_cpu_count(void);
 
 /* tau for "all trees in one block": QuickScorer as first published, without blocking. */

@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,6 +449,11 @@ static ts_status compile_and_load(const ts_model *m, const keys *k, const tsr_cc
         /* on failure the object stays loaded; the next prepare just misses again */
         if (in_cache) rep->cached = renameat(AT_FDCWD, so, c->fd, final) == 0;
         else if (c) rep->cached = tsr_copy_into(c->fd, final, so, 0700) == 0; /* built in $TMPDIR */
+        if (c && !rep->cached) { /* a read-only or full cache: say so, or every run compiles silently */
+            static atomic_int warned;
+            tsr_note_once(&warned, "treescore: cannot store the compiled object in the cache directory %s: %s; "
+                                   "ifelse compiles again on every run", c->path, strerror(errno));
+        }
     } else if (err && strncmp(err->message, "ifelse:", 7) != 0) {
         ts_error_prefix(err, "ifelse");
     }
@@ -523,6 +529,18 @@ static ts_status prepare_miss(const ts_model *m, int no_build, const keys *k, co
     return TS_OK;
 }
 
+/* The lock (".lock-NAME" in the cache) that processes compiling the same object at once
+ * take in turn, so that one compiles and the others load its object: a big model's
+ * compile takes minutes and GBs. Waits up to 10 compiler time limits (none without
+ * one); -1 when there is no lock to take. The holder removes the file when done (one
+ * that opened it meanwhile then finds the object; at worst two compile, as before). */
+static int lock_build(const tsr_cache *c, const char *name, char lock[OBJECT_NAME_SIZE + 8]) {
+    snprintf(lock, OBJECT_NAME_SIZE + 8, ".lock-%s", name);
+    double limit = tsr_config_get()->cc_timeout_s;
+    int waited;
+    return tsr_lock_wait(c->fd, lock, limit > 0 ? 10 * limit : 0, &waited);
+}
+
 /* prepare, building on a miss unless no_build. */
 static ts_status prepare(const ts_model *m, int no_build, ts_isa isa, void **out, tse_layout *layout,
                          ts_error *err) {
@@ -539,6 +557,11 @@ static ts_status prepare(const ts_model *m, int no_build, ts_isa isa, void **out
         tsr_cache_warn_unusable(&c, no_build ? "ifelse is not a candidate"
                                               : "ifelse compiles in a private temporary directory instead, "
                                                 "on every run");
+    if (!no_build && c.fd < 0 && !c.path[0]) { /* HOME unset (a service, cron) and no TREESCORE_CACHE_DIR */
+        static atomic_int warned;
+        tsr_note_once(&warned, "treescore: %s; ifelse compiles in a private temporary directory instead, on every "
+                               "run", c.why);
+    }
     if (c.fd >= 0 && !c.trusted)
         tsr_cache_warn_untrusted(&c, no_build ? "ifelse is not a candidate"
                                                    : "ifelse compiles in a private temporary directory instead, "
@@ -573,7 +596,20 @@ static ts_status prepare(const ts_model *m, int no_build, ts_isa isa, void **out
             tsr_note(TSR_NOTE_WARN, "treescore: not loading %s: %s; %s", final_path, why,
                      no_build ? "ifelse is not a candidate" : "compiling it again");
         int existed = tried && rejected == OBJ_OK && why[0] && strncmp(why, "cannot open", 11) != 0;
-        st = prepare_miss(m, no_build, &k, &cc, opt, &c, name, final_path, existed ? why : NULL, s, err);
+        char lock_name[OBJECT_NAME_SIZE + 8];
+        int lock = tried && !no_build ? lock_build(&c, name, lock_name) : -1, reloaded = 0;
+        if (lock >= 0) { /* another process may have compiled it while this one waited */
+            int rej2 = OBJ_OK;
+            char why2[TSR_WHY_SIZE];
+            reloaded = load_object(c.fd, name, NULL, &k, m, s, why2, sizeof why2, &rej2) == 0;
+            if (reloaded) tsr_note(TSR_NOTE_INFO, "ifelse: cache hit (compiled by another process meanwhile) %s", final_path);
+        }
+        if (!reloaded)
+            st = prepare_miss(m, no_build, &k, &cc, opt, &c, name, final_path, existed ? why : NULL, s, err);
+        if (lock >= 0) {
+            unlinkat(c.fd, lock_name, 0);
+            close(lock);
+        }
     }
     tsr_cache_close(&c);
     if (st != TS_OK) {

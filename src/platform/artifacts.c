@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "platform/cachedir.h"
+#include "platform/config.h"
 #include "platform/notes.h"
 
 /* ---- checks ------------------------------------------------------------------------------ */
@@ -51,6 +53,7 @@ int tsr_open_trusted(int dirfd, const char *name, char *why, size_t size) {
     if (fd < 0) {
         int e = errno;
         snprintf(why, size, e == ELOOP ? "it is a symbolic link" : "cannot open it: %s", strerror(e));
+        errno = e;
         return e == ELOOP ? -2 : -1;
     }
     if (tsr_fd_trusted(fd, 0, why, size) != 0) {
@@ -108,8 +111,32 @@ int tsr_open_append(int dirfd, const char *name, const char *magic, char *why, s
     return fd;
 }
 
+int tsr_lock_wait(int dirfd, const char *name, double max_wait_s, int *waited) {
+    char why[TSR_WHY_SIZE];
+    *waited = 0;
+    int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    if (fd < 0) return -1;
+    if (tsr_fd_trusted(fd, 0, why, sizeof why) != 0) {
+        close(fd);
+        return -1;
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) break; /* no locks here (NFS): go on without */
+        *waited = 1;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (max_wait_s > 0 && (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > max_wait_s)
+            break;
+        struct timespec nap = {0, 20000000};
+        nanosleep(&nap, NULL);
+    }
+    return fd; /* closing it releases the lock (a process that dies releases it too) */
+}
+
 char *tsr_read_trusted(int dirfd, const char *name, size_t max_bytes, size_t *len, char *why, size_t size) {
     int fd = tsr_open_trusted(dirfd, name, why, size);
+    if (fd < 0 && errno == ENOENT) why[0] = '\0'; /* missing: nothing to say */
     if (fd < 0) return NULL;
     struct stat st;
     char *buf = NULL;
@@ -252,7 +279,13 @@ int tsr_cache_open(tsr_cache *c, int create) {
     c->error = 0;
     c->path[0] = '\0';
     if (tsr_cache_dir(raw, sizeof raw, 0) != 0) {
-        snprintf(c->why, sizeof c->why, "no cache directory (set TREESCORE_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+        const tsr_config *cf = tsr_config_get();
+        if ((cf->cache_dir && *cf->cache_dir) || (cf->xdg_cache_home && *cf->xdg_cache_home == '/') ||
+            (cf->home && *cf->home)) /* set, but too long: "no cache directory (set ...)" misled */
+            snprintf(c->why, sizeof c->why, "no cache directory: its path (TREESCORE_CACHE_DIR, else "
+                                            "XDG_CACHE_HOME or HOME) is longer than %zu bytes", sizeof raw - 1);
+        else
+            snprintf(c->why, sizeof c->why, "no cache directory (set TREESCORE_CACHE_DIR, XDG_CACHE_HOME or HOME)");
         return -1;
     }
     errno = 0;
@@ -294,7 +327,9 @@ void tsr_cache_close(tsr_cache *c) {
 
 void tsr_cache_warn_unusable(const tsr_cache *c, const char *instead) {
     static atomic_int warned;
-    if (c->fd >= 0 || !c->path[0] || c->error == 0 || c->error == ENOENT) return;
+    /* ENOENT: not made yet, unless making it failed so (mkdir under /proc) */
+    int failed_mkdir = strncmp(c->why, "cannot make", 11) == 0;
+    if (c->fd >= 0 || !c->path[0] || c->error == 0 || (c->error == ENOENT && !failed_mkdir)) return;
     tsr_note_once(&warned, "treescore: cannot use the cache directory %s: %s; %s", c->path, c->why, instead);
 }
 
@@ -499,6 +534,9 @@ void *tsr_load_fd(int fd, const char *fallback, char *why, size_t size) {
     }
     if (!h) {
         const char *e = dlerror();
+        /* "/proc/self/fd/./././...//./4: file too short": the name is ours, not the user's */
+        size_t n = have_proc ? strlen(name) : 0;
+        if (e && n && strncmp(e, name, n) == 0 && strncmp(e + n, ": ", 2) == 0) e += n + 2;
         snprintf(why, size, "%s", e ? e : "dlopen failed");
     }
     close(fd); /* the object is mapped: its descriptor is no longer needed */

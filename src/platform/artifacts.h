@@ -93,8 +93,17 @@ int tsr_copy_into(int dirfd, const char *name, const char *src_path, unsigned mo
  * loading needs no such check (it goes through descriptors). */
 int tsr_path_safe(const char *path, char *why, size_t size);
 
+/* Take the advisory lock (flock) of `name` in dirfd, made 0600 when missing and checked
+ * like a trusted file, waiting for another process that holds it up to max_wait_s (0:
+ * without limit): processes that would all make the same file take turns. The
+ * descriptor to close to release it (after max_wait_s or where there are no locks: not
+ * locked, still a descriptor), or -1 (no such file could be made or it is not trusted:
+ * go on without). *waited: 1 when another process held it. */
+int tsr_lock_wait(int dirfd, const char *name, double max_wait_s, int *waited);
+
 /* Read a whole trusted file (tsr_open_trusted) of at most max_bytes into a malloc'd,
- * NUL-terminated buffer. NULL when missing, untrusted (why says), unreadable or larger. */
+ * NUL-terminated buffer. NULL when missing (why is ""), untrusted, unreadable or larger
+ * (why says). */
 char *tsr_read_trusted(int dirfd, const char *name, size_t max_bytes, size_t *len, char *why, size_t size);
 
 /* Integrity of cached objects

@@ -29,18 +29,29 @@ static long long positive(const char *name) {
 }
 #endif
 
-/* Seconds: a number >= 0 (0: no limit), else (unset, empty, not a number, negative) dflt;
+/* Seconds: a number from 0 to 1e9 (0: no limit), else (unset, empty, not a number, negative) dflt;
  * a value set but not such a number is named once (as TREESCORE_PLAN_MS is: "5m" was
  * silently the default). */
 static double seconds(const char *name, double dflt, atomic_int *warned) {
     const char *v = getenv(name);
     char *end = NULL;
     double d = v && *v ? strtod(v, &end) : -1;
-    if (d >= 0 && d < 1e9 && v && *end == '\0') return d;
+    if (d >= 0 && d <= 1e9 && v && *end == '\0') return d;
     if (v && *v)
-        tsr_note_once(warned, "treescore: ignoring %s=%s (expected seconds, a number >= 0; 0: no limit); the "
+        tsr_note_once(warned, "treescore: ignoring %s=%s (expected seconds, a number from 0 to 1e9; 0: no limit); the "
                               "default %.0f s applies", name, v, dflt);
     return dflt;
+}
+
+/* 1 when v is one of the space-separated words of `words`. */
+static int one_of(const char *v, const char *words) {
+    size_t n = strlen(v);
+    for (const char *p = words; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && strncmp(p, v, n) == 0) return 1;
+        p += len + (p[len] == ' ');
+    }
+    return 0;
 }
 
 static void load(void) {
@@ -79,6 +90,14 @@ static void load(void) {
     }
     c.ifelse_opt = text("TREESCORE_IFELSE_OPT");
     c.rapid_update = text("TREESCORE_RAPID_UPDATE");
+    /* as TREESCORE_PLAN: "-O2" or "GFNI" was silently the default */
+    static atomic_int warned_opt = 0, warned_update = 0;
+    if (c.ifelse_opt && *c.ifelse_opt && !one_of(c.ifelse_opt, "0 1 2 3 s g"))
+        tsr_note_once(&warned_opt, "treescore: ignoring TREESCORE_IFELSE_OPT=%s (expected 0, 1, 2, 3, s or g: "
+                                   "the level, without -O)", c.ifelse_opt);
+    if (c.rapid_update && *c.rapid_update && !one_of(c.rapid_update, "gfni and"))
+        tsr_note_once(&warned_update, "treescore: ignoring TREESCORE_RAPID_UPDATE=%s (expected gfni or and)",
+                      c.rapid_update);
 #ifdef TS_TEST_KNOBS
     c.chunk_rows = (size_t)positive("TREESCORE_CHUNK_ROWS");
     c.ifelse_file_nodes = (uint64_t)positive("TREESCORE_IFELSE_FILE_NODES");

@@ -178,17 +178,136 @@ ts_isa tsr_isa_resolve(ts_isa wanted) {
     return wanted;
 }
 
+/* ---- the CPU count: affinity mask and cgroup CPU quota ---------------------------------- */
+
+/* The first line of a small file, '\n' cut; 0, or -1 when it cannot be read. */
+static int read_line(const char *path, char *out, size_t size) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int ok = fgets(out, (int)size, f) != NULL;
+    fclose(f);
+    if (!ok) return -1;
+    out[strcspn(out, "\n")] = '\0';
+    return 0;
+}
+
+/* CPUs a quota of `quota` us per `period` us allows, rounded up; 0 for none (no quota:
+ * "max", -1, or a value that does not parse). */
+static unsigned quota_cpus(const char *quota, const char *period) {
+    char *e1 = NULL, *e2 = NULL;
+    long long q = strtoll(quota, &e1, 10), p = strtoll(period, &e2, 10);
+    if (e1 == quota || e2 == period || q <= 0 || p <= 0) return 0;
+    long long n = (q + p - 1) / p;
+    return n > 0 && n < 1 << 20 ? (unsigned)n : 0;
+}
+
+/* The quota of one cgroup directory (v2: cpu.max "QUOTA PERIOD"; v1: cpu.cfs_quota_us
+ * and cpu.cfs_period_us); 0 for none or unreadable. */
+static unsigned dir_quota(const char *dir, int v2) {
+    char path[4200], a[64], b[64];
+    if (v2) {
+        snprintf(path, sizeof path, "%s/cpu.max", dir);
+        if (read_line(path, a, sizeof a) != 0) return 0;
+        char *sp = strchr(a, ' ');
+        if (!sp) return 0;
+        *sp = '\0';
+        return quota_cpus(a, sp + 1);
+    }
+    snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
+    if (read_line(path, a, sizeof a) != 0) return 0;
+    snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+    if (read_line(path, b, sizeof b) != 0) return 0;
+    return quota_cpus(a, b);
+}
+
+/* The smallest quota of `mount`/`path` and each of its ancestors up to `mount` (a parent's
+ * quota binds its children); 0 for none. */
+static unsigned tree_quota(const char *mount, const char *path, int v2) {
+    char dir[4096];
+    int n = snprintf(dir, sizeof dir, "%s%s", mount, strcmp(path, "/") ? path : "");
+    if (n < 0 || (size_t)n >= sizeof dir) return 0;
+    unsigned best = 0;
+    for (size_t root = strlen(mount);;) {
+        unsigned q = dir_quota(dir, v2);
+        if (q && (!best || q < best)) best = q;
+        char *slash = strrchr(dir, '/');
+        if (!slash || (size_t)(slash - dir) < root) break;
+        *slash = '\0';
+    }
+    return best;
+}
+
+/* 1 when the comma-separated list `ctrl` names the "cpu" controller (v1: "cpu,cpuacct"). */
+static int names_cpu(const char *ctrl) {
+    for (const char *p = ctrl; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == 3 && !strncmp(p, "cpu", 3)) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* The quota of one line of /proc/self/cgroup ("ID:CONTROLLERS:PATH"); 0 for none. In a
+ * container the path may be the host's, not mounted there: then the mount's own. */
+static unsigned line_quota(const char *sys_cgroup, char *line) {
+    char mount[4200];
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) return 0;
+    *c2 = '\0';
+    const char *ctrl = c1 + 1, *path = c2 + 1;
+    int v2 = c1 == line + 1 && line[0] == '0' && !*ctrl;
+    if (!v2 && !names_cpu(ctrl)) return 0;
+    for (int i = 0; i < 2; i++) { /* v1: the controllers' own mount, then plain "cpu" */
+        if (v2) snprintf(mount, sizeof mount, "%s", sys_cgroup);
+        else snprintf(mount, sizeof mount, "%s/%s", sys_cgroup, i ? "cpu" : ctrl);
+        unsigned q = path[0] == '/' ? tree_quota(mount, path, v2) : 0;
+        if (!q) q = dir_quota(mount, v2);
+        if (q || v2) return q;
+    }
+    return 0;
+}
+
+unsigned tsr_cgroup_cpus(const char *sys_cgroup, const char *proc_self_cgroup) {
+    FILE *f = fopen(proc_self_cgroup, "r");
+    char line[4096];
+    unsigned best = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        unsigned q = line_quota(sys_cgroup, line);
+        if (q && (!best || q < best)) best = q;
+    }
+    if (f) fclose(f);
+    return best;
+}
+
+/* The cgroup quota of this process, read once (0: none; Linux only). */
+static unsigned cgroup_cpus(void) {
+#if defined(__linux__)
+    static atomic_uint cached; /* quota + 1 once read */
+    unsigned c = atomic_load(&cached);
+    if (!c) {
+        c = tsr_cgroup_cpus("/sys/fs/cgroup", "/proc/self/cgroup") + 1;
+        atomic_store(&cached, c);
+    }
+    return c - 1;
+#else
+    return 0;
+#endif
+}
+
 unsigned ts_cpu_count(void) {
+    unsigned n = 0;
 #if defined(__linux__) && defined(CPU_COUNT)
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n >= 1) return (unsigned)n;
-    }
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 1) n = (unsigned)CPU_COUNT(&set);
 #endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (unsigned)n : 1u;
+    if (!n) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c >= 1 ? (unsigned)c : 1u;
+    }
+    unsigned quota = cgroup_cpus(); /* a container's --cpus: more threads would be throttled */
+    return quota && quota < n ? quota : n;
 }
 
 void tsr_cpu_brand(char out[TSR_CPU_BRAND_SIZE]) {

@@ -47,6 +47,12 @@ ts_isa tsr_isa_of_features(uint32_t features);
 /* The level a scorer uses when asked for `wanted` (TS_ISA_AUTO = the best). */
 ts_isa tsr_isa_resolve(ts_isa wanted);
 
+/* CPUs the cgroup CPU quota of the process allows (rounded up; the smallest of its
+ * cgroup's and its ancestors'), from `proc_self_cgroup` ("/proc/self/cgroup") and the
+ * hierarchy mounted at `sys_cgroup` ("/sys/fs/cgroup"): v2 cpu.max, v1 cpu.cfs_quota_us
+ * over cpu.cfs_period_us; 0 when there is none. ts_cpu_count() is at most this. */
+unsigned tsr_cgroup_cpus(const char *sys_cgroup, const char *proc_self_cgroup);
+
 /* The CPU's name as cpuid tells it ("INTEL(R) XEON(R) PLATINUM 8592+"), trimmed; "unknown
  * CPU" where there is none. */
 #define TSR_CPU_BRAND_SIZE 49

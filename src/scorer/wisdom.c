@@ -56,8 +56,8 @@ int tsp_wisdom_open(tsp_wisdom_file *w, int create) {
  * empty one. Any other file (TREESCORE_WISDOM set to a path of other data) is neither
  * read nor written, never truncated or compacted: a warning says so once. */
 #define WISDOM_MAGIC "treescore-wisdom-"
-/* Larger files are not read; past WISDOM_COMPACT_BYTES an append compacts the file
- * (one line per key, the newest). */
+/* Larger files are not read (a warning says so) and the next answer replaces them; past
+ * WISDOM_COMPACT_BYTES an append compacts the file (one line per key, the newest). */
 #define WISDOM_MAX_BYTES (16u << 20)
 #define WISDOM_COMPACT_BYTES (64u << 10)
 
@@ -129,10 +129,20 @@ static void warn_not_wisdom(const tsp_wisdom_file *f, const char *why) {
                   f->dir.path, f->name, why);
 }
 
+/* A file that fails the trust checks (tsr_read_trusted's why) or cannot be written
+ * (tsr_open_append's), said once per process. */
+static void warn_refused(const tsp_wisdom_file *f, const char *why) {
+    static atomic_int warned;
+    tsr_note_once(&warned,
+                  "treescore: not using %s/%s as the planner's wisdom file: %s; the planner times the engines "
+                  "again on every run", f->dir.path, f->name, why);
+}
+
 /* The file's text when it is a wisdom file (malloc'd, NUL-terminated); else NULL. */
 static char *wisdom_read(const tsp_wisdom_file *f, size_t *len) {
     char why[TSR_WHY_SIZE];
     char *buf = tsr_read_trusted(f->dir.fd, f->name, WISDOM_MAX_BYTES, len, why, sizeof why);
+    if (!buf && why[0]) warn_refused(f, why); /* a link, a directory, too large: not silently */
     if (buf && !is_wisdom_text(buf, *len)) {
         warn_not_wisdom(f, "it holds other data");
         free(buf);
@@ -261,16 +271,32 @@ static void wisdom_compact(const tsp_wisdom_file *f) {
  * interleave parts of lines; past WISDOM_COMPACT_BYTES the file is compacted. Failure
  * is silent: the wisdom file is an optimization. */
 int tsp_wisdom_store(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine e, int split, double us) {
-    char line[512], why[TSR_WHY_SIZE];
-    int n = snprintf(line, sizeof line, "treescore-wisdom-4 %s %s %u %u %s %u %u %u %s %x %s %d %.6g\n", k->model,
+    char line[513], why[TSR_WHY_SIZE]; /* one byte spare: a leading '\n' */
+    int n = snprintf(line, sizeof line - 1, "treescore-wisdom-4 %s %s %u %u %s %u %u %u %s %x %s %d %.6g\n", k->model,
                      k->cpu, k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows, k->cands,
                      ts_engine_name(e), split ? 1 : 0, us);
-    if (n <= 0 || (size_t)n >= sizeof line) return -1;
+    if (n <= 0 || (size_t)n >= sizeof line - 1) return -1;
     int fd = tsr_open_append(f->dir.fd, f->name, WISDOM_MAGIC, why, sizeof why);
     if (fd == -2) warn_not_wisdom(f, why);
+    if (fd == -1) warn_refused(f, why); /* read-only, another user's, a link: not silently */
     if (fd < 0) return -1;
-    ssize_t w = write(fd, line, (size_t)n);
     struct stat st;
+    if (fstat(fd, &st) != 0) st.st_size = 0;
+    if ((uint64_t)st.st_size > WISDOM_MAX_BYTES) {
+        /* never read again (nor compacted, which reads it): appending would grow it for
+         * ever while every run plans again; a wisdom file (checked) starts afresh */
+        close(fd);
+        return tsr_replace_file(f->dir.fd, f->name, line, (size_t)n);
+    }
+    char last = '\n';
+    if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') {
+        /* a cut last line (a full disk, a killed writer): this answer starts a line of its
+         * own instead of being swallowed by it */
+        memmove(line + 1, line, (size_t)n + 1);
+        line[0] = '\n';
+        n++;
+    }
+    ssize_t w = write(fd, line, (size_t)n);
     int big = fstat(fd, &st) == 0 && (uint64_t)st.st_size > WISDOM_COMPACT_BYTES;
     close(fd);
     if (big) wisdom_compact(f);

@@ -123,5 +123,8 @@ def test_bad_timeout_variable_is_named(ts, var):
     for value in ("5m", "-1", "abc"):
         r = ts.succeeds("score", "-m", MODEL, "-d", data, "--engine", "naive", env={var: value})
         assert f"ignoring {var}={value} (expected seconds" in r.stderr, r
+    # 1e10 is a number >= 0, which the message asked for: it now names the upper bound
+    r = ts.succeeds("score", "-m", MODEL, "-d", data, "--engine", "naive", env={var: "1e10"})
+    assert f"ignoring {var}=1e10 (expected seconds, a number from 0 to 1e9" in r.stderr, r
     r = ts.succeeds("score", "-m", MODEL, "-d", data, "--engine", "naive", env={var: "2.5"})
     assert var not in r.stderr, r

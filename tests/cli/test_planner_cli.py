@@ -169,3 +169,131 @@ def test_bad_plan_ms_is_named(ts, cache, value):
     r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
                     env=envof(cache, TREESCORE_PLAN_MS="5"))
     assert "TREESCORE_PLAN_MS" not in r.stderr, r
+
+
+@pytest.mark.parametrize("kind", ["symlink", "directory"])
+def test_wisdom_refused_is_said(ts, cache, kind):
+    """A TREESCORE_WISDOM that is a symbolic link (a dotfile manager's) or a directory is
+    refused (the trust rules); that was silent, so every run planned again without a word."""
+    w = cache / "w"
+    if kind == "symlink":
+        (cache / "real").write_text("")
+        w.symlink_to(cache / "real")
+    else:
+        w.mkdir()
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_WISDOM=str(w)))
+    why = "symbolic link" if kind == "symlink" else "not a regular file"
+    assert f"not using {w} as the planner's wisdom file" in r.stderr and why in r.stderr, r
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_WISDOM=str(cache / "new")))
+    assert "wisdom file" not in r.stderr, r   # a file not made yet is silent
+
+
+def test_wisdom_too_large_starts_afresh(ts, cache):
+    """A wisdom file past 16 MiB was not read (too large to read) yet appended to on every
+    run, and never compacted (compaction reads it first): it grew without end and the
+    planner timed again on every run. It is now started afresh with the new answer."""
+    w = cache / "wisdom"
+    with open(w, "w") as f:
+        f.write("treescore-wisdom-4 old line\n" * ((17 << 20) // 28))
+    env = envof(cache)
+    ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
+    assert w.stat().st_size < 4096, w.stat().st_size
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
+    assert "wisdom:" in r.stdout, r
+
+
+def test_ifelse_compiles_once_for_processes_at_once(ts, cache):
+    """Processes preparing ifelse for the same model at the same time (Dask workers, a
+    shell loop) each compiled it (minutes and GBs each on big models); now one compiles
+    and the others wait for it and load its object."""
+    import subprocess
+    env = dict(os.environ, TREESCORE_CACHE_DIR=str(cache), TREESCORE_VERBOSE="1", LC_ALL="C")
+    procs = [subprocess.Popen([str(ts.path), "score", "-m", str(MODEL), "-d", str(DATA), "-e", "ifelse",
+                               "-o", str(cache / f"out{i}.txt")], env=env, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL) for i in range(3)]
+    errs = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert all(p.returncode == 0 for p in procs), errs
+    assert sum("ifelse: cache miss" in e for e in errs) == 1, errs
+    outs = {(cache / f"out{i}.txt").read_bytes() for i in range(3)}
+    assert len(outs) == 1
+
+
+def test_compiler_writing_garbage_is_said_plainly(ts, cache):
+    """A TREESCORE_CC whose output is not a shared object failed with the dynamic loader's
+    message about the descriptor path it loads through ("/proc/self/fd/./././...//./4:
+    file too short"); the reason now stands alone."""
+    cc = cache / "garbage-cc"
+    cc.write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && echo garbage > "$2"; shift; done\nexit 0\n')
+    cc.chmod(0o755)
+    r = ts.fails("score", "-m", MODEL, "-d", DATA, "-e", "ifelse",
+                 env=envof(cache, TREESCORE_CC=str(cc)))
+    assert "does not load: " in r.stderr and "/proc/self/fd" not in r.stderr, r
+
+
+@pytest.mark.parametrize("home", [None, "/proc"])
+def test_ifelse_without_a_cache_dir_is_said(ts, cache, home):
+    """HOME unset (a systemd service, cron) with no TREESCORE_CACHE_DIR or XDG_CACHE_HOME,
+    or a HOME where no directory can be made (mkdir fails with ENOENT under /proc): ifelse
+    compiled in a temporary directory on every run without a word."""
+    env = envof(cache, TREESCORE_CACHE_DIR=None, XDG_CACHE_HOME=None, HOME=home)
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "ifelse", env=env)
+    assert "private temporary directory" in r.stderr and "on every run" in r.stderr, r
+
+
+@pytest.mark.parametrize("var,value", [("TREESCORE_IFELSE_OPT", "-O2"), ("TREESCORE_IFELSE_OPT", "O3"),
+                                       ("TREESCORE_RAPID_UPDATE", "GFNI"), ("TREESCORE_RAPID_UPDATE", "vpand")])
+def test_misspelt_engine_variables_are_named(ts, cache, var, value):
+    """TREESCORE_IFELSE_OPT=-O2 (the flag, not the level) or TREESCORE_RAPID_UPDATE=GFNI
+    were silently the default, as TREESCORE_PLAN=rules once was."""
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "rapid", env=envof(cache, **{var: value}))
+    assert f"ignoring {var}={value}" in r.stderr, r
+    good = "2" if var == "TREESCORE_IFELSE_OPT" else "and"
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "rapid", env=envof(cache, **{var: good}))
+    assert var not in r.stderr, r
+
+
+def test_wisdom_after_a_torn_line(ts, cache):
+    """A wisdom file whose last line was cut (a full disk, a killed process) swallowed the
+    next answer: appended to the cut line, it did not parse, so the next run planned
+    again (and so on, one lost answer per cut). The answer now starts a line of its own."""
+    w = cache / "wisdom"
+    w.write_text("treescore-wisdom-4 0f62a81d891db4d4")
+    env = envof(cache)
+    ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1", env=env)
+    assert "wisdom:" in r.stdout, (r, w.read_text())
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only (mode 0500) directory")
+def test_ifelse_cache_not_writable_is_said(ts, cache):
+    """A cache directory that is trusted but not writable (mode 0500, a read-only mount)
+    made ifelse compile on every run without a word (the report under TREESCORE_VERBOSE
+    only); it now warns once."""
+    d = cache / "ro"
+    d.mkdir(mode=0o700)
+    d.chmod(0o500)
+    try:
+        r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "ifelse", env=envof(cache, TREESCORE_CACHE_DIR=str(d)))
+    finally:
+        d.chmod(0o700)
+    assert f"cannot store the compiled object in the cache directory {d}" in r.stderr, r
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_wisdom_not_writable_is_said(ts, cache):
+    """A wisdom file that cannot be written (a read-only mount, a directory where it cannot
+    be made: /proc) was skipped without a word: every run timed the engines again."""
+    r = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "10", "--threads", "1",
+                    env=envof(cache, TREESCORE_WISDOM="/proc/treescore-wisdom"))
+    assert "/proc" in r.stderr and "wisdom" in r.stderr, r
+
+
+def test_cache_dir_path_too_long_is_said(ts, cache):
+    """A TREESCORE_CACHE_DIR longer than a path may be was reported as if no variable were
+    set ("no cache directory (set TREESCORE_CACHE_DIR, XDG_CACHE_HOME or HOME)")."""
+    long_dir = str(cache) + "/" + "/".join(["d" * 200] * 25)
+    r = ts.succeeds("score", "-m", MODEL, "-d", DATA, "-e", "ifelse",
+                    env=envof(cache, TREESCORE_CACHE_DIR=long_dir))
+    assert "is longer than" in r.stderr and "(set TREESCORE_CACHE_DIR" not in r.stderr, r

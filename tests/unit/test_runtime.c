@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -552,6 +553,63 @@ static void test_scratch_threads(void) {
     pthread_barrier_destroy(&barrier);
 }
 
+/* ---- the cgroup CPU quota caps the default thread count ---- */
+
+static void put(const char *dir, const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* A fake /sys/fs/cgroup and /proc/self/cgroup: a container with --cpus=1.5 (v2) counted
+ * 64 threads on a 64-core host (ts_cpu_count read the affinity mask only), each one
+ * throttled. */
+static void test_cgroup_quota(void) {
+    char root[] = "/tmp/ts_cgroupXXXXXX", dir[256], proc[300];
+    CHECK(mkdtemp(root) != NULL);
+    snprintf(proc, sizeof proc, "%s/proc_self_cgroup", root);
+    CHECK(tsr_cgroup_cpus(root, "/nonexistent/cgroup") == 0);
+    put(root, "proc_self_cgroup", "0::/\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 0); /* no cpu.max: no quota */
+    put(root, "cpu.max", "max 100000\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 0);
+    put(root, "cpu.max", "150000 100000\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 2); /* 1.5 CPUs: rounded up */
+    /* a nested cgroup: the smallest of it and its ancestors */
+    snprintf(dir, sizeof dir, "%s/a", root);
+    CHECK(mkdir(dir, 0700) == 0);
+    snprintf(dir, sizeof dir, "%s/a/b", root);
+    CHECK(mkdir(dir, 0700) == 0);
+    put(dir, "cpu.max", "400000 100000\n");
+    put(root, "proc_self_cgroup", "0::/a/b\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 2);
+    put(root, "cpu.max", "max 100000\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 4);
+    put(root, "proc_self_cgroup", "0::/host/path/not/mounted\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 0);
+    /* v1: cpu,cpuacct controller, quota -1 = none */
+    snprintf(dir, sizeof dir, "%s/cpu,cpuacct", root);
+    CHECK(mkdir(dir, 0700) == 0);
+    put(dir, "cpu.cfs_quota_us", "-1\n");
+    put(dir, "cpu.cfs_period_us", "100000\n");
+    put(root, "proc_self_cgroup", "4:memory:/x\n3:cpu,cpuacct:/\n1:name=systemd:/\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 0);
+    put(dir, "cpu.cfs_quota_us", "300000\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 3);
+    put(dir, "cpu.cfs_quota_us", "garbage\n");
+    CHECK(tsr_cgroup_cpus(root, proc) == 0);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0);
+    /* this process: at least one, at most the affinity mask */
+    CHECK(ts_cpu_count() >= 1);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--print-detection") == 0) return print_detection();
     RUN_TEST(test_isa_names);
@@ -559,6 +617,7 @@ int main(int argc, char **argv) {
     RUN_TEST(test_cpu_features);
     RUN_TEST(test_isa_resolve);
     RUN_TEST(test_cache_sizes);
+    RUN_TEST(test_cgroup_quota);
     RUN_TEST(test_env_overrides);
     RUN_TEST(test_parallel_empty);
     RUN_TEST(test_parallel_sum);
