@@ -40,6 +40,7 @@ static pthread_once_t device_once = PTHREAD_ONCE_INIT;
 static int device_ok;
 static char device_desc[512];
 static int device_optin_smem; /* bytes of dynamic shared memory a block may opt in to */
+static int device_sms;        /* multiprocessors */
 
 static void query_device(void) {
     int n = 0;
@@ -60,6 +61,7 @@ static void query_device(void) {
     }
     if (cudaDeviceGetAttribute(&device_optin_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) != cudaSuccess)
         device_optin_smem = 48 * 1024;
+    device_sms = p.multiProcessorCount > 0 ? p.multiProcessorCount : 1;
     int driver = 0;
     cudaDriverGetVersion(&driver);
     char name[257];
@@ -79,8 +81,14 @@ extern "C" int tsg_cuda_device(char *desc, size_t size) {
 /* ---- Prepared state ------------------------------------------------------------------ */
 
 #define N_STREAMS 2
-/* Rows per slice: about 8 MiB of floats, at most 2^20 rows. */
+/* Rows per slice (slice_rows_for): at least about 8 MiB of floats, and enough blocks to
+ * fill the GPU twice over (each slice's kernel must keep every multiprocessor busy: at
+ * 136 features 8 MiB is 15,488 rows, 121 blocks of 128 for 132 multiprocessors, a
+ * fraction of what the naive kernel keeps resident), up to 64 MiB of floats and 2^21
+ * rows. */
 #define SLICE_BYTES (8u << 20)
+#define SLICE_BYTES_MAX (64u << 20)
+#define SLICE_ROWS_MAX (1u << 21)
 
 typedef struct tsg_dev {
     int kind;
@@ -89,6 +97,8 @@ typedef struct tsg_dev {
     tsg_qs_params qp;
     unsigned threads;    /* threads (documents) per block */
     size_t smem;         /* dynamic shared memory per block (gpu) */
+    int blocks_per_sm;   /* resident blocks per multiprocessor at threads and smem */
+    size_t slice;        /* rows per slice of a call (a multiple of 128) */
     void *allocs[16];
     int n_allocs;
     pthread_mutex_t lock; /* calls take turns on the streams and buffers below */
@@ -137,7 +147,39 @@ extern "C" void tsg_cuda_free(void *p) {
     free(d);
 }
 
-extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, void **out, char *msg, size_t size) {
+/* Threads per block: 128, or what tune asks rounded down to a power of two in [32, 1024]
+ * (whole warps, for the kernels' full-warp votes, and halvings that stay whole warps). */
+static unsigned threads_wanted(const tsg_tuning *tune) {
+    if (!tune || !tune->threads) return 128;
+    unsigned t = 32;
+    while (t < 1024 && t * 2 <= tune->threads) t *= 2;
+    return t;
+}
+
+/* Rows per slice (SLICE_BYTES' rule above) once threads and smem are known. */
+static size_t slice_rows_for(const tsg_dev *d, const tsg_tuning *tune) {
+    size_t row_bytes = (size_t)(d->n_features ? d->n_features : 1) * sizeof(float), r;
+    if (tune && tune->slice_rows) {
+        r = tune->slice_rows;
+    } else {
+        size_t wave = (size_t)device_sms * (size_t)(d->blocks_per_sm > 0 ? d->blocks_per_sm : 1) * d->threads;
+        size_t lo = SLICE_BYTES / row_bytes, hi = SLICE_BYTES_MAX / row_bytes;
+        r = 2 * wave < hi ? 2 * wave : hi;
+        if (r < lo) r = lo;
+    }
+    if (r > SLICE_ROWS_MAX) r = SLICE_ROWS_MAX;
+    r = (r + 127) / 128 * 128;
+    return r ? r : 128;
+}
+
+extern "C" void tsg_cuda_launch_info(const void *p, unsigned *threads, size_t *slice_rows, int *blocks_per_sm,
+                                     size_t *smem_bytes) {
+    const tsg_dev *d = (const tsg_dev *)p;
+    *threads = d->threads, *slice_rows = d->slice, *blocks_per_sm = d->blocks_per_sm, *smem_bytes = d->smem;
+}
+
+extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning *tune, void **out, char *msg,
+                                size_t size) {
     *out = NULL;
     tsg_dev *d = (tsg_dev *)calloc(1, sizeof *d);
     if (!d) {
@@ -158,7 +200,9 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, void **out, char 
         d->np.node_off = (const uint32_t *)upload(d, l->node_off, nt * sizeof(uint32_t));
         d->np.nodes = (const tsg_node *)upload(d, l->nodes, l->node_off[l->n_trees] * sizeof(tsg_node));
         if (!d->np.node_off || !d->np.nodes) goto fail;
-        d->threads = 128;
+        d->threads = threads_wanted(tune);
+        CU_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&d->blocks_per_sm, tsg_naive_kernel, (int)d->threads, 0),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     } else {
         tsg_layout_qs_params(l, &d->qp);
         d->qp.leaf_off = leaf_off;
@@ -199,13 +243,15 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, void **out, char 
             goto fail;
         /* Shared memory: the tree block's nodes, then the block's documents' slot
          * values (or byte codes): 128 documents per block when they fit in 96 KiB with the nodes, else
-         * 64 or 32; beyond that the slots are read from global memory. */
+         * 64 or 32; beyond that the slots are read from global memory. A forced thread
+         * count (tune) may take all a block can opt in to, and halves likewise. */
         size_t e_bytes = (size_t)d->qp.smem_nodes * TSG_NODE_BYTES, limit = 96u * 1024u;
+        if (tune && tune->threads) limit = (size_t)device_optin_smem;
         if ((size_t)device_optin_smem < limit) limit = (size_t)device_optin_smem;
-        d->threads = 128;
+        d->threads = threads_wanted(tune);
         d->qp.x_shared = 0;
         size_t per_doc = d->qp.codes ? (size_t)l->n_bslots : (size_t)l->n_slots * sizeof(float);
-        for (unsigned t = 128; t >= 32; t /= 2)
+        for (unsigned t = d->threads; t >= 32; t /= 2)
             if (e_bytes + per_doc * t <= limit) {
                 d->threads = t;
                 d->qp.x_shared = 1;
@@ -219,7 +265,11 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, void **out, char 
             CU_TRY(cudaFuncSetAttribute(tsg_qs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         device_optin_smem),
                    "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+        CU_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&d->blocks_per_sm, tsg_qs_kernel, (int)d->threads,
+                                                             d->smem),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     }
+    d->slice = slice_rows_for(d, tune);
     for (int i = 0; i < N_STREAMS; i++) CU_TRY(cudaStreamCreateWithFlags(&d->stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
     *out = d;
     return 0;
@@ -243,13 +293,6 @@ static cudaError_t launch(tsg_dev *d, const float *x, size_t n, size_t stride, d
         tsg_qs_kernel<<<grid, d->threads, d->smem, s>>>(p);
     }
     return cudaGetLastError();
-}
-
-static size_t slice_rows(const tsg_dev *d) {
-    size_t r = SLICE_BYTES / ((size_t)(d->n_features ? d->n_features : 1) * sizeof(float));
-    if (r > (1u << 20)) r = 1u << 20;
-    r = (r + 127) / 128 * 128;
-    return r ? r : 128;
 }
 
 static int ensure_buffers(tsg_dev *d, size_t rows) {
@@ -284,7 +327,7 @@ static void stage_rows(const tsg_dev *d, float *dst, const float *x, size_t r0, 
  * CPU meanwhile stages slice i + 1 on the other stream, and collects slice i's scores
  * when it comes back to that stream two slices later. */
 static int score_locked(tsg_dev *d, const float *x, size_t n_rows, size_t stride, double *out) {
-    size_t slice = slice_rows(d), f = d->n_features ? d->n_features : 1;
+    size_t slice = d->slice, f = d->n_features ? d->n_features : 1;
     size_t cap = n_rows < slice ? (n_rows + 127) / 128 * 128 : slice;
     size_t n_slices = (n_rows + slice - 1) / slice;
     size_t pending_r0[N_STREAMS] = {0, 0}, pending_n[N_STREAMS] = {0, 0};

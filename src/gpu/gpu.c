@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_layout.h"
+#include "platform/config.h"
 #ifdef TS_HAVE_CUDA
 #include "gpu/gpu_cuda.h"
 _Static_assert(TSG_KIND_NAIVE == TSG_ENGINE_KIND_NAIVE && TSG_KIND_QS == TSG_ENGINE_KIND_QS &&
@@ -56,8 +57,9 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
     char msg[320];
     if (!tsg_cuda_device(msg, sizeof msg))
         return ts_fail(err, TS_ERR_ENGINE_UNAVAILABLE, "%s needs a CUDA device: none usable (%s)", name, msg);
+    const tsr_config *c = tsr_config_get(); /* the test knobs (0 when unset) */
     tsg_layout *l = NULL;
-    int rc = tsg_layout_build(m, 0, &l);
+    int rc = tsg_layout_build(m, c->gpu_block_nodes, &l);
     if (rc == 1) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     if (rc) return ts_fail(err, TS_ERR_LIMIT, "%s: the model has more than 2^32 nodes or leaves", name);
     gpu_state *s = calloc(1, sizeof *s);
@@ -65,7 +67,8 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
         tsg_layout_free(l);
         return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     }
-    rc = tsg_cuda_prepare(l, kind, &s->dev, msg, sizeof msg);
+    tsg_tuning tune = {c->gpu_threads, c->gpu_slice_rows};
+    rc = tsg_cuda_prepare(l, kind, &tune, &s->dev, msg, sizeof msg);
     tsg_layout_free(l);
     if (rc) {
         free(s);
@@ -121,6 +124,22 @@ int tsg_engine_time(const void *state, const float *x, size_t n_rows, size_t str
 #else
     (void)state, (void)x, (void)n_rows, (void)stride, (void)out, (void)reps, (void)kernel_s, (void)e2e_s;
     return -1;
+#endif
+}
+
+void tsg_engine_launch_desc(const void *state, char *buf, size_t size) {
+    if (!buf || !size) return;
+    buf[0] = '\0';
+#ifdef TS_HAVE_CUDA
+    const gpu_state *s = state;
+    unsigned threads = 0;
+    size_t slice = 0, smem = 0;
+    int bpsm = 0;
+    tsg_cuda_launch_info(s->dev, &threads, &slice, &bpsm, &smem);
+    snprintf(buf, size, "%u threads/block, %d blocks/SM, %.1f KiB shared, slice %zu rows", threads, bpsm,
+             (double)smem / 1024.0, slice);
+#else
+    (void)state;
 #endif
 }
 

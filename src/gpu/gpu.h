@@ -12,6 +12,10 @@
 int tsg_engine_time(const void *state, const float *x, size_t n_rows, size_t stride, double *out, int reps,
                     double *kernel_s, double *e2e_s);
 
+/* What a prepared state launches with (the benchmark's report): "T threads/block, B
+ * blocks/SM, S KiB shared, slice R rows"; "" in a build without CUDA. */
+void tsg_engine_launch_desc(const void *state, char *buf, size_t size);
+
 /* Kernels a gpu state can run (tsg_engine_prepare_kind): gpu-naive's, gpu's QuickScorer
  * (the engine gpu's), and for the benchmark's comparison the walk and byte-code variants
  * (docs/gpu.md). */

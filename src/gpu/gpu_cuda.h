@@ -22,9 +22,21 @@ extern "C" {
  * detected"). Asked once per process; the answer is cached. */
 int tsg_cuda_device(char *desc, size_t size);
 
+/* Launch settings a benchmark may force (0: cuda.cu's own choice; tsr_config's test
+ * knobs TREESCORE_GPU_THREADS and TREESCORE_GPU_SLICE_ROWS). */
+typedef struct tsg_tuning {
+    unsigned threads;  /* documents (threads) per block, 32 to 1024 */
+    size_t slice_rows; /* rows per slice of a call's copy/score pipeline */
+} tsg_tuning;
+
 /* Uploads the layout's arrays for one engine kind; *dev is the device state (the layout
- * may be freed afterwards). 0 on success, else a message in msg. */
-int tsg_cuda_prepare(const tsg_layout *l, int kind, void **dev, char *msg, size_t size);
+ * may be freed afterwards). tune may be NULL. 0 on success, else a message in msg. */
+int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning *tune, void **dev, char *msg, size_t size);
+
+/* Threads per block, rows per slice and blocks per multiprocessor (the occupancy) that a
+ * prepared state launches with, for the benchmark's report. */
+void tsg_cuda_launch_info(const void *dev, unsigned *threads, size_t *slice_rows, int *blocks_per_sm,
+                          size_t *smem_bytes);
 
 /* Scores n_rows rows (row r at x + r * stride, n_features floats read) into out.
  * Safe to call from several threads (calls on one state take turns). On a CUDA error

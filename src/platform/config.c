@@ -102,6 +102,9 @@ static void load(void) {
     c.chunk_rows = (size_t)positive("TREESCORE_CHUNK_ROWS");
     c.ifelse_file_nodes = (uint64_t)positive("TREESCORE_IFELSE_FILE_NODES");
     c.split_trees = (unsigned)positive("TREESCORE_SPLIT_TREES");
+    c.gpu_threads = (unsigned)positive("TREESCORE_GPU_THREADS");
+    c.gpu_block_nodes = (unsigned)positive("TREESCORE_GPU_BLOCK_NODES");
+    c.gpu_slice_rows = (size_t)positive("TREESCORE_GPU_SLICE_ROWS");
     const char *top = getenv("TREESCORE_DEEP_TOP");
     c.deep_top = top && top[0] >= '0' && top[0] <= '8' && top[1] == '\0' ? top[0] - '0' : -1;
 #else

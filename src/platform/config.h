@@ -70,6 +70,12 @@ typedef struct tsr_config {
     int deep_top;               /* TREESCORE_DEEP_TOP: the levels deep decides before its
                                    walk, 0 (none) to 8; -1 (unset, or anything else): deep's
                                    default */
+    unsigned gpu_threads;       /* TREESCORE_GPU_THREADS: documents (threads) per block of
+                                   the GPU kernels when > 0 (32-1024; tests/gpu/run.sh's sweep) */
+    unsigned gpu_block_nodes;   /* TREESCORE_GPU_BLOCK_NODES: nodes per tree block of gpu when
+                                   > 0 (the sweep; default TSG_BLOCK_NODES) */
+    size_t gpu_slice_rows;      /* TREESCORE_GPU_SLICE_ROWS: rows per slice of a GPU call's
+                                   pipeline when > 0 (the sweep; default: cuda.cu's rule) */
 } tsr_config;
 
 /* The snapshot, read on the first call; never NULL, never changes afterwards (except

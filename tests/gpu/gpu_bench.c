@@ -11,6 +11,12 @@
  *
  *   gpu_bench (--model FILE | --synthetic TREES LEAVES FEATURES) --rows N[,N...]
  *             [--reps R] [--cpu-engine NAME] [--cpu-threads T] [--cpu-rows M] [--seed S]
+ *             [--sweep]
+ *
+ * --sweep: then, on the largest batch only, every GPU kernel again under other launch
+ * settings (the test knobs TREESCORE_GPU_THREADS, _BLOCK_NODES and _SLICE_ROWS: threads
+ * per block, nodes per tree block, rows per slice), one line each, the engine named
+ * with its settings (e.g. gpu:codes[threads=64]); which settings gpu should default to.
  *
  * Output, one tab-separated line per (batch, engine) after a header line:
  *   model trees leaves features rows engine kernel_us_per_doc e2e_us_per_doc
@@ -25,6 +31,7 @@
 #include "engines/engine.h"
 #include "gpu/gpu.h"
 #include "model/forest.h"
+#include "platform/config.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint32_t next_u32(void) {
@@ -106,8 +113,82 @@ static float *make_rows(const ts_model *m, size_t n) {
 
 static int usage(void) {
     fprintf(stderr, "usage: gpu_bench (--model FILE | --synthetic TREES LEAVES FEATURES) --rows N[,N...] [--reps R]\n"
-                    "                 [--cpu-engine NAME] [--cpu-threads T] [--cpu-rows M] [--seed S]\n");
+                    "                 [--cpu-engine NAME] [--cpu-threads T] [--cpu-rows M] [--seed S] [--sweep]\n");
     return 2;
+}
+
+static const int kinds[] = {TSG_ENGINE_KIND_QS, TSG_ENGINE_KIND_CODES, TSG_ENGINE_KIND_WALK, TSG_ENGINE_KIND_NAIVE};
+static const char *const labels[] = {"gpu", "gpu:codes", "gpu:walk", "gpu-naive"};
+enum { N_KINDS = 4 };
+
+/* Times state g's kernel on n rows and prints its line; returns the mismatches against
+ * ref (the first `check` rows), or (size_t)-1 on a CUDA error. */
+static size_t time_kind(const char *name, const ts_model *m, uint32_t leaves_max, void *st, const char *label,
+                        const float *x, size_t n, int reps, double *out, const double *ref, size_t check,
+                        double cpu_us) {
+    uint32_t F = m->n_features;
+    double kernel_s = 0, e2e_s = 0;
+    for (size_t r = 0; r < n; r++) out[r] = -1.0;
+    if (tsg_engine_time(st, x, n, F, out, reps, &kernel_s, &e2e_s) != 0) {
+        fprintf(stderr, "gpu_bench: %s: CUDA error while timing\n", label);
+        return (size_t)-1;
+    }
+    size_t checked = n < check ? n : check, bad = 0;
+    for (size_t r = 0; r < checked; r++) bad += memcmp(&out[r], &ref[r], sizeof ref[r]) != 0;
+    double e2e_us = e2e_s * 1e6 / (double)n;
+    printf("%s\t%u\t%u\t%u\t%zu\t%s\t%.5f\t%.5f\t%.1f\t%zu\t%zu\n", name, m->n_trees, leaves_max, F, n, label,
+           kernel_s * 1e6 / (double)n, e2e_us, cpu_us > 0 ? cpu_us / e2e_us : 0.0, checked, bad);
+    fflush(stdout);
+    return bad;
+}
+
+/* --sweep: each GPU kernel under other launch settings, on n rows. Returns 1 when any
+ * score differs from ref or a CUDA error happened. */
+static int sweep(const char *name, const ts_model *m, uint32_t leaves_max, const float *x, size_t n, int reps,
+                 double *out, const double *ref, size_t check) {
+    static const char *const settings[][3] = {
+        /* threads, block nodes, slice rows ("" = default) */
+        {"32", "", ""},   {"64", "", ""},   {"256", "", ""},   {"512", "", ""},  {"", "256", ""},
+        {"", "512", ""},  {"", "2048", ""}, {"", "4096", ""},  {"64", "512", ""}, {"", "", "15488"},
+        {"", "", "131072"},
+    };
+    static const char *const vars[3] = {"TREESCORE_GPU_THREADS", "TREESCORE_GPU_BLOCK_NODES", "TREESCORE_GPU_SLICE_ROWS"};
+    static const char *const keys[3] = {"threads", "block_nodes", "slice"};
+    int any_bad = 0;
+    for (size_t s = 0; s < sizeof settings / sizeof settings[0]; s++) {
+        char tag[96] = "";
+        for (int v = 0; v < 3; v++) {
+            if (settings[s][v][0]) {
+                setenv(vars[v], settings[s][v], 1);
+                snprintf(tag + strlen(tag), sizeof tag - strlen(tag), "%s%s=%s", tag[0] ? ":" : "", keys[v],
+                         settings[s][v]);
+            } else {
+                unsetenv(vars[v]);
+            }
+        }
+        tsr_config_reload();
+        for (int g = 0; g < N_KINDS; g++) {
+            /* the naive kernel has no tree blocks: only its thread and slice settings */
+            if (kinds[g] == TSG_ENGINE_KIND_NAIVE && settings[s][1][0]) continue;
+            void *st = NULL;
+            ts_error err;
+            if (tsg_engine_prepare_kind(m, kinds[g], &st, &err) != TS_OK) {
+                fprintf(stderr, "gpu_bench: sweep %s: %s: %s\n", tag, labels[g], err.message);
+                any_bad = 1;
+                continue;
+            }
+            char label[160], desc[160];
+            snprintf(label, sizeof label, "%s[%s]", labels[g], tag);
+            tsg_engine_launch_desc(st, desc, sizeof desc);
+            fprintf(stderr, "# %s: %s: %s\n", name, label, desc);
+            size_t bad = time_kind(name, m, leaves_max, st, label, x, n, reps, out, ref, check, 0.0);
+            any_bad |= bad != 0;
+            tse_engine_gpu.free(st);
+        }
+    }
+    for (int v = 0; v < 3; v++) unsetenv(vars[v]);
+    tsr_config_reload();
+    return any_bad;
 }
 
 int main(int argc, char **argv) {
@@ -116,6 +197,7 @@ int main(int argc, char **argv) {
     int reps = 3;
     unsigned cpu_threads = 0;
     size_t cpu_rows = 100000;
+    int do_sweep = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
         else if (!strcmp(argv[i], "--synthetic") && i + 3 < argc)
@@ -125,6 +207,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cpu-engine") && i + 1 < argc) cpu_name = argv[++i];
         else if (!strcmp(argv[i], "--cpu-threads") && i + 1 < argc) cpu_threads = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cpu-rows") && i + 1 < argc) cpu_rows = (size_t)strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--sweep")) do_sweep = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng ^= strtoull(argv[++i], NULL, 10) * 0x9E3779B97F4A7C15ull;
         else return usage();
     }
@@ -181,9 +264,6 @@ int main(int argc, char **argv) {
 
     /* The GPU kernels, each prepared once (the model uploaded once): gpu (QuickScorer),
      * its byte-code and walk variants, gpu-naive. */
-    static const int kinds[] = {TSG_ENGINE_KIND_QS, TSG_ENGINE_KIND_CODES, TSG_ENGINE_KIND_WALK, TSG_ENGINE_KIND_NAIVE};
-    static const char *const labels[] = {"gpu", "gpu:codes", "gpu:walk", "gpu-naive"};
-    enum { N_KINDS = 4 };
     void *gst[N_KINDS] = {NULL, NULL, NULL, NULL};
     for (int g = 0; g < N_KINDS; g++) {
         double t0 = now_s();
@@ -191,7 +271,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "gpu_bench: %s\n", err.message);
             return 1;
         }
-        fprintf(stderr, "# %s: %s prepared (layout and upload) in %.3f s\n", name, labels[g], now_s() - t0);
+        char desc[160];
+        tsg_engine_launch_desc(gst[g], desc, sizeof desc);
+        fprintf(stderr, "# %s: %s prepared (layout and upload) in %.3f s; %s\n", name, labels[g], now_s() - t0, desc);
     }
     /* The CPU engine through the public API. */
     ts_scorer_options o;
@@ -233,22 +315,13 @@ int main(int argc, char **argv) {
                cpu_checked, cpu_bad);
         any_bad |= cpu_bad != 0;
         for (int g = 0; g < N_KINDS; g++) {
-            double kernel_s = 0, e2e_s = 0;
-            for (size_t r = 0; r < n; r++) out[r] = -1.0;
-            if (tsg_engine_time(gst[g], x, n, F, out, reps, &kernel_s, &e2e_s) != 0) {
-                fprintf(stderr, "gpu_bench: %s: CUDA error while timing\n", labels[g]);
-                return 1;
-            }
-            size_t checked = n < check ? n : check, bad = 0;
-            for (size_t r = 0; r < checked; r++) bad += memcmp(&out[r], &ref[r], sizeof ref[r]) != 0;
-            double e2e_us = e2e_s * 1e6 / (double)n;
-            printf("%s\t%u\t%u\t%u\t%zu\t%s\t%.5f\t%.5f\t%.1f\t%zu\t%zu\n", name, m->n_trees, leaves_max, F, n,
-                   labels[g], kernel_s * 1e6 / (double)n, e2e_us, cpu_us / e2e_us, checked, bad);
+            size_t bad = time_kind(name, m, leaves_max, gst[g], labels[g], x, n, reps, out, ref, check, cpu_us);
+            if (bad == (size_t)-1) return 1;
             any_bad |= bad != 0;
         }
-        fflush(stdout);
     }
     for (int g = 0; g < N_KINDS; g++) tse_engine_gpu.free(gst[g]);
+    if (do_sweep) any_bad |= sweep(name, m, leaves_max, x, max_rows, reps, out, ref, check);
     ts_scorer_free(cpu);
     ts_model_free(m);
     free(x), free(out), free(ref);

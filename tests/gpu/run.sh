@@ -70,7 +70,9 @@ configure() {
 }
 export BUILD
 export -f configure
-if ! stage configure 120 configure || ! stage build 300 cmake --build "$BUILD" -j"$JOBS"; then
+# only what the stages below run (the fuzzers and other unit tests are not needed here)
+TARGETS="treescore gpu_bench test_gpu_engines test_gpu_emu test_engines test_categorical test_wide_model test_concurrency"
+if ! stage configure 120 configure || ! stage build 300 cmake --build "$BUILD" -j"$JOBS" --target $TARGETS; then
     log "# build failed: nothing else can run"
     exit 1
 fi
@@ -83,61 +85,96 @@ stage "treescore info" 30 "$TS" info -m tests/data/models/xgb_small_logistic.jso
 stage "ctest (gpu, engines)" 240 ctest --test-dir "$BUILD" -j"$JOBS" --output-on-failure --timeout 200 \
     -R 'gpu|test_engines|test_categorical|test_wide_model|test_concurrency'
 
-# 3. The conformance suite with the GPU engines (trains its models with LightGBM and
+# 3. The benchmark: synthetic forests of exactly TREES x LEAVES on 136 features (the
+# shape of MSLR / the issue's XGBoost model): first 20,000 x 64, the shape of issue 26's
+# targets; the others come last, smallest first, so that a spent budget drops the largest.
+# The CPU engine: rapid on every core (the fastest CPU engine on large batches,
+# docs/benchmarks.md), timed on up to 20,000 rows of each batch.
+BENCH="$BUILD/tests/gpu_bench"
+ROWS=1000,10000,100000,1000000
+SHAPES="1000x32 1000x64 1000x256 5000x32 5000x64 5000x256 20000x32 20000x256"
+[ "${TS_GPU_QUICK:-0}" = 1 ] && SHAPES="" ROWS=1000,100000
+first=1
+# bench_model LABEL LIMIT GPU_BENCH_ARGS...: one gpu_bench run, its table into the results.
+bench_model() {
+    local label=$1 limit=$2 rc
+    shift 2
+    if [ "$(left)" -lt 45 ]; then
+        log "# benchmark: $label SKIPPED (time budget)"
+        FAILED+=("benchmark $label (skipped)")
+        return
+    fi
+    [ "$limit" -gt $(($(left) - 15)) ] && limit=$(($(left) - 15))
+    timeout --kill-after=10 "$limit" "$BENCH" "$@" --cpu-engine rapid --cpu-threads "$JOBS" --cpu-rows 20000 \
+        >"$BUILD/bench-$label.tsv" 2>"$BUILD/bench-$label.err"
+    rc=$?
+    if [ $first = 1 ]; then head -1 "$BUILD/bench-$label.tsv" | tee -a "$RESULTS"; first=0; fi
+    tail -n +2 "$BUILD/bench-$label.tsv" | tee -a "$RESULTS"
+    sed 's/^/# /' "$BUILD/bench-$label.err" | tee -a "$RESULTS"
+    if [ $rc -ne 0 ]; then
+        log "# benchmark $label: FAILED (exit status $rc$([ $rc -eq 3 ] && echo ': scores differ from naive')$([ $rc -eq 124 ] && echo ': time limit'))"
+        FAILED+=("benchmark $label")
+    fi
+}
+log "## benchmark (us per document; speedup_vs_cpu: the CPU engine's end-to-end time over this engine's)"
+bench_model 20000x64 150 --synthetic 20000 64 136 --rows "$ROWS" --reps 2
+
+# 4. One document on a 20,000-tree model across 1 to JOBS threads (issue 23: threads
+# across trees), and the GPU on that real model's trees: bench/.cache/lgb_500x64's 500
+# LightGBM trees repeated 40 times (bench/repeat_trees.py), its own test rows.
+DEV=bench/.cache/lgb_500x64
+PY3=${PYTHON:-python3}
+if [ -f "$DEV/model.txt" ] && [ -f "$DEV/test.f32" ] && [ "${TS_GPU_QUICK:-0}" != 1 ]; then
+    M20K="$BUILD/m20k.txt"
+    "$PY3" bench/repeat_trees.py "$DEV/model.txt" 20000 "$M20K" | tee -a "$RESULTS"
+    specs=""
+    for t in 1 2 4 8 16 "$JOBS"; do
+        [ "$t" -gt "$JOBS" ] && continue
+        case ",$specs," in *",auto:threads=$t,"*) continue ;; esac
+        specs="$specs${specs:+,}auto:threads=$t"
+    done
+    stage "one row, 20,000 trees, threads across trees" 90 "$TS" bench -m "$M20K" -d "$DEV/test.f32" \
+        --engines "$specs" --batch 1 --rows 300 --repeat 7 --planner rule --quiet
+    stage "one row, 20,000 trees, qs split" 60 "$TS" bench -m "$M20K" -d "$DEV/test.f32" \
+        --engines "qs:threads=1,qs:threads=2,qs:threads=4,qs:threads=8,qs:threads=$JOBS" --batch 1 --rows 200 --repeat 5 --quiet
+    bench_model m20k-real 120 --model "$M20K" --rows 1000,10000,100000,1000000 --reps 2
+fi
+
+# 5. The conformance suite with the GPU engines (trains its models with LightGBM and
 # XGBoost unless tests/conformance/.cache already has them).
 PY=${PYTHON:-}
 [ -z "$PY" ] && [ -x .venv/bin/python ] && PY=.venv/bin/python
 [ -z "$PY" ] && PY=python3
 if "$PY" -c 'import pytest, numpy, lightgbm, xgboost' 2>/dev/null; then
-    TS_BIN="$REPO/$TS" TS_ENGINES=gpu,gpu-naive stage "conformance (gpu, gpu-naive)" 200 \
-        "$PY" -m pytest -q -p no:cacheprovider tests/conformance tests/cli/test_gpu_cli.py
+    XDIST=()
+    "$PY" -c 'import xdist' 2>/dev/null && XDIST=(-n 8)
+    TS_BIN="$REPO/$TS" TS_ENGINES=gpu,gpu-naive stage "conformance (gpu, gpu-naive)" ${TS_GPU_CONFORMANCE_S:-200} \
+        "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" tests/conformance tests/cli/test_gpu_cli.py
 else
     log "## conformance: SKIPPED ($PY lacks pytest, numpy, lightgbm or xgboost: scripts/setup_venv.sh)"
     FAILED+=("conformance (skipped)")
 fi
 
-# 4. Real models, when bench/.cache has any (bench/make_model.py: LightGBM models of
+# 6. Real models, when bench/.cache has any (bench/make_model.py: LightGBM models of
 # exactly N trees x L leaves with their test rows; git-ignored, so carried to the GPU
 # machine or made there): the CLI's own benchmark, which first checks that every engine
 # gives rapid's scores bit for bit on the model's test rows, then times them end to end.
 for dir in bench/.cache/lgb_*/; do
     if [ ! -f "$dir/model.txt" ] || [ ! -f "$dir/test.f32" ]; then continue; fi
-    stage "treescore bench $(basename "$dir")" 120 "$TS" bench -m "$dir/model.txt" -d "$dir/test.f32" \
-        --engines "rapid:threads=$JOBS,gpu,gpu-naive" --repeat 3 --format tsv --quiet
+    stage "treescore bench $(basename "$dir")" 60 "$TS" bench -m "$dir/model.txt" -d "$dir/test.f32" \
+        --engines "rapid:threads=$JOBS,gpu,gpu-naive" --repeat 3 --quiet
 done
 
-# 5. The benchmark: synthetic forests of exactly TREES x LEAVES on 136 features (the
-# shape of MSLR / the issue's XGBoost model): first 20,000 x 64, the shape of issue 26's
-# targets, then the others smallest first, so that a spent budget drops the largest.
-# The CPU engine: rapid on every core (the fastest CPU engine on large batches,
-# docs/benchmarks.md), timed on up to 20,000 rows of each batch.
-BENCH="$BUILD/tests/gpu_bench"
-ROWS=1000,10000,100000,1000000
-SHAPES="20000x64 1000x32 1000x64 1000x256 5000x32 5000x64 5000x256 20000x32 20000x256"
-[ "${TS_GPU_QUICK:-0}" = 1 ] && SHAPES="1000x64" ROWS=1000,100000
-log "## benchmark (us per document; speedup_vs_cpu: the CPU engine's end-to-end time over this engine's)"
-first=1
+# 7. Launch settings (gpu_bench --sweep): every GPU kernel at 20,000 x 64 and 1,000,000
+# rows under other threads per block, tree-block sizes and slice sizes.
+[ "${TS_GPU_QUICK:-0}" != 1 ] && bench_model sweep-20000x64 120 --synthetic 20000 64 136 --rows 1000000 --reps 2 --sweep
+
+# 8. The rest of paper 003's grid, smallest first.
 for shape in $SHAPES; do
     trees=${shape%x*} leaves=${shape#*x}
-    if [ "$(left)" -lt 45 ]; then
-        log "# benchmark: $shape and larger SKIPPED (time budget)"
-        FAILED+=("benchmark $shape (skipped)")
-        continue
-    fi
-    limit=$(($(left) - 15))
-    [ $limit -gt 150 ] && limit=150
     reps=3
     [ "$trees" -ge 20000 ] && reps=2
-    timeout --kill-after=10 "$limit" "$BENCH" --synthetic "$trees" "$leaves" 136 --rows "$ROWS" --reps $reps \
-        --cpu-engine rapid --cpu-threads "$JOBS" --cpu-rows 20000 >"$BUILD/bench-$shape.tsv" 2>"$BUILD/bench-$shape.err"
-    rc=$?
-    if [ $first = 1 ]; then head -1 "$BUILD/bench-$shape.tsv" | tee -a "$RESULTS"; first=0; fi
-    tail -n +2 "$BUILD/bench-$shape.tsv" | tee -a "$RESULTS"
-    sed 's/^/# /' "$BUILD/bench-$shape.err" | tee -a "$RESULTS"
-    if [ $rc -ne 0 ]; then
-        log "# benchmark $shape: FAILED (exit status $rc$([ $rc -eq 3 ] && echo ': scores differ from naive'))"
-        FAILED+=("benchmark $shape")
-    fi
+    bench_model "$shape" 150 --synthetic "$trees" "$leaves" 136 --rows "$ROWS" --reps $reps
 done
 
 log "# done in $(elapsed) s"
