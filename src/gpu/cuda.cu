@@ -207,7 +207,7 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning 
         tsg_layout_qs_params(l, &d->qp);
         d->qp.leaf_off = leaf_off;
         d->qp.leaves = leaves;
-        d->qp.walk = kind == TSG_KIND_WALK;
+        d->qp.walk = kind == TSG_KIND_WALK || kind == TSG_KIND_WALK_CODES;
         size_t n_nodes = l->node_first[l->n_trees], n_words = l->tree_word[l->n_trees], ns = l->n_slots ? l->n_slots : 1;
         d->qp.slot_feature = (const uint32_t *)upload(d, l->slot_feature, ns * sizeof(uint32_t));
         d->qp.slot_flags = (const uint32_t *)upload(d, l->slot_flags, ns * sizeof(uint32_t));
@@ -215,12 +215,13 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning 
         d->qp.tree_word = (const uint32_t *)upload(d, l->tree_word, nt * sizeof(uint32_t));
         d->qp.word_entry = (const uint32_t *)upload(d, l->word_entry, (n_words + 1) * sizeof(uint32_t));
         d->qp.block_tree = (const uint32_t *)upload(d, l->block_tree, ((size_t)l->n_blocks + 1) * sizeof(uint32_t));
-        d->qp.codes = kind == TSG_KIND_CODES;
+        d->qp.codes = kind == TSG_KIND_CODES || kind == TSG_KIND_WALK_CODES;
         d->qp.entries = NULL;
         d->qp.wnodes = NULL;
         d->qp.centries = NULL;
+        d->qp.cwnodes = NULL;
         const void *nodes_up = NULL;
-        if (d->qp.walk) {
+        if (d->qp.walk && !d->qp.codes) {
             nodes_up = d->qp.wnodes = (const tsg_wnode *)upload(d, l->wnodes, n_nodes * sizeof(tsg_wnode));
         } else if (d->qp.codes) {
             if (!l->codes_ok) {
@@ -234,7 +235,10 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning 
             d->qp.bslot_slot = (const uint32_t *)upload(d, l->bslot_slot, nb * sizeof(uint32_t));
             d->qp.bslot_base = (const uint32_t *)upload(d, l->bslot_base, nb * sizeof(uint32_t));
             if (!d->qp.slot_thr || !d->qp.thr || !d->qp.bslot_slot || !d->qp.bslot_base) goto fail;
-            nodes_up = d->qp.centries = (const tsg_centry *)upload(d, l->centries, n_nodes * sizeof(tsg_centry));
+            if (d->qp.walk)
+                nodes_up = d->qp.cwnodes = (const tsg_cwnode *)upload(d, l->cwnodes, n_nodes * sizeof(tsg_cwnode));
+            else
+                nodes_up = d->qp.centries = (const tsg_centry *)upload(d, l->centries, n_nodes * sizeof(tsg_centry));
         } else {
             nodes_up = d->qp.entries = (const tsg_entry *)upload(d, l->entries, n_nodes * sizeof(tsg_entry));
         }
@@ -245,7 +249,8 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning 
          * values (or byte codes): 128 documents per block when they fit in 96 KiB with the nodes, else
          * 64 or 32; beyond that the slots are read from global memory. A forced thread
          * count (tune) may take all a block can opt in to, and halves likewise. */
-        size_t e_bytes = (size_t)d->qp.smem_nodes * TSG_NODE_BYTES, limit = 96u * 1024u;
+        d->qp.node_bytes = tsg_node_bytes(d->qp.walk, d->qp.codes);
+        size_t e_bytes = (size_t)d->qp.smem_nodes * d->qp.node_bytes, limit = 96u * 1024u;
         if (tune && tune->threads) limit = (size_t)device_optin_smem;
         if ((size_t)device_optin_smem < limit) limit = (size_t)device_optin_smem;
         d->threads = threads_wanted(tune);

@@ -13,12 +13,14 @@
 #ifdef TS_HAVE_CUDA
 #include "gpu/gpu_cuda.h"
 _Static_assert(TSG_KIND_NAIVE == TSG_ENGINE_KIND_NAIVE && TSG_KIND_QS == TSG_ENGINE_KIND_QS &&
-                   TSG_KIND_WALK == TSG_ENGINE_KIND_WALK && TSG_KIND_CODES == TSG_ENGINE_KIND_CODES,
+                   TSG_KIND_WALK == TSG_ENGINE_KIND_WALK && TSG_KIND_CODES == TSG_ENGINE_KIND_CODES &&
+                   TSG_KIND_WALK_CODES == TSG_ENGINE_KIND_WALK_CODES,
                "gpu.h and gpu_cuda.h number the kernels alike");
 #endif
 
 typedef struct gpu_state {
     void *dev;
+    int kind; /* the kernel (TSG_ENGINE_KIND_*), never BEST */
 } gpu_state;
 
 int ts_gpu_info(char *buf, size_t size) {
@@ -62,11 +64,17 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
     int rc = tsg_layout_build(m, c->gpu_block_nodes, &l);
     if (rc == 1) return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     if (rc) return ts_fail(err, TS_ERR_LIMIT, "%s: the model has more than 2^32 nodes or leaves", name);
+    /* gpu's kernel: the walk, on byte codes where they are denser than slot floats (more
+     * documents per multiprocessor; measured on an H100, docs/gpu.md) */
+    if (kind == TSG_ENGINE_KIND_BEST)
+        kind = l->codes_ok && (uint64_t)l->n_bslots < 4u * (uint64_t)l->n_slots ? TSG_ENGINE_KIND_WALK_CODES
+                                                                                : TSG_ENGINE_KIND_WALK;
     gpu_state *s = calloc(1, sizeof *s);
     if (!s) {
         tsg_layout_free(l);
         return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     }
+    s->kind = kind;
     tsg_tuning tune = {c->gpu_threads, c->gpu_slice_rows};
     rc = tsg_cuda_prepare(l, kind, &tune, &s->dev, msg, sizeof msg);
     tsg_layout_free(l);
@@ -84,8 +92,9 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
 
 ts_status tsg_engine_prepare_kind(const ts_model *m, int kind, void **state, ts_error *err) {
     tse_layout layout;
-    static const char *const names[] = {"gpu-naive", "gpu", "gpu (walk)", "gpu (codes)"};
-    if (kind < 0 || kind > 3) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "gpu: no kernel kind %d", kind);
+    static const char *const names[] = {"gpu-naive", "gpu (qs)", "gpu (walk)", "gpu (codes)", "gpu (walk-codes)"};
+    if (kind == TSG_ENGINE_KIND_BEST) return gpu_prepare_kind("gpu", kind, m, state, &layout, err);
+    if (kind < 0 || kind > 4) return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "gpu: no kernel kind %d", kind);
     return gpu_prepare_kind(names[kind], kind, m, state, &layout, err);
 }
 
@@ -98,7 +107,7 @@ static ts_status gpu_naive_prepare(const ts_model *m, const tse_config *cfg, voi
 static ts_status gpu_qs_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
                                 ts_error *err) {
     (void)cfg;
-    return gpu_prepare_kind("gpu", TSG_ENGINE_KIND_QS, m, out, layout, err);
+    return gpu_prepare_kind("gpu", TSG_ENGINE_KIND_BEST, m, out, layout, err);
 }
 
 /* A CUDA error leaves NaN in every out[r] (the contract has no error return; the
@@ -131,13 +140,14 @@ void tsg_engine_launch_desc(const void *state, char *buf, size_t size) {
     if (!buf || !size) return;
     buf[0] = '\0';
 #ifdef TS_HAVE_CUDA
+    static const char *const kind_names[] = {"naive", "qs", "walk", "codes", "walk-codes"};
     const gpu_state *s = state;
     unsigned threads = 0;
     size_t slice = 0, smem = 0;
     int bpsm = 0;
     tsg_cuda_launch_info(s->dev, &threads, &slice, &bpsm, &smem);
-    snprintf(buf, size, "%u threads/block, %d blocks/SM, %.1f KiB shared, slice %zu rows", threads, bpsm,
-             (double)smem / 1024.0, slice);
+    snprintf(buf, size, "kernel %s, %u threads/block, %d blocks/SM, %.1f KiB shared, slice %zu rows",
+             kind_names[s->kind], threads, bpsm, (double)smem / 1024.0, slice);
 #else
     (void)state;
 #endif

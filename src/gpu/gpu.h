@@ -23,6 +23,10 @@ void tsg_engine_launch_desc(const void *state, char *buf, size_t size);
 #define TSG_ENGINE_KIND_QS 1
 #define TSG_ENGINE_KIND_WALK 2
 #define TSG_ENGINE_KIND_CODES 3
+#define TSG_ENGINE_KIND_WALK_CODES 4
+/* The engine gpu's choice for the model (tsg_engine_kind_for): the walk on byte codes
+ * where a document's codes take fewer bytes than its slot floats, else the walk. */
+#define TSG_ENGINE_KIND_BEST (-1)
 
 /* A prepared state (freed by tse_engine_gpu.free) for this kernel kind. */
 ts_status tsg_engine_prepare_kind(const ts_model *m, int kind, void **state, ts_error *err);

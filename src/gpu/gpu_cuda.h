@@ -16,6 +16,7 @@ extern "C" {
 #define TSG_KIND_QS 1    /* gpu: QuickScorer entries, a warp per 32 documents */
 #define TSG_KIND_WALK 2  /* gpu's walk variant: nodes and slots in shared memory */
 #define TSG_KIND_CODES 3 /* gpu's byte-code variant: QuickScorer entries on rapid's codes */
+#define TSG_KIND_WALK_CODES 4 /* gpu's walk on byte codes (the engine gpu's kernel where codes are denser) */
 
 /* 1 when a CUDA device can run the kernels (desc: its name, compute capability and
  * memory), else 0 (desc: why not, e.g. "cudaGetDeviceCount: no CUDA-capable device is

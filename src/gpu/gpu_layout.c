@@ -24,6 +24,7 @@ void tsg_layout_free(tsg_layout *l) {
     free(l->bslot_slot);
     free(l->bslot_base);
     free(l->centries);
+    free(l->cwnodes);
     free(l);
 }
 
@@ -32,8 +33,21 @@ static int cmp_float(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The byte-code arrays (gpu_params.h, tsg_centry) from the built entries: 0, or 1 when
- * out of memory. */
+/* A node's byte slot and k (tsg_centry's bslot_k) from its slot and threshold: the
+ * threshold's index among the slot's distinct thresholds, cut into bytes. */
+static uint32_t bslot_k(const tsg_layout *l, const uint32_t *bfirst, uint32_t slot, float threshold) {
+    const float *T = l->thr + l->slot_thr[slot];
+    uint32_t lo = 0, hi = l->slot_thr[slot + 1] - l->slot_thr[slot];
+    while (lo < hi) { /* the threshold's index: the first one >= it */
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (T[mid] < threshold) lo = mid + 1u;
+        else hi = mid;
+    }
+    return (bfirst[slot] + lo / 255u) << 8 | lo % 255u;
+}
+
+/* The byte-code arrays (gpu_params.h, tsg_centry and tsg_cwnode) from the built entries
+ * and walk nodes: 0, or 1 when out of memory. */
 static int build_codes(tsg_layout *l) {
     uint32_t n_nodes = l->node_first[l->n_trees], ns = l->n_slots;
     l->slot_thr = calloc((size_t)ns + 2, sizeof *l->slot_thr);
@@ -70,7 +84,8 @@ static int build_codes(tsg_layout *l) {
     l->bslot_slot = malloc((nb + 1) * sizeof *l->bslot_slot);
     l->bslot_base = malloc((nb + 1) * sizeof *l->bslot_base);
     l->centries = malloc(((size_t)n_nodes + 1) * sizeof *l->centries);
-    if (!l->bslot_slot || !l->bslot_base || !l->centries) {
+    l->cwnodes = malloc(((size_t)n_nodes + 1) * sizeof *l->cwnodes);
+    if (!l->bslot_slot || !l->bslot_base || !l->centries || !l->cwnodes) {
         free(bfirst);
         return 1;
     }
@@ -82,14 +97,9 @@ static int build_codes(tsg_layout *l) {
         }
     for (uint32_t i = 0; i < n_nodes; i++) {
         const tsg_entry *e = &l->entries[i];
-        const float *T = l->thr + l->slot_thr[e->slot];
-        uint32_t lo = 0, hi = l->slot_thr[e->slot + 1] - l->slot_thr[e->slot];
-        while (lo < hi) { /* the threshold's index: the first one >= it */
-            uint32_t mid = lo + (hi - lo) / 2u;
-            if (T[mid] < e->threshold) lo = mid + 1u;
-            else hi = mid;
-        }
-        l->centries[i] = (tsg_centry){e->keep, e->hi, (bfirst[e->slot] + lo / 255u) << 8 | lo % 255u};
+        const tsg_wnode *w = &l->wnodes[i];
+        l->centries[i] = (tsg_centry){e->keep, e->hi, bslot_k(l, bfirst, e->slot, e->threshold)};
+        l->cwnodes[i] = (tsg_cwnode){bslot_k(l, bfirst, w->slot, w->threshold), w->left, w->right, 0};
     }
     free(bfirst);
     l->codes_ok = 1;
@@ -241,7 +251,9 @@ void tsg_layout_qs_params(const tsg_layout *l, tsg_qs_params *p) {
     p->n_blocks = l->n_blocks;
     p->block_tree = l->block_tree;
     p->smem_nodes = l->block_nodes;
+    p->node_bytes = TSG_NODE_BYTES;
     p->centries = l->centries;
+    p->cwnodes = l->cwnodes;
     p->n_bslots = l->n_bslots;
     p->bslot_slot = l->bslot_slot;
     p->bslot_base = l->bslot_base;

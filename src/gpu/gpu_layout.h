@@ -43,6 +43,7 @@ typedef struct tsg_layout {
     uint32_t n_bslots;
     uint32_t *bslot_slot, *bslot_base; /* n_bslots */
     tsg_centry *centries; /* node_first[n_trees], in the entries' order */
+    tsg_cwnode *cwnodes;  /* node_first[n_trees], in the walk nodes' order */
     int codes_ok;         /* 0 when the byte slots number 2^24 or more (no centries) */
 } tsg_layout;
 

@@ -60,6 +60,17 @@ typedef struct tsg_wnode {
     int32_t left, right;
 } tsg_wnode;
 
+/* gpu's walk node on byte codes (the kernel variant TSG_KIND_WALK_CODES, the engine
+ * gpu's kernel when codes take less shared memory per document than slot floats): the
+ * walk node with tsg_centry's bslot_k in place of slot and threshold, so the test is
+ * `code <= k` on the document's staged byte (one byte per byte slot instead of four per
+ * slot: more documents per multiprocessor). */
+typedef struct tsg_cwnode {
+    uint32_t bslot_k;
+    int32_t left, right;
+    uint32_t pad;
+} tsg_cwnode;
+
 /* Scores of rows x[r * stride ...] (r < n_rows) into out[r], gpu-naive. */
 typedef struct tsg_naive_params {
     const float *x;
@@ -79,8 +90,8 @@ typedef struct tsg_naive_params {
  * reads them from global memory. Tree t's words are [tree_word[t], tree_word[t+1]) and
  * word k's entries [word_entry[k], word_entry[k+1]). The QuickScorer kernel reads entries
  * (walk = 0, codes = 0) or byte-code entries (codes = 1); walk = 1: each thread walks its
- * document down every tree (wnodes). Dynamic shared memory: smem_nodes nodes (24 bytes
- * each, any kind), then, when x_shared, n_slots * blockDim.x floats (slot s of the
+ * document down every tree (wnodes, or cwnodes on byte codes when codes = 1 too). Dynamic shared memory: smem_nodes nodes (node_bytes
+ * each: the kind's node size), then, when x_shared, n_slots * blockDim.x floats (slot s of the
  * block's document d at [s * blockDim.x + d]) or, for codes, n_bslots * blockDim.x
  * bytes. blockDim.x is a multiple of 32. */
 typedef struct tsg_qs_params {
@@ -99,10 +110,12 @@ typedef struct tsg_qs_params {
     const tsg_entry *entries;
     const tsg_wnode *wnodes;
     const tsg_centry *centries;
+    const tsg_cwnode *cwnodes;    /* walk = 1 and codes = 1 */
     const double *leaves;
     uint32_t n_blocks;
     const uint32_t *block_tree;   /* n_blocks + 1 */
     uint32_t smem_nodes;
+    uint32_t node_bytes;          /* bytes per staged node: the kind's node size (tsg_node_bytes) */
     uint32_t x_shared;
     uint32_t walk;
     /* the byte-code variant (codes = 1): staged one byte per byte slot and document */
@@ -114,8 +127,10 @@ typedef struct tsg_qs_params {
     const float *thr;             /* ascending and distinct within a slot */
 } tsg_qs_params;
 
-/* Bytes of shared memory per staged node (the largest of the three kinds). */
+/* Bytes of shared memory per staged node: the largest of the kinds, and each kind's own
+ * (the slot values or codes follow the staged nodes at smem_nodes * node_bytes). */
 #define TSG_NODE_BYTES 24u
+#define tsg_node_bytes(walk, codes) ((walk) || (codes) ? 16u : 24u)
 
 /* The host compilers (gcc or clang for gpu_layout.c, g++ under nvcc for cuda.cu) lay
  * these out for the device compiler: fixed sizes, no padding to guess. */
@@ -125,10 +140,13 @@ typedef struct tsg_qs_params {
 #define TSG_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
 TSG_STATIC_ASSERT(sizeof(tsg_node) == 20 && sizeof(tsg_wnode) == 16 && sizeof(tsg_entry) == 24 &&
-                      sizeof(tsg_centry) == 16,
+                      sizeof(tsg_centry) == 16 && sizeof(tsg_cwnode) == 16,
                   "the GPU layouts' sizes");
 TSG_STATIC_ASSERT(sizeof(tsg_entry) <= TSG_NODE_BYTES && sizeof(tsg_wnode) <= TSG_NODE_BYTES &&
-                      sizeof(tsg_centry) <= TSG_NODE_BYTES,
+                      sizeof(tsg_centry) <= TSG_NODE_BYTES && sizeof(tsg_cwnode) <= TSG_NODE_BYTES,
                   "a staged node fits TSG_NODE_BYTES");
+TSG_STATIC_ASSERT(tsg_node_bytes(0, 0) == sizeof(tsg_entry) && tsg_node_bytes(1, 0) == sizeof(tsg_wnode) &&
+                      tsg_node_bytes(0, 1) == sizeof(tsg_centry) && tsg_node_bytes(1, 1) == sizeof(tsg_cwnode),
+                  "tsg_node_bytes is each kind's node size");
 
 #endif /* TS_GPU_PARAMS_H */

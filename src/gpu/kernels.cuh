@@ -178,6 +178,20 @@ TSG_DEVICE uint32_t tsg_walk_exit_leaf(const tsg_qs_params *p, const tsg_wnode *
     return (uint32_t)~c;
 }
 
+/* tsg_walk_exit_leaf on byte codes (the walk-codes variant): left when the node's byte
+ * slot's code is at most its k (gpu_params.h, tsg_cwnode). */
+TSG_DEVICE uint32_t tsg_walk_codes_exit_leaf(const tsg_qs_params *p, const tsg_cwnode *W, uint32_t n_nodes,
+                                             const unsigned char *cs, uint32_t cs_stride, const float *row) {
+    int32_t c = n_nodes ? 0 : -1;
+    while (c >= 0) {
+        const tsg_cwnode *n = W + c;
+        uint32_t b = n->bslot_k >> 8;
+        uint32_t code = cs ? cs[b * cs_stride] : tsg_code(p, b, row);
+        c = code <= (n->bslot_k & 255u) ? n->left : n->right;
+    }
+    return (uint32_t)~c;
+}
+
 /* gpu: a block of blockDim.x threads scores blockDim.x documents, one each. Their slot
  * values are staged in shared memory (x_shared), then for each block of trees the
  * block's nodes (when they fit), and each thread adds its document's exit leaves tree
@@ -185,7 +199,7 @@ TSG_DEVICE uint32_t tsg_walk_exit_leaf(const tsg_qs_params *p, const tsg_wnode *
  * warp votes and every thread reaches the barriers; they store nothing. */
 __global__ void tsg_qs_kernel(const tsg_qs_params p) {
     TSG_DYNAMIC_SHARED(smem);
-    float *s_x = (float *)(void *)(smem + (uint64_t)p.smem_nodes * TSG_NODE_BYTES);
+    float *s_x = (float *)(void *)(smem + (uint64_t)p.smem_nodes * p.node_bytes);
     uint32_t tid = threadIdx.x, dpb = blockDim.x;
     uint64_t first_row = (uint64_t)blockIdx.x * dpb, r = first_row + tid;
     uint64_t rc = r < p.n_rows ? r : p.n_rows - 1;
@@ -215,7 +229,10 @@ __global__ void tsg_qs_kernel(const tsg_qs_params p) {
         int staged = e1 - e0 <= p.smem_nodes;
         __syncthreads(); /* the slots are staged; no thread still reads the last block */
         if (staged) {
-            if (p.walk) {
+            if (p.walk && p.codes) {
+                tsg_cwnode *s_cw = (tsg_cwnode *)(void *)smem;
+                for (uint32_t i = tid; i < e1 - e0; i += dpb) s_cw[i] = p.cwnodes[e0 + i];
+            } else if (p.walk) {
                 tsg_wnode *s_w = (tsg_wnode *)(void *)smem;
                 for (uint32_t i = tid; i < e1 - e0; i += dpb) s_w[i] = p.wnodes[e0 + i];
             } else if (p.codes) {
@@ -227,7 +244,13 @@ __global__ void tsg_qs_kernel(const tsg_qs_params p) {
             }
         }
         __syncthreads();
-        if (p.walk) {
+        if (p.walk && p.codes) {
+            const tsg_cwnode *W = staged ? (const tsg_cwnode *)(const void *)smem : p.cwnodes + e0;
+            for (uint32_t t = t0; t < t1; t++)
+                score += p.leaves[p.leaf_off[t] + tsg_walk_codes_exit_leaf(&p, W + (p.node_first[t] - e0),
+                                                                           p.node_first[t + 1] - p.node_first[t], cs,
+                                                                           dpb, row)];
+        } else if (p.walk) {
             const tsg_wnode *W = staged ? (const tsg_wnode *)(const void *)smem : p.wnodes + e0;
             for (uint32_t t = t0; t < t1; t++)
                 score += p.leaves[p.leaf_off[t] + tsg_walk_exit_leaf(&p, W + (p.node_first[t] - e0),

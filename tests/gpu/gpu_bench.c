@@ -11,7 +11,10 @@
  *
  *   gpu_bench (--model FILE | --synthetic TREES LEAVES FEATURES) --rows N[,N...]
  *             [--reps R] [--cpu-engine NAME] [--cpu-threads T] [--cpu-rows M] [--seed S]
- *             [--sweep]
+ *             [--sweep] [--kinds LABEL,...]
+ *
+ * Kernels: gpu (the engine's choice for the model), gpu:qs, gpu:codes, gpu:walk,
+ * gpu:walk-codes (docs/gpu.md) and gpu-naive; --kinds times only those named.
  *
  * --sweep: then, on the largest batch only, every GPU kernel again under other launch
  * settings (the test knobs TREESCORE_GPU_THREADS, _BLOCK_NODES and _SLICE_ROWS: threads
@@ -113,13 +116,31 @@ static float *make_rows(const ts_model *m, size_t n) {
 
 static int usage(void) {
     fprintf(stderr, "usage: gpu_bench (--model FILE | --synthetic TREES LEAVES FEATURES) --rows N[,N...] [--reps R]\n"
-                    "                 [--cpu-engine NAME] [--cpu-threads T] [--cpu-rows M] [--seed S] [--sweep]\n");
+                    "                 [--cpu-engine NAME] [--cpu-threads T] [--cpu-rows M] [--seed S] [--sweep]\n"
+                    "                 [--kinds gpu,gpu:qs,gpu:codes,gpu:walk,gpu:walk-codes,gpu-naive]\n");
     return 2;
 }
 
-static const int kinds[] = {TSG_ENGINE_KIND_QS, TSG_ENGINE_KIND_CODES, TSG_ENGINE_KIND_WALK, TSG_ENGINE_KIND_NAIVE};
-static const char *const labels[] = {"gpu", "gpu:codes", "gpu:walk", "gpu-naive"};
-enum { N_KINDS = 4 };
+/* gpu (the engine's own choice of kernel for the model), each kernel by name, gpu-naive */
+static const int kinds[] = {TSG_ENGINE_KIND_BEST,  TSG_ENGINE_KIND_QS,         TSG_ENGINE_KIND_CODES,
+                            TSG_ENGINE_KIND_WALK, TSG_ENGINE_KIND_WALK_CODES, TSG_ENGINE_KIND_NAIVE};
+static const char *const labels[] = {"gpu", "gpu:qs", "gpu:codes", "gpu:walk", "gpu:walk-codes", "gpu-naive"};
+enum { N_KINDS = 6 };
+static int use_kind[N_KINDS] = {1, 1, 1, 1, 1, 1}; /* --kinds */
+
+/* --kinds gpu,gpu:walk,...: only these; 0, or -1 when a name is unknown. */
+static int select_kinds(const char *list) {
+    for (int g = 0; g < N_KINDS; g++) use_kind[g] = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (int g = 0; g < N_KINDS; g++)
+            if (strlen(labels[g]) == len && !strncmp(p, labels[g], len)) use_kind[g] = found = 1;
+        if (!found) return -1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
 
 /* Times state g's kernel on n rows and prints its line; returns the mismatches against
  * ref (the first `check` rows), or (size_t)-1 on a CUDA error. */
@@ -169,7 +190,7 @@ static int sweep(const char *name, const ts_model *m, uint32_t leaves_max, const
         tsr_config_reload();
         for (int g = 0; g < N_KINDS; g++) {
             /* the naive kernel has no tree blocks: only its thread and slice settings */
-            if (kinds[g] == TSG_ENGINE_KIND_NAIVE && settings[s][1][0]) continue;
+            if (!use_kind[g] || (kinds[g] == TSG_ENGINE_KIND_NAIVE && settings[s][1][0])) continue;
             void *st = NULL;
             ts_error err;
             if (tsg_engine_prepare_kind(m, kinds[g], &st, &err) != TS_OK) {
@@ -208,6 +229,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cpu-threads") && i + 1 < argc) cpu_threads = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cpu-rows") && i + 1 < argc) cpu_rows = (size_t)strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--sweep")) do_sweep = 1;
+        else if (!strcmp(argv[i], "--kinds") && i + 1 < argc) {
+            if (select_kinds(argv[++i])) return usage();
+        }
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng ^= strtoull(argv[++i], NULL, 10) * 0x9E3779B97F4A7C15ull;
         else return usage();
     }
@@ -264,8 +288,9 @@ int main(int argc, char **argv) {
 
     /* The GPU kernels, each prepared once (the model uploaded once): gpu (QuickScorer),
      * its byte-code and walk variants, gpu-naive. */
-    void *gst[N_KINDS] = {NULL, NULL, NULL, NULL};
+    void *gst[N_KINDS] = {NULL};
     for (int g = 0; g < N_KINDS; g++) {
+        if (!use_kind[g]) continue;
         double t0 = now_s();
         if (tsg_engine_prepare_kind(m, kinds[g], &gst[g], &err) != TS_OK) {
             fprintf(stderr, "gpu_bench: %s\n", err.message);
@@ -315,12 +340,14 @@ int main(int argc, char **argv) {
                cpu_checked, cpu_bad);
         any_bad |= cpu_bad != 0;
         for (int g = 0; g < N_KINDS; g++) {
+            if (!use_kind[g]) continue;
             size_t bad = time_kind(name, m, leaves_max, gst[g], labels[g], x, n, reps, out, ref, check, cpu_us);
             if (bad == (size_t)-1) return 1;
             any_bad |= bad != 0;
         }
     }
-    for (int g = 0; g < N_KINDS; g++) tse_engine_gpu.free(gst[g]);
+    for (int g = 0; g < N_KINDS; g++)
+        if (gst[g]) tse_engine_gpu.free(gst[g]);
     if (do_sweep) any_bad |= sweep(name, m, leaves_max, x, max_rows, reps, out, ref, check);
     ts_scorer_free(cpu);
     ts_model_free(m);

@@ -11,7 +11,9 @@
 #
 # Environment: TS_GPU_BUILD (build directory, default build-gpu-run), PYTHON (the
 # conformance suite's interpreter, default .venv/bin/python, else python3),
-# TS_GPU_BUDGET_S (total seconds, default 570), TS_GPU_QUICK=1 (one small model only).
+# TS_GPU_BUDGET_S (total seconds, default 570), TS_GPU_QUICK=1 (one small model only),
+# TS_GPU_CTEST (ctest -R regex), TS_GPU_CONFORMANCE_S (its time limit), TS_GPU_THREADS_STAGE=0
+# (no CPU threads stage), GPU_KINDS (gpu_bench --kinds for the real model).
 # Exit status: 0 when every stage that ran passed, 1 otherwise (the file says which).
 set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -83,17 +85,24 @@ stage "treescore info" 30 "$TS" info -m tests/data/models/xgb_small_logistic.jso
 # against naive on the device; test_categorical and test_wide_model loop over every
 # engine id, the GPU ones included) and the emulated kernels.
 stage "ctest (gpu, engines)" 240 ctest --test-dir "$BUILD" -j"$JOBS" --output-on-failure --timeout 200 \
-    -R 'gpu|test_engines|test_categorical|test_wide_model|test_concurrency'
+    -R "${TS_GPU_CTEST:-gpu|test_engines|test_categorical|test_wide_model|test_concurrency}"
 
-# 3. The benchmark: synthetic forests of exactly TREES x LEAVES on 136 features (the
-# shape of MSLR / the issue's XGBoost model): first 20,000 x 64, the shape of issue 26's
-# targets; the others come last, smallest first, so that a spent budget drops the largest.
-# The CPU engine: rapid on every core (the fastest CPU engine on large batches,
-# docs/benchmarks.md), timed on up to 20,000 rows of each batch.
+# 3. The benchmark, on gpu_bench's tables (us per document, kernel only and end to end,
+# beside a CPU engine: rapid on every core, the fastest CPU engine on large batches,
+# timed on up to 20,000 rows of each batch). First a real model: the 500 LightGBM trees
+# of bench/.cache/lgb_500x64 (bench/make_model.py; git-ignored, so carried to the GPU
+# machine) repeated 40 times (bench/repeat_trees.py): 20,000 x 64 leaves, the shape of
+# issue 26's targets, with real thresholds (at most 255 per feature, as histogram
+# trainers make them). Then paper 003's grid on synthetic forests of exactly TREES x
+# LEAVES on 136 features, whose thresholds are uniform random (thousands per feature:
+# the byte-code kernels' worst case), smallest first, so that a spent budget drops the
+# largest. GPU_KINDS: which kernels (gpu_bench --kinds; gpu:qs and gpu:codes were 3-4x
+# slower than gpu:walk on the first H100 run, docs/gpu.md).
 BENCH="$BUILD/tests/gpu_bench"
 ROWS=1000,10000,100000,1000000
-SHAPES="1000x32 1000x64 1000x256 5000x32 5000x64 5000x256 20000x32 20000x256"
-[ "${TS_GPU_QUICK:-0}" = 1 ] && SHAPES="" ROWS=1000,100000
+SHAPES="20000x64 1000x32 1000x64 1000x256 5000x32 5000x64 5000x256 20000x32 20000x256"
+KINDS=${GPU_KINDS:-gpu,gpu:walk,gpu:walk-codes,gpu-naive}
+[ "${TS_GPU_QUICK:-0}" = 1 ] && SHAPES="1000x64" ROWS=1000,100000
 first=1
 # bench_model LABEL LIMIT GPU_BENCH_ARGS...: one gpu_bench run, its table into the results.
 bench_model() {
@@ -117,16 +126,21 @@ bench_model() {
     fi
 }
 log "## benchmark (us per document; speedup_vs_cpu: the CPU engine's end-to-end time over this engine's)"
-bench_model 20000x64 150 --synthetic 20000 64 136 --rows "$ROWS" --reps 2
-
-# 4. One document on a 20,000-tree model across 1 to JOBS threads (issue 23: threads
-# across trees), and the GPU on that real model's trees: bench/.cache/lgb_500x64's 500
-# LightGBM trees repeated 40 times (bench/repeat_trees.py), its own test rows.
 DEV=bench/.cache/lgb_500x64
 PY3=${PYTHON:-python3}
+M20K=""
 if [ -f "$DEV/model.txt" ] && [ -f "$DEV/test.f32" ] && [ "${TS_GPU_QUICK:-0}" != 1 ]; then
     M20K="$BUILD/m20k.txt"
     "$PY3" bench/repeat_trees.py "$DEV/model.txt" 20000 "$M20K" | tee -a "$RESULTS"
+    bench_model m20k-real 120 --model "$M20K" --rows "$ROWS" --reps 2 --kinds "$KINDS"
+    # 4. Launch settings (gpu_bench --sweep): the walk kernels on that model under other
+    # threads per block, tree-block sizes and slice sizes.
+    bench_model sweep-m20k 90 --model "$M20K" --rows 200000 --reps 2 --sweep --kinds gpu:walk,gpu:walk-codes
+fi
+
+# 5. One document on that 20,000-tree model across 1 to JOBS threads (issue 23: threads
+# across trees; the CPU only).
+if [ -n "$M20K" ] && [ "${TS_GPU_THREADS_STAGE:-1}" = 1 ]; then
     specs=""
     for t in 1 2 4 8 16 "$JOBS"; do
         [ "$t" -gt "$JOBS" ] && continue
@@ -135,46 +149,42 @@ if [ -f "$DEV/model.txt" ] && [ -f "$DEV/test.f32" ] && [ "${TS_GPU_QUICK:-0}" !
     done
     stage "one row, 20,000 trees, threads across trees" 90 "$TS" bench -m "$M20K" -d "$DEV/test.f32" \
         --engines "$specs" --batch 1 --rows 300 --repeat 7 --planner rule --quiet
-    stage "one row, 20,000 trees, qs split" 60 "$TS" bench -m "$M20K" -d "$DEV/test.f32" \
-        --engines "qs:threads=1,qs:threads=2,qs:threads=4,qs:threads=8,qs:threads=$JOBS" --batch 1 --rows 200 --repeat 5 --quiet
-    bench_model m20k-real 120 --model "$M20K" --rows 1000,10000,100000,1000000 --reps 2
 fi
 
-# 5. The conformance suite with the GPU engines (trains its models with LightGBM and
-# XGBoost unless tests/conformance/.cache already has them).
+# 6. The conformance suite with the GPU engines (trains its models with LightGBM and
+# XGBoost unless tests/conformance/.cache already has them); files whose libraries the
+# interpreter lacks (CatBoost, skl2onnx, the treescore package) are left out, by name.
 PY=${PYTHON:-}
 [ -z "$PY" ] && [ -x .venv/bin/python ] && PY=.venv/bin/python
 [ -z "$PY" ] && PY=python3
 if "$PY" -c 'import pytest, numpy, lightgbm, xgboost' 2>/dev/null; then
     XDIST=()
     "$PY" -c 'import xdist' 2>/dev/null && XDIST=(-n 8)
+    FILES=()
+    for f in tests/conformance/test_*.py; do
+        case $f in
+        */test_catboost*) "$PY" -c 'import catboost' 2>/dev/null || { log "# $f left out: no catboost"; continue; } ;;
+        */test_onnx*) "$PY" -c 'import skl2onnx, onnxmltools, onnxruntime' 2>/dev/null || { log "# $f left out: no skl2onnx/onnxmltools"; continue; } ;;
+        esac
+        if grep -q '^ *import treescore' "$f" && ! "$PY" -c 'import treescore' 2>/dev/null; then
+            log "# $f left out: no treescore package"
+            continue
+        fi
+        FILES+=("$f")
+    done
     TS_BIN="$REPO/$TS" TS_ENGINES=gpu,gpu-naive stage "conformance (gpu, gpu-naive)" ${TS_GPU_CONFORMANCE_S:-200} \
-        "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" tests/conformance tests/cli/test_gpu_cli.py
+        "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" "${FILES[@]}" tests/cli/test_gpu_cli.py
 else
     log "## conformance: SKIPPED ($PY lacks pytest, numpy, lightgbm or xgboost: scripts/setup_venv.sh)"
     FAILED+=("conformance (skipped)")
 fi
 
-# 6. Real models, when bench/.cache has any (bench/make_model.py: LightGBM models of
-# exactly N trees x L leaves with their test rows; git-ignored, so carried to the GPU
-# machine or made there): the CLI's own benchmark, which first checks that every engine
-# gives rapid's scores bit for bit on the model's test rows, then times them end to end.
-for dir in bench/.cache/lgb_*/; do
-    if [ ! -f "$dir/model.txt" ] || [ ! -f "$dir/test.f32" ]; then continue; fi
-    stage "treescore bench $(basename "$dir")" 60 "$TS" bench -m "$dir/model.txt" -d "$dir/test.f32" \
-        --engines "rapid:threads=$JOBS,gpu,gpu-naive" --repeat 3 --quiet
-done
-
-# 7. Launch settings (gpu_bench --sweep): every GPU kernel at 20,000 x 64 and 1,000,000
-# rows under other threads per block, tree-block sizes and slice sizes.
-[ "${TS_GPU_QUICK:-0}" != 1 ] && bench_model sweep-20000x64 120 --synthetic 20000 64 136 --rows 1000000 --reps 2 --sweep
-
-# 8. The rest of paper 003's grid, smallest first.
+# 7. Paper 003's grid on synthetic forests (the engine gpu, its walk, gpu-naive).
 for shape in $SHAPES; do
     trees=${shape%x*} leaves=${shape#*x}
     reps=3
     [ "$trees" -ge 20000 ] && reps=2
-    bench_model "$shape" 150 --synthetic "$trees" "$leaves" 136 --rows "$ROWS" --reps $reps
+    bench_model "$shape" 150 --synthetic "$trees" "$leaves" 136 --rows "$ROWS" --reps $reps --kinds gpu,gpu-naive
 done
 
 log "# done in $(elapsed) s"

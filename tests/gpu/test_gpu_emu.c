@@ -43,6 +43,9 @@ static const emu_config configs[] = {
     {"gpu codes 128, nodes and codes in shared memory", 1, 0, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
     {"gpu codes 32, blocks of 40 nodes, codes from global", 1, 0, 1, 32, 40, 40, 0},
     {"gpu codes 64, no nodes in shared memory", 1, 0, 1, 64, 250, 0, 1},
+    {"gpu walk-codes 128, nodes and codes in shared memory", 1, 1, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
+    {"gpu walk-codes 32, blocks of 40 nodes, codes from global", 1, 1, 1, 32, 40, 40, 0},
+    {"gpu walk-codes 64, no nodes in shared memory", 1, 1, 1, 64, 250, 0, 1},
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
@@ -67,7 +70,8 @@ static void emu_score(const ts_model *m, const emu_config *c, const float *x, si
         p.codes = (uint32_t)c->codes;
         CHECK(!c->codes || l->codes_ok);
         size_t per_doc = c->codes ? (size_t)p.n_bslots : (size_t)p.n_slots * 4;
-        size_t smem = (size_t)p.smem_nodes * TSG_NODE_BYTES + (p.x_shared ? per_doc * c->threads : 0);
+        p.node_bytes = tsg_node_bytes(p.walk, p.codes);
+        size_t smem = (size_t)p.smem_nodes * p.node_bytes + (p.x_shared ? per_doc * c->threads : 0);
         CHECK(tsg_emu_launch(blocks, c->threads, smem, run_qs, &p) == 0);
     }
     tsg_layout_free(l);
@@ -117,7 +121,7 @@ static float *random_rows(size_t n, size_t stride) {
 /* Every batch size from 1 to 300: each kernel in the shape cuda.cu launches (128
  * threads, nodes and slots or codes staged), and one other configuration in turn, so
  * that every configuration sees sizes of every residue around its block size. */
-#define DEFAULT_SHAPES (1u << 0 | 1u << 2 | 1u << 6 | 1u << 9)
+#define DEFAULT_SHAPES (1u << 0 | 1u << 2 | 1u << 6 | 1u << 9 | 1u << 12)
 static void test_every_batch_size(void) {
     n_features = 12;
     ts_model *m = random_model(12, 1, 70, 4);
@@ -228,7 +232,7 @@ static void test_large_batch(void) {
     ts_model *m = random_model(8, 2, 80, 3);
     const size_t stride = n_features + 5, n = 20011;
     float *x = random_rows(n, stride);
-    check_rows(m, x, n, stride, 1u << 0 | 1u << 2 | 1u << 4 | 1u << 6 | 1u << 9, "20,011 rows");
+    check_rows(m, x, n, stride, 1u << 0 | 1u << 2 | 1u << 4 | 1u << 6 | 1u << 9 | 1u << 12, "20,011 rows");
     free(x);
     ts_model_free(m);
 }
