@@ -90,14 +90,27 @@ extern "C" int tsg_cuda_device(char *desc, size_t size) {
 #define SLICE_BYTES_MAX (64u << 20)
 #define SLICE_ROWS_MAX (1u << 21)
 
+/* One launch shape: threads (documents) per block, dynamic shared memory per block,
+ * whether the block's slot values or codes are staged in it (x_shared), and the
+ * resident blocks per multiprocessor at that size (the occupancy API). */
+typedef struct tsg_launch {
+    unsigned threads;
+    size_t smem;
+    uint32_t x_shared;
+    int blocks_per_sm;
+} tsg_launch;
+
 typedef struct tsg_dev {
     int kind;
     uint32_t n_features;
     tsg_naive_params np; /* device pointers; x, out, n_rows, stride set per launch */
     tsg_qs_params qp;
-    unsigned threads;    /* threads (documents) per block */
-    size_t smem;         /* dynamic shared memory per block (gpu) */
-    int blocks_per_sm;   /* resident blocks per multiprocessor at threads and smem */
+    /* Two launch shapes: `large` for a launch of at least one full wave of its blocks
+     * (wave_rows rows: every multiprocessor holding blocks_per_sm of them), `small`
+     * below that, so that small batches still spread over many multiprocessors. The
+     * same unless the kernel is a walk (launch_shapes). */
+    tsg_launch small, large;
+    size_t wave_rows;
     size_t slice;        /* rows per slice of a call (a multiple of 128) */
     void *allocs[16];
     int n_allocs;
@@ -162,8 +175,7 @@ static size_t slice_rows_for(const tsg_dev *d, const tsg_tuning *tune) {
     if (tune && tune->slice_rows) {
         r = tune->slice_rows;
     } else {
-        size_t wave = (size_t)device_sms * (size_t)(d->blocks_per_sm > 0 ? d->blocks_per_sm : 1) * d->threads;
-        size_t lo = SLICE_BYTES / row_bytes, hi = SLICE_BYTES_MAX / row_bytes;
+        size_t wave = d->wave_rows, lo = SLICE_BYTES / row_bytes, hi = SLICE_BYTES_MAX / row_bytes;
         r = 2 * wave < hi ? 2 * wave : hi;
         if (r < lo) r = lo;
     }
@@ -173,9 +185,58 @@ static size_t slice_rows_for(const tsg_dev *d, const tsg_tuning *tune) {
 }
 
 extern "C" void tsg_cuda_launch_info(const void *p, unsigned *threads, size_t *slice_rows, int *blocks_per_sm,
-                                     size_t *smem_bytes) {
+                                     size_t *smem_bytes, unsigned *threads_small, size_t *wave_rows) {
     const tsg_dev *d = (const tsg_dev *)p;
-    *threads = d->threads, *slice_rows = d->slice, *blocks_per_sm = d->blocks_per_sm, *smem_bytes = d->smem;
+    *threads = d->large.threads, *slice_rows = d->slice, *blocks_per_sm = d->large.blocks_per_sm;
+    *smem_bytes = d->large.smem, *threads_small = d->small.threads, *wave_rows = d->wave_rows;
+}
+
+/* A launch shape of the gpu kernels for at most `threads` documents per block and
+ * `limit` bytes of shared memory: the most documents (halving down to 32) whose slot
+ * values or codes fit with the tree block's nodes; none fit: threads, and the slots
+ * read from global memory. */
+static cudaError_t qs_shape(const tsg_dev *d, size_t per_doc, unsigned threads, size_t limit, tsg_launch *c) {
+    size_t e_bytes = (size_t)d->qp.smem_nodes * d->qp.node_bytes;
+    c->threads = threads;
+    c->x_shared = 0;
+    for (unsigned t = threads; t >= 32; t /= 2)
+        if (e_bytes + per_doc * t <= limit) {
+            c->threads = t;
+            c->x_shared = 1;
+            break;
+        }
+    c->smem = e_bytes + (c->x_shared ? per_doc * c->threads : 0);
+    /* The kernel's limit is one per process, not per state: raised once to all a block
+     * may opt in to (states of other models then launch with their own smaller sizes);
+     * it permits, the launch's size decides the occupancy. */
+    cudaError_t e = cudaSuccess;
+    if (c->smem > 48u * 1024u)
+        e = cudaFuncSetAttribute(tsg_qs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, device_optin_smem);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c->blocks_per_sm, tsg_qs_kernel, (int)c->threads, c->smem);
+    return e;
+}
+
+/* The gpu kernels' two shapes. Measured on an H100 (docs/gpu.md, 20,000 x 64 leaves,
+ * 200,000 rows): the walks ran 1.55x (codes) and 1.65x (floats) faster with 256
+ * documents per block than with 128 (the tree block's nodes staged once for twice the
+ * documents), so a walk launch of a full wave or more takes 256 (shared memory up to
+ * all a block may opt in to), and below that 128 within 96 KiB, the shape of the
+ * QuickScorer kernels (not measured beyond 128). A forced thread count (tune) is both. */
+static cudaError_t launch_shapes(tsg_dev *d, size_t per_doc, const tsg_tuning *tune) {
+    size_t optin = (size_t)device_optin_smem, small_limit = 96u * 1024u < optin ? 96u * 1024u : optin;
+    cudaError_t e;
+    if (tune && tune->threads) {
+        e = qs_shape(d, per_doc, threads_wanted(tune), optin, &d->large);
+        d->small = d->large;
+        return e;
+    }
+    if ((e = qs_shape(d, per_doc, 128, small_limit, &d->small)) != cudaSuccess) return e;
+    if (!d->qp.walk) {
+        d->large = d->small;
+        return cudaSuccess;
+    }
+    return qs_shape(d, per_doc, 256, optin, &d->large);
 }
 
 extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning *tune, void **out, char *msg,
@@ -200,9 +261,11 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning 
         d->np.node_off = (const uint32_t *)upload(d, l->node_off, nt * sizeof(uint32_t));
         d->np.nodes = (const tsg_node *)upload(d, l->nodes, l->node_off[l->n_trees] * sizeof(tsg_node));
         if (!d->np.node_off || !d->np.nodes) goto fail;
-        d->threads = threads_wanted(tune);
-        CU_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&d->blocks_per_sm, tsg_naive_kernel, (int)d->threads, 0),
+        d->large.threads = threads_wanted(tune);
+        CU_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&d->large.blocks_per_sm, tsg_naive_kernel,
+                                                             (int)d->large.threads, 0),
                "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        d->small = d->large;
     } else {
         tsg_layout_qs_params(l, &d->qp);
         d->qp.leaf_off = leaf_off;
@@ -246,34 +309,13 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning 
             !d->qp.word_entry || !d->qp.block_tree || !nodes_up)
             goto fail;
         /* Shared memory: the tree block's nodes, then the block's documents' slot
-         * values (or byte codes): 128 documents per block when they fit in 96 KiB with the nodes, else
-         * 64 or 32; beyond that the slots are read from global memory. A forced thread
-         * count (tune) may take all a block can opt in to, and halves likewise. */
+         * values (or byte codes), in the two launch shapes (launch_shapes). */
         d->qp.node_bytes = tsg_node_bytes(d->qp.walk, d->qp.codes);
-        size_t e_bytes = (size_t)d->qp.smem_nodes * d->qp.node_bytes, limit = 96u * 1024u;
-        if (tune && tune->threads) limit = (size_t)device_optin_smem;
-        if ((size_t)device_optin_smem < limit) limit = (size_t)device_optin_smem;
-        d->threads = threads_wanted(tune);
-        d->qp.x_shared = 0;
         size_t per_doc = d->qp.codes ? (size_t)l->n_bslots : (size_t)l->n_slots * sizeof(float);
-        for (unsigned t = d->threads; t >= 32; t /= 2)
-            if (e_bytes + per_doc * t <= limit) {
-                d->threads = t;
-                d->qp.x_shared = 1;
-                break;
-            }
-        d->smem = e_bytes + (d->qp.x_shared ? per_doc * d->threads : 0);
-        /* The kernel's limit is one per process, not per state: raised once to all a block
-         * may opt in to (states of other models then launch with their own smaller
-         * sizes); it permits, the launch's size decides the occupancy. */
-        if (d->smem > 48u * 1024u)
-            CU_TRY(cudaFuncSetAttribute(tsg_qs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        device_optin_smem),
-                   "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-        CU_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&d->blocks_per_sm, tsg_qs_kernel, (int)d->threads,
-                                                             d->smem),
-               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        CU_TRY(launch_shapes(d, per_doc, tune), "the kernel's shared memory and occupancy");
     }
+    d->wave_rows = (size_t)device_sms * (size_t)(d->large.blocks_per_sm > 0 ? d->large.blocks_per_sm : 1) *
+                   d->large.threads;
     d->slice = slice_rows_for(d, tune);
     for (int i = 0; i < N_STREAMS; i++) CU_TRY(cudaStreamCreateWithFlags(&d->stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
     *out = d;
@@ -287,15 +329,17 @@ fail:
 /* ---- Scoring --------------------------------------------------------------------------- */
 
 static cudaError_t launch(tsg_dev *d, const float *x, size_t n, size_t stride, double *out, cudaStream_t s) {
-    unsigned grid = (unsigned)((n + d->threads - 1) / d->threads);
+    const tsg_launch *c = n >= d->wave_rows ? &d->large : &d->small;
+    unsigned grid = (unsigned)((n + c->threads - 1) / c->threads);
     if (d->kind == TSG_KIND_NAIVE) {
         tsg_naive_params p = d->np;
         p.x = x, p.n_rows = n, p.stride = stride, p.out = out;
-        tsg_naive_kernel<<<grid, d->threads, 0, s>>>(p);
+        tsg_naive_kernel<<<grid, c->threads, 0, s>>>(p);
     } else {
         tsg_qs_params p = d->qp;
         p.x = x, p.n_rows = n, p.stride = stride, p.out = out;
-        tsg_qs_kernel<<<grid, d->threads, d->smem, s>>>(p);
+        p.x_shared = c->x_shared;
+        tsg_qs_kernel<<<grid, c->threads, c->smem, s>>>(p);
     }
     return cudaGetLastError();
 }

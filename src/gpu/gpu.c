@@ -142,12 +142,14 @@ void tsg_engine_launch_desc(const void *state, char *buf, size_t size) {
 #ifdef TS_HAVE_CUDA
     static const char *const kind_names[] = {"naive", "qs", "walk", "codes", "walk-codes"};
     const gpu_state *s = state;
-    unsigned threads = 0;
-    size_t slice = 0, smem = 0;
+    unsigned threads = 0, threads_small = 0;
+    size_t slice = 0, smem = 0, wave = 0;
     int bpsm = 0;
-    tsg_cuda_launch_info(s->dev, &threads, &slice, &bpsm, &smem);
-    snprintf(buf, size, "kernel %s, %u threads/block, %d blocks/SM, %.1f KiB shared, slice %zu rows",
-             kind_names[s->kind], threads, bpsm, (double)smem / 1024.0, slice);
+    tsg_cuda_launch_info(s->dev, &threads, &slice, &bpsm, &smem, &threads_small, &wave);
+    snprintf(buf, size,
+             "kernel %s, %u threads/block, %d blocks/SM, %.1f KiB shared (%u threads/block below %zu rows), "
+             "slice %zu rows",
+             kind_names[s->kind], threads, bpsm, (double)smem / 1024.0, threads_small, wave, slice);
 #else
     (void)state;
 #endif

@@ -34,10 +34,11 @@ typedef struct tsg_tuning {
  * may be freed afterwards). tune may be NULL. 0 on success, else a message in msg. */
 int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning *tune, void **dev, char *msg, size_t size);
 
-/* Threads per block, rows per slice and blocks per multiprocessor (the occupancy) that a
- * prepared state launches with, for the benchmark's report. */
+/* What a prepared state launches with, for the benchmark's report: threads per block,
+ * blocks per multiprocessor and shared memory of a launch of at least wave_rows rows,
+ * threads per block below that, rows per slice. */
 void tsg_cuda_launch_info(const void *dev, unsigned *threads, size_t *slice_rows, int *blocks_per_sm,
-                          size_t *smem_bytes);
+                          size_t *smem_bytes, unsigned *threads_small, size_t *wave_rows);
 
 /* Scores n_rows rows (row r at x + r * stride, n_features floats read) into out.
  * Safe to call from several threads (calls on one state take turns). On a CUDA error
