@@ -30,15 +30,17 @@ FAILED=()
 log() { printf '%s\n' "$*" | tee -a "$RESULTS"; }
 elapsed() { echo $(($(date +%s) - START)); }
 left() { echo $((BUDGET - $(elapsed))); }
+# spent NAME MIN_S: true (and NAME noted as skipped) when less than MIN_S of the budget is left.
+spent() {
+    [ "$(left)" -ge "$2" ] && return 1
+    log "## $1: SKIPPED (time budget spent at $(elapsed) s)"
+    FAILED+=("$1 (skipped)")
+}
 # stage NAME LIMIT_S CMD...: runs CMD with a time limit, its output into the results file.
 stage() {
     local name=$1 limit=$2 rc
     shift 2
-    if [ "$(left)" -lt 20 ]; then
-        log "## $name: SKIPPED (time budget spent at $(elapsed) s)"
-        FAILED+=("$name (skipped)")
-        return 1
-    fi
+    spent "$name" 20 && return 1
     [ "$limit" -gt "$(left)" ] && limit=$(left)
     log "## $name (limit ${limit} s, at $(elapsed) s)"
     # through bash -c, so that CMD may be one of the exported functions below
@@ -108,11 +110,7 @@ first=1
 bench_model() {
     local label=$1 limit=$2 rc
     shift 2
-    if [ "$(left)" -lt 45 ]; then
-        log "# benchmark: $label SKIPPED (time budget)"
-        FAILED+=("benchmark $label (skipped)")
-        return
-    fi
+    spent "benchmark $label" 45 && return
     [ "$limit" -gt $(($(left) - 15)) ] && limit=$(($(left) - 15))
     timeout --kill-after=10 "$limit" "$BENCH" "$@" --cpu-engine rapid --cpu-threads "$JOBS" --cpu-rows 20000 \
         >"$BUILD/bench-$label.tsv" 2>"$BUILD/bench-$label.err"
