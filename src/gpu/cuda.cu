@@ -119,7 +119,15 @@ typedef struct tsg_dev {
     float *h_in[N_STREAMS], *d_in[N_STREAMS];
     double *h_out[N_STREAMS], *d_out[N_STREAMS];
     size_t cap_rows;      /* rows each staging buffer holds */
+    /* The split launch (kernels.cuh) for launches below a full wave, when tune asks
+     * (TREESCORE_GPU_SPLIT; off by default: not measured yet, docs/gpu.md): a stream's
+     * exit leaves, n_rows x n_trees of them, at most SPLIT_EXITS_MAX. */
+    int split;
+    uint32_t *d_exits[N_STREAMS];
+    size_t exits_cap[N_STREAMS];
 } tsg_dev;
+
+#define SPLIT_EXITS_MAX ((size_t)64 << 20)
 
 /* A device copy of n bytes of host memory (NULL on error; n == 0 still allocates). */
 static void *upload(tsg_dev *d, const void *host, size_t n) {
@@ -144,7 +152,9 @@ static void free_buffers(tsg_dev *d) {
         if (d->h_out[i]) cudaFreeHost(d->h_out[i]);
         if (d->d_in[i]) cudaFree(d->d_in[i]);
         if (d->d_out[i]) cudaFree(d->d_out[i]);
-        d->h_in[i] = NULL, d->h_out[i] = NULL, d->d_in[i] = NULL, d->d_out[i] = NULL;
+        if (d->d_exits[i]) cudaFree(d->d_exits[i]);
+        d->h_in[i] = NULL, d->h_out[i] = NULL, d->d_in[i] = NULL, d->d_out[i] = NULL, d->d_exits[i] = NULL;
+        d->exits_cap[i] = 0;
     }
     d->cap_rows = 0;
 }
@@ -317,6 +327,7 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning 
     d->wave_rows = (size_t)device_sms * (size_t)(d->large.blocks_per_sm > 0 ? d->large.blocks_per_sm : 1) *
                    d->large.threads;
     d->slice = slice_rows_for(d, tune);
+    d->split = tune && tune->split && kind != TSG_KIND_NAIVE;
     for (int i = 0; i < N_STREAMS; i++) CU_TRY(cudaStreamCreateWithFlags(&d->stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
     *out = d;
     return 0;
@@ -328,8 +339,49 @@ fail:
 
 /* ---- Scoring --------------------------------------------------------------------------- */
 
-static cudaError_t launch(tsg_dev *d, const float *x, size_t n, size_t stride, double *out, cudaStream_t s) {
+/* Chunks of tree blocks for a split launch of n rows in shape c: enough blocks for two
+ * waves, at most one chunk per tree block; 0 when no split (too many exits to store). */
+static uint32_t split_chunk_blocks(const tsg_dev *d, const tsg_launch *c, size_t n) {
+    uint32_t n_blocks = d->qp.n_blocks;
+    size_t row_blocks = (n + c->threads - 1) / c->threads;
+    size_t target = 2 * (size_t)device_sms * (size_t)(c->blocks_per_sm > 0 ? c->blocks_per_sm : 1);
+    size_t chunks = (target + row_blocks - 1) / row_blocks;
+    if (chunks > n_blocks) chunks = n_blocks;
+    if (chunks < 2 || n * d->qp.n_trees > SPLIT_EXITS_MAX) return 0;
+    return (uint32_t)((n_blocks + chunks - 1) / chunks);
+}
+
+/* The split launch on stream k: the kernel stores exits, tsg_sum_kernel adds them. */
+static cudaError_t launch_split(tsg_dev *d, int k, const tsg_launch *c, uint32_t chunk_blocks, const float *x,
+                                size_t n, size_t stride, double *out, cudaStream_t s) {
+    size_t need = n * d->qp.n_trees;
+    cudaError_t e;
+    if (need > d->exits_cap[k]) {
+        if (d->d_exits[k]) cudaFree(d->d_exits[k]);
+        d->d_exits[k] = NULL, d->exits_cap[k] = 0;
+        if ((e = cudaMalloc((void **)&d->d_exits[k], need * sizeof(uint32_t))) != cudaSuccess) return e;
+        d->exits_cap[k] = need;
+    }
+    uint32_t row_blocks = (uint32_t)((n + c->threads - 1) / c->threads);
+    uint32_t chunks = (d->qp.n_blocks + chunk_blocks - 1) / chunk_blocks;
+    tsg_qs_params p = d->qp;
+    p.x = x, p.n_rows = n, p.stride = stride, p.out = out;
+    p.x_shared = c->x_shared;
+    p.exits = d->d_exits[k], p.row_blocks = row_blocks, p.chunk_blocks = chunk_blocks;
+    tsg_qs_kernel<<<row_blocks * chunks, c->threads, c->smem, s>>>(p);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    tsg_sum_params sp;
+    sp.exits = d->d_exits[k], sp.leaves = d->qp.leaves, sp.out = out, sp.base = d->qp.base, sp.n_rows = n;
+    sp.n_trees = d->qp.n_trees;
+    tsg_sum_kernel<<<(unsigned)((n + 127) / 128), 128, 0, s>>>(sp);
+    return cudaGetLastError();
+}
+
+/* One launch of n rows on stream k (of the state's streams, for its exit buffer). */
+static cudaError_t launch(tsg_dev *d, int k, const float *x, size_t n, size_t stride, double *out, cudaStream_t s) {
     const tsg_launch *c = n >= d->wave_rows ? &d->large : &d->small;
+    uint32_t chunk_blocks = d->split && n < d->wave_rows ? split_chunk_blocks(d, c, n) : 0;
+    if (chunk_blocks) return launch_split(d, k, c, chunk_blocks, x, n, stride, out, s);
     unsigned grid = (unsigned)((n + c->threads - 1) / c->threads);
     if (d->kind == TSG_KIND_NAIVE) {
         tsg_naive_params p = d->np;
@@ -393,7 +445,7 @@ static int score_locked(tsg_dev *d, const float *x, size_t n_rows, size_t stride
         stage_rows(d, d->h_in[k], x, r0, n, stride);
         CU_TRY(cudaMemcpyAsync(d->d_in[k], d->h_in[k], n * f * sizeof(float), cudaMemcpyHostToDevice, d->stream[k]),
                "cudaMemcpyAsync (rows)");
-        CU_TRY(launch(d, d->d_in[k], n, f, d->d_out[k], d->stream[k]), "kernel launch");
+        CU_TRY(launch(d, k, d->d_in[k], n, f, d->d_out[k], d->stream[k]), "kernel launch");
         CU_TRY(cudaMemcpyAsync(d->h_out[k], d->d_out[k], n * sizeof(double), cudaMemcpyDeviceToHost, d->stream[k]),
                "cudaMemcpyAsync (scores)");
         pending_r0[k] = r0;
@@ -449,9 +501,9 @@ extern "C" int tsg_cuda_time(void *p, const float *x, size_t n_rows, size_t stri
     CU_TRY(cudaMemcpy(dx, h, n_rows * f * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
     CU_TRY(cudaEventCreate(&ev[0]), "cudaEventCreate");
     CU_TRY(cudaEventCreate(&ev[1]), "cudaEventCreate");
-    CU_TRY(launch(d, dx, n_rows, f, dout, d->stream[0]), "kernel launch"); /* warm-up */
+    CU_TRY(launch(d, 0, dx, n_rows, f, dout, d->stream[0]), "kernel launch"); /* warm-up */
     CU_TRY(cudaEventRecord(ev[0], d->stream[0]), "cudaEventRecord");
-    for (int i = 0; i < reps; i++) CU_TRY(launch(d, dx, n_rows, f, dout, d->stream[0]), "kernel launch");
+    for (int i = 0; i < reps; i++) CU_TRY(launch(d, 0, dx, n_rows, f, dout, d->stream[0]), "kernel launch");
     CU_TRY(cudaEventRecord(ev[1], d->stream[0]), "cudaEventRecord");
     CU_TRY(cudaEventSynchronize(ev[1]), "kernel");
     {

@@ -75,7 +75,7 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
         return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     }
     s->kind = kind;
-    tsg_tuning tune = {c->gpu_threads, c->gpu_slice_rows};
+    tsg_tuning tune = {c->gpu_threads, c->gpu_slice_rows, c->gpu_split == 1};
     rc = tsg_cuda_prepare(l, kind, &tune, &s->dev, msg, sizeof msg);
     tsg_layout_free(l);
     if (rc) {

@@ -24,10 +24,11 @@ extern "C" {
 int tsg_cuda_device(char *desc, size_t size);
 
 /* Launch settings a benchmark may force (0: cuda.cu's own choice; tsr_config's test
- * knobs TREESCORE_GPU_THREADS and TREESCORE_GPU_SLICE_ROWS). */
+ * knobs TREESCORE_GPU_THREADS, TREESCORE_GPU_SLICE_ROWS and TREESCORE_GPU_SPLIT). */
 typedef struct tsg_tuning {
     unsigned threads;  /* documents (threads) per block, 32 to 1024 */
     size_t slice_rows; /* rows per slice of a call's copy/score pipeline */
+    int split;         /* 1: launches below a full wave split the trees across blocks */
 } tsg_tuning;
 
 /* Uploads the layout's arrays for one engine kind; *dev is the device state (the layout

@@ -125,7 +125,22 @@ typedef struct tsg_qs_params {
     const uint32_t *bslot_base;   /* n_bslots: its first threshold (a multiple of 255) */
     const uint32_t *slot_thr;     /* n_slots + 1: slot s's thresholds thr[slot_thr[s] ..] */
     const float *thr;             /* ascending and distinct within a slot */
+    /* the split launch (kernels.cuh): exits[t * n_rows + r] = tree t's exit leaf for row r
+     * (an index into leaves) for tsg_sum_kernel; NULL: a plain launch */
+    uint32_t *exits;
+    uint32_t row_blocks;          /* blocks of rows: ceil(n_rows / blockDim.x) */
+    uint32_t chunk_blocks;        /* tree blocks per chunk (gridDim.x = row_blocks * chunks) */
 } tsg_qs_params;
+
+/* tsg_sum_kernel's: out[r] = base + the exit leaves of a split launch, in tree order. */
+typedef struct tsg_sum_params {
+    const uint32_t *exits;
+    const double *leaves;
+    double *out;
+    double base;
+    uint64_t n_rows;
+    uint32_t n_trees;
+} tsg_sum_params;
 
 /* Bytes of shared memory per staged node: the largest of the kinds, and each kind's own
  * (the slot values or codes follow the staged nodes at smem_nodes * node_bytes). */

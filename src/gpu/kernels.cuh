@@ -192,16 +192,32 @@ TSG_DEVICE uint32_t tsg_walk_codes_exit_leaf(const tsg_qs_params *p, const tsg_c
     return (uint32_t)~c;
 }
 
+/* Tree t's exit leaf li (an index into leaves) for row r: added to the score, or with
+ * exits (the split launch) stored for tsg_sum_kernel, which adds them in tree order. */
+TSG_DEVICE void tsg_take_leaf(const tsg_qs_params *p, uint32_t t, uint32_t li, uint64_t r, double *score) {
+    if (!p->exits) *score += p->leaves[li];
+    else if (r < p->n_rows) p->exits[(uint64_t)t * p->n_rows + r] = li;
+}
+
 /* gpu: a block of blockDim.x threads scores blockDim.x documents, one each. Their slot
  * values are staged in shared memory (x_shared), then for each block of trees the
  * block's nodes (when they fit), and each thread adds its document's exit leaves tree
  * by tree. Threads past the last row still run (on the last row's values) so that every
- * warp votes and every thread reaches the barriers; they store nothing. */
+ * warp votes and every thread reaches the barriers; they store nothing.
+ * The split launch (exits set, for batches too small to fill the GPU): block x scores
+ * the rows of row block x % row_blocks over the tree blocks of chunk x / row_blocks
+ * (chunk_blocks tree blocks each), storing each tree's exit leaf instead of adding it;
+ * tsg_sum_kernel then adds them in tree order, so the sum is the same, bit for bit. */
 __global__ void tsg_qs_kernel(const tsg_qs_params p) {
     TSG_DYNAMIC_SHARED(smem);
     float *s_x = (float *)(void *)(smem + (uint64_t)p.smem_nodes * p.node_bytes);
-    uint32_t tid = threadIdx.x, dpb = blockDim.x;
-    uint64_t first_row = (uint64_t)blockIdx.x * dpb, r = first_row + tid;
+    uint32_t tid = threadIdx.x, dpb = blockDim.x, bx = blockIdx.x, b_lo = 0, b_hi = p.n_blocks;
+    if (p.exits) {
+        b_lo = bx / p.row_blocks * p.chunk_blocks;
+        b_hi = p.n_blocks - b_lo < p.chunk_blocks ? p.n_blocks : b_lo + p.chunk_blocks;
+        bx %= p.row_blocks;
+    }
+    uint64_t first_row = (uint64_t)bx * dpb, r = first_row + tid;
     uint64_t rc = r < p.n_rows ? r : p.n_rows - 1;
     const float *row = p.x + rc * p.stride;
     unsigned char *s_c = (unsigned char *)(void *)s_x;
@@ -223,7 +239,7 @@ __global__ void tsg_qs_kernel(const tsg_qs_params p) {
     const float *xs = p.x_shared ? s_x + tid : (const float *)0;
     const unsigned char *cs = p.x_shared ? s_c + tid : (const unsigned char *)0;
     double score = p.base;
-    for (uint32_t b = 0; b < p.n_blocks; b++) {
+    for (uint32_t b = b_lo; b < b_hi; b++) {
         uint32_t t0 = p.block_tree[b], t1 = p.block_tree[b + 1];
         uint32_t e0 = p.node_first[t0], e1 = p.node_first[t1];
         int staged = e1 - e0 <= p.smem_nodes;
@@ -247,26 +263,39 @@ __global__ void tsg_qs_kernel(const tsg_qs_params p) {
         if (p.walk && p.codes) {
             const tsg_cwnode *W = staged ? (const tsg_cwnode *)(const void *)smem : p.cwnodes + e0;
             for (uint32_t t = t0; t < t1; t++)
-                score += p.leaves[p.leaf_off[t] + tsg_walk_codes_exit_leaf(&p, W + (p.node_first[t] - e0),
-                                                                           p.node_first[t + 1] - p.node_first[t], cs,
-                                                                           dpb, row)];
+                tsg_take_leaf(&p, t,
+                              p.leaf_off[t] + tsg_walk_codes_exit_leaf(&p, W + (p.node_first[t] - e0),
+                                                                       p.node_first[t + 1] - p.node_first[t], cs, dpb,
+                                                                       row),
+                              r, &score);
         } else if (p.walk) {
             const tsg_wnode *W = staged ? (const tsg_wnode *)(const void *)smem : p.wnodes + e0;
             for (uint32_t t = t0; t < t1; t++)
-                score += p.leaves[p.leaf_off[t] + tsg_walk_exit_leaf(&p, W + (p.node_first[t] - e0),
-                                                                     p.node_first[t + 1] - p.node_first[t], xs, dpb,
-                                                                     row)];
+                tsg_take_leaf(&p, t,
+                              p.leaf_off[t] + tsg_walk_exit_leaf(&p, W + (p.node_first[t] - e0),
+                                                                 p.node_first[t + 1] - p.node_first[t], xs, dpb, row),
+                              r, &score);
         } else if (p.codes) {
             const tsg_centry *E = staged ? (const tsg_centry *)(const void *)smem : p.centries + e0;
             for (uint32_t t = t0; t < t1; t++)
-                score += p.leaves[p.leaf_off[t] + tsg_codes_exit_leaf(&p, E, e0, t, cs, dpb, row)];
+                tsg_take_leaf(&p, t, p.leaf_off[t] + tsg_codes_exit_leaf(&p, E, e0, t, cs, dpb, row), r, &score);
         } else {
             const tsg_entry *E = staged ? (const tsg_entry *)(const void *)smem : p.entries + e0;
             for (uint32_t t = t0; t < t1; t++)
-                score += p.leaves[p.leaf_off[t] + tsg_qs_exit_leaf(&p, E, e0, t, xs, dpb, row)];
+                tsg_take_leaf(&p, t, p.leaf_off[t] + tsg_qs_exit_leaf(&p, E, e0, t, xs, dpb, row), r, &score);
         }
     }
-    if (r < p.n_rows) p.out[r] = score;
+    if (!p.exits && r < p.n_rows) p.out[r] = score;
+}
+
+/* After a split launch: row r's score, base plus its trees' exit leaves in tree order
+ * (the order every engine adds them in). One thread per row. */
+__global__ void tsg_sum_kernel(const tsg_sum_params p) {
+    uint64_t r = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= p.n_rows) return;
+    double score = p.base;
+    for (uint32_t t = 0; t < p.n_trees; t++) score += p.leaves[p.exits[(uint64_t)t * p.n_rows + r]];
+    p.out[r] = score;
 }
 
 #endif /* TS_GPU_KERNELS_CUH */

@@ -14,7 +14,8 @@
  *             [--sweep] [--kinds LABEL,...]
  *
  * Kernels: gpu (the engine's choice for the model), gpu:qs, gpu:codes, gpu:walk,
- * gpu:walk-codes (docs/gpu.md) and gpu-naive; --kinds times only those named.
+ * gpu:walk-codes (docs/gpu.md), gpu-naive, and gpu:split (gpu with launches below a full
+ * wave split across tree blocks: TREESCORE_GPU_SPLIT=1); --kinds times only those named.
  *
  * --sweep: then, on the largest batch only, every GPU kernel again under other launch
  * settings (the test knobs TREESCORE_GPU_THREADS, _BLOCK_NODES and _SLICE_ROWS: threads
@@ -117,16 +118,26 @@ static float *make_rows(const ts_model *m, size_t n) {
 static int usage(void) {
     fprintf(stderr, "usage: gpu_bench (--model FILE | --synthetic TREES LEAVES FEATURES) --rows N[,N...] [--reps R]\n"
                     "                 [--cpu-engine NAME] [--cpu-threads T] [--cpu-rows M] [--seed S] [--sweep]\n"
-                    "                 [--kinds gpu,gpu:qs,gpu:codes,gpu:walk,gpu:walk-codes,gpu-naive]\n");
+                    "                 [--kinds gpu,gpu:qs,gpu:codes,gpu:walk,gpu:walk-codes,gpu-naive,gpu:split]\n");
     return 2;
 }
 
 /* gpu (the engine's own choice of kernel for the model), each kernel by name, gpu-naive */
-static const int kinds[] = {TSG_ENGINE_KIND_BEST,  TSG_ENGINE_KIND_QS,         TSG_ENGINE_KIND_CODES,
-                            TSG_ENGINE_KIND_WALK, TSG_ENGINE_KIND_WALK_CODES, TSG_ENGINE_KIND_NAIVE};
-static const char *const labels[] = {"gpu", "gpu:qs", "gpu:codes", "gpu:walk", "gpu:walk-codes", "gpu-naive"};
-enum { N_KINDS = 6 };
-static int use_kind[N_KINDS] = {1, 1, 1, 1, 1, 1}; /* --kinds */
+static const int kinds[] = {TSG_ENGINE_KIND_BEST,       TSG_ENGINE_KIND_QS,    TSG_ENGINE_KIND_CODES,
+                            TSG_ENGINE_KIND_WALK,       TSG_ENGINE_KIND_WALK_CODES, TSG_ENGINE_KIND_NAIVE,
+                            TSG_ENGINE_KIND_BEST};
+static const char *const labels[] = {"gpu",           "gpu:qs",    "gpu:codes", "gpu:walk",
+                                     "gpu:walk-codes", "gpu-naive", "gpu:split"};
+enum { N_KINDS = 7, SPLIT_KIND = 6 }; /* gpu:split: gpu with TREESCORE_GPU_SPLIT=1 */
+static int use_kind[N_KINDS] = {1, 1, 1, 1, 1, 1, 1}; /* --kinds */
+
+/* kinds[g] prepared (gpu:split under its knob). */
+static ts_status prepare_kind(const ts_model *m, int g, void **st, ts_error *err) {
+    if (g == SPLIT_KIND) setenv("TREESCORE_GPU_SPLIT", "1", 1), tsr_config_reload();
+    ts_status s = tsg_engine_prepare_kind(m, kinds[g], st, err);
+    if (g == SPLIT_KIND) unsetenv("TREESCORE_GPU_SPLIT"), tsr_config_reload();
+    return s;
+}
 
 /* --kinds gpu,gpu:walk,...: only these; 0, or -1 when a name is unknown. */
 static int select_kinds(const char *list) {
@@ -193,7 +204,7 @@ static int sweep(const char *name, const ts_model *m, uint32_t leaves_max, const
             if (!use_kind[g] || (kinds[g] == TSG_ENGINE_KIND_NAIVE && settings[s][1][0])) continue;
             void *st = NULL;
             ts_error err;
-            if (tsg_engine_prepare_kind(m, kinds[g], &st, &err) != TS_OK) {
+            if (prepare_kind(m, g, &st, &err) != TS_OK) {
                 fprintf(stderr, "gpu_bench: sweep %s: %s: %s\n", tag, labels[g], err.message);
                 any_bad = 1;
                 continue;
@@ -292,7 +303,7 @@ int main(int argc, char **argv) {
     for (int g = 0; g < N_KINDS; g++) {
         if (!use_kind[g]) continue;
         double t0 = now_s();
-        if (tsg_engine_prepare_kind(m, kinds[g], &gst[g], &err) != TS_OK) {
+        if (prepare_kind(m, g, &gst[g], &err) != TS_OK) {
             fprintf(stderr, "gpu_bench: %s\n", err.message);
             return 1;
         }

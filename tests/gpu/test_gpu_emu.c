@@ -18,6 +18,7 @@
 
 static void run_naive(const void *a) { tsg_naive_kernel(*(const tsg_naive_params *)a); }
 static void run_qs(const void *a) { tsg_qs_kernel(*(const tsg_qs_params *)a); }
+static void run_sum(const void *a) { tsg_sum_kernel(*(const tsg_sum_params *)a); }
 
 /* A launch configuration: which kernel (gpu-naive, gpu's QuickScorer or walk variant),
  * threads per block, and for gpu the tree-block size of the layout, the nodes staged in
@@ -28,24 +29,28 @@ typedef struct emu_config {
     unsigned threads;
     uint32_t block_nodes, smem_nodes;
     uint32_t x_shared;
+    uint32_t split; /* the split launch: tree blocks per chunk (0: a plain launch) */
 } emu_config;
 
 static const emu_config configs[] = {
-    {"gpu-naive 128", 0, 0, 0, 128, 0, 0, 0},
-    {"gpu-naive 32", 0, 0, 0, 32, 0, 0, 0},
-    {"gpu 128, nodes and slots in shared memory", 1, 0, 0, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
-    {"gpu 64, slots from global memory", 1, 0, 0, 64, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 0},
-    {"gpu 32, blocks of 40 nodes (larger trees from global)", 1, 0, 0, 32, 40, 40, 1},
-    {"gpu 96, no nodes in shared memory", 1, 0, 0, 96, 200, 0, 1},
-    {"gpu walk 128, nodes and slots in shared memory", 1, 1, 0, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
-    {"gpu walk 32, blocks of 40 nodes, slots from global", 1, 1, 0, 32, 40, 40, 0},
-    {"gpu walk 64, no nodes in shared memory", 1, 1, 0, 64, 300, 0, 1},
-    {"gpu codes 128, nodes and codes in shared memory", 1, 0, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
-    {"gpu codes 32, blocks of 40 nodes, codes from global", 1, 0, 1, 32, 40, 40, 0},
-    {"gpu codes 64, no nodes in shared memory", 1, 0, 1, 64, 250, 0, 1},
-    {"gpu walk-codes 128, nodes and codes in shared memory", 1, 1, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1},
-    {"gpu walk-codes 32, blocks of 40 nodes, codes from global", 1, 1, 1, 32, 40, 40, 0},
-    {"gpu walk-codes 64, no nodes in shared memory", 1, 1, 1, 64, 250, 0, 1},
+    {"gpu-naive 128", 0, 0, 0, 128, 0, 0, 0, 0},
+    {"gpu-naive 32", 0, 0, 0, 32, 0, 0, 0, 0},
+    {"gpu 128, nodes and slots in shared memory", 1, 0, 0, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1, 0},
+    {"gpu 64, slots from global memory", 1, 0, 0, 64, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 0, 0},
+    {"gpu 32, blocks of 40 nodes (larger trees from global)", 1, 0, 0, 32, 40, 40, 1, 0},
+    {"gpu 96, no nodes in shared memory", 1, 0, 0, 96, 200, 0, 1, 0},
+    {"gpu walk 128, nodes and slots in shared memory", 1, 1, 0, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1, 0},
+    {"gpu walk 32, blocks of 40 nodes, slots from global", 1, 1, 0, 32, 40, 40, 0, 0},
+    {"gpu walk 64, no nodes in shared memory", 1, 1, 0, 64, 300, 0, 1, 0},
+    {"gpu codes 128, nodes and codes in shared memory", 1, 0, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1, 0},
+    {"gpu codes 32, blocks of 40 nodes, codes from global", 1, 0, 1, 32, 40, 40, 0, 0},
+    {"gpu codes 64, no nodes in shared memory", 1, 0, 1, 64, 250, 0, 1, 0},
+    {"gpu walk-codes 128, nodes and codes in shared memory", 1, 1, 1, 128, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1, 0},
+    {"gpu walk-codes 32, blocks of 40 nodes, codes from global", 1, 1, 1, 32, 40, 40, 0, 0},
+    {"gpu walk-codes 64, no nodes in shared memory", 1, 1, 1, 64, 250, 0, 1, 0},
+    {"gpu walk-codes 64, split: chunks of 1 tree block of 40 nodes", 1, 1, 1, 64, 40, 40, 1, 1},
+    {"gpu walk 32, split: chunks of 2 tree blocks", 1, 1, 0, 32, 40, 40, 1, 2},
+    {"gpu qs 128, split: chunks of 3 tree blocks, slots from global", 1, 0, 0, 128, 100, 100, 0, 3},
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
@@ -72,7 +77,21 @@ static void emu_score(const ts_model *m, const emu_config *c, const float *x, si
         size_t per_doc = c->codes ? (size_t)p.n_bslots : (size_t)p.n_slots * 4;
         p.node_bytes = tsg_node_bytes(p.walk, p.codes);
         size_t smem = (size_t)p.smem_nodes * p.node_bytes + (p.x_shared ? per_doc * c->threads : 0);
-        CHECK(tsg_emu_launch(blocks, c->threads, smem, run_qs, &p) == 0);
+        if (!c->split) {
+            CHECK(tsg_emu_launch(blocks, c->threads, smem, run_qs, &p) == 0);
+        } else {
+            /* the split launch, then the sum of its exits (cuda.cu's launch_split) */
+            uint32_t chunks = (p.n_blocks + c->split - 1) / c->split;
+            /* zeros: an exit the kernel fails to store reads tree 0's first leaf, a wrong
+             * score the check reports (garbage would read out of bounds) */
+            p.exits = calloc((size_t)n * p.n_trees + 1, sizeof *p.exits);
+            p.row_blocks = blocks;
+            p.chunk_blocks = c->split;
+            CHECK(tsg_emu_launch(blocks * (chunks ? chunks : 1), c->threads, smem, run_qs, &p) == 0);
+            tsg_sum_params sp = {p.exits, p.leaves, out, p.base, n, p.n_trees};
+            CHECK(tsg_emu_launch((unsigned)((n + 31) / 32), 32, 0, run_sum, &sp) == 0);
+            free(p.exits);
+        }
     }
     tsg_layout_free(l);
 }
@@ -121,7 +140,7 @@ static float *random_rows(size_t n, size_t stride) {
 /* Every batch size from 1 to 300: each kernel in the shape cuda.cu launches (128
  * threads, nodes and slots or codes staged), and one other configuration in turn, so
  * that every configuration sees sizes of every residue around its block size. */
-#define DEFAULT_SHAPES (1u << 0 | 1u << 2 | 1u << 6 | 1u << 9 | 1u << 12)
+#define DEFAULT_SHAPES (1u << 0 | 1u << 2 | 1u << 6 | 1u << 9 | 1u << 12 | 1u << 15)
 static void test_every_batch_size(void) {
     n_features = 12;
     ts_model *m = random_model(12, 1, 70, 4);
@@ -232,7 +251,7 @@ static void test_large_batch(void) {
     ts_model *m = random_model(8, 2, 80, 3);
     const size_t stride = n_features + 5, n = 20011;
     float *x = random_rows(n, stride);
-    check_rows(m, x, n, stride, 1u << 0 | 1u << 2 | 1u << 4 | 1u << 6 | 1u << 9 | 1u << 12, "20,011 rows");
+    check_rows(m, x, n, stride, 1u << 0 | 1u << 2 | 1u << 4 | 1u << 6 | 1u << 9 | 1u << 12 | 1u << 15, "20,011 rows");
     free(x);
     ts_model_free(m);
 }

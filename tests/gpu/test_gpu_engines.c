@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../unit/random_forest.h"
+#include "platform/config.h"
 
 static int have_gpu;
 
@@ -122,9 +123,30 @@ static void test_on_gpu(void) {
     ts_model_free(m);
 }
 
+/* The same with the split launch (TREESCORE_GPU_SPLIT=1: trees across blocks for
+ * launches below a full wave, then their exits summed in tree order), and with the
+ * launch shapes forced to 32 and 512 threads per block. */
+static void test_on_gpu_split_and_shapes(void) {
+    if (!have_gpu) return;
+    static const char *const knobs[][2] = {{"TREESCORE_GPU_SPLIT", "1"},
+                                           {"TREESCORE_GPU_THREADS", "32"},
+                                           {"TREESCORE_GPU_THREADS", "512"}};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        setenv(knobs[i][0], knobs[i][1], 1);
+        tsr_config_reload();
+        n_features = 30;
+        ts_model *m = random_model(300, 1, 100, 0);
+        check_model(m, 2000, knobs[i][0]);
+        ts_model_free(m);
+        unsetenv(knobs[i][0]);
+        tsr_config_reload();
+    }
+}
+
 int main(void) {
     RUN_TEST(test_refused_or_exact);
     RUN_TEST(test_auto_never_gpu);
     RUN_TEST(test_on_gpu);
+    RUN_TEST(test_on_gpu_split_and_shapes);
     return check_summary("test_gpu_engines");
 }
