@@ -177,6 +177,40 @@ static int detect_header(const tsio_reader *r) {
     return 1;
 }
 
+/* A field that reads as a number but not as a whole one ("0.25", "1e-3", "inf"): no
+ * column name looks so, a data row's values do. SIZE_MAX: none. */
+static size_t fractional_field(const csv_state *c) {
+    for (size_t i = 0; i < c->n_fields; i++) {
+        tsio_span f = c->fields[i];
+        float v;
+        if ((c->text && c->text[i]) || tsio_parse_f32(f.p, f.n, &v) == TSIO_NUM_BAD) continue;
+        size_t k = 0;
+        while (k < f.n && (f.p[k] == '+' || f.p[k] == '-')) k++;
+        while (k < f.n && f.p[k] >= '0' && f.p[k] <= '9') k++;
+        if (k < f.n) return i;
+    }
+    return SIZE_MAX;
+}
+
+/* A first line taken for a header (a field that is not a number) that also holds a
+ * fraction is more likely a data row with one bad value ("?", "NULL", a typo): dropped
+ * as a header, every score would have landed on the line above its row. Ask which. */
+static ts_status check_detected_header(tsio_reader *r, const tsio_line *ln, ts_error *err) {
+    const csv_state *c = csv_of(r);
+    size_t num = fractional_field(c), text = SIZE_MAX;
+    if (num == SIZE_MAX) return TS_OK;
+    for (size_t i = 0; i < c->n_fields && text == SIZE_MAX; i++)
+        if (!(c->text && c->text[i]) && !field_is_value(c->fields[i])) text = i;
+    if (text == SIZE_MAX) return TS_OK;
+    char a[TSIO_TOKEN_TEXT_SIZE], b[TSIO_TOKEN_TEXT_SIZE];
+    tsio_token_text(c->fields[text].p, c->fields[text].n, a, sizeof a);
+    tsio_token_text(c->fields[num].p, c->fields[num].n, b, sizeof b);
+    return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte,
+                      "%s:%llu: the first line mixes text ('%s', field %zu) with numbers ('%s', field %zu): a "
+                      "header, or a row with a bad value? --header or --no-header says which",
+                      r->name, (unsigned long long)ln->line_no, a, text, b, num);
+}
+
 static ts_status csv_init(tsio_reader *r, ts_error *err) {
     tsio_line ln;
     int got, header;
@@ -197,7 +231,8 @@ static ts_status csv_init(tsio_reader *r, ts_error *err) {
     TS_TRY(set_layout(r, n_fields, err));
     TS_TRY(split_fields(r, &ln, c->fields, n_fields, &n_fields, err));
     header = r->opts.csv_header;
-    if (header < 0) header = detect_header(r);
+    if (header < 0 && (header = detect_header(r)) == 1 && !default_labels(c))
+        TS_TRY(check_detected_header(r, &ln, err));
     r->opts.header_names = NULL; /* read during open only */
     if (!header) {
         tsio_src_unread_line(&r->src);

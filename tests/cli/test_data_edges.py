@@ -1,0 +1,105 @@
+"""test_data_edges.py: the ninth adversarial pass: CSV header detection, query files beside the data, standard input twice."""
+import pytest
+
+from cli_helpers import EXAMPLE, MODELS
+
+XGB5 = MODELS / "xgb_small_logistic.json"  # 5 features, no feature names
+LGB = EXAMPLE / "model.txt"
+
+
+def _rows(n):
+    return [f"{0.1 * i:.2f},{0.5 + i},{i % 3}.25,{2.5 * i},{i}.75" for i in range(1, n + 1)]
+
+
+# ---- CSV: a first row that mixes numbers and text ----------------------------------------
+
+@pytest.mark.parametrize("marker", ["?", "NULL", "None", "#N/A", "x"])
+def test_csv_first_row_with_a_bad_value_is_not_dropped_as_a_header(ts, tmp_path, marker):
+    """A first data row with one odd field (an unknown missing marker, a typo) was taken for
+    a header and dropped: n - 1 scores for n rows, exit 0, every score on the wrong line."""
+    rows = _rows(4)
+    fields = rows[0].split(",")
+    fields[2] = marker
+    rows[0] = ",".join(fields)
+    data = tmp_path / "d.csv"
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out.txt"
+    r = ts.fails("score", "-m", XGB5, "-d", data, "-o", out, mentions=[data], line=1, out=out)
+    assert "--header" in r.stderr and "--no-header" in r.stderr, r
+    assert marker in r.stderr, r
+
+
+def test_csv_header_with_integer_names_is_still_a_header(ts, tmp_path):
+    """pandas' DataFrame(X) with a label column added: '0,1,2,3,4,y' is a header."""
+    data = tmp_path / "d.csv"
+    data.write_text("0,1,2,3,4,y\n" + "\n".join(r + ",1" for r in _rows(3)) + "\n")
+    r = ts.succeeds("score", "-m", XGB5, "-d", data, "--label-column", "5", "--quiet")
+    assert len(r.stdout.split()) == 3, r
+
+
+def test_csv_text_header_still_detected(ts, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("a,b,c,d,e\n" + "\n".join(_rows(3)) + "\n")
+    r = ts.succeeds("score", "-m", XGB5, "-d", data, "--quiet")
+    assert len(r.stdout.split()) == 3, r
+
+
+def test_csv_mixed_first_row_is_scored_with_no_header(ts, tmp_path):
+    """--no-header says which: the row is then an error of its own (a bad value)."""
+    rows = _rows(3)
+    good = tmp_path / "g.csv"
+    good.write_text("\n".join(rows) + "\n")
+    ref = ts.succeeds("score", "-m", XGB5, "-d", good, "--quiet").stdout.split()
+    mixed = tmp_path / "m.csv"
+    mixed.write_text("h1,0.5,h3,h4,h5\n" + "\n".join(rows) + "\n")
+    assert ts.succeeds("score", "-m", XGB5, "-d", mixed, "--header", "--quiet").stdout.split() == ref
+    ts.fails("score", "-m", XGB5, "-d", mixed, "--no-header", mentions=[mixed], line=1)
+
+
+# ---- rank: DATA.query is an input too -----------------------------------------------------
+
+def test_rank_output_onto_the_query_file_beside_the_data_is_refused(ts, tmp_path):
+    """rank reads DATA.query when -q is not given; -o DATA.query replaced it with the ranking."""
+    lines = (EXAMPLE / "rank.test").read_text().splitlines()[:20]
+    data = tmp_path / "r.svm"
+    data.write_text("\n".join(lines) + "\n")
+    query = tmp_path / "r.svm.query"
+    query.write_text("5\n15\n")
+    r = ts.fails("rank", "-m", LGB, "-d", data, "-o", query)
+    assert "query file" in r.stderr, r
+    assert query.read_text() == "5\n15\n"
+
+
+# ---- standard input given twice ------------------------------------------------------------
+
+@pytest.mark.parametrize("cmd", ["score", "rank"])
+def test_data_and_query_file_both_from_standard_input_is_a_usage_error(ts, tmp_path, cmd):
+    """-d - -q -: the query file read the same stream: 'query sizes add up to 0 rows'."""
+    r = ts.fails(cmd, "-m", LGB, "-d", "-", "-q", "-", status=2)
+    assert "standard input" in r.stderr, r
+
+
+# ---- query files ---------------------------------------------------------------------------
+
+def test_query_file_with_a_utf8_bom(ts, tmp_path):
+    """The data and --feature-names files skip a UTF-8 byte order mark; the query file refused it."""
+    lines = (EXAMPLE / "rank.test").read_text().splitlines()[:20]
+    data = tmp_path / "r.svm"
+    data.write_text("\n".join(lines) + "\n")
+    q = tmp_path / "q"
+    q.write_text("5\n15\n")
+    qb = tmp_path / "qb"
+    qb.write_bytes(b"\xef\xbb\xbf5\r\n15\r\n")
+    ref = ts.succeeds("rank", "-m", LGB, "-d", data, "-q", q, "--quiet").stdout
+    assert ts.succeeds("rank", "-m", LGB, "-d", data, "-q", qb, "--quiet").stdout == ref
+
+
+def test_query_sizes_that_wrap_past_2_64_are_refused(ts, tmp_path):
+    """Sizes whose sum wraps around 2^64 back to the row count passed the check."""
+    lines = (EXAMPLE / "rank.test").read_text().splitlines()[:20]
+    data = tmp_path / "r.svm"
+    data.write_text("\n".join(lines) + "\n")
+    q = tmp_path / "q"
+    big = 2 ** 63
+    q.write_text(f"5\n15\n{big}\n{big}\n")
+    ts.fails("score", "-m", LGB, "-d", data, "-q", q, mentions=[q])
