@@ -85,6 +85,8 @@ typedef struct cli_opts {
                                     it reads (cli_choose_columns; free it); else NULL */
     uint32_t n_keep, keep_of;    /* n_keep of the model's keep_of columns */
     int keep_strict;             /* ids past keep_of are an error (the model declared them) */
+    int reads_beside_query;      /* rank: DATA.query is read when -q is not given (-o must
+                                    not overwrite it) */
 } cli_opts;
 
 /* Option flags: which options a subcommand accepts (OPT_SCORER: --threads, --isa, --tau,

@@ -211,6 +211,7 @@ int cmd_rank(int argc, char **argv) {
                            OPT_RANK | OPT_QUIET,
                        usage, 1, &o);
     if (rc >= 0) return rc;
+    o.reads_beside_query = 1;
     double t0 = cli_now();
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;

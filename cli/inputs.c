@@ -215,6 +215,15 @@ static const char **header_names(const ts_model *m, uint32_t n_features) {
     return names;
 }
 
+/* LightGBM's convention: DATA.query beside DATA gives the query sizes, unless -q names
+ * a file or the rows carry qid: themselves (then the rows win). Its path into buf (4096
+ * bytes) and 1 when that file is read. */
+static int beside_query_file(const cli_opts *o, char *buf) {
+    return !o->query_file && cli_is_regular_file(o->data_path) &&
+           (size_t)snprintf(buf, 4096, "%s.query", o->data_path) < 4096 && cli_is_regular_file(buf) &&
+           !first_line_has_qid(o->data_path);
+}
+
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles) {
     ts_model_info info;
     tsio_data_options d;
@@ -231,12 +240,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     d.query_file = o->query_file;
     d.double_values = want_doubles;
     d.chunk_rows = TS_CLI_CHUNK_ROWS;
-    /* LightGBM's convention: DATA.query beside DATA gives the query sizes, unless the
-     * rows carry qid: themselves (then the rows win). */
-    if (!d.query_file && want_queries && cli_is_regular_file(o->data_path) &&
-        (size_t)snprintf(query_path, sizeof query_path, "%s.query", o->data_path) < sizeof query_path &&
-        cli_is_regular_file(query_path) && !first_line_has_qid(o->data_path))
-        d.query_file = query_path;
+    if (want_queries && beside_query_file(o, query_path)) d.query_file = query_path;
     /* SVMlight needs the width up front: the model's columns. Past the model's declared
      * features an id is an error (as LightGBM and XGBoost refuse such data); models that
      * declare no count (QuickRank) simply never read the extra columns. */
@@ -446,6 +450,12 @@ int cli_output_open(cli_output *out, const char *path, const cli_opts *o) {
             cli_error("%s: the output would overwrite the %s", path, what[i]);
             return -1;
         }
+    /* rank reads DATA.query too: -o DATA.query replaced it with the ranking */
+    char beside[4096];
+    if (o && o->reads_beside_query && beside_query_file(o, beside) && same_file(path, beside)) {
+        cli_error("%s: the output would overwrite the query file (the query sizes beside %s)", path, o->data_path);
+        return -1;
+    }
     /* Write through a symbolic link to its target, as a plain write would (creating the
      * target of a dangling link; renaming over the link would replace the link). */
     if (realpath(path, out->real)) {
