@@ -263,6 +263,24 @@ static void column_text(const tsio_reader *r, size_t i, char *out, size_t cap) {
     else snprintf(out, cap, "column %u", j);
 }
 
+/* A bad field holding ';' (a European spreadsheet's CSV), or a line of one field holding
+ * another separator (',' of a CSV read as TSV, tabs, spaces): the file's separator is
+ * likely not the one read. */
+static const char *separator_hint(const tsio_reader *r, tsio_span f) {
+    const csv_state *c = csv_of(r);
+    for (size_t k = 0; k < f.n; k++) {
+        char ch = f.p[k];
+        if (ch == ';' || (c->n_fields == 1 && (ch == ' ' || ch == '|' || (ch == ',' && c->sep != ',') ||
+                                              (ch == '\t' && c->sep != '\t'))))
+            return c->sep == ','
+                       ? " (is the file's separator not ','? CSV fields are separated by "
+                         "commas, TSV fields by tabs, and decimals take a point)"
+                       : " (is the file's separator not a tab? TSV fields are separated by "
+                         "tabs, CSV fields by commas (--format csv), and decimals take a point)";
+    }
+    return "";
+}
+
 /* A bad field: "NAME:LINE: what 'token' in column J ('NAME')". Out of line (and cold
  * where the compiler knows the word): the row loop stays as small as it was. */
 #if defined(__GNUC__)
@@ -273,8 +291,8 @@ static ts_status fail_field(tsio_reader *r, const tsio_line *ln, size_t i, const
     tsio_span f = csv_of(r)->fields[i];
     column_text(r, i, col, sizeof col);
     tsio_token_text(f.p, f.n, text, sizeof text);
-    return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte + (uint64_t)(f.p - ln->p), "%s:%llu: %s '%s' in %s",
-                      r->name, (unsigned long long)ln->line_no, what, text, col);
+    return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte + (uint64_t)(f.p - ln->p), "%s:%llu: %s '%s' in %s%s",
+                      r->name, (unsigned long long)ln->line_no, what, text, col, separator_hint(r, f));
 }
 
 /* The text of a text field: a quoted field (it follows its opening quote) has each ""

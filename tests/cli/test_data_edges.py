@@ -103,3 +103,17 @@ def test_query_sizes_that_wrap_past_2_64_are_refused(ts, tmp_path):
     big = 2 ** 63
     q.write_text(f"5\n15\n{big}\n{big}\n")
     ts.fails("score", "-m", LGB, "-d", data, "-q", q, mentions=[q])
+
+
+# ---- CSV/TSV read with the wrong separator -------------------------------------------------
+
+@pytest.mark.parametrize("name,text", [("semi.csv", "1;2;3;4;5\n6;7;8;9;10\n"),
+                                       ("euro.csv", "0,5;1,5;2,5;3,5;4,5\n1,5;2,5;3,5;4,5;5,5\n"),
+                                       ("comma.tsv", "a,b,c,d,e\n1,2,3,4,5\n")])
+def test_one_field_lines_name_the_separator(ts, tmp_path, name, text):
+    """A ';'-separated file (a European spreadsheet's CSV) or a CSV named .tsv failed with
+    'bad value '6;7;8;9;10' in column 0 ('1;2;3;4;5')', nothing said the separator."""
+    data = tmp_path / name
+    data.write_text(text)
+    r = ts.fails("score", "-m", XGB5, "-d", data, mentions=[data], line=2)
+    assert "separator" in r.stderr, r
