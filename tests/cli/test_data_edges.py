@@ -117,3 +117,28 @@ def test_one_field_lines_name_the_separator(ts, tmp_path, name, text):
     data.write_text(text)
     r = ts.fails("score", "-m", XGB5, "-d", data, mentions=[data], line=2)
     assert "separator" in r.stderr, r
+
+
+# ---- closed standard descriptors -----------------------------------------------------------
+
+def test_closed_stderr_does_not_write_warnings_into_the_output(ts, tmp_path):
+    """With stderr closed (2>&-) and the data on standard input, the output file took
+    descriptor 2: a warning (here a bad TREESCORE_PLAN) became the file's first line."""
+    import subprocess
+    lines = (EXAMPLE / "rank.test").read_text().splitlines()[:20]
+    data = tmp_path / "r.svm"
+    data.write_text("\n".join(lines) + "\n")
+    ref = ts.succeeds("score", "-m", LGB, "-d", data, "--quiet").stdout
+    out = tmp_path / "out.txt"
+    cmd = f'"{ts.path}" score -m "{LGB}" -d - -o "{out}" --quiet < "{data}" 2>&-'
+    p = subprocess.run(["sh", "-c", cmd], env=dict(TREESCORE_PLAN="bogus", PATH="/usr/bin:/bin", LC_ALL="C"),
+                       timeout=60)
+    assert p.returncode == 0
+    assert out.read_text() == ref
+
+
+def test_closed_stdin_is_a_read_error(ts, tmp_path):
+    """-d - with standard input closed (<&-) is an error, as for cat, not an empty input."""
+    import subprocess
+    p = subprocess.run(["sh", "-c", f'"{ts.path}" score -m "{LGB}" -d - <&-'], capture_output=True, timeout=60)
+    assert p.returncode == 1 and b"<stdin>" in p.stderr, p
