@@ -224,6 +224,20 @@ static int beside_query_file(const cli_opts *o, char *buf) {
            !first_line_has_qid(o->data_path);
 }
 
+/* QuickRank and RankLib number features from 1, as LETOR files do: feature k reads
+ * SVMlight id k. --one-based put id k in column k - 1, the model's feature k - 1: every
+ * feature shifted by one and the scores silently wrong. */
+static int refuse_one_based(const cli_opts *o, const ts_model_info *info) {
+    tsio_data_format f = tsio_data_format_resolve(o->data_path, o->data_format);
+    if (!o->one_based || (info->format != TS_FORMAT_QUICKRANK_XML && info->format != TS_FORMAT_RANKLIB) ||
+        (f != TSIO_DATA_SVMLIGHT && f != TSIO_DATA_AUTO))
+        return 0;
+    cli_error("%s: a %s model's feature k reads SVMlight id k (both count from 1, as in LETOR files): --one-based "
+              "would read every feature from the id after its own; leave it out",
+              o->model_path, info->format == TS_FORMAT_RANKLIB ? "RankLib" : "QuickRank");
+    return -1;
+}
+
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles) {
     ts_model_info info;
     tsio_data_options d;
@@ -231,6 +245,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     ts_error err;
     char query_path[4096];
     ts_model_get_info(m, &info, NULL);
+    if (refuse_one_based(o, &info)) return NULL;
     tsio_data_options_init(&d);
     d.format = o->data_format;
     d.one_based = o->one_based;

@@ -142,3 +142,19 @@ def test_closed_stdin_is_a_read_error(ts, tmp_path):
     import subprocess
     p = subprocess.run(["sh", "-c", f'"{ts.path}" score -m "{LGB}" -d - <&-'], capture_output=True, timeout=60)
     assert p.returncode == 1 and b"<stdin>" in p.stderr, p
+
+
+# ---- --one-based with models whose feature ids count from 1 ---------------------------------
+
+@pytest.mark.parametrize("model", ["msn_lambdamart_10trees_quickrank.xml", "rankeval_quickrank.model.xml"])
+@pytest.mark.parametrize("cmd", ["score", "rank"])
+def test_one_based_with_a_quickrank_model_is_refused(ts, tmp_path, model, cmd):
+    """A QuickRank (or RankLib) model's feature k reads SVMlight id k, both counting from 1 as
+    in LETOR files; --one-based moved id k to column k - 1, which the model reads as
+    feature k - 1: every feature shifted by one, scores silently wrong."""
+    data = tmp_path / "d.svm"
+    data.write_text("".join(f"{i % 3} qid:1 1:{i * 0.1:.2f} 2:{i * 0.3:.2f} 3:0.5 8:{i}\n" for i in range(1, 6)))
+    out = tmp_path / "out.txt"
+    r = ts.fails(cmd, "-m", MODELS / model, "-d", data, "--one-based", "-o", out, mentions=[model], out=out)
+    assert "--one-based" in r.stderr, r
+    ts.succeeds(cmd, "-m", MODELS / model, "-d", data, "--quiet")
