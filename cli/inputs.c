@@ -380,7 +380,8 @@ void cli_chunks_free(cli_chunks *it) {
 
 /* ---- output ----------------------------------------------------------------------- */
 
-/* The temporary output file of this process, removed if a signal ends it (Ctrl-C):
+/* The temporary output file of this process, removed if a signal ends it (Ctrl-C, a
+ * closed pipe, a file size limit):
  * an interrupted run leaves no partial file, like a failed one. One at a time. */
 static char pending_tmp[4096];
 static volatile sig_atomic_t pending_set;
@@ -401,6 +402,10 @@ static void watch_tmp(const char *tmp) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* a write to a stderr nobody reads (SIGPIPE: still the quiet end main.c wants) and
+     * past `ulimit -f` (SIGXFSZ) ended the run with the temporary file left behind */
+    sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGXFSZ, &sa, NULL);
 }
 
 static void unwatch_tmp(void) { pending_set = 0; }

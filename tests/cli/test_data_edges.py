@@ -158,3 +158,40 @@ def test_one_based_with_a_quickrank_model_is_refused(ts, tmp_path, model, cmd):
     r = ts.fails(cmd, "-m", MODELS / model, "-d", data, "--one-based", "-o", out, mentions=[model], out=out)
     assert "--one-based" in r.stderr, r
     ts.succeeds(cmd, "-m", MODELS / model, "-d", data, "--quiet")
+
+
+# ---- signals that end the run leave no temporary output -----------------------------------
+
+def test_sigpipe_on_stderr_leaves_no_temporary_output(ts, tmp_path):
+    """stderr a pipe nobody reads any more (a dead log reader, '2>&1 | head'): the first
+    warning's SIGPIPE ended the run and left OUT.tmp.XXXXXX beside -o's file."""
+    import os
+    import subprocess
+    lines = (EXAMPLE / "rank.test").read_text().splitlines()[:20]
+    d = tmp_path / "dir"
+    d.mkdir()
+    data = d / "r.svm"
+    data.write_text("\n".join(lines) + "\n")
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([str(ts.path), "score", "-m", str(LGB), "-d", str(data), "-o", str(d / "out.txt")],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=w, timeout=60,
+                           env=dict(os.environ, TREESCORE_PLAN="bogus", LC_ALL="C"))
+    finally:
+        os.close(w)
+    assert p.returncode in (0, -13), p
+    assert sorted(x.name for x in d.iterdir()) in (["r.svm"], ["out.txt", "r.svm"]), list(d.iterdir())
+
+
+def test_file_size_limit_leaves_no_temporary_output(ts, tmp_path):
+    """ulimit -f: SIGXFSZ ended the run inside a write and left OUT.tmp.XXXXXX behind."""
+    import subprocess
+    d = tmp_path / "dir"
+    d.mkdir()
+    data = d / "r.svm"
+    data.write_text("".join(f"{i % 3} qid:{i // 50} 1:{i * 0.01:.3f} 7:{i % 17}\n" for i in range(20000)))
+    cmd = f'ulimit -f 8; exec "{ts.path}" score -m "{LGB}" -d "{data}" -o "{d / "out.txt"}" --quiet'
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, timeout=60)
+    assert p.returncode != 0, p
+    assert sorted(x.name for x in d.iterdir()) == ["r.svm"], list(d.iterdir())
