@@ -126,6 +126,8 @@ ts_model *cli_load_model(const cli_opts *o);
  * failure. cli_feature_mapping: how the features were mapped, for info (NULL: as read). */
 int cli_prepare_model(const cli_opts *o, ts_model *m);
 const char *cli_feature_mapping(void);
+/* The count of names --feature-names listed, one per data column (0: none given). */
+uint32_t cli_feature_names_count(void);
 /* The help lines of --feature-names and --base-score. */
 #define CLI_FEATURES_HELP                                                                   \
     "      --feature-names FILE  one name per line, in the data's column order: a split on\n" \

@@ -238,6 +238,19 @@ static int refuse_one_based(const cli_opts *o, const ts_model_info *info) {
     return -1;
 }
 
+/* --feature-names lists one name per column of the data: a CSV/TSV or raw file of
+ * another width (an id column in front) was scored with every column read as the
+ * feature of the name before it, since the mapped model declares no count of its own. */
+static int check_names_count(const cli_opts *o, const tsio_reader *r) {
+    uint32_t listed = cli_feature_names_count(), n = tsio_reader_n_cols(r);
+    tsio_data_format f = tsio_reader_format(r);
+    if (!listed || n == 0 || n == listed || f == TSIO_DATA_SVMLIGHT) return 0;
+    cli_error("%s: %u feature columns, but --feature-names %s lists %u names (one per column of the data, in "
+              "its order)",
+              strcmp(o->data_path, "-") ? o->data_path : "<stdin>", n, o->feature_names_path, listed);
+    return -1;
+}
+
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles) {
     ts_model_info info;
     tsio_data_options d;
@@ -286,7 +299,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
         cli_error("%s", err.message);
         return NULL;
     }
-    if (check_names(o, m, r)) {
+    if (check_names(o, m, r) || check_names_count(o, r)) {
         tsio_reader_close(r);
         return NULL;
     }

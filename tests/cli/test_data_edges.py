@@ -195,3 +195,23 @@ def test_file_size_limit_leaves_no_temporary_output(ts, tmp_path):
     p = subprocess.run(["bash", "-c", cmd], capture_output=True, timeout=60)
     assert p.returncode != 0, p
     assert sorted(x.name for x in d.iterdir()) == ["r.svm"], list(d.iterdir())
+
+
+# ---- --feature-names against the width of CSV/TSV/raw data ----------------------------------
+
+def test_feature_names_count_must_match_the_csv_columns(ts, tmp_path):
+    """--feature-names lists one name per data column; a CSV with one column more (an id in
+    front) was scored with the id read as the first feature and the last column dropped,
+    exit 0 (without --feature-names the same file is refused for its width)."""
+    model = MODELS / "lgb_small_lambdarank.txt"  # 5 features, named Column_0..Column_4
+    names = tmp_path / "names.txt"
+    names.write_text("".join(f"Column_{j}\n" for j in range(5)))
+    data = tmp_path / "id.csv"
+    data.write_text("id,a,b,c,d,e\n7,0.1,0.2,0.3,0.4,0.5\n8,0.5,0.4,0.3,0.2,0.1\n")
+    out = tmp_path / "out.txt"
+    r = ts.fails("score", "-m", model, "-d", data, "--feature-names", names, "-o", out, mentions=[data, names],
+                 out=out)
+    assert "6" in r.stderr and "5" in r.stderr, r
+    ok = tmp_path / "ok.csv"
+    ok.write_text("a,b,c,d,e\n0.1,0.2,0.3,0.4,0.5\n")
+    ts.succeeds("score", "-m", model, "-d", ok, "--feature-names", names, "--no-name-check", "--quiet")
