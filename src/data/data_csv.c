@@ -177,27 +177,53 @@ static int detect_header(const tsio_reader *r) {
     return 1;
 }
 
-/* A field that reads as a number but not as a whole one ("0.25", "1e-3", "inf"): no
- * column name looks so, a data row's values do. SIZE_MAX: none. */
-static size_t fractional_field(const csv_state *c) {
+/* A bad field holding ';' (a European spreadsheet's CSV), or a line of one field holding
+ * another separator (',' of a CSV read as TSV, tabs, spaces): the file's separator is
+ * likely not the one read. */
+static const char *separator_hint(const tsio_reader *r, tsio_span f) {
+    const csv_state *c = csv_of(r);
+    for (size_t k = 0; k < f.n; k++) {
+        char ch = f.p[k];
+        if (ch == ';' || (c->n_fields == 1 && (ch == ' ' || ch == '|' || (ch == ',' && c->sep != ',') ||
+                                              (ch == '\t' && c->sep != '\t'))))
+            return c->sep == ','
+                       ? " (is the file's separator not ','? CSV fields are separated by "
+                         "commas, TSV fields by tabs, and decimals take a point)"
+                       : " (is the file's separator not a tab? TSV fields are separated by "
+                         "tabs, CSV fields by commas (--format csv), and decimals take a point)";
+    }
+    return "";
+}
+
+/* A number field of a first line read as a header that no column names would hold: a
+ * fraction ("0.25", "1e-3", "inf"), or a whole number out of the run 0, 1, 2, ... (or
+ * 1, 2, ...) that pandas' integer column labels make ("0,1,2,3,4,y", "y,0,1,2"): the
+ * values of a data row. SIZE_MAX: none. */
+static size_t data_like_field(const csv_state *c) {
+    unsigned long long next = 0;
+    int seen = 0;
     for (size_t i = 0; i < c->n_fields; i++) {
         tsio_span f = c->fields[i];
         float v;
-        if ((c->text && c->text[i]) || tsio_parse_f32(f.p, f.n, &v) == TSIO_NUM_BAD) continue;
+        if ((c->text && c->text[i]) || is_missing_marker(f.p, f.n) || tsio_parse_f32(f.p, f.n, &v) == TSIO_NUM_BAD)
+            continue;
+        unsigned long long w = 0;
         size_t k = 0;
-        while (k < f.n && (f.p[k] == '+' || f.p[k] == '-')) k++;
-        while (k < f.n && f.p[k] >= '0' && f.p[k] <= '9') k++;
-        if (k < f.n) return i;
+        for (; k < f.n && f.p[k] >= '0' && f.p[k] <= '9' && w < 1000000000ull; k++) w = w * 10 + (unsigned)(f.p[k] - '0');
+        if (k < f.n || (seen ? w != next : w > 1)) return i;
+        seen = 1;
+        next = w + 1;
     }
     return SIZE_MAX;
 }
 
 /* A first line taken for a header (a field that is not a number) that also holds a
- * fraction is more likely a data row with one bad value ("?", "NULL", a typo): dropped
- * as a header, every score would have landed on the line above its row. Ask which. */
+ * data-like number (data_like_field) is more likely a data row with one bad value ("?",
+ * "NULL", a typo): dropped as a header, every score would have landed on the line above
+ * its row. Ask which. */
 static ts_status check_detected_header(tsio_reader *r, const tsio_line *ln, ts_error *err) {
     const csv_state *c = csv_of(r);
-    size_t num = fractional_field(c), text = SIZE_MAX;
+    size_t num = data_like_field(c), text = SIZE_MAX;
     if (num == SIZE_MAX) return TS_OK;
     for (size_t i = 0; i < c->n_fields && text == SIZE_MAX; i++)
         if (!(c->text && c->text[i]) && !field_is_value(c->fields[i])) text = i;
@@ -207,8 +233,8 @@ static ts_status check_detected_header(tsio_reader *r, const tsio_line *ln, ts_e
     tsio_token_text(c->fields[num].p, c->fields[num].n, b, sizeof b);
     return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte,
                       "%s:%llu: the first line mixes text ('%s', field %zu) with numbers ('%s', field %zu): a "
-                      "header, or a row with a bad value? --header or --no-header says which",
-                      r->name, (unsigned long long)ln->line_no, a, text, b, num);
+                      "header, or a row with a bad value? --header or --no-header says which%s",
+                      r->name, (unsigned long long)ln->line_no, a, text, b, num, separator_hint(r, c->fields[text]));
 }
 
 static ts_status csv_init(tsio_reader *r, ts_error *err) {
@@ -261,24 +287,6 @@ static void column_text(const tsio_reader *r, size_t i, char *out, size_t cap) {
     const char *name = r->col_names && j < r->n_cols ? r->col_names[j] : NULL;
     if (name) snprintf(out, cap, "column %u ('%.200s')", j, name);
     else snprintf(out, cap, "column %u", j);
-}
-
-/* A bad field holding ';' (a European spreadsheet's CSV), or a line of one field holding
- * another separator (',' of a CSV read as TSV, tabs, spaces): the file's separator is
- * likely not the one read. */
-static const char *separator_hint(const tsio_reader *r, tsio_span f) {
-    const csv_state *c = csv_of(r);
-    for (size_t k = 0; k < f.n; k++) {
-        char ch = f.p[k];
-        if (ch == ';' || (c->n_fields == 1 && (ch == ' ' || ch == '|' || (ch == ',' && c->sep != ',') ||
-                                              (ch == '\t' && c->sep != '\t'))))
-            return c->sep == ','
-                       ? " (is the file's separator not ','? CSV fields are separated by "
-                         "commas, TSV fields by tabs, and decimals take a point)"
-                       : " (is the file's separator not a tab? TSV fields are separated by "
-                         "tabs, CSV fields by commas (--format csv), and decimals take a point)";
-    }
-    return "";
 }
 
 /* A bad field: "NAME:LINE: what 'token' in column J ('NAME')". Out of line (and cold

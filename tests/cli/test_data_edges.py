@@ -29,11 +29,25 @@ def test_csv_first_row_with_a_bad_value_is_not_dropped_as_a_header(ts, tmp_path,
     assert marker in r.stderr, r
 
 
-def test_csv_header_with_integer_names_is_still_a_header(ts, tmp_path):
+def test_csv_first_row_of_whole_numbers_with_a_bad_value_is_not_dropped(ts, tmp_path):
+    """Count data: '3,1,?,0,2' has no fraction but is no header either."""
+    data = tmp_path / "d.csv"
+    data.write_text("3,1,?,0,2\n1,2,3,4,5\n2,2,2,2,2\n")
+    out = tmp_path / "out.txt"
+    r = ts.fails("score", "-m", XGB5, "-d", data, "-o", out, mentions=[data], line=1, out=out)
+    assert "--no-header" in r.stderr, r
+
+
+@pytest.mark.parametrize("header", ["0,1,2,3,4,y", "y,0,1,2,3,4", "y,1,2,3,4,5", "id,f1,f2,f3,f4,f5"])
+def test_csv_header_with_integer_names_is_still_a_header(ts, tmp_path, header):
     """pandas' DataFrame(X) with a label column added: '0,1,2,3,4,y' is a header."""
     data = tmp_path / "d.csv"
-    data.write_text("0,1,2,3,4,y\n" + "\n".join(r + ",1" for r in _rows(3)) + "\n")
-    r = ts.succeeds("score", "-m", XGB5, "-d", data, "--label-column", "5", "--quiet")
+    label = header.split(",").index(next(h for h in header.split(",") if h in ("y", "id")))
+    rows = [r.split(",") for r in _rows(3)]
+    for f in rows:
+        f.insert(label, "1")
+    data.write_text(header + "\n" + "\n".join(",".join(f) for f in rows) + "\n")
+    r = ts.succeeds("score", "-m", XGB5, "-d", data, "--label-column", str(label), "--quiet")
     assert len(r.stdout.split()) == 3, r
 
 
@@ -115,7 +129,7 @@ def test_one_field_lines_name_the_separator(ts, tmp_path, name, text):
     'bad value '6;7;8;9;10' in column 0 ('1;2;3;4;5')', nothing said the separator."""
     data = tmp_path / name
     data.write_text(text)
-    r = ts.fails("score", "-m", XGB5, "-d", data, mentions=[data], line=2)
+    r = ts.fails("score", "-m", XGB5, "-d", data, mentions=[data], line=1 if name == "euro.csv" else 2)
     assert "separator" in r.stderr, r
 
 
