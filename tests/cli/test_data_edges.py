@@ -229,3 +229,23 @@ def test_feature_names_count_must_match_the_csv_columns(ts, tmp_path):
     ok = tmp_path / "ok.csv"
     ok.write_text("a,b,c,d,e\n0.1,0.2,0.3,0.4,0.5\n")
     ts.succeeds("score", "-m", model, "-d", ok, "--feature-names", names, "--no-name-check", "--quiet")
+
+
+# ---- rank: a qid that comes back -----------------------------------------------------------
+
+def test_rank_warns_when_a_qid_comes_back(ts, tmp_path):
+    """Rows of a qid that comes back after other qids form another query (as LightGBM reads
+    them); an unsorted file was ranked and its NDCG averaged over split queries with no word."""
+    lines = (EXAMPLE / "rank.test").read_text().splitlines()[:9]
+    qids = [1, 1, 1, 2, 2, 2, 1, 1, 3]
+    data = tmp_path / "r.svm"
+    data.write_text("".join(f"{ln.split(' ', 1)[0]} qid:{q} {ln.split(' ', 1)[1]}\n" for ln, q in zip(lines, qids)))
+    r = ts.succeeds("rank", "-m", LGB, "-d", data)
+    assert "warning" in r.stderr and "qid 1" in r.stderr and "row 7" in r.stderr, r
+    assert [ln.split("\t")[0] for ln in r.stdout.splitlines()] == ["1"] * 3 + ["2"] * 3 + ["1"] * 2 + ["3"], r
+    assert "4 queries" in r.stderr, r
+    ok = tmp_path / "s.svm"
+    ok.write_text("".join(f"{ln.split(' ', 1)[0]} qid:{q} {ln.split(' ', 1)[1]}\n"
+                          for ln, q in zip(lines, sorted(qids))))
+    r = ts.succeeds("rank", "-m", LGB, "-d", ok)
+    assert "warning" not in r.stderr, r
