@@ -177,11 +177,19 @@ static int detect_header(const tsio_reader *r) {
     return 1;
 }
 
-/* A bad field holding ';' (a European spreadsheet's CSV), or a line of one field holding
- * another separator (',' of a CSV read as TSV, tabs, spaces): the file's separator is
- * likely not the one read. */
+/* What a bad field says of the file: ID:VALUE or qid: (SVMlight named .csv or .tsv);
+ * ';' (a European spreadsheet's CSV), or a line of one field holding another separator
+ * (',' of a CSV read as TSV, tabs, spaces): the file's separator is likely not the one
+ * read. "" when nothing. */
 static const char *separator_hint(const tsio_reader *r, tsio_span f) {
     const csv_state *c = csv_of(r);
+    for (size_t k = 0; k < f.n; k++) { /* a word of digits then ':' (or qid:) */
+        if (k > 0 && f.p[k - 1] != ' ' && f.p[k - 1] != '\t') continue;
+        size_t d = k;
+        while (d < f.n && f.p[d] >= '0' && f.p[d] <= '9') d++;
+        if ((d > k && d < f.n && f.p[d] == ':') || (f.n - k > 4 && memcmp(f.p + k, "qid:", 4) == 0))
+            return " (ID:VALUE fields: is the file SVMlight? --format svmlight)";
+    }
     for (size_t k = 0; k < f.n; k++) {
         char ch = f.p[k];
         if (ch == ';' || (c->n_fields == 1 && (ch == ' ' || ch == '|' || (ch == ',' && c->sep != ',') ||

@@ -249,3 +249,14 @@ def test_rank_warns_when_a_qid_comes_back(ts, tmp_path):
                           for ln, q in zip(lines, sorted(qids))))
     r = ts.succeeds("rank", "-m", LGB, "-d", ok)
     assert "warning" not in r.stderr, r
+
+
+@pytest.mark.parametrize("name,sep", [("letor.csv", " "), ("letor.tsv", "\t")])
+def test_svmlight_named_csv_or_tsv_says_svmlight(ts, tmp_path, name, sep):
+    """An SVMlight/LETOR file named .csv or .tsv failed on its ID:VALUE fields (with the
+    --header/--no-header question for the .tsv) and nothing named SVMlight."""
+    lines = (EXAMPLE / "rank.test").read_text().splitlines()[:3]
+    data = tmp_path / name
+    data.write_text("".join(sep.join(ln.split(" ")) + "\n" for ln in lines))
+    r = ts.fails("score", "-m", LGB, "-d", data, mentions=[data])
+    assert "--format svmlight" in r.stderr, r
