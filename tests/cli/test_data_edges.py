@@ -260,3 +260,11 @@ def test_svmlight_named_csv_or_tsv_says_svmlight(ts, tmp_path, name, sep):
     data.write_text("".join(sep.join(ln.split(" ")) + "\n" for ln in lines))
     r = ts.fails("score", "-m", LGB, "-d", data, mentions=[data])
     assert "--format svmlight" in r.stderr, r
+
+
+@pytest.mark.parametrize("opt", ["-m", "--feature-names"])
+def test_model_or_feature_names_from_standard_input_is_a_usage_error(ts, tmp_path, opt):
+    """'-m -' (a model piped in) said '-: cannot open: No such file or directory'."""
+    args = ["-m", LGB, "--feature-names", "-"] if opt == "--feature-names" else ["-m", "-"]
+    r = ts.fails("score", *args, "-d", EXAMPLE / "rank.test", status=2)
+    assert "standard input" in r.stderr, r
