@@ -85,6 +85,8 @@ typedef struct cli_opts {
                                     it reads (cli_choose_columns; free it); else NULL */
     uint32_t n_keep, keep_of;    /* n_keep of the model's keep_of columns */
     int keep_strict;             /* ids past keep_of are an error (the model declared them) */
+    int reads_beside_query;      /* rank: DATA.query is read when -q is not given (-o must
+                                    not overwrite it) */
 } cli_opts;
 
 /* Option flags: which options a subcommand accepts (OPT_SCORER: --threads, --isa, --tau,
@@ -124,6 +126,8 @@ ts_model *cli_load_model(const cli_opts *o);
  * failure. cli_feature_mapping: how the features were mapped, for info (NULL: as read). */
 int cli_prepare_model(const cli_opts *o, ts_model *m);
 const char *cli_feature_mapping(void);
+/* The count of names --feature-names listed, one per data column (0: none given). */
+uint32_t cli_feature_names_count(void);
 /* The help lines of --feature-names and --base-score. */
 #define CLI_FEATURES_HELP                                                                   \
     "      --feature-names FILE  one name per line, in the data's column order: a split on\n" \

@@ -18,7 +18,8 @@ static const char usage[] =
     "printed at the end (gain 2^label - 1, discount log2(rank + 1), a query without\n"
     "relevant rows counts 1, as in LightGBM).\n"
     "A query is a run of consecutive rows with one qid, as LightGBM reads them: rows of\n"
-    "a qid that comes back after other qids are another query (sort the file by qid).\n"
+    "a qid that comes back after other qids are another query (a warning says so: sort\n"
+    "the file by qid).\n"
     "\n"
     "  -m, --model FILE        a model file (LightGBM, XGBoost, CatBoost, QuickRank, RankLib: see --model-format)\n"
     "  -d, --data FILE         data file (SVMlight/LETOR with qid or a query file)\n"
@@ -57,7 +58,49 @@ typedef struct rank_state {
     double bad_label;   /* the first label that is not (grades_ok 0) */
     uint64_t bad_row;   /* its row, from 0 */
     double score_seconds;
+    int64_t *done;      /* qids of the queries flushed: an open-addressing set (slot -1: empty) */
+    size_t done_cap, done_n;
+    int warned_back;    /* a qid came back after other qids (said once) */
 } rank_state;
+
+/* Whether qid q is in the set of flushed queries; with add, put it there. -1 when the
+ * set cannot grow (out of memory: the warning below is then skipped, nothing else). */
+static int done_has(rank_state *st, int64_t q, int add) {
+    if (add && (st->done_n + 1) * 2 > st->done_cap) {
+        size_t cap = st->done_cap ? st->done_cap * 2 : 1024;
+        int64_t *t = malloc(cap * sizeof *t), *old = st->done;
+        if (!t) return -1;
+        for (size_t i = 0; i < cap; i++) t[i] = -1;
+        size_t old_cap = st->done_cap;
+        st->done = t;
+        st->done_cap = cap;
+        st->done_n = 0;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i] >= 0) done_has(st, old[i], 1);
+        free(old);
+    }
+    if (!st->done_cap) return 0;
+    size_t mask = st->done_cap - 1, i = (size_t)((uint64_t)q * 0x9E3779B97F4A7C15ull >> 17) & mask;
+    for (; st->done[i] >= 0; i = (i + 1) & mask)
+        if (st->done[i] == q) return 1;
+    if (add) {
+        st->done[i] = q;
+        st->done_n++;
+    }
+    return 0;
+}
+
+/* A qid that comes back after other qids starts another query, as LightGBM reads the
+ * file: said once on stderr, since an unsorted file was ranked and its NDCG averaged over
+ * split queries with no word. Query-file numbers never come back. */
+static void note_query_start(rank_state *st, int64_t prev, int64_t q, uint64_t row) {
+    if (prev != INT64_MIN) done_has(st, prev, 1);
+    if (st->warned_back || done_has(st, q, 0) != 1) return;
+    st->warned_back = 1;
+    fprintf(stderr, "treescore: warning: %s: qid %lld comes back at row %llu after other qids: its rows form another "
+                    "query, as LightGBM reads them (sort the file by qid to rank them together)\n",
+            strcmp(st->o->data_path, "-") ? st->o->data_path : "<stdin>", (long long)q, (unsigned long long)row + 1);
+}
 
 static int by_score_desc(const void *a, const void *b) {
     const doc *x = a, *y = b;
@@ -143,7 +186,10 @@ static int rank_chunk(rank_state *st, const tsio_chunk *c, const double *scores)
                       is_stdin ? "" : " or ", is_stdin ? "" : st->o->data_path, is_stdin ? "" : ".query");
             return -1;
         }
-        if (c->qids[i] != st->qid) flush_query(st);
+        if (c->qids[i] != st->qid) {
+            flush_query(st);
+            note_query_start(st, st->qid, c->qids[i], c->first_row + i);
+        }
         st->qid = c->qids[i];
         if (add_doc(st, scores[i], c->labels[i], c->first_row + i, c->comments ? c->comments[i] : NULL)) {
             cli_error("out of memory");
@@ -179,6 +225,7 @@ static int rank_stream(rank_state *st, const ts_model *m, ts_scorer **s, tsio_re
     if (got == 0) flush_query(st);
     for (size_t i = 0; i < st->n; i++) free(st->docs[i].comment);
     free(st->docs);
+    free(st->done);
     cli_chunks_free(&it);
     return got == 0 ? CLI_OK : CLI_FAILED;
 }
@@ -211,6 +258,7 @@ int cmd_rank(int argc, char **argv) {
                            OPT_RANK | OPT_QUIET,
                        usage, 1, &o);
     if (rc >= 0) return rc;
+    o.reads_beside_query = 1;
     double t0 = cli_now();
     ts_model *m = cli_load_model(&o);
     if (!m) return CLI_FAILED;

@@ -10,6 +10,11 @@ static char mapping_note[512];
 
 const char *cli_feature_mapping(void) { return mapping_note[0] ? mapping_note : NULL; }
 
+/* How many names --feature-names listed (0: none given). */
+static uint32_t names_listed;
+
+uint32_t cli_feature_names_count(void) { return names_listed; }
+
 /* A whole line list of names: one per line, LF or CRLF, no empty lines, no NUL bytes; a
  * leading UTF-8 byte order mark is skipped. */
 typedef struct name_list {
@@ -79,6 +84,7 @@ static int map_from_file(const cli_opts *o, ts_model *m) {
         rc = -1;
     } else {
         snprintf(mapping_note, sizeof mapping_note, "mapped by name to the columns of %s", o->feature_names_path);
+        names_listed = l.n;
     }
     names_free(&l);
     return rc;
@@ -122,6 +128,7 @@ int cli_prepare_model(const cli_opts *o, ts_model *m) {
     ts_model_info info;
     ts_error err;
     mapping_note[0] = '\0';
+    names_listed = 0;
     if (o->has_base_score && ts_model_set_base_score(m, o->base_score, &err) != TS_OK) {
         cli_error("--base-score: %s", err.message);
         return -1;

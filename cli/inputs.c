@@ -215,6 +215,42 @@ static const char **header_names(const ts_model *m, uint32_t n_features) {
     return names;
 }
 
+/* LightGBM's convention: DATA.query beside DATA gives the query sizes, unless -q names
+ * a file or the rows carry qid: themselves (then the rows win). Its path into buf (4096
+ * bytes) and 1 when that file is read. */
+static int beside_query_file(const cli_opts *o, char *buf) {
+    return !o->query_file && cli_is_regular_file(o->data_path) &&
+           (size_t)snprintf(buf, 4096, "%s.query", o->data_path) < 4096 && cli_is_regular_file(buf) &&
+           !first_line_has_qid(o->data_path);
+}
+
+/* QuickRank and RankLib number features from 1, as LETOR files do: feature k reads
+ * SVMlight id k. --one-based put id k in column k - 1, the model's feature k - 1: every
+ * feature shifted by one and the scores silently wrong. */
+static int refuse_one_based(const cli_opts *o, const ts_model_info *info) {
+    tsio_data_format f = tsio_data_format_resolve(o->data_path, o->data_format);
+    if (!o->one_based || (info->format != TS_FORMAT_QUICKRANK_XML && info->format != TS_FORMAT_RANKLIB) ||
+        (f != TSIO_DATA_SVMLIGHT && f != TSIO_DATA_AUTO))
+        return 0;
+    cli_error("%s: a %s model's feature k reads SVMlight id k (both count from 1, as in LETOR files): --one-based "
+              "would read every feature from the id after its own; leave it out",
+              o->model_path, info->format == TS_FORMAT_RANKLIB ? "RankLib" : "QuickRank");
+    return -1;
+}
+
+/* --feature-names lists one name per column of the data: a CSV/TSV or raw file of
+ * another width (an id column in front) was scored with every column read as the
+ * feature of the name before it, since the mapped model declares no count of its own. */
+static int check_names_count(const cli_opts *o, const tsio_reader *r) {
+    uint32_t listed = cli_feature_names_count(), n = tsio_reader_n_cols(r);
+    tsio_data_format f = tsio_reader_format(r);
+    if (!listed || n == 0 || n == listed || f == TSIO_DATA_SVMLIGHT) return 0;
+    cli_error("%s: %u feature columns, but --feature-names %s lists %u names (one per column of the data, in "
+              "its order)",
+              strcmp(o->data_path, "-") ? o->data_path : "<stdin>", n, o->feature_names_path, listed);
+    return -1;
+}
+
 tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_queries, int want_doubles) {
     ts_model_info info;
     tsio_data_options d;
@@ -222,6 +258,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     ts_error err;
     char query_path[4096];
     ts_model_get_info(m, &info, NULL);
+    if (refuse_one_based(o, &info)) return NULL;
     tsio_data_options_init(&d);
     d.format = o->data_format;
     d.one_based = o->one_based;
@@ -231,12 +268,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
     d.query_file = o->query_file;
     d.double_values = want_doubles;
     d.chunk_rows = TS_CLI_CHUNK_ROWS;
-    /* LightGBM's convention: DATA.query beside DATA gives the query sizes, unless the
-     * rows carry qid: themselves (then the rows win). */
-    if (!d.query_file && want_queries && cli_is_regular_file(o->data_path) &&
-        (size_t)snprintf(query_path, sizeof query_path, "%s.query", o->data_path) < sizeof query_path &&
-        cli_is_regular_file(query_path) && !first_line_has_qid(o->data_path))
-        d.query_file = query_path;
+    if (want_queries && beside_query_file(o, query_path)) d.query_file = query_path;
     /* SVMlight needs the width up front: the model's columns. Past the model's declared
      * features an id is an error (as LightGBM and XGBoost refuse such data); models that
      * declare no count (QuickRank) simply never read the extra columns. */
@@ -267,7 +299,7 @@ tsio_reader *cli_open_data(const cli_opts *o, const ts_model *m, int want_querie
         cli_error("%s", err.message);
         return NULL;
     }
-    if (check_names(o, m, r)) {
+    if (check_names(o, m, r) || check_names_count(o, r)) {
         tsio_reader_close(r);
         return NULL;
     }
@@ -361,7 +393,8 @@ void cli_chunks_free(cli_chunks *it) {
 
 /* ---- output ----------------------------------------------------------------------- */
 
-/* The temporary output file of this process, removed if a signal ends it (Ctrl-C):
+/* The temporary output file of this process, removed if a signal ends it (Ctrl-C, a
+ * closed pipe, a file size limit):
  * an interrupted run leaves no partial file, like a failed one. One at a time. */
 static char pending_tmp[4096];
 static volatile sig_atomic_t pending_set;
@@ -382,6 +415,10 @@ static void watch_tmp(const char *tmp) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* a write to a stderr nobody reads (SIGPIPE: still the quiet end main.c wants) and
+     * past `ulimit -f` (SIGXFSZ) ended the run with the temporary file left behind */
+    sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGXFSZ, &sa, NULL);
 }
 
 static void unwatch_tmp(void) { pending_set = 0; }
@@ -446,6 +483,12 @@ int cli_output_open(cli_output *out, const char *path, const cli_opts *o) {
             cli_error("%s: the output would overwrite the %s", path, what[i]);
             return -1;
         }
+    /* rank reads DATA.query too: -o DATA.query replaced it with the ranking */
+    char beside[4096];
+    if (o && o->reads_beside_query && beside_query_file(o, beside) && same_file(path, beside)) {
+        cli_error("%s: the output would overwrite the query file (the query sizes beside %s)", path, o->data_path);
+        return -1;
+    }
     /* Write through a symbolic link to its target, as a plain write would (creating the
      * target of a dangling link; renaming over the link would replace the link). */
     if (realpath(path, out->real)) {

@@ -1,5 +1,7 @@
 /* main.c: the treescore command: dispatch to subcommands, --help, --version; prints the library's notes; SIGPIPE ends it quietly. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,18 @@ static int stdout_written(int rc) {
     return rc == CLI_OK ? CLI_FAILED : rc;
 }
 
+/* A standard descriptor the caller closed (`2>&-`, `<&-`, `>&-`) is taken by /dev/null,
+ * opened the wrong way round so that using it fails as a closed one would (EBADF):
+ * otherwise the next file opened got its number, and with stderr closed a warning went
+ * into the output file (`... -d - -o out 2>&-`: a warning as the file's first line). */
+static void hold_closed_std_fds(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (got >= 0 && got != fd) close(got); /* cannot happen: the lowest free number is fd */
+    }
+}
+
 typedef struct command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -69,6 +83,7 @@ static const command commands[] = {
 };
 
 int main(int argc, char **argv) {
+    hold_closed_std_fds();
     quiet_on_closed_pipe();
     tsr_notes_set_sink(print_note, NULL);
     if (argc < 2) {

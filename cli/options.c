@@ -286,6 +286,18 @@ int cli_start(int argc, char **argv, unsigned accepted, const char *usage, int n
         fputs(usage, stdout);
         return CLI_OK;
     }
+    if ((o->model_path && strcmp(o->model_path, "-") == 0) ||
+        (o->feature_names_path && strcmp(o->feature_names_path, "-") == 0)) {
+        /* was "-: cannot open: No such file or directory" */
+        cli_error("%s: %s is read from a file, not standard input: save it to a file first", argv[0],
+                  o->model_path && strcmp(o->model_path, "-") == 0 ? "the model (-m)" : "--feature-names");
+        return CLI_USAGE;
+    }
+    if (o->data_path && o->query_file && strcmp(o->data_path, "-") == 0 && strcmp(o->query_file, "-") == 0) {
+        /* both read the one stream: "query sizes add up to 0 rows but <stdin> has more" */
+        cli_error("%s: -d - and -q - cannot both read standard input: give the query file as a file", argv[0]);
+        return CLI_USAGE;
+    }
     if (!o->model_path || (need_data && !o->data_path)) {
         cli_error("%s: -m MODEL%s %s required (see 'treescore %s --help')", argv[0], need_data ? " and -d DATA" : "",
                   need_data ? "are" : "is", argv[0]);

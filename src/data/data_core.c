@@ -35,6 +35,12 @@ static ts_status query_next_size(tsio_reader *r, uint64_t *size, int *got, ts_er
         TS_TRY(tsio_src_next_line(&r->qsrc, &ln, got, err));
         if (!*got) return TS_OK;
         n = ln.len;
+        if (ln.line_no == 1 && n >= 3 && memcmp(ln.p, "\xEF\xBB\xBF", 3) == 0) { /* a UTF-8 byte order mark */
+            ln.p += 3;
+            ln.len -= 3;
+            ln.byte += 3;
+            n -= 3;
+        }
         while (n > 0 && (ln.p[n - 1] == ' ' || ln.p[n - 1] == '\t')) n--;
         while (i < n && (ln.p[i] == ' ' || ln.p[i] == '\t')) i++;
         if (i == n) continue;
@@ -66,7 +72,7 @@ ts_status tsio_row_query(tsio_reader *r, const tsio_line *ln, int64_t *qid, ts_e
                               (unsigned long long)r->q_sum, r->name, (unsigned long long)r->q_sum + 1, where);
         }
         r->q_left = size;
-        r->q_sum += size;
+        r->q_sum = size > UINT64_MAX - r->q_sum ? UINT64_MAX : r->q_sum + size; /* no wrap back to the rows */
         r->q_index++;
     }
     r->q_left--;
@@ -81,7 +87,7 @@ ts_status tsio_query_check_end(tsio_reader *r, ts_error *err) {
     total = r->q_sum;
     while (got) {
         TS_TRY(query_next_size(r, &size, &got, err));
-        if (got) total += size;
+        if (got) total = size > UINT64_MAX - total ? UINT64_MAX : total + size; /* 2^63 + 2^63 wrapped to 0 */
     }
     if (total != r->rows_total || r->q_left != 0)
         return ts_fail(err, TS_ERR_PARSE, "%s: query sizes add up to %llu rows but %s has %llu", r->query_name,

@@ -177,6 +177,74 @@ static int detect_header(const tsio_reader *r) {
     return 1;
 }
 
+/* What a bad field says of the file: ID:VALUE or qid: (SVMlight named .csv or .tsv);
+ * ';' (a European spreadsheet's CSV), or a line of one field holding another separator
+ * (',' of a CSV read as TSV, tabs, spaces): the file's separator is likely not the one
+ * read. "" when nothing. */
+static const char *separator_hint(const tsio_reader *r, tsio_span f) {
+    const csv_state *c = csv_of(r);
+    for (size_t k = 0; k < f.n; k++) { /* a word of digits then ':' (or qid:) */
+        if (k > 0 && f.p[k - 1] != ' ' && f.p[k - 1] != '\t') continue;
+        size_t d = k;
+        while (d < f.n && f.p[d] >= '0' && f.p[d] <= '9') d++;
+        if ((d > k && d < f.n && f.p[d] == ':') || (f.n - k > 4 && memcmp(f.p + k, "qid:", 4) == 0))
+            return " (ID:VALUE fields: is the file SVMlight? --format svmlight)";
+    }
+    for (size_t k = 0; k < f.n; k++) {
+        char ch = f.p[k];
+        if (ch == ';' || (c->n_fields == 1 && (ch == ' ' || ch == '|' || (ch == ',' && c->sep != ',') ||
+                                              (ch == '\t' && c->sep != '\t'))))
+            return c->sep == ','
+                       ? " (is the file's separator not ','? CSV fields are separated by "
+                         "commas, TSV fields by tabs, and decimals take a point)"
+                       : " (is the file's separator not a tab? TSV fields are separated by "
+                         "tabs, CSV fields by commas (--format csv), and decimals take a point)";
+    }
+    return "";
+}
+
+/* A number field of a first line read as a header that no column names would hold: a
+ * fraction ("0.25", "1e-3", "inf"), or a whole number out of the run 0, 1, 2, ... (or
+ * 1, 2, ...) that pandas' integer column labels make ("0,1,2,3,4,y", "y,0,1,2"): the
+ * values of a data row. SIZE_MAX: none. */
+static size_t data_like_field(const csv_state *c) {
+    unsigned long long next = 0;
+    int seen = 0;
+    for (size_t i = 0; i < c->n_fields; i++) {
+        tsio_span f = c->fields[i];
+        float v;
+        if ((c->text && c->text[i]) || is_missing_marker(f.p, f.n) || tsio_parse_f32(f.p, f.n, &v) == TSIO_NUM_BAD)
+            continue;
+        unsigned long long w = 0;
+        size_t k = 0;
+        for (; k < f.n && f.p[k] >= '0' && f.p[k] <= '9' && w < 1000000000ull; k++) w = w * 10 + (unsigned)(f.p[k] - '0');
+        if (k < f.n || (seen ? w != next : w > 1)) return i;
+        seen = 1;
+        next = w + 1;
+    }
+    return SIZE_MAX;
+}
+
+/* A first line taken for a header (a field that is not a number) that also holds a
+ * data-like number (data_like_field) is more likely a data row with one bad value ("?",
+ * "NULL", a typo): dropped as a header, every score would have landed on the line above
+ * its row. Ask which. */
+static ts_status check_detected_header(tsio_reader *r, const tsio_line *ln, ts_error *err) {
+    const csv_state *c = csv_of(r);
+    size_t num = data_like_field(c), text = SIZE_MAX;
+    if (num == SIZE_MAX) return TS_OK;
+    for (size_t i = 0; i < c->n_fields && text == SIZE_MAX; i++)
+        if (!(c->text && c->text[i]) && !field_is_value(c->fields[i])) text = i;
+    if (text == SIZE_MAX) return TS_OK;
+    char a[TSIO_TOKEN_TEXT_SIZE], b[TSIO_TOKEN_TEXT_SIZE];
+    tsio_token_text(c->fields[text].p, c->fields[text].n, a, sizeof a);
+    tsio_token_text(c->fields[num].p, c->fields[num].n, b, sizeof b);
+    return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte,
+                      "%s:%llu: the first line mixes text ('%s', field %zu) with numbers ('%s', field %zu): a "
+                      "header, or a row with a bad value? --header or --no-header says which%s",
+                      r->name, (unsigned long long)ln->line_no, a, text, b, num, separator_hint(r, c->fields[text]));
+}
+
 static ts_status csv_init(tsio_reader *r, ts_error *err) {
     tsio_line ln;
     int got, header;
@@ -197,7 +265,8 @@ static ts_status csv_init(tsio_reader *r, ts_error *err) {
     TS_TRY(set_layout(r, n_fields, err));
     TS_TRY(split_fields(r, &ln, c->fields, n_fields, &n_fields, err));
     header = r->opts.csv_header;
-    if (header < 0) header = detect_header(r);
+    if (header < 0 && (header = detect_header(r)) == 1 && !default_labels(c))
+        TS_TRY(check_detected_header(r, &ln, err));
     r->opts.header_names = NULL; /* read during open only */
     if (!header) {
         tsio_src_unread_line(&r->src);
@@ -238,8 +307,8 @@ static ts_status fail_field(tsio_reader *r, const tsio_line *ln, size_t i, const
     tsio_span f = csv_of(r)->fields[i];
     column_text(r, i, col, sizeof col);
     tsio_token_text(f.p, f.n, text, sizeof text);
-    return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte + (uint64_t)(f.p - ln->p), "%s:%llu: %s '%s' in %s",
-                      r->name, (unsigned long long)ln->line_no, what, text, col);
+    return ts_fail_at(err, TS_ERR_PARSE, ln->line_no, ln->byte + (uint64_t)(f.p - ln->p), "%s:%llu: %s '%s' in %s%s",
+                      r->name, (unsigned long long)ln->line_no, what, text, col, separator_hint(r, f));
 }
 
 /* The text of a text field: a quoted field (it follows its opening quote) has each ""
