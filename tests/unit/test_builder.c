@@ -563,10 +563,60 @@ static void test_deep_chain(void) {
     free(V);
 }
 
+/* A model that gives two of the features it reads one name cannot be mapped to columns
+ * by name: both features would read the one column of that name (a silent change of
+ * the scores: 3 became 2 here). ts_model_map_features refuses it, naming both. */
+static void test_map_duplicate_names(void) {
+    ts_model_builder *b = NULL;
+    ts_model *m = NULL;
+    ts_error err;
+    const int64_t L[3] = {1, -1, -1}, R[3] = {2, -1, -1}, F0[3] = {0, 0, 0}, F1[3] = {1, 0, 0};
+    const double T[3] = {0.5, 0, 0}, V[3] = {0, 1.0, 2.0};
+    CHECK_STATUS(ts_model_builder_create(3, 1, &b, &err), TS_OK);
+    ts_tree_arrays a;
+    ts_tree_arrays_init(&a);
+    a.n_nodes = 3;
+    a.children_left = L;
+    a.children_right = R;
+    a.threshold = T;
+    a.values = V;
+    a.feature = F0;
+    CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    a.feature = F1;
+    CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    const char *names[3] = {"a", "a", "c"};
+    CHECK_STATUS(ts_model_builder_set_feature_names(b, names, 3, &err), TS_OK);
+    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
+    ts_model_builder_free(b);
+    const char *cols[3] = {"a", "b", "c"};
+    EXPECT_ERR(ts_model_map_features(m, cols, 3, &err), TS_ERR_SHAPE, "features 0 and 1");
+    /* unchanged: feature 1 still reads column 1 */
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, NULL, &s, &err), TS_OK);
+    const float x[3] = {0.4f, 0.6f, 0.0f};
+    double out = 0;
+    CHECK_STATUS(ts_scorer_score(s, x, 1, 3, 3, &out, &err), TS_OK);
+    CHECK_SAME_DOUBLE(out, 3.0);
+    ts_scorer_free(s);
+    /* a duplicate name no split reads is harmless */
+    const char *cols2[3] = {"a", "x", "c"};
+    ts_model_free(m);
+    CHECK_STATUS(ts_model_builder_create(3, 1, &b, &err), TS_OK);
+    a.feature = F0;
+    CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    const char *names2[3] = {"a", "c", "c"};
+    CHECK_STATUS(ts_model_builder_set_feature_names(b, names2, 3, &err), TS_OK);
+    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
+    ts_model_builder_free(b);
+    CHECK_STATUS(ts_model_map_features(m, cols2, 3, &err), TS_OK);
+    ts_model_free(m);
+}
+
 int main(void) {
     RUN_TEST(test_edges);
     RUN_TEST(test_errors);
     RUN_TEST(test_random_models);
     RUN_TEST(test_deep_chain);
+    RUN_TEST(test_map_duplicate_names);
     return check_summary("test_builder");
 }
