@@ -6,8 +6,9 @@
  * Overview
  * --------
  *   ts_model   a forest loaded from a LightGBM model (text or dump_model JSON), an
- *              XGBoost model (JSON, UBJSON, or get_dump JSON trees), a QuickRank or a
- *              RankLib model (see ts_model_format). Immutable after loading, but for
+ *              XGBoost model (JSON, UBJSON, or get_dump JSON trees), a QuickRank, a
+ *              RankLib, a CatBoost or an ONNX-ML model (see ts_model_format), or built
+ *              from arrays (ts_model_builder). Immutable after loading, but for
  *              ts_model_map_features and ts_model_set_base_score.
  *   ts_scorer  a model prepared for one traversal engine ("naive", "qs", ...). Immutable
  *              after creation; it keeps no reference to the ts_model it came from.
@@ -132,7 +133,8 @@ typedef enum ts_model_format {
 #define TS_FORMAT_COUNT 11
 
 /* "auto", "lightgbm", "xgboost", "quickrank", "xgboost-dump", "lightgbm-json", "ranklib",
- * "xgboost-ubjson", "catboost", "catboost-json". */
+ * "xgboost-ubjson", "catboost", "catboost-json", "onnx"; "unknown" for numbers outside the
+ * enum. */
 TS_API const char *ts_model_format_name(ts_model_format format);
 /* Accepts the names above (and "xgboost-json", "quickrank-xml", "ubjson"); TS_ERR_INVALID_ARGUMENT otherwise. */
 TS_API ts_status ts_model_format_from_name(const char *name, ts_model_format *out);
@@ -344,7 +346,7 @@ TS_API void ts_model_builder_free(ts_model_builder *builder);
 
 /* What the mean of output k divides the raw score by: 1.0 for a summed model, the
  * number of trees adding to output k when ts_model_info.average_output is 1 (a builder
- * model with TS_AGG_MEAN, a LightGBM random forest). */
+ * model with TS_AGG_MEAN, a LightGBM random forest); 1.0 for an output no tree adds to. */
 TS_API ts_status ts_model_output_divisor(const ts_model *model, uint32_t output, double *divisor, ts_error *err);
 
 /* ---- Engines and scorers ---------------------------------------------------------- */
@@ -405,8 +407,10 @@ typedef enum ts_engine {
 #define TS_ENGINE_COUNT 14
 
 /* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid",
- * "trees-simd", "gpu-naive", "gpu". */
+ * "trees-simd", "gpu-naive", "gpu", "oblivious", "deep"; "unknown" for numbers outside the
+ * enum. */
 TS_API const char *ts_engine_name(ts_engine engine);
+/* Accepts the names above; TS_ERR_INVALID_ARGUMENT otherwise (NULL name or out included). */
 TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
 /* The GPU the engines gpu and gpu-naive run on ("NVIDIA H100 80GB HBM3, compute 9.0, 79.1
  * GiB"), or why there is none ("none: this treescore was built without CUDA ..."), into
@@ -455,7 +459,8 @@ typedef struct ts_scorer_options {
                              struct can grow in later versions, and ts_scorer_create refuses
                              a size it does not know (TS_ERR_INVALID_ARGUMENT) */
     ts_engine engine;     /* default TS_ENGINE_AUTO */
-    unsigned n_threads;   /* threads per batch; 0 (default) = ts_cpu_count() */
+    unsigned n_threads;   /* threads per batch; 0 (default) = ts_cpu_count(); more than 1024
+                             is taken as 1024 (ts_scorer_n_threads says what is used) */
     ts_isa max_isa;       /* highest instruction set the engine may use; default TS_ISA_AUTO
                              (the best of ts_cpu_isa()); a level the CPU lacks is lowered */
     uint32_t tau;         /* qs, vqs, block-naive, block-vpred: trees per block; 0 (default) =
@@ -536,9 +541,11 @@ TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
 /* Scores per row (ts_model_info.n_outputs): ts_scorer_score writes n_rows * K doubles,
  * row-major (the K scores of row r at out + r * K). */
 TS_API uint32_t ts_scorer_n_outputs(const ts_scorer *scorer);
-/* What the scorer actually uses: instruction set (TS_ISA_SCALAR for every engine but vqs),
- * threads per batch, and the block sizes tau (trees) and delta (documents) of qs, vqs,
- * block-naive and block-vpred (0 and 0 for the other engines). */
+/* What the scorer actually uses: instruction set (TS_ISA_SCALAR for naive, qs, vpred,
+ * block-naive and block-vpred; for vqs, rapid, trees-simd, oblivious, deep and ifelse the
+ * level of the SIMD code they run), threads per batch, and the block sizes tau (trees)
+ * and delta (documents) of qs, vqs, block-naive, block-vpred and rapid (delta alone, tau
+ * 0, for oblivious and deep; 0 and 0 for the other engines). */
 TS_API ts_isa ts_scorer_isa(const ts_scorer *scorer);
 TS_API unsigned ts_scorer_n_threads(const ts_scorer *scorer);
 TS_API void ts_scorer_blocking(const ts_scorer *scorer, uint32_t *tau, uint32_t *delta);
