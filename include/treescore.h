@@ -490,7 +490,9 @@ typedef struct ts_scorer_options {
     const float *sample;  /* TS_ENGINE_AUTO only: rows of the data to be scored, for the planner
                              to time the engines on (row r at sample + r * sample_stride, with
                              the model's feature count readable; used during ts_scorer_create
-                             only, reused cyclically when fewer than the sample needs); NULL
+                             only, reused cyclically when fewer than the sample needs; no rows,
+                             or a stride below the row width, is TS_ERR_INVALID_ARGUMENT
+                             whatever the plan); NULL
                              (default) = synthetic rows made from the model's thresholds. Real
                              rows matter: branchy engines (naive, ifelse) run much faster on
                              real data, whose paths the branch predictor learns */
