@@ -13,7 +13,7 @@
  * engines have their own tests). */
 static const ts_engine ENGINES[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_VPRED,
                                     TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED, TS_ENGINE_RAPID, TS_ENGINE_OBLIVIOUS,
-                                    TS_ENGINE_TREES_SIMD};
+                                    TS_ENGINE_TREES_SIMD, TS_ENGINE_DEEP};
 #define N_ENGINES (sizeof ENGINES / sizeof ENGINES[0])
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
