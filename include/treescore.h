@@ -536,7 +536,8 @@ TS_API ts_status ts_scorer_columns_for(const ts_model *model, uint32_t **cols, u
 TS_API ts_engine ts_scorer_engine(const ts_scorer *scorer);
 /* The engine a call of n_rows rows uses (the plan table: see batch_hint), and 1 when
  * such a call splits each row's trees across the scorer's threads (a call of fewer rows
- * than threads, on an engine and model where that pays: see "Threads"), else 0. */
+ * than threads, on an engine and model where that pays: see "Threads"), else 0. A call
+ * that splits runs the one-row engine, and ts_scorer_engine_for names that one. */
 TS_API ts_engine ts_scorer_engine_for(const ts_scorer *scorer, size_t n_rows);
 TS_API int ts_scorer_splits_trees(const ts_scorer *scorer, size_t n_rows);
 TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);

@@ -520,11 +520,14 @@ void ts_scorer_free(ts_scorer *s) {
 }
 
 ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->parts[s->lead].engine->id : TS_ENGINE_AUTO; }
-ts_engine ts_scorer_engine_for(const ts_scorer *s, size_t n_rows) {
-    return s ? part_engine(&s->parts[s->lead], n_rows ? n_rows : 1)->engine->id : TS_ENGINE_AUTO;
-}
 int ts_scorer_splits_trees(const ts_scorer *s, size_t n_rows) {
     return s && !s->expand && s->parts[0].split && n_rows > 0 && n_rows < s->n_threads;
+}
+/* A split call runs the one-row range's engine (ts_scorer_score), whatever its rows. */
+ts_engine ts_scorer_engine_for(const ts_scorer *s, size_t n_rows) {
+    if (!s) return TS_ENGINE_AUTO;
+    size_t n = n_rows && !ts_scorer_splits_trees(s, n_rows) ? n_rows : 1;
+    return part_engine(&s->parts[s->lead], n)->engine->id;
 }
 uint32_t ts_scorer_n_features(const ts_scorer *s) { return s ? s->n_features : 0; }
 uint32_t ts_scorer_n_outputs(const ts_scorer *s) { return s ? s->n_outputs : 0; }

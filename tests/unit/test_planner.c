@@ -403,6 +403,61 @@ static void test_range_table(void) {
     for (unsigned r = 0; r < TSP_RANGES; r++) CHECK_MSG(tsp_range_of(tsp_range_batch[r]) == r, "range %u", r);
 }
 
+/* A call that splits its rows' trees across the threads runs the one-row range's
+ * engine (ts_scorer_score: pick[0]), so that is the engine ts_scorer_engine_for names
+ * for it: it named the call's own range's engine instead (32 rows on 64 threads:
+ * "rapid" while trees-simd ran). A forest of 200 trees x 31 splits, the rule plan,
+ * splitting forced by the test knob. */
+static void test_split_engine_for(void) {
+    enum { N_TREES = 200, N_INT = 31, N_NODES = 2 * N_INT + 1, NF = 20 };
+    int64_t L[N_NODES], R[N_NODES], F[N_NODES];
+    double T[N_NODES], V[N_NODES];
+    ts_model_builder *b = NULL;
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_model_builder_create(NF, 1, &b, &err), TS_OK);
+    uint32_t r = 12345;
+    for (uint32_t t = 0; t < N_TREES && b; t++) {
+        for (uint32_t i = 0; i < N_NODES; i++) {
+            r = r * 1103515245u + 12345u;
+            L[i] = i < N_INT ? (int64_t)(2 * i + 1) : -1;
+            R[i] = i < N_INT ? (int64_t)(2 * i + 2) : -1;
+            F[i] = (r >> 8) % NF;
+            T[i] = (double)((r >> 16) % 100) / 10.0;
+            V[i] = (double)((r >> 4) % 1000) / 1000.0;
+        }
+        ts_tree_arrays a;
+        ts_tree_arrays_init(&a);
+        a.n_nodes = N_NODES;
+        a.children_left = L;
+        a.children_right = R;
+        a.feature = F;
+        a.threshold = T;
+        a.values = V;
+        CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    }
+    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
+    ts_model_builder_free(b);
+    if (!m) return;
+    setenv("TREESCORE_SPLIT_TREES", "1", 1);
+    tsr_config_reload();
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.plan = TS_PLAN_RULE;
+    o.n_threads = 64;
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+    for (size_t n = 1; s && n <= 100; n++)
+        if (ts_scorer_splits_trees(s, n))
+            CHECK_MSG(ts_scorer_engine_for(s, n) == ts_scorer_engine_for(s, 1), "%zu rows split with %s but "
+                      "ts_scorer_engine_for says %s", n, ts_engine_name(ts_scorer_engine_for(s, 1)),
+                      ts_engine_name(ts_scorer_engine_for(s, n)));
+    ts_scorer_free(s);
+    ts_model_free(m);
+    unsetenv("TREESCORE_SPLIT_TREES");
+    tsr_config_reload();
+}
+
 int main(void) {
     test_range_table();
     CHECK(mkdtemp(dir) != NULL);
@@ -427,6 +482,7 @@ int main(void) {
         test_ranges(m);
     }
     test_split_trees();
+    test_split_engine_for();
     ts_model_free(m);
     unlink(wisdom);
     rmdir(dir);
