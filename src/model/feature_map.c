@@ -148,6 +148,7 @@ static void apply(ts_model *m, const uint32_t *remap, char **names, uint32_t n_n
         if (c->feature < m->n_features) c->feature = remap[c->feature];
         c->hash = catset_rehash(m, c);
     }
+    tsm_catsets_changed(m);
     for (uint32_t k = 0; k < m->n_catmaps; k++)
         if (m->catmaps[k].feature < m->n_features) m->catmaps[k].feature = remap[m->catmaps[k].feature];
     for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
@@ -267,6 +268,7 @@ void tsm_model_renumber(ts_model *m, const uint32_t *ids, uint32_t n, uint32_t f
         c->feature = renumbered(ids, n, first_derived, c->feature);
         c->hash = catset_rehash(m, c);
     }
+    tsm_catsets_changed(m);
     if (m->n_feature_names) { /* one name per column: keep the names of the columns kept */
         char **names = m->n_feature_names == m->n_features ? malloc((n ? n : 1) * sizeof *names) : NULL;
         for (uint32_t j = 0; names && j < n; j++) {
