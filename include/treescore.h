@@ -165,7 +165,9 @@ typedef struct ts_model_info {
     double leaves_mean;
     uint32_t depth_max;           /* root-to-leaf edges; a one-leaf tree has depth 0 */
     double depth_mean;            /* mean over trees of each tree's max depth */
-    double base_score;            /* added to every score (XGBoost margin base; 0 for LightGBM) */
+    double base_score;            /* added to every score (XGBoost margin base; 0 for LightGBM);
+                                     output 0's when each output has its own (a builder's
+                                     ts_model_builder_set_base_scores) */
     uint32_t average_output;      /* 1 for a LightGBM random forest (average_output): the score is
                                      still the raw score, the sum, as LightGBM's raw_score;
                                      its predict() divides by the number of trees */
@@ -381,7 +383,8 @@ typedef enum ts_engine {
                              of the feature's thresholds lie below it), every node is then one
                              byte compare of 64 (AVX-512BW), 32 (AVX2) or 8 (scalar) documents,
                              and leaf bitvectors are byte-transposed and built row by row;
-                             fastest on batches of tens of rows and more, slow on one row */
+                             fastest on batches of tens of rows and more, slow on one row;
+                             trees of up to 262,144 leaves, as qs (TS_ERR_UNSUPPORTED beyond) */
     TS_ENGINE_TREES_SIMD = 9, /* one document at a time, trees in SIMD lanes: 16 (AVX-512) or 8
                              (AVX2) trees step down together, each lane gathering its node and
                              the document's value; for one row and small batches */
