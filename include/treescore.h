@@ -191,7 +191,11 @@ TS_API const char *ts_model_feature_name(const ts_model *model, uint32_t i);
  * column names[i]'s position: after this call, each split on a feature named names[c]
  * reads column c. Names of the model that are not in `names`, that `names` gives to
  * two columns, or that the model gives to two of the features its splits read, are an
- * error that names them (TS_ERR_SHAPE); the model is unchanged on failure. Call before ts_scorer_create, never concurrently with other uses of the model. */
+ * error that names them (TS_ERR_SHAPE); the model is unchanged on failure. After it, a
+ * row has n_names columns (ts_model_info.n_features is n_names, n_features_declared 0)
+ * and ts_model_feature_name(i) is names[i]. Call before ts_scorer_create (a scorer
+ * created earlier keeps the old columns), never concurrently with other uses of the
+ * model. */
 TS_API ts_status ts_model_map_features(ts_model *model, const char *const *names, uint32_t n_names,
                                        ts_error *err);
 
