@@ -6,7 +6,8 @@ options; each worker prepares the engine once) and scores its partitions.
     python examples/dask_predict.py data/example/model.txt   # about 10 s
 
 MODEL_FILE is any model treescore reads; the rows are random, one column per feature of
-the model (named as the model names them). With no argument it trains a small LightGBM
+the model (named as the model names them); a model with K > 1 outputs (multiclass) gives
+K score columns. With no argument it trains a small LightGBM
 model first (needs `pip install lightgbm`). The result is checked against the in-process
 ``m.predict`` of the whole frame; exit status 0 when they are equal. `make test` runs it
 (its "examples" stage).
@@ -20,17 +21,29 @@ import numpy as np
 import pandas as pd
 
 
+def score_part(part: pd.DataFrame, m, columns):
+    """One partition's scores: a Series, or a DataFrame of K columns for a model with K > 1
+    scores per row (multiclass, multi-target: m.predict gives an (n, K) array)."""
+    scores = m.predict(part)
+    if columns is None:
+        return pd.Series(scores, index=part.index, name="score")
+    return pd.DataFrame(np.asarray(scores).reshape(len(part), len(columns)), index=part.index, columns=columns)
+
+
 def run(model, frame: pd.DataFrame, n_workers: int = 2, npartitions: int = 4) -> np.ndarray:
-    """Scores `frame` on a LocalCluster of `n_workers` worker processes; returns the scores."""
+    """Scores `frame` on a LocalCluster of `n_workers` worker processes; returns the scores
+    (n rows, or n x K for a model with K > 1 outputs, as model.predict)."""
     import dask.dataframe as dd
     from dask.distributed import Client, LocalCluster
 
+    k = model.num_outputs
+    columns = None if k == 1 else [f"score_{j}" for j in range(k)]
+    meta = ("score", "f8") if columns is None else pd.DataFrame({c: pd.Series(dtype="f8") for c in columns})
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         ddf = dd.from_pandas(frame, npartitions=npartitions)
         remote = client.scatter(model, broadcast=True)  # ship the model once per worker
-        scores = ddf.map_partitions(lambda part, m: pd.Series(m.predict(part), index=part.index),
-                                    remote, meta=("score", "f8"))
+        scores = ddf.map_partitions(score_part, remote, columns, meta=meta)
         return scores.compute().to_numpy()
 
 

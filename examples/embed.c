@@ -7,7 +7,8 @@
 
 /* usage: embed MODEL [ROWS]
  * Scores ROWS (default 4) synthetic rows (feature j of row r = (r + j) % 7 / 2.0, every
- * third value missing) and prints one score per line. */
+ * third value missing) and prints one line per row: its K scores (K = 1, or the classes
+ * of a multiclass model), separated by spaces. */
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s MODEL [ROWS]\n", argv[0]);
@@ -30,10 +31,18 @@ int main(int argc, char **argv) {
         return 1;
     }
     size_t cols = ts_scorer_n_features(scorer);
+    size_t k_out = ts_scorer_n_outputs(scorer); /* scores per row: size `scores` for all of them */
     ts_model_free(model); /* the scorer keeps what it needs */
 
     float *x = malloc((rows * cols + 1) * sizeof *x);
-    double *scores = malloc((rows + 1) * sizeof *scores);
+    double *scores = malloc((rows * k_out + 1) * sizeof *scores);
+    if (!x || !scores) {
+        fprintf(stderr, "out of memory\n");
+        free(x);
+        free(scores);
+        ts_scorer_free(scorer);
+        return 1;
+    }
     for (size_t r = 0; r < rows; r++)
         for (size_t j = 0; j < cols; j++)
             x[r * cols + j] = (r + j) % 3 == 0 ? NAN : (float)((r + j) % 7) / 2.0f;
@@ -42,7 +51,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.message);
         rc = 1;
     } else {
-        for (size_t r = 0; r < rows; r++) printf("%.17g\n", scores[r]);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t k = 0; k < k_out; k++) printf("%.17g%c", scores[r * k_out + k], k + 1 < k_out ? ' ' : '\n');
     }
     printf("# treescore %s, engine %s\n", ts_version_string(), ts_engine_name(ts_scorer_engine(scorer)));
     free(x);

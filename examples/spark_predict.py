@@ -21,19 +21,36 @@ import numpy as np
 import pandas as pd
 
 
+def score_columns(model) -> list:
+    """The score columns: "score", or score_0 .. score_{K-1} for a model with K > 1 outputs
+    (multiclass, multi-target: model.predict gives an (n, K) array)."""
+    k = model.num_outputs
+    return ["score"] if k == 1 else [f"score_{j}" for j in range(k)]
+
+
+def score_batch(model, pdf: pd.DataFrame, features, columns) -> pd.DataFrame:
+    """One batch of rows as pandas: its row_id and its score columns."""
+    scores = np.asarray(model.predict(pdf[features])).reshape(len(pdf), len(columns))
+    out = pd.DataFrame(scores, columns=columns)
+    out.insert(0, "row_id", pdf["row_id"].to_numpy())
+    return out
+
+
 def score_spark(model, sdf, features):
-    """A Spark DataFrame of (row_id, score): `sdf` must have a `row_id` column and the
-    `features` columns."""
+    """A Spark DataFrame of (row_id, score columns): `sdf` must have a `row_id` column and
+    the `features` columns."""
+    columns = score_columns(model)
 
     def score_batches(batches):
         for pdf in batches:
-            yield pd.DataFrame({"row_id": pdf["row_id"].to_numpy(), "score": model.predict(pdf[features])})
+            yield score_batch(model, pdf, features, columns)
 
-    return sdf.mapInPandas(score_batches, schema="row_id long, score double")
+    return sdf.mapInPandas(score_batches, schema="row_id long, " + ", ".join(f"{c} double" for c in columns))
 
 
 def run(model, frame: pd.DataFrame) -> np.ndarray:
-    """Scores `frame` with Spark in local mode (2 cores); returns the scores in row order."""
+    """Scores `frame` with Spark in local mode (2 cores); returns the scores in row order
+    (n, or n x K for a model with K > 1 outputs, as model.predict)."""
     from pyspark.sql import SparkSession
 
     # the workers run this interpreter (the one treescore is installed in), not `python3`
@@ -45,7 +62,8 @@ def run(model, frame: pd.DataFrame) -> np.ndarray:
         features = list(frame.columns)
         sdf = spark.createDataFrame(frame.assign(row_id=np.arange(len(frame), dtype=np.int64))).repartition(4)
         out = score_spark(model, sdf, features).toPandas().sort_values("row_id")
-        return out["score"].to_numpy()
+        scores = out[score_columns(model)].to_numpy()
+        return scores[:, 0] if scores.shape[1] == 1 else scores
     finally:
         spark.stop()
 

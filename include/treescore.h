@@ -6,8 +6,9 @@
  * Overview
  * --------
  *   ts_model   a forest loaded from a LightGBM model (text or dump_model JSON), an
- *              XGBoost model (JSON, UBJSON, or get_dump JSON trees), a QuickRank or a
- *              RankLib model (see ts_model_format). Immutable after loading, but for
+ *              XGBoost model (JSON, UBJSON, or get_dump JSON trees), a QuickRank, a
+ *              RankLib, a CatBoost or an ONNX-ML model (see ts_model_format), or built
+ *              from arrays (ts_model_builder). Immutable after loading, but for
  *              ts_model_map_features and ts_model_set_base_score.
  *   ts_scorer  a model prepared for one traversal engine ("naive", "qs", ...). Immutable
  *              after creation; it keeps no reference to the ts_model it came from.
@@ -132,7 +133,8 @@ typedef enum ts_model_format {
 #define TS_FORMAT_COUNT 11
 
 /* "auto", "lightgbm", "xgboost", "quickrank", "xgboost-dump", "lightgbm-json", "ranklib",
- * "xgboost-ubjson", "catboost", "catboost-json". */
+ * "xgboost-ubjson", "catboost", "catboost-json", "onnx"; "unknown" for numbers outside the
+ * enum. */
 TS_API const char *ts_model_format_name(ts_model_format format);
 /* Accepts the names above (and "xgboost-json", "quickrank-xml", "ubjson"); TS_ERR_INVALID_ARGUMENT otherwise. */
 TS_API ts_status ts_model_format_from_name(const char *name, ts_model_format *out);
@@ -163,7 +165,9 @@ typedef struct ts_model_info {
     double leaves_mean;
     uint32_t depth_max;           /* root-to-leaf edges; a one-leaf tree has depth 0 */
     double depth_mean;            /* mean over trees of each tree's max depth */
-    double base_score;            /* added to every score (XGBoost margin base; 0 for LightGBM) */
+    double base_score;            /* added to every score (XGBoost margin base; 0 for LightGBM);
+                                     output 0's when each output has its own (a builder's
+                                     ts_model_builder_set_base_scores) */
     uint32_t average_output;      /* 1 for a LightGBM random forest (average_output): the score is
                                      still the raw score, the sum, as LightGBM's raw_score;
                                      its predict() divides by the number of trees */
@@ -185,9 +189,13 @@ TS_API const char *ts_model_feature_name(const ts_model *model, uint32_t i);
 
 /* Models whose splits name features (XGBoost dumps: "split": "bm25") read feature i from
  * column names[i]'s position: after this call, each split on a feature named names[c]
- * reads column c. Names of the model that are not in `names`, or that `names` gives to
- * two columns, are an error that names them (TS_ERR_SHAPE); the model is unchanged on
- * failure. Call before ts_scorer_create, never concurrently with other uses of the model. */
+ * reads column c. Names of the model that are not in `names`, that `names` gives to
+ * two columns, or that the model gives to two of the features its splits read, are an
+ * error that names them (TS_ERR_SHAPE); the model is unchanged on failure. After it, a
+ * row has n_names columns (ts_model_info.n_features is n_names, n_features_declared 0)
+ * and ts_model_feature_name(i) is names[i]. Call before ts_scorer_create (a scorer
+ * created earlier keeps the old columns), never concurrently with other uses of the
+ * model. */
 TS_API ts_status ts_model_map_features(ts_model *model, const char *const *names, uint32_t n_names,
                                        ts_error *err);
 
@@ -344,7 +352,7 @@ TS_API void ts_model_builder_free(ts_model_builder *builder);
 
 /* What the mean of output k divides the raw score by: 1.0 for a summed model, the
  * number of trees adding to output k when ts_model_info.average_output is 1 (a builder
- * model with TS_AGG_MEAN, a LightGBM random forest). */
+ * model with TS_AGG_MEAN, a LightGBM random forest); 1.0 for an output no tree adds to. */
 TS_API ts_status ts_model_output_divisor(const ts_model *model, uint32_t output, double *divisor, ts_error *err);
 
 /* ---- Engines and scorers ---------------------------------------------------------- */
@@ -379,7 +387,8 @@ typedef enum ts_engine {
                              of the feature's thresholds lie below it), every node is then one
                              byte compare of 64 (AVX-512BW), 32 (AVX2) or 8 (scalar) documents,
                              and leaf bitvectors are byte-transposed and built row by row;
-                             fastest on batches of tens of rows and more, slow on one row */
+                             fastest on batches of tens of rows and more, slow on one row;
+                             trees of up to 262,144 leaves, as qs (TS_ERR_UNSUPPORTED beyond) */
     TS_ENGINE_TREES_SIMD = 9, /* one document at a time, trees in SIMD lanes: 16 (AVX-512) or 8
                              (AVX2) trees step down together, each lane gathering its node and
                              the document's value; for one row and small batches */
@@ -405,8 +414,10 @@ typedef enum ts_engine {
 #define TS_ENGINE_COUNT 14
 
 /* "auto", "naive", "qs", "vqs", "ifelse", "vpred", "block-naive", "block-vpred", "rapid",
- * "trees-simd", "gpu-naive", "gpu". */
+ * "trees-simd", "gpu-naive", "gpu", "oblivious", "deep"; "unknown" for numbers outside the
+ * enum. */
 TS_API const char *ts_engine_name(ts_engine engine);
+/* Accepts the names above; TS_ERR_INVALID_ARGUMENT otherwise (NULL name or out included). */
 TS_API ts_status ts_engine_from_name(const char *name, ts_engine *out);
 /* The GPU the engines gpu and gpu-naive run on ("NVIDIA H100 80GB HBM3, compute 9.0, 79.1
  * GiB"), or why there is none ("none: this treescore was built without CUDA ..."), into
@@ -455,7 +466,8 @@ typedef struct ts_scorer_options {
                              struct can grow in later versions, and ts_scorer_create refuses
                              a size it does not know (TS_ERR_INVALID_ARGUMENT) */
     ts_engine engine;     /* default TS_ENGINE_AUTO */
-    unsigned n_threads;   /* threads per batch; 0 (default) = ts_cpu_count() */
+    unsigned n_threads;   /* threads per batch; 0 (default) = ts_cpu_count(); more than 1024
+                             is taken as 1024 (ts_scorer_n_threads says what is used) */
     ts_isa max_isa;       /* highest instruction set the engine may use; default TS_ISA_AUTO
                              (the best of ts_cpu_isa()); a level the CPU lacks is lowered */
     uint32_t tau;         /* qs, vqs, block-naive, block-vpred: trees per block; 0 (default) =
@@ -485,7 +497,9 @@ typedef struct ts_scorer_options {
     const float *sample;  /* TS_ENGINE_AUTO only: rows of the data to be scored, for the planner
                              to time the engines on (row r at sample + r * sample_stride, with
                              the model's feature count readable; used during ts_scorer_create
-                             only, reused cyclically when fewer than the sample needs); NULL
+                             only, reused cyclically when fewer than the sample needs; no rows,
+                             or a stride below the row width, is TS_ERR_INVALID_ARGUMENT
+                             whatever the plan); NULL
                              (default) = synthetic rows made from the model's thresholds. Real
                              rows matter: branchy engines (naive, ifelse) run much faster on
                              real data, whose paths the branch predictor learns */
@@ -529,16 +543,19 @@ TS_API ts_status ts_scorer_columns_for(const ts_model *model, uint32_t **cols, u
 TS_API ts_engine ts_scorer_engine(const ts_scorer *scorer);
 /* The engine a call of n_rows rows uses (the plan table: see batch_hint), and 1 when
  * such a call splits each row's trees across the scorer's threads (a call of fewer rows
- * than threads, on an engine and model where that pays: see "Threads"), else 0. */
+ * than threads, on an engine and model where that pays: see "Threads"), else 0. A call
+ * that splits runs the one-row engine, and ts_scorer_engine_for names that one. */
 TS_API ts_engine ts_scorer_engine_for(const ts_scorer *scorer, size_t n_rows);
 TS_API int ts_scorer_splits_trees(const ts_scorer *scorer, size_t n_rows);
 TS_API uint32_t ts_scorer_n_features(const ts_scorer *scorer);
 /* Scores per row (ts_model_info.n_outputs): ts_scorer_score writes n_rows * K doubles,
  * row-major (the K scores of row r at out + r * K). */
 TS_API uint32_t ts_scorer_n_outputs(const ts_scorer *scorer);
-/* What the scorer actually uses: instruction set (TS_ISA_SCALAR for every engine but vqs),
- * threads per batch, and the block sizes tau (trees) and delta (documents) of qs, vqs,
- * block-naive and block-vpred (0 and 0 for the other engines). */
+/* What the scorer actually uses: instruction set (TS_ISA_SCALAR for naive, qs, vpred,
+ * block-naive and block-vpred; for vqs, rapid, trees-simd, oblivious, deep and ifelse the
+ * level of the SIMD code they run), threads per batch, and the block sizes tau (trees)
+ * and delta (documents) of qs, vqs, block-naive, block-vpred and rapid (delta alone, tau
+ * 0, for oblivious and deep; 0 and 0 for the other engines). */
 TS_API ts_isa ts_scorer_isa(const ts_scorer *scorer);
 TS_API unsigned ts_scorer_n_threads(const ts_scorer *scorer);
 TS_API void ts_scorer_blocking(const ts_scorer *scorer, uint32_t *tau, uint32_t *delta);

@@ -138,6 +138,24 @@ def test_dask_local_cluster(lgb_binary):
     assert np.array_equal(got, lgb_binary.predict(frame.to_numpy()))
 
 
+def test_dask_local_cluster_multiclass():
+    """A model with K = 3 outputs through examples/dask_predict.py: K score columns (the
+    example once built a Series of each partition's (n, 3) scores and failed)."""
+    pytest.importorskip("dask.distributed")
+    pd = pytest.importorskip("pandas")
+    spec = importlib.util.spec_from_file_location("dask_predict", ROOT / "examples" / "dask_predict.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    m = treescore.Model(model_file=str(ROOT / "tests/fuzz/corpus/fuzz_lightgbm/lgb_multiclass.txt"), threads=1)
+    assert m.num_outputs == 3
+    x = np.random.default_rng(5).normal(size=(3000, m.num_features))
+    x[::7, 0] = np.nan
+    frame = pd.DataFrame(x, columns=m.feature_names)
+    got = mod.run(m, frame, n_workers=2, npartitions=3)
+    assert got.shape == (3000, 3)
+    assert np.array_equal(got, m.predict(frame))
+
+
 def test_batch1_overhead(tmp_path):
     """Python overhead of predict on one row over the C call itself (reported; bound loose
     enough for a busy shared machine; the README quotes the quiet-machine figure)."""

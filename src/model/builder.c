@@ -324,8 +324,11 @@ ts_status ts_model_builder_add_tree(ts_model_builder *b, const ts_tree_arrays *t
     tree_ir r = {0};
     r.n_nodes = internal;
     r.n_leaves = t->n_nodes - internal;
-    /* On any failure the trees of this call already appended are taken off again. */
-    uint32_t trees0 = b->m->n_trees;
+    /* On any failure the trees of this call already appended are taken off again, and
+     * so are the category sets its nodes appended (build_nodes adds them as it goes;
+     * new sets only ever go at the end, so the counts restore the model). */
+    uint32_t trees0 = b->m->n_trees, catsets0 = b->m->n_catsets;
+    size_t cat_words0 = b->m->n_cat_words;
     ts_status st = build_nodes(b, t, ti, &r, err);
     uint32_t copies = t->n_values;
     for (uint32_t k = 0; st == TS_OK && k < copies; k++) {
@@ -341,6 +344,8 @@ ts_status ts_model_builder_add_tree(ts_model_builder *b, const ts_tree_arrays *t
             free(x->leaf_values);
             free(x->thresholds_d);
         }
+        b->m->n_catsets = catsets0;
+        b->m->n_cat_words = cat_words0;
         return st;
     }
     b->input = (int)t->input;

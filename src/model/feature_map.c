@@ -69,9 +69,11 @@ static void mark_used(const ts_model *m, unsigned char *used) {
         if (m->catmaps[k].feature < m->n_features) used[m->catmaps[k].feature] = 1;
 }
 
-/* remap[f] = the column of used feature f; fails naming (the first few) absent names. */
+/* remap[f] = the column of used feature f; fails naming (the first few) absent names,
+ * and when two used features of the model share a name (both would read its one column).
+ * owner: n_names zeroed slots, the feature + 1 that took each column. */
 static ts_status build_remap(const ts_model *m, const name_index *ix, uint32_t n_names, const unsigned char *used,
-                             uint32_t *remap, ts_error *err) {
+                             uint32_t *remap, uint32_t *owner, ts_error *err) {
     char list[600];
     size_t len = 0, missing = 0;
     list[0] = '\0';
@@ -82,8 +84,12 @@ static ts_status build_remap(const ts_model *m, const name_index *ix, uint32_t n
         if (c >= 0 && ix->again[c])
             return ts_fail(err, TS_ERR_SHAPE, "feature name '%.60s' of the model is given to columns %lld and %u: "
                            "which one it reads is ambiguous", name, c, ix->again[c] - 1);
+        if (c >= 0 && owner[c])
+            return ts_fail(err, TS_ERR_SHAPE, "the model names its features %u and %u both '%.60s': mapped by name, "
+                           "both would read column %lld", owner[c] - 1, f, name, c);
         if (c >= 0) {
             remap[f] = (uint32_t)c;
+            owner[c] = f + 1;
             continue;
         }
         if (missing++ < 8 && len < sizeof list - 80) {
@@ -142,6 +148,7 @@ static void apply(ts_model *m, const uint32_t *remap, char **names, uint32_t n_n
         if (c->feature < m->n_features) c->feature = remap[c->feature];
         c->hash = catset_rehash(m, c);
     }
+    tsm_catsets_changed(m);
     for (uint32_t k = 0; k < m->n_catmaps; k++)
         if (m->catmaps[k].feature < m->n_features) m->catmaps[k].feature = remap[m->catmaps[k].feature];
     for (uint32_t i = 0; i < m->n_feature_names; i++) free(m->feature_names[i]);
@@ -167,12 +174,14 @@ ts_status ts_model_map_features(ts_model *m, const char *const *names, uint32_t 
     name_index ix = {0};
     unsigned char *used = calloc((size_t)m->n_features + 1, 1);
     uint32_t *remap = calloc((size_t)m->n_features + 1, sizeof *remap);
+    uint32_t *owner = calloc((size_t)n_names + 1, sizeof *owner);
     char **copies = NULL;
     ts_status st = TS_OK;
-    if (!used || !remap || index_build(&ix, names, n_names) != 0) st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
+    if (!used || !remap || !owner || index_build(&ix, names, n_names) != 0)
+        st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
     if (st == TS_OK) {
         mark_used(m, used);
-        st = build_remap(m, &ix, n_names, used, remap, err);
+        st = build_remap(m, &ix, n_names, used, remap, owner, err);
     }
     if (st == TS_OK && !(copies = copy_names(names, n_names))) st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory");
     if (st == TS_OK) apply(m, remap, copies, n_names);
@@ -180,6 +189,7 @@ ts_status ts_model_map_features(ts_model *m, const char *const *names, uint32_t 
     free(ix.again);
     free(used);
     free(remap);
+    free(owner);
     return st;
 }
 
@@ -258,6 +268,7 @@ void tsm_model_renumber(ts_model *m, const uint32_t *ids, uint32_t n, uint32_t f
         c->feature = renumbered(ids, n, first_derived, c->feature);
         c->hash = catset_rehash(m, c);
     }
+    tsm_catsets_changed(m);
     if (m->n_feature_names) { /* one name per column: keep the names of the columns kept */
         char **names = m->n_feature_names == m->n_features ? malloc((n ? n : 1) * sizeof *names) : NULL;
         for (uint32_t j = 0; names && j < n; j++) {

@@ -33,6 +33,7 @@ void ts_model_free(ts_model *m) {
     free(m->output_base);
     free(m->catsets);
     free(m->cat_words);
+    free(m->catset_slots);
     for (uint32_t i = 0; i < m->n_catmaps; i++) free(m->catmaps[i].hashes);
     free(m->catmaps);
     tsm_model_free_derived(m);
@@ -280,6 +281,36 @@ static ts_status grow_catsets(ts_model *m, uint32_t n_words, ts_error *err) {
     return TS_OK;
 }
 
+void tsm_catsets_changed(ts_model *m) {
+    if (m) m->catset_indexed = UINT32_MAX;
+}
+
+static void index_insert(ts_model *m, uint32_t i) {
+    uint32_t mask = m->n_catset_slots - 1, j = m->catsets[i].hash & mask;
+    while (m->catset_slots[j]) j = (j + 1) & mask;
+    m->catset_slots[j] = i + 1;
+}
+
+/* Makes the index hold every set, with room for one more at a load of at most 1/2: a
+ * load of many distinct sets (a LightGBM model with categorical splits in thousands of
+ * trees, up to TSM_MAX_CATSETS) then costs O(1) per set, not a scan of all earlier sets. */
+static ts_status index_ready(ts_model *m, ts_error *err) {
+    uint32_t need = m->n_catsets + 1;
+    if (m->catset_indexed == m->n_catsets && (uint64_t)need * 2 <= m->n_catset_slots) return TS_OK;
+    uint32_t slots = m->n_catset_slots >= 64 ? m->n_catset_slots : 64;
+    while ((uint64_t)need * 2 > slots) slots *= 2;
+    if (slots != m->n_catset_slots) {
+        uint32_t *p = realloc(m->catset_slots, (size_t)slots * sizeof *p);
+        if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for category sets");
+        m->catset_slots = p;
+        m->n_catset_slots = slots;
+    }
+    memset(m->catset_slots, 0, (size_t)slots * sizeof *m->catset_slots);
+    for (uint32_t i = 0; i < m->n_catsets; i++) index_insert(m, i);
+    m->catset_indexed = m->n_catsets;
+    return TS_OK;
+}
+
 ts_status tsm_model_add_catset(ts_model *m, uint32_t feature, uint32_t rule, uint32_t flags, const uint32_t *words,
                                uint32_t n_words, uint32_t *index, ts_error *err) {
     if (rule != TSM_CAT_LIGHTGBM && rule != TSM_CAT_XGBOOST && rule != TSM_CAT_EXACT)
@@ -289,8 +320,10 @@ ts_status tsm_model_add_catset(ts_model *m, uint32_t feature, uint32_t rule, uin
     while (n_words > 0 && words[n_words - 1] == 0) n_words--;
     flags &= TSM_MISSING_LEFT;
     uint32_t h = catset_hash(feature, rule, flags, words, n_words);
-    /* Linear in the sets so far, but only hashes are compared until one matches. */
-    for (uint32_t i = 0; i < m->n_catsets; i++) {
+    TS_TRY(index_ready(m, err));
+    const uint32_t mask = m->n_catset_slots - 1;
+    for (uint32_t j = h & mask; m->catset_slots[j]; j = (j + 1) & mask) {
+        const uint32_t i = m->catset_slots[j] - 1;
         const tsm_catset *c = &m->catsets[i];
         if (c->hash == h && c->feature == feature && c->rule == rule && c->flags == flags && c->n_words == n_words &&
             (n_words == 0 || memcmp(m->cat_words + c->word0, words, n_words * sizeof *words) == 0)) {
@@ -304,6 +337,8 @@ ts_status tsm_model_add_catset(ts_model *m, uint32_t feature, uint32_t rule, uin
     if (n_words) memcpy(m->cat_words + m->n_cat_words, words, n_words * sizeof *words);
     m->n_cat_words += n_words;
     *index = m->n_catsets++;
+    index_insert(m, *index);
+    m->catset_indexed = m->n_catsets;
     return TS_OK;
 }
 

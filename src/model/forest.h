@@ -164,6 +164,11 @@ struct ts_model {
     uint32_t n_catsets, catsets_capacity;
     uint32_t *cat_words;
     size_t n_cat_words, cat_words_capacity;
+    /* tsm_model_add_catset's hash index of the sets: set index + 1 per slot (0: empty),
+     * n_catset_slots a power of two (or 0); it holds the first catset_indexed sets, and is
+     * rebuilt when that differs from n_catsets (a rollback; tsm_catsets_changed). */
+    uint32_t *catset_slots;
+    uint32_t n_catset_slots, catset_indexed;
     /* Category ids of hashed categorical columns (CatBoost), one per such column. */
     tsm_catmap *catmaps;
     uint32_t n_catmaps;
@@ -176,6 +181,10 @@ struct ts_model {
 };
 
 /* ---- Building (loaders) ------------------------------------------------------------ */
+
+/* Call after changing the sets' features or hashes in place (renumbering): the next
+ * tsm_model_add_catset rebuilds its index. */
+void tsm_catsets_changed(ts_model *m);
 
 /* A new empty model of the given format (absent_value set from the format). NULL when
  * out of memory. Free with ts_model_free. */

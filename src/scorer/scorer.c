@@ -444,6 +444,19 @@ static void size_expand(ts_scorer *s) {
     s->rows_per_chunk = chunk;
 }
 
+/* The planner's sample, checked once for every auto scorer: the planner reads it only
+ * when it measures (not under TS_PLAN_RULE or TREESCORE_PLAN=rule), and the general path
+ * skipped a sample of no rows, so the same bad sample would otherwise pass or fail with
+ * the plan and the model's shape. s->n_features: the row width (packed or not). */
+static ts_status check_sample(const ts_scorer *s, const ts_scorer_options *o, ts_error *err) {
+    if (o->engine != TS_ENGINE_AUTO || !o->sample) return TS_OK;
+    if (o->sample_rows == 0 || o->sample_stride < s->n_features)
+        return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
+                       "planner sample: %zu rows of stride %zu, but the rows have %u columns (need rows >= 1 and "
+                       "stride >= columns)", o->sample_rows, o->sample_stride, s->n_features);
+    return TS_OK;
+}
+
 ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_scorer **out, ts_error *err) {
     ts_scorer_options defaults;
     if (out) *out = NULL;
@@ -463,6 +476,7 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     s->parts = calloc(s->n_outputs, sizeof *s->parts);
     ts_status st = s->parts ? choose_columns(s, m, opts->packed_columns, err)
                             : ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
+    if (st == TS_OK) st = check_sample(s, opts, err);
     s->expand = s->n_outputs > 1 || m->n_catsets > 0 || m->n_derived > 0 || s->gather != NULL;
     s->n_derived = m->n_derived;
     s->width = s->n_read + m->n_derived + m->n_catsets;
@@ -506,11 +520,14 @@ void ts_scorer_free(ts_scorer *s) {
 }
 
 ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->parts[s->lead].engine->id : TS_ENGINE_AUTO; }
-ts_engine ts_scorer_engine_for(const ts_scorer *s, size_t n_rows) {
-    return s ? part_engine(&s->parts[s->lead], n_rows ? n_rows : 1)->engine->id : TS_ENGINE_AUTO;
-}
 int ts_scorer_splits_trees(const ts_scorer *s, size_t n_rows) {
     return s && !s->expand && s->parts[0].split && n_rows > 0 && n_rows < s->n_threads;
+}
+/* A split call runs the one-row range's engine (ts_scorer_score), whatever its rows. */
+ts_engine ts_scorer_engine_for(const ts_scorer *s, size_t n_rows) {
+    if (!s) return TS_ENGINE_AUTO;
+    size_t n = n_rows && !ts_scorer_splits_trees(s, n_rows) ? n_rows : 1;
+    return part_engine(&s->parts[s->lead], n)->engine->id;
 }
 uint32_t ts_scorer_n_features(const ts_scorer *s) { return s ? s->n_features : 0; }
 uint32_t ts_scorer_n_outputs(const ts_scorer *s) { return s ? s->n_outputs : 0; }

@@ -13,7 +13,7 @@
  * engines have their own tests). */
 static const ts_engine ENGINES[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_VQS, TS_ENGINE_VPRED,
                                     TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED, TS_ENGINE_RAPID, TS_ENGINE_OBLIVIOUS,
-                                    TS_ENGINE_TREES_SIMD};
+                                    TS_ENGINE_TREES_SIMD, TS_ENGINE_DEEP};
 #define N_ENGINES (sizeof ENGINES / sizeof ENGINES[0])
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -563,10 +563,123 @@ static void test_deep_chain(void) {
     free(V);
 }
 
+/* A model that gives two of the features it reads one name cannot be mapped to columns
+ * by name: both features would read the one column of that name (a silent change of
+ * the scores: 3 became 2 here). ts_model_map_features refuses it, naming both. */
+static void test_map_duplicate_names(void) {
+    ts_model_builder *b = NULL;
+    ts_model *m = NULL;
+    ts_error err;
+    const int64_t L[3] = {1, -1, -1}, R[3] = {2, -1, -1}, F0[3] = {0, 0, 0}, F1[3] = {1, 0, 0};
+    const double T[3] = {0.5, 0, 0}, V[3] = {0, 1.0, 2.0};
+    CHECK_STATUS(ts_model_builder_create(3, 1, &b, &err), TS_OK);
+    ts_tree_arrays a;
+    ts_tree_arrays_init(&a);
+    a.n_nodes = 3;
+    a.children_left = L;
+    a.children_right = R;
+    a.threshold = T;
+    a.values = V;
+    a.feature = F0;
+    CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    a.feature = F1;
+    CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    const char *names[3] = {"a", "a", "c"};
+    CHECK_STATUS(ts_model_builder_set_feature_names(b, names, 3, &err), TS_OK);
+    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
+    ts_model_builder_free(b);
+    const char *cols[3] = {"a", "b", "c"};
+    EXPECT_ERR(ts_model_map_features(m, cols, 3, &err), TS_ERR_SHAPE, "features 0 and 1");
+    /* unchanged: feature 1 still reads column 1 */
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, NULL, &s, &err), TS_OK);
+    const float x[3] = {0.4f, 0.6f, 0.0f};
+    double out = 0;
+    CHECK_STATUS(ts_scorer_score(s, x, 1, 3, 3, &out, &err), TS_OK);
+    CHECK_SAME_DOUBLE(out, 3.0);
+    ts_scorer_free(s);
+    /* a duplicate name no split reads is harmless */
+    const char *cols2[3] = {"a", "x", "c"};
+    ts_model_free(m);
+    CHECK_STATUS(ts_model_builder_create(3, 1, &b, &err), TS_OK);
+    a.feature = F0;
+    CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    const char *names2[3] = {"a", "c", "c"};
+    CHECK_STATUS(ts_model_builder_set_feature_names(b, names2, 3, &err), TS_OK);
+    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
+    ts_model_builder_free(b);
+    CHECK_STATUS(ts_model_map_features(m, cols2, 3, &err), TS_OK);
+    ts_model_free(m);
+}
+
+/* A tree that fails after one of its categorical nodes was read left nothing of the
+ * tree but its category set: the model then "read" that set's column (a spurious
+ * TS_ERR_SHAPE naming it from ts_model_map_features, a wider row, the general path). A
+ * failing tree now leaves the model exactly as it was. */
+static void test_failed_tree_leaves_no_category_set(void) {
+    ts_model_builder *b = NULL;
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_model_builder_create(3, 1, &b, &err), TS_OK);
+    const int64_t L[3] = {1, -1, -1}, R[3] = {2, -1, -1}, F[3] = {0, 0, 0};
+    const double T[3] = {0.5, 0, 0}, V[3] = {0, 1.0, 2.0};
+    ts_tree_arrays a;
+    ts_tree_arrays_init(&a);
+    a.n_nodes = 3;
+    a.children_left = L;
+    a.children_right = R;
+    a.feature = F;
+    a.threshold = T;
+    a.values = V;
+    CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    /* node 0: a category set on feature 2; node 1: a NaN threshold, which fails */
+    const int64_t L2[5] = {1, 3, -1, -1, -1}, R2[5] = {2, 4, -1, -1, -1}, F2[5] = {2, 1, 0, 0, 0};
+    const int64_t CS[5] = {0, 0, 0, 0, 0};
+    const double T2[5] = {0, NAN, 0, 0, 0}, V2[5] = {0};
+    const uint8_t C2[5] = {TS_CMP_IN, TS_CMP_LE, 0, 0, 0};
+    const uint32_t W[1] = {1};
+    ts_tree_arrays a2;
+    ts_tree_arrays_init(&a2);
+    a2.n_nodes = 5;
+    a2.children_left = L2;
+    a2.children_right = R2;
+    a2.feature = F2;
+    a2.threshold = T2;
+    a2.values = V2;
+    a2.compares = C2;
+    a2.category_set = CS;
+    a2.category_words = W;
+    a2.n_category_sets = 1;
+    a2.category_set_words = 1;
+    EXPECT_ERR(ts_model_builder_add_tree(b, &a2, &err), TS_ERR_INVALID_MODEL, "NaN threshold");
+    const char *names[3] = {"a", "b", "c"};
+    CHECK_STATUS(ts_model_builder_set_feature_names(b, names, 3, &err), TS_OK);
+    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
+    ts_model_builder_free(b);
+    ts_model_info info;
+    CHECK_STATUS(ts_model_get_info(m, &info, &err), TS_OK);
+    CHECK(info.n_trees == 1 && info.n_features_used == 1 && info.n_categorical_splits == 0);
+    /* only "a" is read: a row of that column alone is enough */
+    const char *cols[1] = {"a"};
+    CHECK_STATUS(ts_model_map_features(m, cols, 1, &err), TS_OK);
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, NULL, &s, &err), TS_OK);
+    CHECK(ts_scorer_n_features(s) == 1);
+    const float x[2] = {0.4f, 0.6f};
+    double out[2] = {0, 0};
+    CHECK_STATUS(ts_scorer_score(s, x, 2, 1, 1, out, &err), TS_OK);
+    CHECK_SAME_DOUBLE(out[0], 1.0);
+    CHECK_SAME_DOUBLE(out[1], 2.0);
+    ts_scorer_free(s);
+    ts_model_free(m);
+}
+
 int main(void) {
     RUN_TEST(test_edges);
     RUN_TEST(test_errors);
     RUN_TEST(test_random_models);
     RUN_TEST(test_deep_chain);
+    RUN_TEST(test_map_duplicate_names);
+    RUN_TEST(test_failed_tree_leaves_no_category_set);
     return check_summary("test_builder");
 }

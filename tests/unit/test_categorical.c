@@ -223,11 +223,53 @@ static void test_threads(void) {
     ts_model_free(m);
 }
 
+/* tsm_model_add_catset shares equal sets through a hash index (a scan of every earlier
+ * set made a load of n distinct sets cost O(n^2): minutes for the hundreds of thousands
+ * of a big LightGBM model with categorical splits). Equal sets get one index, distinct
+ * ones their own, through a rollback of the count (the builder's) and after the sets
+ * were renumbered in place (tsm_catsets_changed); 100,000 distinct sets stay distinct. */
+static void test_catset_index(void) {
+    ts_model *m = tsm_model_new(TS_FORMAT_AUTO);
+    CHECK(m != NULL);
+    if (!m) return;
+    ts_error err;
+    uint32_t idx = 0, again = 0, w[3] = {0, 0, 0};
+    enum { N = 100000 };
+    int ok = 1;
+    for (uint32_t i = 0; i < N && ok; i++) {
+        w[0] = i * 2654435761u;
+        w[1] = i;
+        ok = tsm_model_add_catset(m, i % 7, TSM_CAT_EXACT, 0, w, 3, &idx, &err) == TS_OK && idx == i;
+    }
+    CHECK_MSG(ok && m->n_catsets == N, "%u sets", m->n_catsets);
+    for (uint32_t i = 0; i < N && ok; i += 997) {
+        w[0] = i * 2654435761u;
+        w[1] = i;
+        ok = tsm_model_add_catset(m, i % 7, TSM_CAT_EXACT, 0, w, 2, &idx, &err) == TS_OK && idx == i;
+        /* another feature, rule or flag is another set */
+        ok = ok && tsm_model_add_catset(m, i % 7 + 1, TSM_CAT_EXACT, 0, w, 2, &again, &err) == TS_OK && again != i;
+        m->n_catsets--; /* take it off again, as the builder does */
+        m->n_cat_words -= m->catsets[m->n_catsets].n_words;
+    }
+    CHECK(ok && m->n_catsets == N);
+    /* renumbered in place: feature 0's sets move to feature 100 (their hashes left as
+     * they were: a set whose hash matches but whose content differs is another set) */
+    for (uint32_t i = 0; i < m->n_catsets; i++)
+        if (m->catsets[i].feature == 0) m->catsets[i].feature = 100;
+    tsm_catsets_changed(m);
+    w[0] = 0;
+    w[1] = 0;
+    CHECK_STATUS(tsm_model_add_catset(m, 0, TSM_CAT_EXACT, 0, w, 2, &idx, &err), TS_OK);
+    CHECK(idx == N); /* feature 0 has no such set any more */
+    ts_model_free(m);
+}
+
 int main(void) {
     RUN_TEST(test_lightgbm_rules);
     RUN_TEST(test_xgboost_rules);
     RUN_TEST(test_xgboost_multi);
     RUN_TEST(test_bad_categories);
     RUN_TEST(test_threads);
+    RUN_TEST(test_catset_index);
     return check_summary("test_categorical");
 }

@@ -184,7 +184,7 @@ static void crowded_gaps(uint32_t n_trees) {
     }
     for (size_t i = 0; i < (size_t)n_rows * cols; i++) xf[i] = (float)x[i];
     static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD,
-                                        TS_ENGINE_OBLIVIOUS};
+                                        TS_ENGINE_OBLIVIOUS, TS_ENGINE_DEEP};
     for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
         ts_scorer_options o;
         ts_scorer_options_init(&o);

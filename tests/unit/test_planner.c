@@ -199,6 +199,76 @@ static void test_caller_sample(const ts_model *m) {
     free(x);
 }
 
+/* A bad sample (no rows, or rows narrower than the model) is refused by every auto
+ * scorer: whatever the plan (TREESCORE_PLAN=rule once made it pass) and whatever the
+ * model's shape (a model with category sets or K outputs once ignored a sample of 0
+ * rows that a plain model refused). */
+static void test_bad_sample_always(const ts_model *m) {
+    ts_scorer *ref = make(m, TS_ENGINE_NAIVE, TS_PLAN_DEFAULT, 0);
+    uint32_t w = ts_scorer_n_features(ref);
+    ts_scorer_free(ref);
+    float *x = rows(7, w);
+    ts_error err;
+    for (int plan = TS_PLAN_MEASURE; plan <= TS_PLAN_RULE; plan++) {
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.plan = (ts_plan)plan;
+        o.batch_hint = 50;
+        o.n_threads = 1;
+        o.sample = x;
+        o.sample_rows = 7;
+        o.sample_stride = w - 1;
+        ts_scorer *s = (ts_scorer *)&o;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+        CHECK(s == NULL && strstr(err.message, "sample") != NULL);
+        o.sample_rows = 0;
+        o.sample_stride = w;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+        CHECK(s == NULL && strstr(err.message, "sample") != NULL);
+        o.engine = TS_ENGINE_NAIVE; /* an explicit engine reads no sample */
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        ts_scorer_free(s);
+    }
+    /* a model with a category set (the general path) */
+    ts_model_builder *b = NULL;
+    ts_model *cm = NULL;
+    CHECK_STATUS(ts_model_builder_create(2, 2, &b, &err), TS_OK);
+    const int64_t L[3] = {1, -1, -1}, R[3] = {2, -1, -1}, F[3] = {1, 0, 0}, CS[3] = {0, -1, -1};
+    const double T[3] = {0, 0, 0}, V[3] = {0, 1.0, 2.0};
+    const uint8_t C[3] = {TS_CMP_IN, 0, 0};
+    const uint32_t words[1] = {0x6};
+    ts_tree_arrays a;
+    ts_tree_arrays_init(&a);
+    a.n_nodes = 3;
+    a.children_left = L;
+    a.children_right = R;
+    a.feature = F;
+    a.threshold = T;
+    a.values = V;
+    a.compares = C;
+    a.category_set = CS;
+    a.category_words = words;
+    a.n_category_sets = 1;
+    a.category_set_words = 1;
+    CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    CHECK_STATUS(ts_model_builder_finish(b, &cm, &err), TS_OK);
+    ts_model_builder_free(b);
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.plan = TS_PLAN_MEASURE;
+    o.sample = x;
+    o.sample_rows = 0;
+    o.sample_stride = 2;
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(cm, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+    CHECK(s == NULL);
+    o.sample_rows = 7;
+    CHECK_STATUS(ts_scorer_create(cm, &o, &s, &err), TS_OK);
+    ts_scorer_free(s);
+    ts_model_free(cm);
+    free(x);
+}
+
 /* The default (batch_hint 0): an engine per range of rows per call, the table in the
  * report, one wisdom line per range, and the same bits as naive for every batch size
  * 1..300 on 1 to 4 threads whichever engine each call uses. */
@@ -333,6 +403,61 @@ static void test_range_table(void) {
     for (unsigned r = 0; r < TSP_RANGES; r++) CHECK_MSG(tsp_range_of(tsp_range_batch[r]) == r, "range %u", r);
 }
 
+/* A call that splits its rows' trees across the threads runs the one-row range's
+ * engine (ts_scorer_score: pick[0]), so that is the engine ts_scorer_engine_for names
+ * for it: it named the call's own range's engine instead (32 rows on 64 threads:
+ * "rapid" while trees-simd ran). A forest of 200 trees x 31 splits, the rule plan,
+ * splitting forced by the test knob. */
+static void test_split_engine_for(void) {
+    enum { N_TREES = 200, N_INT = 31, N_NODES = 2 * N_INT + 1, NF = 20 };
+    int64_t L[N_NODES], R[N_NODES], F[N_NODES];
+    double T[N_NODES], V[N_NODES];
+    ts_model_builder *b = NULL;
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_model_builder_create(NF, 1, &b, &err), TS_OK);
+    uint32_t r = 12345;
+    for (uint32_t t = 0; t < N_TREES && b; t++) {
+        for (uint32_t i = 0; i < N_NODES; i++) {
+            r = r * 1103515245u + 12345u;
+            L[i] = i < N_INT ? (int64_t)(2 * i + 1) : -1;
+            R[i] = i < N_INT ? (int64_t)(2 * i + 2) : -1;
+            F[i] = (r >> 8) % NF;
+            T[i] = (double)((r >> 16) % 100) / 10.0;
+            V[i] = (double)((r >> 4) % 1000) / 1000.0;
+        }
+        ts_tree_arrays a;
+        ts_tree_arrays_init(&a);
+        a.n_nodes = N_NODES;
+        a.children_left = L;
+        a.children_right = R;
+        a.feature = F;
+        a.threshold = T;
+        a.values = V;
+        CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
+    }
+    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
+    ts_model_builder_free(b);
+    if (!m) return;
+    setenv("TREESCORE_SPLIT_TREES", "1", 1);
+    tsr_config_reload();
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.plan = TS_PLAN_RULE;
+    o.n_threads = 64;
+    ts_scorer *s = NULL;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+    for (size_t n = 1; s && n <= 100; n++)
+        if (ts_scorer_splits_trees(s, n))
+            CHECK_MSG(ts_scorer_engine_for(s, n) == ts_scorer_engine_for(s, 1), "%zu rows split with %s but "
+                      "ts_scorer_engine_for says %s", n, ts_engine_name(ts_scorer_engine_for(s, 1)),
+                      ts_engine_name(ts_scorer_engine_for(s, n)));
+    ts_scorer_free(s);
+    ts_model_free(m);
+    unsetenv("TREESCORE_SPLIT_TREES");
+    tsr_config_reload();
+}
+
 int main(void) {
     test_range_table();
     CHECK(mkdtemp(dir) != NULL);
@@ -352,10 +477,12 @@ int main(void) {
         test_wisdom_candidates(m);
         test_wisdom_off(m);
         test_caller_sample(m);
+        test_bad_sample_always(m);
         test_bad_plan(m);
         test_ranges(m);
     }
     test_split_trees();
+    test_split_engine_for();
     ts_model_free(m);
     unlink(wisdom);
     rmdir(dir);
