@@ -311,3 +311,29 @@ def test_pandas_categorical_columns():
     bad.loc[bad.index[3], "b"] = "x"
     with pytest.raises(TypeError, match="column 'b'"):
         m.predict(bad)
+
+
+def test_dataframe_with_a_repeated_column_name_is_refused():
+    """A DataFrame repeating a name the estimator reads ('a' twice: the training frame
+    with a column added under a name it already had) was indexed with X[names], which
+    gives both 'a' columns: every feature after the first read the column before it,
+    silently (2.5 off on a 3-feature forest). scikit-learn refuses such a frame; so does
+    Model for the training libraries' models. A frame with pandas' default labels is
+    taken by position, as scikit-learn and Model take it."""
+    import pandas as pd
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 3))
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    est = ensemble.RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(df, X[:, 0] * 2 + X[:, 1])
+    m = treescore.Model.from_sklearn(est, engine="naive", threads=1)
+    test = df.iloc[:40]
+    repeated = pd.concat([test, test[["a"]] * 0 + 5.0], axis=1)  # a, b, c, a
+    with pytest.raises(treescore.Error, match="2 columns named 'a'"):
+        m.predict(repeated)
+    with pytest.raises(treescore.Error, match="lacks 1 of the model's 3 features: 'c'"):
+        m.predict(test.set_axis(["a", "b", "b"], axis=1))
+    extra = test.assign(z=1.0)[["z", "c", "a", "b"]]  # by name: an extra column anywhere
+    assert np.array_equal(m.predict(extra), est.predict(test))
+    positional = test.set_axis([0, 1, 2], axis=1)
+    assert np.array_equal(m.predict(positional), est.predict(test.to_numpy()))

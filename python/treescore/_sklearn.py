@@ -434,11 +434,11 @@ class SklearnModel(_Model):
         frame = _inputs.arrow_frame(X, self._names)  # pyarrow, polars: by name, as pandas
         X = X if frame is None else frame
         if _inputs.is_dataframe(X):
-            if self._names is not None:
-                missing = [c for c in self._names if c not in X.columns]
-                if missing:
-                    raise _fail("TS_ERR_SHAPE", f"the DataFrame lacks the estimator's feature(s) {missing[:5]}")
-                X = X[self._names]
+            # by name as Model matches frames (a missing or repeated name refused, pandas'
+            # default labels by position); X[names] took both columns of a repeated name
+            order = _inputs.frame_columns(list(X.columns), self._names, self.num_features, False)
+            if order is not None:
+                X = X.iloc[:, order]
             cols = []
             for c in range(X.shape[1]):
                 col = X.iloc[:, c]
