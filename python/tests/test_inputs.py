@@ -571,3 +571,34 @@ def test_base_score_outside_the_logistic_range():
         assert e.value.status == "TS_ERR_INVALID_MODEL"
     j["learner"]["learner_model_param"]["base_score"] = "0.25"
     treescore.Model(model_str=json.dumps(j))
+
+
+def test_training_library_predict_arguments_refused(lgb_binary, lgb_model, test_rows):
+    """LightGBM's Booster.predict takes (data, start_iteration, num_iteration, raw_score,
+    ...): predict(X, 0, 10), meant as the first 10 iterations, was read as raw_score=0,
+    n_jobs=10 and scored every tree, silently (0.30 off LightGBM's predict(X, 0, 10) on
+    these rows); predict(X, 5) returned raw margins for a truthy 5. raw_score now takes
+    True or False only and n_jobs is keyword-only. Keyword arguments of the training
+    libraries (num_iteration, iteration_range, pred_leaf, output_margin, num_threads,
+    ...) are refused naming what to do instead, not with Python's bare 'unexpected
+    keyword argument'."""
+    X = test_rows[:50]
+    assert np.abs(lgb_model.predict(X) - lgb_binary.predict(X, 0, 10)).max() > 0.1  # what was scored
+    for args in ((0, 10), (False, 10), (True, 1, 2)):
+        with pytest.raises(TypeError, match="takes X and raw_score positionally.*no iteration range"):
+            lgb_model.predict(X, *args)
+    for arg in (5, 1, 0, "True", None):
+        with pytest.raises(TypeError, match="raw_score must be True or False"):
+            lgb_model.predict(X, arg)
+    assert np.array_equal(lgb_model.predict(X, np.bool_(True)), lgb_model.predict(X, raw_score=True))
+    assert np.array_equal(lgb_model.predict(X, False, n_jobs=1), lgb_binary.predict(X))
+    hints = {"num_iteration": "every tree", "start_iteration": "every tree", "iteration_range": "every tree",
+             "ntree_limit": "every tree", "pred_leaf": "scores only", "pred_contrib": "scores only",
+             "output_margin": "raw_score=True", "num_threads": "n_jobs=", "nthread": "n_jobs=",
+             "thread_count": "n_jobs=", "missing": "NaN", "validate_features": "by name",
+             "prediction_type": "raw_score=True"}
+    for name, hint in hints.items():
+        with pytest.raises(TypeError, match=f"predict\\(\\) got an unexpected keyword argument '{name}'.*{hint}"):
+            lgb_model.predict(X, **{name: 10})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'frobnicate'"):
+        lgb_model.predict(X, frobnicate=1)

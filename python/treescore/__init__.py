@@ -291,7 +291,7 @@ class Model:
 
     # ---- scoring ----------------------------------------------------------------------
 
-    def predict(self, X, raw_score: bool = False, n_jobs=None):
+    def predict(self, X, raw_score: bool = False, *args, n_jobs=None, **kwargs):
         """Scores of the rows of ``X``: float64 of shape (n,), or (n, K) for a model with K
         outputs (multiclass), or (n, 2) for a binary CatBoost classifier (below).
 
@@ -350,7 +350,13 @@ class Model:
         transform. ``n_jobs`` overrides the model's thread count for this call (0 or
         negative = all cores, at most 2^32 - 1); the first call with a new count prepares a
         scorer for it (with ``engine="auto"``, the planner's timing), and the last few
-        counts used are kept for the next calls."""
+        counts used are kept for the next calls. ``raw_score`` must be True or False and
+        ``n_jobs`` is keyword-only (LightGBM's ``predict(X, 0, 10)`` means iterations, not
+        these); the training libraries' other arguments (``num_iteration``,
+        ``iteration_range``, ``pred_leaf``, ``num_threads``, ...) raise TypeError saying
+        what to use instead: every tree of the model is scored."""
+        if args or kwargs or (raw_score is not False and raw_score is not True):
+            _inputs.predict_options(raw_score, args, kwargs)
         s = self._scorer if n_jobs is None else self._scorer_for(n_jobs)
         if self._onnx_post is not None:
             y = s.score(X, *self._transform)

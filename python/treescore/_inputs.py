@@ -63,6 +63,45 @@ def count(value: Any, what: str, negative_means_all: bool) -> int:
     return v
 
 
+# What to use instead of the training libraries' predict arguments (predict refuses them).
+_EVERY_TREE = ("treescore scores every tree of the model: keep the trees you want before loading it "
+               "(LightGBM: Model(model_str=booster.model_to_string(num_iteration=N)); XGBoost: "
+               "Model.from_booster(booster[:N]); from_booster keeps a LightGBM best_iteration and an XGBModel's "
+               "best rounds, as their predict does)")
+_LIBRARY_ARGS = {
+    **dict.fromkeys(("num_iteration", "start_iteration", "iteration_range", "ntree_limit", "ntree_start",
+                     "ntree_end", "best_iteration"), _EVERY_TREE),
+    **dict.fromkeys(("pred_leaf", "pred_contrib", "pred_interactions", "pred_early_stop", "approx_contribs"),
+                    "treescore computes scores only (no leaf indices, contributions or early stopping)"),
+    "output_margin": "pass raw_score=True for the margin",
+    "prediction_type": "predict gives CatBoost's Probability (classifiers) or its regressor's predict; pass "
+                       "raw_score=True for RawFormulaVal",
+    **dict.fromkeys(("num_threads", "nthread", "n_threads", "thread_count"),
+                    "pass n_jobs= (threads for this call) or Model(threads=)"),
+    "missing": "mark missing values NaN (Model.from_booster of an XGBModel keeps its missing value)",
+    "validate_features": "DataFrames are matched to the model's feature names by name (predict's docstring)",
+}
+
+
+def predict_options(raw_score: Any, args: tuple, extra: Dict[str, Any]) -> None:
+    """TypeError for a raw_score that is not True or False and for positional arguments
+    after it (LightGBM's predict(X, start_iteration, num_iteration): predict(X, 0, 10)
+    must not read as raw_score=0, n_jobs=10), and for keyword arguments predict does not
+    take, naming what to do instead of the training libraries' own (num_iteration,
+    pred_leaf, num_threads, ...)."""
+    if args:
+        given = ", ".join(repr(a) for a in (raw_score,) + tuple(args))
+        raise TypeError(f"predict(X, raw_score=False, *, n_jobs=None) takes X and raw_score positionally, not X, "
+                        f"{given}: it takes no iteration range (LightGBM's predict(X, start_iteration, "
+                        f"num_iteration)); {_EVERY_TREE}")
+    if raw_score is not True and raw_score is not False and not isinstance(raw_score, np.bool_):
+        raise TypeError(f"predict: raw_score must be True or False, not {raw_score!r} (LightGBM's second argument, "
+                        f"start_iteration, has no counterpart: {_EVERY_TREE})")
+    for name in extra:
+        hint = _LIBRARY_ARGS.get(name)
+        raise TypeError(f"predict() got an unexpected keyword argument {name!r}" + (f": {hint}" if hint else ""))
+
+
 def read_model_file(path: str) -> bytes:
     """The bytes of a model file: a regular file of at most ``_core.max_model_bytes``
     (the C loader's limit, src/io/limits.h). The file is opened without blocking (a FIFO

@@ -410,11 +410,13 @@ class SklearnModel(_Model):
         self._scorer = self._make_scorer(self._threads)
         self._transform = (0, 1.0, spec["divisor"])
 
-    def predict(self, X, raw_score: bool = False, n_jobs=None):
+    def predict(self, X, raw_score: bool = False, *args, n_jobs=None, **kwargs):
         """The estimator's ``predict`` (regressors) or ``predict_proba`` (classifiers) of
         ``X``; ``raw_score=True``: its ``decision_function`` (boosting classifiers), the
         raw prediction (boosting regressors), or the sum over the trees (trees and forests,
         before the forest's division). ``X`` and ``n_jobs`` as for ``Model.predict``."""
+        if args or kwargs or (raw_score is not False and raw_score is not True):
+            _inputs.predict_options(raw_score, args, kwargs)
         s = self._scorer if n_jobs is None else self._scorer_for(n_jobs)
         tr = (0, 1.0, 0.0) if raw_score else self._transform
         cols = self._spec.get("tiny_columns")
