@@ -588,3 +588,36 @@ def test_xgboost_sigmoid_clamp(data, test_rows, tmp_path):
     assert np.array_equal(same, prob.astype(np.float64))
     low = margin < -88.7
     assert np.array_equal(m.predict(test_rows)[low], prob[low].astype(np.float64))
+
+
+def test_categorical_feature_given_as_plain_numbers_refused(tmp_path):
+    """A model trained on a pandas categorical column (LightGBM's pandas_categorical,
+    XGBoost 3.1+'s cats) scored a DataFrame holding that column as plain numbers (its
+    integer category values 10, 20, 30, 40 rather than a Categorical) by reading each
+    number as a category code: 10 is no code, so every row took the unseen-category
+    branch, silently (LightGBM's predict of the same values as a Categorical differs by
+    up to 1.65 here). LightGBM refuses such a frame ('train and valid dataset
+    categorical_feature do not match'), and so does XGBoost; so does treescore now, naming
+    the column. A numpy array still holds the codes (as for both libraries)."""
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(12)
+    n = 800
+    df = pd.DataFrame({"x": rng.normal(size=n), "c": pd.Categorical(rng.choice([10, 20, 30, 40], n))})
+    y = df["x"] + (df["c"] == 20) * 2.0 + (df["c"] == 40) * 1.0
+    lb = lgb.train(dict(objective="regression", num_leaves=7, verbose=-1, num_threads=1, min_data_per_group=5,
+                        cat_smooth=1), lgb.Dataset(df, y), 15)
+    xb = xgb.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(df, y, enable_categorical=True), 10)
+    plain = df.iloc[:100].assign(c=df["c"].iloc[:100].astype(np.int64))  # the values, not a Categorical
+    models = [treescore.Model.from_booster(lb, engine="naive", threads=1)]
+    if "cats" in xb.save_raw("json").decode():
+        models.append(treescore.Model.from_booster(xb, engine="naive", threads=1))
+    for m in models:
+        assert np.array_equal(m.predict(df.iloc[:100]), m.predict(df.iloc[:100]))  # a Categorical: fine
+        with pytest.raises(treescore.Error, match="column 'c' is not categorical") as e:
+            m.predict(plain)
+        assert e.value.status == "TS_ERR_SHAPE"
+        codes = df.iloc[:100].assign(c=df["c"].iloc[:100].cat.codes).to_numpy()
+        assert np.array_equal(m.predict(codes), m.predict(df.iloc[:100]))  # arrays hold codes
+    assert np.abs(lb.predict(df.iloc[:100]) - lb.predict(plain.to_numpy())).max() > 0.5  # what was scored

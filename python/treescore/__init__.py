@@ -405,12 +405,21 @@ class Model:
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
-                                        refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"))
+                                        refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"),
+                                        model_categorical=self._categorical_features)
         if hashed:  # CatBoost: integer and object arrays are categories by value, as there
             rows = _inputs.categorical_rows(X, hashed, self.num_features, self._core.category_ids)
             if rows is not None:
                 return rows
         return _inputs.dense_matrix(X, lightgbm=self._lightgbm)
+
+    def _categorical_features(self):
+        """The model features trained as categorical (LightGBM text, XGBoost), or None;
+        read once, when a DataFrame lacks a categorical column."""
+        got = self.__dict__.get("_cat_features", False)
+        if got is False:
+            got = self._cat_features = _inputs.categorical_features(self._data, self.model_format)
+        return got
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per

@@ -486,17 +486,57 @@ def xgboost_training_categories(data: bytes, ubjson: bool = False) -> Optional[l
         return None
 
 
+def categorical_features(data: bytes, fmt: str) -> Optional[List[int]]:
+    """The model features trained as categorical, or None where the model does not say:
+    a LightGBM text model's ``feature_infos`` (a categorical feature lists its codes,
+    "-1:1:0:3:2"; a numerical one its range "[min:max]", an unused one "none"), an
+    XGBoost JSON or UBJSON model's ``feature_types`` ("c")."""
+    import json
+    try:
+        if fmt == "lightgbm":
+            i = data.find(b"\nfeature_infos=")
+            if i < 0:
+                return None
+            infos = data[i + 15:].split(b"\n", 1)[0].split()
+            return [j for j, t in enumerate(infos) if t != b"none" and not t.startswith(b"[")]
+        if fmt in ("xgboost", "xgboost-ubjson"):
+            doc = ubjson_loads(data) if fmt == "xgboost-ubjson" else json.loads(data)
+            types = doc.get("learner", {}).get("feature_types") or []
+            return [j for j, t in enumerate(types) if t == "c"]
+    except (ValueError, AttributeError, TypeError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _not_categorical(labels: Sequence[Any], order: List[int], cat: set, model_cats: Optional[List[int]],
+                     n_trained: int) -> Error:
+    """The refusal of a frame with fewer categorical columns than the model was trained
+    with: the columns at the model's categorical features that are not categorical when
+    the model says which (``categorical_features``), else the counts."""
+    plain = [labels[order[i]] for i in (model_cats or []) if i < len(order) and order[i] not in cat]
+    if plain:
+        return error("TS_ERR_SHAPE", f"column {plain[0]!r} is not categorical, but the model was trained on it as "
+                                     f"a pandas Categorical: pass it as one (with the training categories), or "
+                                     f"pass X.to_numpy() whose values are the category codes")
+    return error("TS_ERR_SHAPE", f"the DataFrame has {len(cat)} categorical columns but the model was trained with "
+                                 f"{n_trained}")
+
+
 def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm: bool,
                  training_categories: Callable[[], Optional[list]],
                  hashed: Optional[Tuple[List[int], Callable[[int, list], bytes]]] = None,
-                 refuse_unseen: bool = False) -> np.ndarray:
+                 refuse_unseen: bool = False,
+                 model_categorical: Callable[[], Optional[List[int]]] = lambda: None) -> np.ndarray:
     """A DataFrame as C-ordered float64 rows in the model's column order (``frame_columns``).
     Categorical columns become their codes (NaN for missing), after setting the training
     categories ``training_categories()`` (LightGBM's ``pandas_categorical``, one list per
     categorical column in order; None when the model has none) as ``Booster.predict`` does.
     ``hashed`` (CatBoost): (the model's hashed categorical columns, a function giving the
     float32 ids of a column's category texts); those columns become category ids from their
-    values (object, string, category or integer dtype), as CatBoost hashes them."""
+    values (object, string, category or integer dtype), as CatBoost hashes them. A frame
+    with fewer categorical columns than ``training_categories()`` lists is refused (its
+    numbers would be read as codes; LightGBM and XGBoost refuse it), naming the column of
+    the first model feature ``model_categorical()`` gives that is not categorical."""
     labels = list(df.columns)
     order = frame_columns(labels, names, n_features, lightgbm)
     if order is None:
@@ -517,8 +557,12 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
                 out[:, i] = _column_values(col, labels[j])
         return out
     cat = {j for j in order if str(dtypes[j]) == "category"}
-    categories = training_categories() if cat else None
-    if categories is not None and cat and len(categories) != len(cat):
+    # the model's training categories (read once): a frame with fewer categorical columns
+    # would have numbers read as category codes (LightGBM and XGBoost refuse it)
+    categories = training_categories()
+    if categories is not None and len(categories) != len(cat):
+        if len(cat) < len(categories):
+            raise _not_categorical(labels, order, cat, model_categorical(), len(categories))
         raise error("TS_ERR_SHAPE", f"the DataFrame has {len(cat)} categorical columns but the model was trained "
                                     f"with {len(categories)}")
     if not cat and all(getattr(dt, "kind", "O") in "fiub" for dt in dtypes):
