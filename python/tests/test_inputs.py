@@ -602,3 +602,28 @@ def test_training_library_predict_arguments_refused(lgb_binary, lgb_model, test_
             lgb_model.predict(X, **{name: 10})
     with pytest.raises(TypeError, match="unexpected keyword argument 'frobnicate'"):
         lgb_model.predict(X, frobnicate=1)
+
+
+def test_integer_labels_in_another_order_matched_by_name():
+    """A model trained on a frame whose integer labels were not in order (df[[2, 0, 1]]:
+    feature names "2", "0", "1") scored a frame with the labels 0, 1, 2 by position,
+    taking them for pandas' default labels: feature "2" read column 0, silently (XGBoost
+    refuses the frame: its names differ in order). Labels 0..n-1 are positional only when
+    the model's names are not integers in another order; here they are names, matched."""
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(400, 3))
+    train = pd.DataFrame(X)[[2, 0, 1]]
+    y = 3 * X[:, 2] + X[:, 0]
+    xb = xgb.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(train, y), 10)
+    lb = lgb.train(dict(objective="regression", num_leaves=7, verbose=-1, num_threads=1), lgb.Dataset(train, y), 10)
+    test = pd.DataFrame(X[:60])  # labels 0, 1, 2
+    for m, ref in ((treescore.Model.from_booster(xb, engine="naive", threads=1),
+                    xb.predict(xgb.DMatrix(train.iloc[:60]))),
+                   (treescore.Model.from_booster(lb, engine="naive", threads=1), lb.predict(train.iloc[:60]))):
+        assert m.feature_names == ["2", "0", "1"]
+        assert np.allclose(m.predict(test), ref, rtol=1e-6, atol=1e-6)
+        assert np.array_equal(m.predict(test), m.predict(train.iloc[:60]))
+        assert np.array_equal(m.predict(test.to_numpy()[:, [2, 0, 1]]), m.predict(test))  # arrays by position

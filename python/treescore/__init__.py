@@ -307,8 +307,9 @@ class Model:
         Columns, by position or by name:
 
         - arrays, lists, sparse input and DataFrames with pandas' default labels 0..n-1 are
-          taken by position, as every training library takes them; columns past the
-          model's features are ignored;
+          taken by position, as every training library takes them (unless the model's
+          names are those integers in another order, trained on ``df[[2, 0, 1]]``: then
+          by name); columns past the model's features are ignored;
         - a DataFrame with other labels, scored by a model that stores feature names
           (``Column_i`` and ``f{i}`` included), is matched by name: each model feature is
           the column of that name (``str(label)``; for LightGBM, spaces read as underscores,

@@ -214,6 +214,17 @@ def _is_default_labels(labels: Sequence[Any]) -> bool:
     return True
 
 
+def _integer_names_reordered(names: List[str], n_labels: int) -> bool:
+    """True when the model's feature names are the labels of a frame with integer labels
+    0..n_labels-1 in another order ("2", "0", "1": trained on df[[2, 0, 1]]): then a frame
+    labelled 0..n-1 names its columns and is matched by name, not taken by position."""
+    want = [str(i) for i in range(len(names))]
+    if names == want[:len(names)]:
+        return False
+    labels = {str(i) for i in range(n_labels)}
+    return all(n in labels for n in names)
+
+
 def frame_name(label: Any, lightgbm: bool) -> str:
     """The feature name a training library stores for a DataFrame column label: ``str`` of
     the label (LightGBM and XGBoost both store ``str(label)``: column 3 is "3"), with
@@ -230,13 +241,14 @@ def frame_columns(labels: Sequence[Any], names: Optional[List[str]], n_features:
     - The model names no features (XGBoost trained on arrays, QuickRank, RankLib): by
       position, as XGBoost does.
     - The frame has pandas' default labels 0..n-1 (``pd.DataFrame(array)``): by position,
-      as for a numpy array.
+      as for a numpy array, unless the model's names are such integers in another order
+      (trained on ``df[[2, 0, 1]]``): then by name.
     - Otherwise the frame names its columns (``frame_name`` of each label, strings or not)
       and each model feature is the column of that name: a missing name, a name given to
       two columns, or a model naming a feature twice is an Error (TS_ERR_SHAPE). Columns
       whose names the model does not use are ignored wherever they sit.
     """
-    if names is None or _is_default_labels(labels):
+    if names is None or (_is_default_labels(labels) and not _integer_names_reordered(names, len(labels))):
         return None
     if len(names) != n_features:
         raise error("TS_ERR_SHAPE", f"the model names {len(names)} of its {n_features} features: a DataFrame "
