@@ -337,3 +337,19 @@ def test_dataframe_with_a_repeated_column_name_is_refused():
     assert np.array_equal(m.predict(extra), est.predict(test))
     positional = test.set_axis([0, 1, 2], axis=1)
     assert np.array_equal(m.predict(positional), est.predict(test.to_numpy()))
+
+
+def test_sample_of_every_kind(data_dense):
+    """from_sklearn(est, sample=...) took only dense samples and named X in its errors: a
+    scipy.sparse sample (which Model's sample= takes) failed with 'X must be 2-D (rows x
+    columns), got an array of shape ()'. Now the sample is read as Model reads one
+    (sparse included) and its errors name the sample."""
+    sp = pytest.importorskip("scipy.sparse")
+    X, y = data_dense
+    est = ensemble.RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(X, y)
+    ref = est.predict(X[:50])
+    for sample in (X[:100], sp.csr_matrix(np.where(np.abs(X[:100]) < 0.5, 0.0, X[:100])), X[:100].tolist()):
+        m = treescore.Model.from_sklearn(est, sample=sample, threads=1)
+        assert np.array_equal(m.predict(X[:50]), ref)
+    with pytest.raises(treescore.Error, match="^sample must be 2-D"):
+        treescore.Model.from_sklearn(est, sample=X[0])

@@ -405,8 +405,8 @@ class SklearnModel(_Model):
         self._scorers = OrderedDict()
         self._cats = None
         self._sample = None
-        if sample is not None:
-            self._sample = np.ascontiguousarray(self._as_matrix(sample)[:4096], dtype=np.float32)
+        if sample is not None:  # as Model reads one: sparse too, errors naming the sample
+            self._sample = self._sample_rows(sample)
         self._scorer = self._make_scorer(self._threads)
         self._transform = (0, 1.0, spec["divisor"])
 
