@@ -598,7 +598,8 @@ def test_categorical_feature_given_as_plain_numbers_refused(tmp_path):
     branch, silently (LightGBM's predict of the same values as a Categorical differs by
     up to 1.65 here). LightGBM refuses such a frame ('train and valid dataset
     categorical_feature do not match'), and so does XGBoost; so does treescore now, naming
-    the column. A numpy array still holds the codes (as for both libraries)."""
+    the column, also where another column is categorical in its place (LightGBM counts
+    them only, and sets the training categories on the wrong column). A numpy array still holds the codes (as for both libraries)."""
     lgb = pytest.importorskip("lightgbm")
     xgb = pytest.importorskip("xgboost")
     pd = pytest.importorskip("pandas")
@@ -618,6 +619,9 @@ def test_categorical_feature_given_as_plain_numbers_refused(tmp_path):
         with pytest.raises(treescore.Error, match="column 'c' is not categorical") as e:
             m.predict(plain)
         assert e.value.status == "TS_ERR_SHAPE"
+        swapped = plain.assign(x=pd.Categorical(plain["x"].round(1)))  # as many categoricals, the wrong one
+        with pytest.raises(treescore.Error, match="column 'c' is not categorical"):
+            m.predict(swapped)
         codes = df.iloc[:100].assign(c=df["c"].iloc[:100].cat.codes).to_numpy()
         assert np.array_equal(m.predict(codes), m.predict(df.iloc[:100]))  # arrays hold codes
     assert np.abs(lb.predict(df.iloc[:100]) - lb.predict(plain.to_numpy())).max() > 0.5  # what was scored

@@ -577,6 +577,10 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
             raise _not_categorical(labels, order, cat, model_categorical(), len(categories))
         raise error("TS_ERR_SHAPE", f"the DataFrame has {len(cat)} categorical columns but the model was trained "
                                     f"with {len(categories)}")
+    if categories and cat:  # as many, but are they the model's? (another column's categories would be set)
+        model_cats = model_categorical()
+        if model_cats is not None and sorted(i for i, j in enumerate(order) if j in cat) != sorted(model_cats):
+            raise _not_categorical(labels, order, cat, model_cats, len(categories))
     if not cat and all(getattr(dt, "kind", "O") in "fiub" for dt in dtypes):
         # every column numeric: one conversion of the frame, then the model's columns
         try:
