@@ -41,6 +41,9 @@ _core._set_numpy(np.empty)
 #: Scorers kept for ``predict(n_jobs=...)`` counts other than the model's own (least
 #: recently used first out): each holds the engine's prepared tables.
 _SCORERS_KEPT = 4
+# Formats whose library converts integer (and other non-float) arrays to float32 itself,
+# in one rounding (LightGBM is told by its own flag): XGBoost's DMatrix, CatBoost's pool.
+_FLOAT32_FORMATS = ("xgboost", "xgboost-ubjson", "xgboost-dump", "catboost", "catboost-json")
 
 
 def _catboost_bytes(model) -> bytes:
@@ -174,6 +177,8 @@ class Model:
         self._info = self._core.info()
         self._names = self._core.feature_names()
         self._lightgbm = self._info["format"].startswith("lightgbm")
+        # formats whose library rounds an integer array to float32 in one step (_as_matrix)
+        self._float32_ints = self._lightgbm or self._info["format"] in _FLOAT32_FORMATS
         self._lock = threading.Lock()
         self._scorers = OrderedDict()
         self._sample = None
@@ -404,7 +409,7 @@ class Model:
             rows = _inputs.categorical_rows(X, hashed, self.num_features, self._core.category_ids)
             if rows is not None:
                 return rows
-        return _inputs.dense_matrix(X, lightgbm=self._lightgbm)
+        return _inputs.dense_matrix(X, float32=self._float32_ints)
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per

@@ -107,16 +107,19 @@ def _refuse_text(arr: np.ndarray, what: str) -> None:
             raise TypeError(f"{what} must hold numbers, not text such as {v!r}")
 
 
-def dense_matrix(X: Any, lightgbm: bool = False) -> np.ndarray:
+def dense_matrix(X: Any, float32: bool = False) -> np.ndarray:
     """A 2-D array of numbers as a C-ordered native float32 or float64 array (float32
     and float64 keep their type, other numeric dtypes become float64, or float32 with
-    ``lightgbm`` for a numpy array or a list: LightGBM's ``Booster.predict`` converts
+    ``float32`` for a numpy array or a list: LightGBM's ``Booster.predict`` converts
     those of any other dtype (integers, bool, float16, long double, object) to float32
     before scoring, so an int64 past 2^24 is scored as its nearest float32 there, and
-    here too; data frames of other libraries (polars, pyarrow tables), which LightGBM
-    reads through Arrow as doubles, become float64). Error (TS_ERR_SHAPE) when it is not
-    2-D, TypeError when it does not hold numbers."""
-    lightgbm = lightgbm and isinstance(X, (np.ndarray, list))
+    here too; XGBoost, CatBoost and scikit-learn's trees compare float32 values, which
+    they take from an integer array in one rounding: through float64 an int64 past 2^53
+    would be rounded twice, one float32 step off theirs next to a float32 midpoint. Data
+    frames of other libraries (polars, pyarrow tables), which LightGBM reads through Arrow
+    as doubles, become float64). Error (TS_ERR_SHAPE) when it is not 2-D, TypeError when
+    it does not hold numbers."""
+    float32 = float32 and isinstance(X, (np.ndarray, list))
     if not isinstance(X, np.ndarray):
         try:
             X = np.asarray(X)
@@ -127,7 +130,7 @@ def dense_matrix(X: Any, lightgbm: bool = False) -> np.ndarray:
     kind = X.dtype.kind
     if kind == "f" and X.dtype.itemsize in (4, 8):
         return np.ascontiguousarray(X.astype(X.dtype.newbyteorder("="), copy=False))
-    other = np.float32 if lightgbm else np.float64
+    other = np.float32 if float32 else np.float64
     if kind in "fiub":
         return np.ascontiguousarray(X, dtype=other)
     if kind == "O":

@@ -448,7 +448,9 @@ class SklearnModel(_Model):
                 # string to float: 'x'" named none)
                 cols.append(_inputs._column_values(col, X.columns[c]))
             return np.ascontiguousarray(np.column_stack(cols) if cols else np.empty((len(X), 0)))
-        return _inputs.dense_matrix(X)
+        # the trees and forests read float32 (an integer array rounded once, as scikit-learn
+        # converts it), HistGradientBoosting float64
+        return _inputs.dense_matrix(X, float32=not self._spec["kind"].startswith("hgb"))
 
     @property
     def estimator(self) -> str:
