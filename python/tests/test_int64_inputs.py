@@ -40,13 +40,16 @@ def _double_rounding_rows(t) -> np.ndarray:
 
 
 def _check(model, reference, X, float32_sum=False):
-    """predict on int64, uint64 and list rows equals the library's (XGBoost: its
-    float32 sum of the base and one leaf, which is the double sum rounded once)."""
-    for Xin in (X, X.astype(np.uint64), X.tolist()):
+    """predict on int64, uint64 and list rows, and on DataFrames of int64, nullable Int64
+    and uint64 columns, equals the library's on the same input (XGBoost: its float32 sum of
+    the base and one leaf, which is the double sum rounded once)."""
+    pd = pytest.importorskip("pandas")
+    frames = [pd.DataFrame(X), pd.DataFrame(X).astype("Int64"), pd.DataFrame(X.astype(np.uint64))]
+    for Xin in [X, X.astype(np.uint64), X.tolist()] + frames:
         got = model.predict(Xin)
         got = got.astype(np.float32).astype(np.float64) if float32_sum else got
-        ref = np.asarray(reference(np.asarray(X)), dtype=np.float64)
-        assert np.array_equal(got, ref), (type(Xin), getattr(Xin, "dtype", None), got, ref)
+        ref = np.asarray(reference(Xin if isinstance(Xin, pd.DataFrame) else X), dtype=np.float64)
+        assert np.array_equal(got, ref), (type(Xin), getattr(Xin, "dtypes", getattr(Xin, "dtype", None)), got, ref)
 
 
 def test_xgboost_int64_past_2_53():

@@ -404,7 +404,8 @@ class Model:
             return _inputs.frame_matrix(X, self._names, self.num_features, self._lightgbm,
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
-                                        refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"))
+                                        refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"),
+                                        float32_ints=self._info["format"] in _FLOAT32_FORMATS)
         if hashed:  # CatBoost: integer and object arrays are categories by value, as there
             rows = _inputs.categorical_rows(X, hashed, self.num_features, self._core.category_ids)
             if rows is not None:

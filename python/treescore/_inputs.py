@@ -229,8 +229,11 @@ def frame_columns(labels: Sequence[Any], names: Optional[List[str]], n_features:
     return cols
 
 
-def _column_values(col: Any, label: Any) -> np.ndarray:
-    """One DataFrame column (not categorical) as float64, NA as NaN; TypeError for text."""
+def _column_values(col: Any, label: Any, float32_ints: bool = False) -> np.ndarray:
+    """One DataFrame column (not categorical) as float64, NA as NaN; TypeError for text.
+    ``float32_ints``: an integer column holds its values rounded to float32 in one step,
+    as XGBoost, CatBoost and scikit-learn's trees read it (through float64 an int64 past
+    2^53 would be rounded twice)."""
     dt = col.dtype
     kind = getattr(dt, "kind", "O")
     if kind not in "fiubO" or str(dt).startswith("string"):
@@ -238,6 +241,8 @@ def _column_values(col: Any, label: Any) -> np.ndarray:
     if kind == "O":
         _refuse_text(np.asarray(col, dtype=object), f"column {label!r}")
     try:
+        if float32_ints and kind in "iu":
+            return col.to_numpy(dtype=np.float32, na_value=np.nan).astype(np.float64)
         return col.to_numpy(dtype=np.float64, na_value=np.nan)
     except (ValueError, TypeError, OverflowError) as e:
         raise TypeError(f"column {label!r} must hold numbers: {e}") from None
@@ -453,8 +458,9 @@ def xgboost_training_categories(data: bytes, ubjson: bool = False) -> Optional[l
 def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm: bool,
                  training_categories: Callable[[], Optional[list]],
                  hashed: Optional[Tuple[List[int], Callable[[int, list], bytes]]] = None,
-                 refuse_unseen: bool = False) -> np.ndarray:
-    """A DataFrame as C-ordered float64 rows in the model's column order (``frame_columns``).
+                 refuse_unseen: bool = False, float32_ints: bool = False) -> np.ndarray:
+    """A DataFrame as C-ordered float64 rows in the model's column order (``frame_columns``);
+    integer columns rounded to float32 in one step with ``float32_ints`` (_column_values).
     Categorical columns become their codes (NaN for missing), after setting the training
     categories ``training_categories()`` (LightGBM's ``pandas_categorical``, one list per
     categorical column in order; None when the model has none) as ``Booster.predict`` does.
@@ -478,7 +484,7 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
             elif str(dtypes[j]) == "category":
                 raise TypeError(f"column {labels[j]!r} is categorical but the model reads it as a number")
             else:
-                out[:, i] = _column_values(col, labels[j])
+                out[:, i] = _column_values(col, labels[j], float32_ints)
         return out
     cat = {j for j in order if str(dtypes[j]) == "category"}
     categories = training_categories() if cat else None
@@ -491,6 +497,10 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
             full = df.to_numpy(dtype=np.float64, na_value=np.nan)
         except (ValueError, TypeError, OverflowError) as e:
             raise TypeError(f"the DataFrame must hold numbers: {e}") from None
+        if float32_ints:
+            for j, dt in enumerate(dtypes):
+                if getattr(dt, "kind", "O") in "iu":
+                    full[:, j] = _column_values(df.iloc[:, j], labels[j], True)
         return np.ascontiguousarray(full if order == list(range(len(labels))) else full[:, order])
     out = np.empty((n, len(order)), dtype=np.float64)
     k = 0
@@ -509,7 +519,7 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
             codes = col.cat.codes.to_numpy()
             out[:, i] = np.where(codes < 0, np.nan, codes.astype(np.float64))
         else:
-            out[:, i] = _column_values(col, labels[j])
+            out[:, i] = _column_values(col, labels[j], float32_ints)
     return out
 
 

@@ -446,7 +446,7 @@ class SklearnModel(_Model):
                     col = col.astype(object)
                 # text is refused naming the column (pandas' own "could not convert
                 # string to float: 'x'" named none)
-                cols.append(_inputs._column_values(col, X.columns[c]))
+                cols.append(_inputs._column_values(col, X.columns[c], not self._spec["kind"].startswith("hgb")))
             return np.ascontiguousarray(np.column_stack(cols) if cols else np.empty((len(X), 0)))
         # the trees and forests read float32 (an integer array rounded once, as scikit-learn
         # converts it), HistGradientBoosting float64
