@@ -460,6 +460,8 @@ class Model:
 
     def _predict_sparse(self, s, X, tr):
         keep, s = self._packed_scorer(s)
+        if self._float32_ints and not self._lightgbm and getattr(getattr(X, "dtype", None), "kind", "O") in "iu":
+            X = X.astype(np.float32)  # integer entries rounded once, as XGBoost and scikit-learn read them
         sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value(), keep)
         parts = [s.score(self._marked(sp.dense(r0, r1)), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
         if not parts:

@@ -401,6 +401,7 @@ class SklearnModel(_Model):
         self._info["estimator"] = estimator_name
         self._names = self._core.feature_names()
         self._lightgbm = False
+        self._float32_ints = not spec["kind"].startswith("hgb")  # the trees read float32
         self._lock = threading.Lock()
         self._scorers = OrderedDict()
         self._cats = None
@@ -446,11 +447,11 @@ class SklearnModel(_Model):
                     col = col.astype(object)
                 # text is refused naming the column (pandas' own "could not convert
                 # string to float: 'x'" named none)
-                cols.append(_inputs._column_values(col, X.columns[c], not self._spec["kind"].startswith("hgb")))
+                cols.append(_inputs._column_values(col, X.columns[c], self._float32_ints))
             return np.ascontiguousarray(np.column_stack(cols) if cols else np.empty((len(X), 0)))
         # the trees and forests read float32 (an integer array rounded once, as scikit-learn
         # converts it), HistGradientBoosting float64
-        return _inputs.dense_matrix(X, float32=not self._spec["kind"].startswith("hgb"))
+        return _inputs.dense_matrix(X, float32=self._float32_ints)
 
     @property
     def estimator(self) -> str:
