@@ -82,3 +82,22 @@ def test_sklearn_tree_int64_past_2_53():
     t = np.float32(th)
     t = t if float(t) > th else np.nextafter(t, np.float32(np.inf))
     _check(treescore.Model.from_sklearn(est), est.predict, _double_rounding_rows(t))
+
+
+def test_catboost_categorical_model_int64_array_past_2_53():
+    """A CatBoost model with a categorical feature reads an int64 array's categories by
+    value and its numbers as float32 rounded once (objects through float64, as there)."""
+    cb = pytest.importorskip("catboost")
+    pd = pytest.importorskip("pandas")
+    X, y = _train_x()
+    c = np.random.default_rng(1).integers(0, 3, size=len(X))
+    est = cb.CatBoostRegressor(iterations=1, depth=1, verbose=0, thread_count=1, allow_writing_files=False,
+                               one_hot_max_size=1, max_ctr_complexity=1)
+    est.fit(pd.DataFrame({"a": X[:, 0], "c": c}), y, cat_features=[1])
+    border = est._get_borders()[0][0]  # the float feature's one border: x > border
+    t = np.nextafter(np.float32(border), np.float32(np.inf))
+    rows = _double_rounding_rows(t)
+    Xin = np.c_[rows, np.ones(len(rows), dtype=np.int64)]
+    m = treescore.Model.from_booster(est)
+    for data in (Xin, Xin.astype(object), pd.DataFrame({"a": Xin[:, 0], "c": Xin[:, 1]})):
+        assert np.array_equal(m.predict(data), est.predict(data)), type(data)

@@ -309,7 +309,9 @@ def categorical_rows(X: Any, hashed: List[int], n_features: int,
             if col.dtype.kind == "O":
                 _refuse_text(col, f"column {j}")
             try:
-                out[:, j] = col.astype(np.float64)
+                # an integer column rounded to float32 once, as CatBoost reads it (objects,
+                # Python ints, go through float64 there too)
+                out[:, j] = col.astype(np.float32 if col.dtype.kind in "iu" else np.float64)
             except (ValueError, TypeError, OverflowError) as e:
                 raise TypeError(f"column {j} must hold numbers: {e}") from None
             continue
