@@ -61,6 +61,20 @@ def test_xgboost_int64_past_2_53():
     _check(treescore.Model.from_booster(est), est.predict, _double_rounding_rows(t), float32_sum=True)
 
 
+def test_xgboost_arrow_int64_past_2_53():
+    """A pyarrow Table read by position (the model names no features): XGBoost rounds its
+    int64 column to float32 once."""
+    xgb = pytest.importorskip("xgboost")
+    pa = pytest.importorskip("pyarrow")
+    X, y = _train_x()
+    est = xgb.XGBRegressor(n_estimators=1, max_depth=1, tree_method="exact").fit(X, y)
+    t = json.loads(est.get_booster().get_dump(dump_format="json")[0])["split_condition"]
+    rows = _double_rounding_rows(t)
+    table = pa.table({"f0": rows[:, 0]})
+    got = treescore.Model.from_booster(est).predict(table).astype(np.float32)
+    assert np.array_equal(got, est.predict(table)), (got, est.predict(table))
+
+
 def test_catboost_int64_past_2_53(tmp_path):
     cb = pytest.importorskip("catboost")
     X, y = _train_x()

@@ -410,7 +410,7 @@ class Model:
             rows = _inputs.categorical_rows(X, hashed, self.num_features, self._core.category_ids)
             if rows is not None:
                 return rows
-        return _inputs.dense_matrix(X, float32=self._float32_ints)
+        return _inputs.dense_matrix(X, float32=self._float32_ints, arrow_too=not self._lightgbm)
 
     def _pandas_categories(self):
         """LightGBM's training categories (``pandas_categorical`` of the model: one list per

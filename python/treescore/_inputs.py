@@ -107,7 +107,7 @@ def _refuse_text(arr: np.ndarray, what: str) -> None:
             raise TypeError(f"{what} must hold numbers, not text such as {v!r}")
 
 
-def dense_matrix(X: Any, float32: bool = False) -> np.ndarray:
+def dense_matrix(X: Any, float32: bool = False, arrow_too: bool = False) -> np.ndarray:
     """A 2-D array of numbers as a C-ordered native float32 or float64 array (float32
     and float64 keep their type, other numeric dtypes become float64, or float32 with
     ``float32`` for a numpy array or a list: LightGBM's ``Booster.predict`` converts
@@ -117,9 +117,10 @@ def dense_matrix(X: Any, float32: bool = False) -> np.ndarray:
     they take from an integer array in one rounding: through float64 an int64 past 2^53
     would be rounded twice, one float32 step off theirs next to a float32 midpoint. Data
     frames of other libraries (polars, pyarrow tables), which LightGBM reads through Arrow
-    as doubles, become float64). Error (TS_ERR_SHAPE) when it is not 2-D, TypeError when
-    it does not hold numbers."""
-    float32 = float32 and isinstance(X, (np.ndarray, list))
+    as doubles, become float64, unless ``arrow_too``: XGBoost rounds an Arrow integer
+    column to float32 once). Error (TS_ERR_SHAPE) when it is not 2-D, TypeError when it
+    does not hold numbers."""
+    float32 = float32 and (arrow_too or isinstance(X, (np.ndarray, list)))
     if not isinstance(X, np.ndarray):
         try:
             X = np.asarray(X)

@@ -451,7 +451,7 @@ class SklearnModel(_Model):
             return np.ascontiguousarray(np.column_stack(cols) if cols else np.empty((len(X), 0)))
         # the trees and forests read float32 (an integer array rounded once, as scikit-learn
         # converts it), HistGradientBoosting float64
-        return _inputs.dense_matrix(X, float32=self._float32_ints)
+        return _inputs.dense_matrix(X, float32=self._float32_ints, arrow_too=True)
 
     @property
     def estimator(self) -> str:
