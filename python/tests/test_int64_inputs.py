@@ -95,7 +95,15 @@ def test_sklearn_tree_int64_past_2_53():
     th = est.tree_.threshold[0]  # float32(x) <= th, th a float64 between two float32s
     t = np.float32(th)
     t = t if float(t) > th else np.nextafter(t, np.float32(np.inf))
-    _check(treescore.Model.from_sklearn(est), est.predict, _double_rounding_rows(t))
+    rows = _double_rounding_rows(t)
+    _check(treescore.Model.from_sklearn(est), est.predict, rows)
+    # a frame mixing the int64 column with a float one: pandas (so scikit-learn) goes
+    # through float64, two roundings; treescore follows
+    pd = pytest.importorskip("pandas")
+    est2 = DecisionTreeRegressor(max_depth=1).fit(pd.DataFrame({"a": X[:, 0], "z": np.zeros(len(X))}), y)
+    assert est2.tree_.threshold[0] == th
+    mixed = pd.DataFrame({"a": rows[:, 0], "z": np.zeros(len(rows))})
+    assert np.array_equal(treescore.Model.from_sklearn(est2).predict(mixed), est2.predict(mixed))
 
 
 def test_catboost_categorical_model_int64_array_past_2_53():
