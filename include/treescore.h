@@ -43,8 +43,8 @@
  * started once and kept. A helper joins a batch only when it is idle, so callers that
  * are themselves multi-threaded never make more threads run than they have plus the
  * pool; small batches are scored in the calling thread alone. A call of fewer rows than
- * threads (one document on a big model) may instead split each row's trees across the
- * threads, where the planner measured (or, without timing, the model's size says) that
+ * threads and than cores (one document on a big model) may instead split each row's
+ * trees across as many threads (at most the cores), where the planner measured (or, without timing, the model's size says) that
  * it pays: each thread writes its trees' leaf values and the calling thread adds them
  * in tree order, so scores are the same bits for every thread count.
  *   ts_error:  owned by the caller; use one per thread.

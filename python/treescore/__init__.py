@@ -41,6 +41,9 @@ _core._set_numpy(np.empty)
 #: Scorers kept for ``predict(n_jobs=...)`` counts other than the model's own (least
 #: recently used first out): each holds the engine's prepared tables.
 _SCORERS_KEPT = 4
+# Formats whose library converts integer (and other non-float) arrays to float32 itself,
+# in one rounding (LightGBM is told by its own flag): XGBoost's DMatrix, CatBoost's pool.
+_FLOAT32_FORMATS = ("xgboost", "xgboost-ubjson", "xgboost-dump", "catboost", "catboost-json")
 
 
 def _catboost_bytes(model) -> bytes:
@@ -174,6 +177,8 @@ class Model:
         self._info = self._core.info()
         self._names = self._core.feature_names()
         self._lightgbm = self._info["format"].startswith("lightgbm")
+        # formats whose library rounds an integer array to float32 in one step (_as_matrix)
+        self._float32_ints = self._lightgbm or self._info["format"] in _FLOAT32_FORMATS
         self._lock = threading.Lock()
         self._scorers = OrderedDict()
         self._sample = None
@@ -407,12 +412,13 @@ class Model:
                                         self._pandas_categories,
                                         (hashed, self._core.category_ids) if hashed else None,
                                         refuse_unseen=self.model_format in ("xgboost", "xgboost-ubjson"),
-                                        model_categorical=self._categorical_features)
+                                        model_categorical=self._categorical_features,
+                                        float32_ints=self._info["format"] in _FLOAT32_FORMATS)
         if hashed:  # CatBoost: integer and object arrays are categories by value, as there
             rows = _inputs.categorical_rows(X, hashed, self.num_features, self._core.category_ids)
             if rows is not None:
                 return rows
-        return _inputs.dense_matrix(X, lightgbm=self._lightgbm)
+        return _inputs.dense_matrix(X, float32=self._float32_ints, arrow_too=not self._lightgbm)
 
     def _categorical_features(self):
         """The model features trained as categorical (LightGBM text, XGBoost), or None;
@@ -470,6 +476,8 @@ class Model:
 
     def _predict_sparse(self, s, X, tr):
         keep, s = self._packed_scorer(s)
+        if self._float32_ints and not self._lightgbm and getattr(getattr(X, "dtype", None), "kind", "O") in "iu":
+            X = X.astype(np.float32)  # integer entries rounded once, as XGBoost and scikit-learn read them
         sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value(), keep)
         parts = [s.score(self._marked(sp.dense(r0, r1)), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
         if not parts:

@@ -146,16 +146,20 @@ def _refuse_text(arr: np.ndarray, what: str) -> None:
             raise TypeError(f"{what} must hold numbers, not text such as {v!r}")
 
 
-def dense_matrix(X: Any, lightgbm: bool = False) -> np.ndarray:
+def dense_matrix(X: Any, float32: bool = False, arrow_too: bool = False) -> np.ndarray:
     """A 2-D array of numbers as a C-ordered native float32 or float64 array (float32
     and float64 keep their type, other numeric dtypes become float64, or float32 with
-    ``lightgbm`` for a numpy array or a list: LightGBM's ``Booster.predict`` converts
+    ``float32`` for a numpy array or a list: LightGBM's ``Booster.predict`` converts
     those of any other dtype (integers, bool, float16, long double, object) to float32
     before scoring, so an int64 past 2^24 is scored as its nearest float32 there, and
-    here too; data frames of other libraries (polars, pyarrow tables), which LightGBM
-    reads through Arrow as doubles, become float64). Error (TS_ERR_SHAPE) when it is not
-    2-D, TypeError when it does not hold numbers."""
-    lightgbm = lightgbm and isinstance(X, (np.ndarray, list))
+    here too; XGBoost, CatBoost and scikit-learn's trees compare float32 values, which
+    they take from an integer array in one rounding: through float64 an int64 past 2^53
+    would be rounded twice, one float32 step off theirs next to a float32 midpoint. Data
+    frames of other libraries (polars, pyarrow tables), which LightGBM reads through Arrow
+    as doubles, become float64, unless ``arrow_too``: XGBoost rounds an Arrow integer
+    column to float32 once). Error (TS_ERR_SHAPE) when it is not 2-D, TypeError when it
+    does not hold numbers."""
+    float32 = float32 and (arrow_too or isinstance(X, (np.ndarray, list)))
     if not isinstance(X, np.ndarray):
         try:
             X = np.asarray(X)
@@ -166,7 +170,7 @@ def dense_matrix(X: Any, lightgbm: bool = False) -> np.ndarray:
     kind = X.dtype.kind
     if kind == "f" and X.dtype.itemsize in (4, 8):
         return np.ascontiguousarray(X.astype(X.dtype.newbyteorder("="), copy=False))
-    other = np.float32 if lightgbm else np.float64
+    other = np.float32 if float32 else np.float64
     if kind in "fiub":
         return np.ascontiguousarray(X, dtype=other)
     if kind == "O":
@@ -277,8 +281,11 @@ def frame_columns(labels: Sequence[Any], names: Optional[List[str]], n_features:
     return cols
 
 
-def _column_values(col: Any, label: Any) -> np.ndarray:
-    """One DataFrame column (not categorical) as float64, NA as NaN; TypeError for text."""
+def _column_values(col: Any, label: Any, float32_ints: bool = False) -> np.ndarray:
+    """One DataFrame column (not categorical) as float64, NA as NaN; TypeError for text.
+    ``float32_ints``: an integer column holds its values rounded to float32 in one step,
+    as XGBoost, CatBoost and scikit-learn's trees read it (through float64 an int64 past
+    2^53 would be rounded twice)."""
     dt = col.dtype
     kind = getattr(dt, "kind", "O")
     if kind not in "fiubO" or str(dt).startswith("string"):
@@ -286,6 +293,8 @@ def _column_values(col: Any, label: Any) -> np.ndarray:
     if kind == "O":
         _refuse_text(np.asarray(col, dtype=object), f"column {label!r}")
     try:
+        if float32_ints and kind in "iu":
+            return col.to_numpy(dtype=np.float32, na_value=np.nan).astype(np.float64)
         return col.to_numpy(dtype=np.float64, na_value=np.nan)
     except (ValueError, TypeError, OverflowError) as e:
         raise TypeError(f"column {label!r} must hold numbers: {e}") from None
@@ -352,7 +361,9 @@ def categorical_rows(X: Any, hashed: List[int], n_features: int,
             if col.dtype.kind == "O":
                 _refuse_text(col, f"column {j}")
             try:
-                out[:, j] = col.astype(np.float64)
+                # an integer column rounded to float32 once, as CatBoost reads it (objects,
+                # Python ints, go through float64 there too)
+                out[:, j] = col.astype(np.float32 if col.dtype.kind in "iu" else np.float64)
             except (ValueError, TypeError, OverflowError) as e:
                 raise TypeError(f"column {j} must hold numbers: {e}") from None
             continue
@@ -537,9 +548,10 @@ def _not_categorical(labels: Sequence[Any], order: List[int], cat: set, model_ca
 def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm: bool,
                  training_categories: Callable[[], Optional[list]],
                  hashed: Optional[Tuple[List[int], Callable[[int, list], bytes]]] = None,
-                 refuse_unseen: bool = False,
+                 refuse_unseen: bool = False, float32_ints: bool = False,
                  model_categorical: Callable[[], Optional[List[int]]] = lambda: None) -> np.ndarray:
-    """A DataFrame as C-ordered float64 rows in the model's column order (``frame_columns``).
+    """A DataFrame as C-ordered float64 rows in the model's column order (``frame_columns``);
+    integer columns rounded to float32 in one step with ``float32_ints`` (_column_values).
     Categorical columns become their codes (NaN for missing), after setting the training
     categories ``training_categories()`` (LightGBM's ``pandas_categorical``, one list per
     categorical column in order; None when the model has none) as ``Booster.predict`` does.
@@ -566,7 +578,7 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
             elif str(dtypes[j]) == "category":
                 raise TypeError(f"column {labels[j]!r} is categorical but the model reads it as a number")
             else:
-                out[:, i] = _column_values(col, labels[j])
+                out[:, i] = _column_values(col, labels[j], float32_ints)
         return out
     cat = {j for j in order if str(dtypes[j]) == "category"}
     # the model's training categories (read once): a frame with fewer categorical columns
@@ -587,6 +599,10 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
             full = df.to_numpy(dtype=np.float64, na_value=np.nan)
         except (ValueError, TypeError, OverflowError) as e:
             raise TypeError(f"the DataFrame must hold numbers: {e}") from None
+        if float32_ints:
+            for j, dt in enumerate(dtypes):
+                if getattr(dt, "kind", "O") in "iu":
+                    full[:, j] = _column_values(df.iloc[:, j], labels[j], True)
         return np.ascontiguousarray(full if order == list(range(len(labels))) else full[:, order])
     out = np.empty((n, len(order)), dtype=np.float64)
     k = 0
@@ -605,7 +621,7 @@ def frame_matrix(df: Any, names: Optional[List[str]], n_features: int, lightgbm:
             codes = col.cat.codes.to_numpy()
             out[:, i] = np.where(codes < 0, np.nan, codes.astype(np.float64))
         else:
-            out[:, i] = _column_values(col, labels[j])
+            out[:, i] = _column_values(col, labels[j], float32_ints)
     return out
 
 

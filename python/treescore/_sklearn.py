@@ -363,6 +363,18 @@ from . import Model as _Model  # noqa: E402  (this module is imported after the 
 from . import _inputs  # noqa: E402
 
 
+def _ints_alike(dtypes) -> bool:
+    """Whether pandas converts a frame of these dtypes to float32 from one integer type
+    (each value rounded once, as scikit-learn's trees read an all-int64 frame); a frame
+    mixing integers with floats (or int64 with uint64) goes through float64 there, so its
+    integers are rounded twice, and so are they here."""
+    try:
+        kinds = [np.dtype(getattr(d, "numpy_dtype", d)) for d in dtypes]
+    except TypeError:
+        return False
+    return bool(kinds) and all(k.kind in "iu" for k in kinds) and np.result_type(*kinds).kind in "iu"
+
+
 class SklearnModel(_Model):
     """A ``treescore.Model`` built from a fitted scikit-learn estimator
     (``Model.from_sklearn``): ``predict`` returns what the estimator's ``predict``
@@ -401,6 +413,7 @@ class SklearnModel(_Model):
         self._info["estimator"] = estimator_name
         self._names = self._core.feature_names()
         self._lightgbm = False
+        self._float32_ints = not spec["kind"].startswith("hgb")  # the trees read float32
         self._lock = threading.Lock()
         self._scorers = OrderedDict()
         self._cats = None
@@ -441,6 +454,7 @@ class SklearnModel(_Model):
             order = _inputs.frame_columns(list(X.columns), self._names, self.num_features, False)
             if order is not None:
                 X = X.iloc[:, order]
+            once = self._float32_ints and _ints_alike(X.dtypes)
             cols = []
             for c in range(X.shape[1]):
                 col = X.iloc[:, c]
@@ -448,9 +462,11 @@ class SklearnModel(_Model):
                     col = col.astype(object)
                 # text is refused naming the column (pandas' own "could not convert
                 # string to float: 'x'" named none)
-                cols.append(_inputs._column_values(col, X.columns[c]))
+                cols.append(_inputs._column_values(col, X.columns[c], once))
             return np.ascontiguousarray(np.column_stack(cols) if cols else np.empty((len(X), 0)))
-        return _inputs.dense_matrix(X)
+        # the trees and forests read float32 (an integer array rounded once, as scikit-learn
+        # converts it), HistGradientBoosting float64
+        return _inputs.dense_matrix(X, float32=self._float32_ints, arrow_too=True)
 
     @property
     def estimator(self) -> str:

@@ -79,6 +79,11 @@ struct ts_scorer {
     size_t engine_scratch;       /* largest parts[k].layout.scratch_bytes, rounded up to 64 */
     size_t block_rows;           /* expand: rows per engine call */
     unsigned n_threads;          /* threads per batch, >= 1 */
+    unsigned split_threads;      /* a call of fewer rows splits each row's trees across this
+                                    many threads (when its part splits): n_threads, but at
+                                    most the CPUs (ts_cpu_count) unless TREESCORE_SPLIT_TREES=1
+                                    forces splits (tests); more would take turns on the cores
+                                    (64 threads on 2 CPUs: 63 rows at 90 us/row against 46) */
     size_t rows_per_chunk;       /* the smallest batch worth a thread */
     char *plan_report;           /* the planner's report (AUTO), else NULL */
 };
@@ -473,6 +478,8 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
     s->compares_double = m->compares_double;
     s->n_threads = opts->n_threads ? opts->n_threads : ts_cpu_count();
     if (s->n_threads > MAX_THREADS) s->n_threads = MAX_THREADS;
+    s->split_threads = s->n_threads;
+    if (tsr_config_get()->split_trees != 1 && s->split_threads > ts_cpu_count()) s->split_threads = ts_cpu_count();
     s->parts = calloc(s->n_outputs, sizeof *s->parts);
     ts_status st = s->parts ? choose_columns(s, m, opts->packed_columns, err)
                             : ts_fail(err, TS_ERR_NO_MEMORY, "out of memory creating a scorer");
@@ -521,7 +528,7 @@ void ts_scorer_free(ts_scorer *s) {
 
 ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->parts[s->lead].engine->id : TS_ENGINE_AUTO; }
 int ts_scorer_splits_trees(const ts_scorer *s, size_t n_rows) {
-    return s && !s->expand && s->parts[0].split && n_rows > 0 && n_rows < s->n_threads;
+    return s && !s->expand && s->parts[0].split && n_rows > 0 && n_rows < s->split_threads;
 }
 /* A split call runs the one-row range's engine (ts_scorer_score), whatever its rows. */
 ts_engine ts_scorer_engine_for(const ts_scorer *s, size_t n_rows) {
@@ -710,12 +717,13 @@ ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, siz
     if (s->expand) {
         score_job job = {s, x, row_stride, out, n_rows};
         st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_expand_chunk, &job);
-    } else if (s->parts[0].split && n_rows < s->n_threads) {
+    } else if (s->parts[0].split && n_rows < s->split_threads) {
         /* fewer rows than threads: each row's trees across the threads (chunk.h) */
         const tsp_part *p = &s->parts[0];
         const tsp_prepared *e = &p->eng[p->pick[0]];
         for (size_t r = 0; r < n_rows && st == TS_OK; r++)
-            st = tsp_score_split(e->engine, e->state, &e->layout, p->base, x + r * row_stride, s->n_threads, out + r);
+            st = tsp_score_split(e->engine, e->state, &e->layout, p->base, x + r * row_stride, s->split_threads,
+                                 out + r);
     } else {
         const tsp_prepared *e = part_engine(&s->parts[0], n_rows);
         size_t min_rows = tsr_config_get()->chunk_rows ? s->rows_per_chunk : e->layout.rows_per_chunk;
@@ -824,14 +832,14 @@ static ts_status score_f64_split(const ts_scorer *s, const double *row, double *
     uint32_t idx;
     if (p->f64) memset(buf, 0, row_bytes); /* columns no split reads: never written */
     if (convert_rows(p, s->n_features, row, 0, 1, 0, buf, width, &idx, out) == 0) return TS_OK;
-    return tsp_score_split(e->engine, e->state, &e->layout, p->base, buf, s->n_threads, out);
+    return tsp_score_split(e->engine, e->state, &e->layout, p->base, buf, s->split_threads, out);
 }
 
 ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
                               size_t row_stride, double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, sizeof(double), n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
     if (n_rows == 0) return TS_OK;
-    if (!s->expand && s->parts[0].split && n_rows < s->n_threads) {
+    if (!s->expand && s->parts[0].split && n_rows < s->split_threads) {
         ts_status st = TS_OK;
         for (size_t r = 0; r < n_rows && st == TS_OK; r++) st = score_f64_split(s, x + r * row_stride, out + r);
         return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
