@@ -627,3 +627,38 @@ def test_integer_labels_in_another_order_matched_by_name():
         assert np.allclose(m.predict(test), ref, rtol=1e-6, atol=1e-6)
         assert np.array_equal(m.predict(test), m.predict(train.iloc[:60]))
         assert np.array_equal(m.predict(test.to_numpy()[:, [2, 0, 1]]), m.predict(test))  # arrays by position
+
+
+def test_malformed_integer_sparse_named_for_xgboost(xgb_file):
+    """An integer CSR matrix with a broken structure, given to an XGBoost model, reached
+    scipy's astype(float32) (the one-step rounding of integer entries) before treescore's
+    checks and failed with scipy's own ValueError ('index pointer should start with 0'),
+    found by py_input_fuzz; it is refused as every malformed matrix is."""
+    sp = pytest.importorskip("scipy.sparse")
+    m = treescore.Model(model_file=xgb_file, engine="naive", threads=1)
+    X = sp.csr_matrix((np.array([1, 2], dtype=np.int64), np.array([0, 1]), np.array([0, 1, 2])), shape=(2, N_FEATURES))
+    X.indptr = np.array([1, 1, 2])
+    with pytest.raises(treescore.Error, match="malformed sparse matrix: indptr starts at 1") as e:
+        m.predict(X)
+    assert e.value.status == "TS_ERR_INVALID_ARGUMENT"
+    good = sp.csr_matrix(np.array([[3, 0, 2**24 + 1, 0, 0, 0, 0, 0]], dtype=np.int64))
+    dense = good.toarray().astype(np.float32)
+    dense[dense == 0] = np.nan  # absent entries are missing to XGBoost
+    assert np.array_equal(m.predict(good), m.predict(dense))
+
+
+@pytest.mark.parametrize("fmt", SPARSE_FORMATS)
+def test_integer_sparse_rounded_once_every_format(fmt, xgb_file):
+    """Integer entries past 2^53 given to an XGBoost model are rounded to float32 in one
+    step in every sparse format (lil and dok hold Python ints), now that the rounding is
+    done on the checked arrays rather than by scipy's astype before the checks."""
+    sp = pytest.importorskip("scipy.sparse")
+    m = treescore.Model(model_file=xgb_file, engine="naive", threads=1)
+    v = 2**54 + 2**30 + 1  # one step: 2^54 + 2^31; through float64 first: 2^54
+    D = np.zeros((2, N_FEATURES), dtype=np.int64)
+    D[:, 1], D[1, 3] = v, -v
+    S = sp.csr_matrix(D).asformat(fmt)
+    want = np.where(D == 0, np.nan, D.astype(np.float32))
+    one = np.array([v], dtype=np.int64).astype(np.float32)[0]
+    assert one == np.float32(2.0**54 + 2.0**31) and np.float32(float(v)) == np.float32(2.0**54)
+    assert np.array_equal(m.predict(S, raw_score=True), m.predict(want, raw_score=True))

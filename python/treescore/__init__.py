@@ -476,9 +476,10 @@ class Model:
 
     def _predict_sparse(self, s, X, tr):
         keep, s = self._packed_scorer(s)
-        if self._float32_ints and not self._lightgbm and getattr(getattr(X, "dtype", None), "kind", "O") in "iu":
-            X = X.astype(np.float32)  # integer entries rounded once, as XGBoost and scikit-learn read them
-        sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value(), keep)
+        # integer entries rounded to float32 once, as XGBoost and scikit-learn read them, after
+        # the structure is checked (scipy's astype of a malformed matrix raised its own error)
+        sp = _inputs.SparseRows(X, self.num_features, self._core.absent_value(), keep,
+                                float32_ints=self._float32_ints and not self._lightgbm)
         parts = [s.score(self._marked(sp.dense(r0, r1)), tr[0], tr[1], tr[2]) for r0, r1 in sp.chunks()]
         if not parts:
             return s.score(np.empty((0, self.num_features if keep is None else len(keep))), tr[0], tr[1], tr[2])

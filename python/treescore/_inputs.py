@@ -648,8 +648,11 @@ def _index_array(a: Any, what: str) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
-def _values(a: Any, ndim: int) -> np.ndarray:
-    """The stored values as float64 (TypeError when they are not numbers)."""
+def _values(a: Any, ndim: int, ints: Optional[np.dtype] = None) -> np.ndarray:
+    """The stored values as float64 (TypeError when they are not numbers). With ``ints``
+    (the integer dtype of a matrix read as float32: XGBoost, scikit-learn's trees), the
+    values are rounded to float32 in one step from that integer type (lil and dok hold
+    them as Python objects), as XGBoost and scikit-learn round them."""
     try:
         arr = np.asarray(a)
     except (ValueError, TypeError) as e:
@@ -661,6 +664,8 @@ def _values(a: Any, ndim: int) -> np.ndarray:
     elif arr.dtype.kind not in "fiub":
         raise TypeError(f"the sparse matrix must hold numbers, not {arr.dtype}")
     try:
+        if ints is not None and arr.dtype.kind in "iuO":
+            return arr.astype(ints).astype(np.float32).astype(np.float64)
         return arr.astype(np.float64, copy=False)
     except (ValueError, TypeError, OverflowError) as e:
         raise TypeError(f"the sparse matrix must hold numbers: {e}") from None
@@ -717,8 +722,11 @@ class SparseRows:
     With ``keep`` (the ascending columns a packed scorer reads, ``columns_for``), only those
     are expanded, in that order: rows of len(keep) columns."""
 
-    def __init__(self, X: Any, width: int, absent: float, keep: Optional[np.ndarray] = None):
+    def __init__(self, X: Any, width: int, absent: float, keep: Optional[np.ndarray] = None,
+                 float32_ints: bool = False):
         self.n, self.ncols = _shape(X)
+        dtype = getattr(X, "dtype", None)
+        self._ints = dtype if float32_ints and isinstance(dtype, np.dtype) and dtype.kind in "iu" else None
         self.width = width
         self.absent = absent
         self.keep = keep
@@ -726,7 +734,7 @@ class SparseRows:
         if fmt == "csr":
             indptr, cols, vals = _compressed(X, self.n, self.ncols, "rows")
             _in_range(cols, self.ncols, "column")
-            vals = _values(vals, 1)
+            vals = _values(vals, 1, self._ints)
             self._set_csr(indptr, cols, vals)
             return
         convert = {"csc": self._from_csc, "coo": self._from_coo, "bsr": self._from_bsr, "dia": self._from_dia,
@@ -741,7 +749,7 @@ class SparseRows:
     def _from_csc(self, X):
         indptr, rows, vals = _compressed(X, self.ncols, self.n, "columns")
         _in_range(rows, self.n, "row")
-        vals = _values(vals, 1)
+        vals = _values(vals, 1, self._ints)
         cols = np.repeat(np.arange(self.ncols, dtype=np.int64), np.diff(indptr))
         return rows, cols, vals
 
@@ -752,7 +760,7 @@ class SparseRows:
         if len(coords) != 2:
             raise _bad(f"{len(coords)} coordinate arrays for a 2-D matrix")
         rows, cols = _index_array(coords[0], "row"), _index_array(coords[1], "col")
-        vals = _values(X.data, 1)
+        vals = _values(X.data, 1, self._ints)
         if not len(rows) == len(cols) == len(vals):
             raise _bad(f"row, col and data have {len(rows)}, {len(cols)} and {len(vals)} entries")
         _in_range(rows, self.n, "row")
@@ -768,7 +776,7 @@ class SparseRows:
             raise _bad(f"blocksize ({R}, {C}) does not divide shape ({self.n}, {self.ncols})")
         indptr, bcols, blocks = _compressed(X, self.n // R, self.ncols // C, "block rows")
         _in_range(bcols, self.ncols // C, "block column")
-        blocks = _values(blocks, 3)
+        blocks = _values(blocks, 3, self._ints)
         brows = np.repeat(np.arange(self.n // R, dtype=np.int64), np.diff(indptr))
         rows = (brows[:, None, None] * R + np.arange(R)[None, :, None] + np.zeros((1, 1, C), np.int64)).ravel()
         cols = (bcols[:, None, None] * C + np.zeros((1, R, 1), np.int64) + np.arange(C)[None, None, :]).ravel()
@@ -776,7 +784,7 @@ class SparseRows:
 
     def _from_dia(self, X):
         offsets = _index_array(X.offsets, "offsets")
-        data = _values(X.data, 2)
+        data = _values(X.data, 2, self._ints)
         if data.shape[0] != offsets.size:
             raise _bad(f"{offsets.size} offsets for {data.shape[0]} diagonals")
         if np.unique(offsets).size != offsets.size:
@@ -798,7 +806,7 @@ class SparseRows:
         flat = [c for r in rows_obj for c in r]
         cols = _index_array(_int_list(flat), "lil column")
         vals = _values(np.array([v for d in data_obj for v in d], dtype=object)
-                       if lengths.sum() else np.empty(0), 1)
+                       if lengths.sum() else np.empty(0), 1, self._ints)
         _in_range(cols, self.ncols, "column")
         return np.repeat(np.arange(self.n, dtype=np.int64), lengths), cols, vals
 
@@ -809,7 +817,7 @@ class SparseRows:
             raise _bad("a dok key is not a (row, column) pair")
         rows = _index_array(_int_list([k[0] for k in keys]), "dok row")
         cols = _index_array(_int_list([k[1] for k in keys]), "dok column")
-        vals = _values(np.array([v for _, v in items], dtype=object) if items else np.empty(0), 1)
+        vals = _values(np.array([v for _, v in items], dtype=object) if items else np.empty(0), 1, self._ints)
         _in_range(rows, self.n, "row")
         _in_range(cols, self.ncols, "column")
         return rows, cols, vals
