@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builder_trees.h"
 #include "check.h"
 #include "treescore.h"
 
@@ -302,16 +303,9 @@ static void stump_scores(ts_compare op, ts_input_type input, double t, const dou
                          double *out) {
     int64_t L[3] = {1, -1, -1}, R[3] = {2, -1, -1}, F[3] = {0, 0, 0};
     double T[3] = {t, 0, 0}, V[3] = {0, 1.0, 2.0};
-    ts_tree_arrays a;
-    ts_tree_arrays_init(&a);
-    a.n_nodes = 3;
-    a.children_left = L;
-    a.children_right = R;
-    a.feature = F;
-    a.threshold = T;
+    ts_tree_arrays a = tb_arrays(3, L, R, F, T, V);
     a.compare = op;
     a.input = input;
-    a.values = V;
     ts_model_builder *b = NULL;
     ts_model *m = NULL;
     ts_scorer *s = NULL;
@@ -367,14 +361,7 @@ static void test_edges(void) {
 static ts_status add_raw(ts_model_builder *b, uint32_t n, const int64_t *L, const int64_t *R, const int64_t *F,
                          const double *T, ts_error *err) {
     static const double V[8] = {0};
-    ts_tree_arrays a;
-    ts_tree_arrays_init(&a);
-    a.n_nodes = n;
-    a.children_left = L;
-    a.children_right = R;
-    a.feature = F;
-    a.threshold = T;
-    a.values = V;
+    ts_tree_arrays a = tb_arrays(n, L, R, F, T, V);
     return ts_model_builder_add_tree(b, &a, err);
 }
 
@@ -434,14 +421,7 @@ static void test_errors(void) {
     {
         const int64_t L[3] = {1, -1, -1}, R[3] = {2, -1, -1};
         const double V[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
-        ts_tree_arrays a;
-        ts_tree_arrays_init(&a);
-        a.n_nodes = 3;
-        a.children_left = L;
-        a.children_right = R;
-        a.feature = F;
-        a.threshold = T;
-        a.values = V;
+        ts_tree_arrays a = tb_arrays(3, L, R, F, T, V);
         a.n_values = 3; /* the model has 2 outputs */
         EXPECT_ERR(ts_model_builder_add_tree(b, &a, &err), TS_ERR_INVALID_ARGUMENT, "tree 1: 3 values per leaf");
         a.n_values = 1;
@@ -495,14 +475,7 @@ static void test_errors(void) {
     {
         const int64_t L[3] = {1, -1, -1}, R[3] = {2, -1, -1}, F0[3] = {0, 0, 0};
         const double T0[3] = {0.0, 0, 0}, V[3] = {0, 1, 2};
-        ts_tree_arrays a;
-        ts_tree_arrays_init(&a);
-        a.n_nodes = 3;
-        a.children_left = L;
-        a.children_right = R;
-        a.feature = F0;
-        a.threshold = T0;
-        a.values = V;
+        ts_tree_arrays a = tb_arrays(3, L, R, F0, T0, V);
         a.input = TS_INPUT_FLOAT64;
         EXPECT_ERR(ts_model_builder_add_tree(b, &a, &err), TS_ERR_UNSUPPORTED, "tree 0: node 0: float64 threshold 0");
         a.input = TS_INPUT_FLOAT32; /* float32 input: x <= 0.0 is exact */
@@ -530,14 +503,7 @@ static void test_deep_chain(void) {
     }
     L[N - 1] = R[N - 1] = -1;
     V[N - 1] = -1;
-    ts_tree_arrays a;
-    ts_tree_arrays_init(&a);
-    a.n_nodes = N;
-    a.children_left = L;
-    a.children_right = R;
-    a.feature = F;
-    a.threshold = T;
-    a.values = V;
+    ts_tree_arrays a = tb_arrays(N, L, R, F, T, V);
     ts_model_builder *b = NULL;
     ts_model *m = NULL;
     ts_scorer *s = NULL;
@@ -623,14 +589,7 @@ static void test_failed_tree_leaves_no_category_set(void) {
     CHECK_STATUS(ts_model_builder_create(3, 1, &b, &err), TS_OK);
     const int64_t L[3] = {1, -1, -1}, R[3] = {2, -1, -1}, F[3] = {0, 0, 0};
     const double T[3] = {0.5, 0, 0}, V[3] = {0, 1.0, 2.0};
-    ts_tree_arrays a;
-    ts_tree_arrays_init(&a);
-    a.n_nodes = 3;
-    a.children_left = L;
-    a.children_right = R;
-    a.feature = F;
-    a.threshold = T;
-    a.values = V;
+    ts_tree_arrays a = tb_arrays(3, L, R, F, T, V);
     CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
     /* node 0: a category set on feature 2; node 1: a NaN threshold, which fails */
     const int64_t L2[5] = {1, 3, -1, -1, -1}, R2[5] = {2, 4, -1, -1, -1}, F2[5] = {2, 1, 0, 0, 0};
@@ -638,19 +597,8 @@ static void test_failed_tree_leaves_no_category_set(void) {
     const double T2[5] = {0, NAN, 0, 0, 0}, V2[5] = {0};
     const uint8_t C2[5] = {TS_CMP_IN, TS_CMP_LE, 0, 0, 0};
     const uint32_t W[1] = {1};
-    ts_tree_arrays a2;
-    ts_tree_arrays_init(&a2);
-    a2.n_nodes = 5;
-    a2.children_left = L2;
-    a2.children_right = R2;
-    a2.feature = F2;
-    a2.threshold = T2;
-    a2.values = V2;
-    a2.compares = C2;
-    a2.category_set = CS;
-    a2.category_words = W;
-    a2.n_category_sets = 1;
-    a2.category_set_words = 1;
+    ts_tree_arrays a2 = tb_arrays(5, L2, R2, F2, T2, V2);
+    tb_one_category_set(&a2, C2, CS, W);
     EXPECT_ERR(ts_model_builder_add_tree(b, &a2, &err), TS_ERR_INVALID_MODEL, "NaN threshold");
     const char *names[3] = {"a", "b", "c"};
     CHECK_STATUS(ts_model_builder_set_feature_names(b, names, 3, &err), TS_OK);

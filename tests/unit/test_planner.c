@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "builder_trees.h"
 #include "check.h"
 #include "platform/config.h"
 #include "scorer/planner.h"
@@ -237,19 +238,8 @@ static void test_bad_sample_always(const ts_model *m) {
     const double T[3] = {0, 0, 0}, V[3] = {0, 1.0, 2.0};
     const uint8_t C[3] = {TS_CMP_IN, 0, 0};
     const uint32_t words[1] = {0x6};
-    ts_tree_arrays a;
-    ts_tree_arrays_init(&a);
-    a.n_nodes = 3;
-    a.children_left = L;
-    a.children_right = R;
-    a.feature = F;
-    a.threshold = T;
-    a.values = V;
-    a.compares = C;
-    a.category_set = CS;
-    a.category_words = words;
-    a.n_category_sets = 1;
-    a.category_set_words = 1;
+    ts_tree_arrays a = tb_arrays(3, L, R, F, T, V);
+    tb_one_category_set(&a, C, CS, words);
     CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
     CHECK_STATUS(ts_model_builder_finish(b, &cm, &err), TS_OK);
     ts_model_builder_free(b);
@@ -409,35 +399,8 @@ static void test_range_table(void) {
  * "rapid" while trees-simd ran). A forest of 200 trees x 31 splits, the rule plan,
  * splitting forced by the test knob. */
 static void test_split_engine_for(void) {
-    enum { N_TREES = 200, N_INT = 31, N_NODES = 2 * N_INT + 1, NF = 20 };
-    int64_t L[N_NODES], R[N_NODES], F[N_NODES];
-    double T[N_NODES], V[N_NODES];
-    ts_model_builder *b = NULL;
-    ts_model *m = NULL;
+    ts_model *m = tb_complete_forest(200, 31, 20, 12345);
     ts_error err;
-    CHECK_STATUS(ts_model_builder_create(NF, 1, &b, &err), TS_OK);
-    uint32_t r = 12345;
-    for (uint32_t t = 0; t < N_TREES && b; t++) {
-        for (uint32_t i = 0; i < N_NODES; i++) {
-            r = r * 1103515245u + 12345u;
-            L[i] = i < N_INT ? (int64_t)(2 * i + 1) : -1;
-            R[i] = i < N_INT ? (int64_t)(2 * i + 2) : -1;
-            F[i] = (r >> 8) % NF;
-            T[i] = (double)((r >> 16) % 100) / 10.0;
-            V[i] = (double)((r >> 4) % 1000) / 1000.0;
-        }
-        ts_tree_arrays a;
-        ts_tree_arrays_init(&a);
-        a.n_nodes = N_NODES;
-        a.children_left = L;
-        a.children_right = R;
-        a.feature = F;
-        a.threshold = T;
-        a.values = V;
-        CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
-    }
-    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
-    ts_model_builder_free(b);
     if (!m) return;
     setenv("TREESCORE_SPLIT_TREES", "1", 1);
     tsr_config_reload();
@@ -463,35 +426,8 @@ static void test_split_engine_for(void) {
  * threads on 2 CPUs, 63 rows of a 20,000-tree model: 330 us/row against 42). qs on a
  * model of 207,900 nodes, which the rule splits. */
 static void test_split_capped_at_cpus(void) {
-    enum { N_TREES = 3300, N_INT = 63, N_NODES = 2 * N_INT + 1, NF = 16 };
-    int64_t L[N_NODES], R[N_NODES], F[N_NODES];
-    double T[N_NODES], V[N_NODES];
-    ts_model_builder *b = NULL;
-    ts_model *m = NULL;
+    ts_model *m = tb_complete_forest(3300, 63, 16, 777);
     ts_error err;
-    CHECK_STATUS(ts_model_builder_create(NF, 1, &b, &err), TS_OK);
-    uint32_t r = 777;
-    for (uint32_t t = 0; t < N_TREES && b; t++) {
-        for (uint32_t i = 0; i < N_NODES; i++) {
-            r = r * 1103515245u + 12345u;
-            L[i] = i < N_INT ? (int64_t)(2 * i + 1) : -1;
-            R[i] = i < N_INT ? (int64_t)(2 * i + 2) : -1;
-            F[i] = (r >> 8) % NF;
-            T[i] = (double)((r >> 16) % 100) / 10.0;
-            V[i] = (double)((r >> 4) % 1000) / 1000.0;
-        }
-        ts_tree_arrays a;
-        ts_tree_arrays_init(&a);
-        a.n_nodes = N_NODES;
-        a.children_left = L;
-        a.children_right = R;
-        a.feature = F;
-        a.threshold = T;
-        a.values = V;
-        CHECK_STATUS(ts_model_builder_add_tree(b, &a, &err), TS_OK);
-    }
-    CHECK_STATUS(ts_model_builder_finish(b, &m, &err), TS_OK);
-    ts_model_builder_free(b);
     if (!m) return;
     unsigned cpus = ts_cpu_count();
     ts_scorer_options o;
