@@ -133,9 +133,12 @@ static int use_kind[N_KINDS] = {1, 1, 1, 1, 1, 1, 1}; /* --kinds */
 
 /* kinds[g] prepared (gpu:split under its knob). */
 static ts_status prepare_kind(const ts_model *m, int g, void **st, ts_error *err) {
-    if (g == SPLIT_KIND) setenv("TREESCORE_GPU_SPLIT", "1", 1), tsr_config_reload();
+    if (g != SPLIT_KIND) return tsg_engine_prepare_kind(m, kinds[g], st, err);
+    setenv("TREESCORE_GPU_SPLIT", "1", 1);
+    tsr_config_reload();
     ts_status s = tsg_engine_prepare_kind(m, kinds[g], st, err);
-    if (g == SPLIT_KIND) unsetenv("TREESCORE_GPU_SPLIT"), tsr_config_reload();
+    unsetenv("TREESCORE_GPU_SPLIT");
+    tsr_config_reload();
     return s;
 }
 
