@@ -24,6 +24,103 @@ static void tss_values8(const tss *L, const float *row, float *v) {
     v[0] = -INFINITY;
 }
 
+/* tss_key of 8 floats that are not NaN (-0 and +0: one key). */
+static inline __m256i keys8(__m256 x) {
+    const __m256i b = _mm256_castps_si256(_mm256_and_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_NEQ_UQ), x));
+    return _mm256_xor_si256(b, _mm256_or_si256(_mm256_srai_epi32(b, 31), _mm256_set1_epi32((int)0x80000000u)));
+}
+
+/* Slots s .. s + 7's keys of the values x (tss_slot_key), stored at k + s. */
+static inline void store_keys8(const tss *L, uint32_t s, __m256 x, uint32_t *k) {
+    const __m256 zr = _mm256_set1_ps(TSM_ZERO_RANGE), sign = _mm256_set1_ps(-0.0f);
+    __m256 miss = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    const __m256 z = _mm256_castsi256_ps(
+        _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(L->slot_zero + s)), _mm256_set1_epi32(1)));
+    miss = _mm256_or_ps(miss, _mm256_and_ps(z, _mm256_cmp_ps(_mm256_andnot_ps(sign, x), zr, _CMP_LE_OQ)));
+    const __m256 sm = _mm256_loadu_ps(L->slot_miss + s);
+    const __m256 mkey = _mm256_cmp_ps(sm, sm, _CMP_UNORD_Q); /* missing goes right: all ones */
+    _mm256_storeu_si256((__m256i *)(k + s),
+                        _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(keys8(x)), mkey, miss)));
+}
+
+/* tss_slot_keys (the depth steps' keys), 8 slots a gather. */
+static void tss_keys8(const tss *L, const float *row, uint32_t *k) {
+    for (uint32_t s = 0; s < L->n_slots_pad; s += 8)
+        store_keys8(L, s, _mm256_i32gather_ps(row, _mm256_loadu_si256((const __m256i *)(L->slot_col + s)), 4), k);
+    k[0] = 0;
+}
+
+/* The low 32 bits of each 64-bit lane (a compare's all-ones or zero). */
+static inline __m128i lo32x4(__m256i x) {
+    const __m256i p = _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+    return _mm256_castsi256_si128(p);
+}
+
+/* 4 doubles rounded to floats up (*u) and down (*d), exactly (AVX2 has no directed
+ * rounding of cvtpd2ps): r, the nearest float, is one of the two, and the other is r's
+ * neighbour toward v (a float's neighbour: its bits + 1 away from zero, - 1 toward
+ * it; a value rounded to r = +-0 or +-inf has its neighbour on the side of v, so that
+ * the rule holds there too); NaN: r itself. */
+static inline void round_ud4(__m256d v, __m128 *u, __m128 *d) {
+    const __m128 r = _mm256_cvtpd_ps(v);
+    const __m256d rd = _mm256_cvtps_pd(r);
+    const __m128i lt = lo32x4(_mm256_castpd_si256(_mm256_cmp_pd(rd, v, _CMP_LT_OQ)));
+    const __m128i gt = lo32x4(_mm256_castpd_si256(_mm256_cmp_pd(rd, v, _CMP_GT_OQ)));
+    const __m128i b = _mm_castps_si128(r), step = _mm_or_si128(_mm_srai_epi32(b, 31), _mm_set1_epi32(1));
+    const __m128i up = _mm_add_epi32(b, step), down = _mm_sub_epi32(b, step); /* next up, next down */
+    *u = _mm_castsi128_ps(_mm_blendv_epi8(b, up, lt));
+    *d = _mm_castsi128_ps(_mm_blendv_epi8(b, down, gt));
+}
+
+/* tss_gap_any_bit of the keys (j1 << 32 | db), 8 lanes: the top 16 bits of the low 64
+ * bits of key * the mix constant, from 32-bit products (AVX2 has no 64-bit multiply):
+ * those top 32 bits are hi32(db klo) + lo32(j1 klo) + lo32(db khi), modulo 2^32. */
+static inline __m256i any_bits8(__m256i j1, __m256i db) {
+    const uint64_t K = 0x9e3779b97f4a7c15ull;
+    const __m256i klo = _mm256_set1_epi32((int)(uint32_t)K), khi = _mm256_set1_epi32((int)(uint32_t)(K >> 32));
+    const __m256i pe = _mm256_mul_epu32(db, klo), po = _mm256_mul_epu32(_mm256_srli_epi64(db, 32), klo);
+    const __m256i hi = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
+    const __m256i t = _mm256_add_epi32(hi, _mm256_add_epi32(_mm256_mullo_epi32(j1, klo), _mm256_mullo_epi32(db, khi)));
+    return _mm256_srli_epi32(t, 16);
+}
+
+/* tsimd.c's tss_slot_keys_up, 8 slots at a time: each value rounded up (u) and down (d)
+ * to floats, the keys of u; lanes whose value is not a float and whose (feature, d) has
+ * a bit in L->gaps_any (or u is -TSM_ZERO_RANGE) are redone by tss_slot_key_up. */
+static int tss_keys8_up(const tss *L, const double *row, uint32_t *k) {
+    int ok = 1;
+    const int *any = (const int *)L->gaps_any; /* bit b: 32-bit word b / 32, bit b % 32 */
+    for (uint32_t s = 0; s < L->n_slots_pad; s += 8) {
+        const __m256i col = _mm256_loadu_si256((const __m256i *)(L->slot_col + s));
+        __m128 u0, d0, u1, d1;
+        round_ud4(_mm256_i32gather_pd(row, _mm256_castsi256_si128(col), 8), &u0, &d0);
+        round_ud4(_mm256_i32gather_pd(row, _mm256_extracti128_si256(col, 1), 8), &u1, &d1);
+        const __m256 u = _mm256_set_m128(u1, u0), d = _mm256_set_m128(d1, d0);
+        store_keys8(L, s, u, k);
+        const __m256 oddv = _mm256_cmp_ps(u, d, _CMP_NEQ_OQ); /* not a float, not NaN */
+        if (_mm256_testz_ps(oddv, oddv)) continue;
+        /* the gaps_any bit of each lane's (feature, d) (tss_gap_any_bit), its word gathered */
+        const __m256i j1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(L->slot_j + s)), _mm256_set1_epi32(1));
+        const __m256i b = any_bits8(j1, _mm256_castps_si256(d));
+        const __m256i w = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), any, _mm256_srli_epi32(b, 5),
+                                                      _mm256_castps_si256(oddv), 4);
+        const __m256i hit = _mm256_slli_epi32(_mm256_srlv_epi32(w, _mm256_and_si256(b, _mm256_set1_epi32(31))), 31);
+        const __m256 zr = _mm256_cmp_ps(u, _mm256_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ);
+        uint32_t redo = (uint32_t)_mm256_movemask_ps(_mm256_and_ps(oddv, _mm256_or_ps(_mm256_castsi256_ps(hit), zr)));
+        if (__builtin_expect(redo != 0, 0)) {
+            float uu[8], dd[8];
+            _mm256_storeu_ps(uu, u);
+            _mm256_storeu_ps(dd, d);
+            for (; redo; redo &= redo - 1) {
+                const uint32_t l = (uint32_t)__builtin_ctz(redo);
+                ok &= tss_slot_key_up(L, s + l, row[L->slot_col[s + l]], uu[l], dd[l], &k[s + l]);
+            }
+        }
+    }
+    k[0] = 0;
+    return ok;
+}
+
 static void tss_avx2(const tss *L, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     float *v = scratch;
     int32_t *lv = (int32_t *)((char *)scratch + tss_round64((size_t)L->n_slots_pad * sizeof(float)));
@@ -86,6 +183,6 @@ static void tss_avx2(const tss *L, const float *x, size_t n_rows, size_t stride,
     }
 }
 
-const tss_kernels tse_tsimd_avx2 = {TS_ISA_AVX2, 8, tss_avx2, NULL, NULL, NULL, NULL, NULL, NULL};
+const tss_kernels tse_tsimd_avx2 = {TS_ISA_AVX2, 8, tss_avx2, tss_keys8, tss_keys8_up, NULL, NULL, NULL, NULL};
 
 #endif
