@@ -104,30 +104,52 @@ static inline __m256i below(__m256 t, __m256 v) { return _mm256_castps_si256(_mm
 
 /* Natural codes of 8 values v of feature f, with the lanes that are NaN and in the zero
  * range (as lane vectors). */
+/* The code of 8 values v in one block table (quant.h "Block tables"), the 16-entry
+ * tables looked up two registers at a time. */
+static inline __m256i codes_blocked8(const float *blk, __m256 v) {
+    __m256i b = _mm256_setzero_si256();
+    for (int s = 8; s; s >>= 1) {
+        __m256 p = lookup16(blk, _mm256_add_epi32(b, _mm256_set1_epi32(s - 1)));
+        b = _mm256_add_epi32(b, _mm256_and_si256(below(p, v), _mm256_set1_epi32(s)));
+    }
+    __m256i code = _mm256_slli_epi32(b, 4);
+    for (int k = 0; k < 15; k++) code = _mm256_sub_epi32(code, below(lookup16(blk + 16 + 16 * k, b), v));
+    return _mm256_sub_epi32(code, below(_mm256_set1_ps(blk[15]), v));
+}
+
+/* The code of 8 values v of feature f by the branch-free binary search of its padded
+ * table (quant.h "Search tables"), a gather per step: for features past the chunk
+ * tables, where a linear scan would cost as many compares as the largest code. */
+static inline __m256i codes_search8(const tsq *q, const tsq_feature *f, __m256 v) {
+    const float *t = q->thr + f->table;
+    __m256i pos = _mm256_setzero_si256();
+    for (uint32_t s = (1u << f->steps) >> 1; s; s >>= 1) {
+        const __m256 p = _mm256_i32gather_ps(t, _mm256_add_epi32(pos, _mm256_set1_epi32((int)s - 1)), 4);
+        pos = _mm256_add_epi32(pos, _mm256_and_si256(below(p, v), _mm256_set1_epi32((int)s)));
+    }
+    return pos;
+}
+
 static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m256i *nan, __m256i *zero) {
     *nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     __m256 absv = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
     *zero = _mm256_castps_si256(_mm256_cmp_ps(absv, _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ));
-    if (f->blocks != UINT32_MAX) {
-        /* quant.h "Block tables", as in the AVX-512 kernel, the 16-entry tables looked up
-         * two registers at a time */
-        const float *blk = q->blk + f->blocks;
-        __m256i b = _mm256_setzero_si256();
-        for (int s = 8; s; s >>= 1) {
-            __m256 p = lookup16(blk, _mm256_add_epi32(b, _mm256_set1_epi32(s - 1)));
-            b = _mm256_add_epi32(b, _mm256_and_si256(below(p, v), _mm256_set1_epi32(s)));
-        }
-        __m256i code = _mm256_slli_epi32(b, 4);
-        for (int k = 0; k < 15; k++) code = _mm256_sub_epi32(code, below(lookup16(blk + 16 + 16 * k, b), v));
-        return _mm256_sub_epi32(code, below(_mm256_set1_ps(blk[15]), v));
+    /* quant.h "Block tables", as in the AVX-512 kernel */
+    if (f->blocks != UINT32_MAX) return codes_blocked8(q->blk + f->blocks, v);
+    if (f->chunks != UINT32_MAX) { /* quant.h "Chunk tables": the chunks' counts added */
+        __m256i code = codes_blocked8(q->blk + f->chunks, v);
+        for (uint32_t c = 1, n = (f->n_thr + TSQ_BLOCK_MAX - 1) / TSQ_BLOCK_MAX; c < n; c++)
+            code = _mm256_add_epi32(code, codes_blocked8(q->blk + f->chunks + (size_t)c * TSQ_BLOCK_FLOATS, v));
+        return code;
     }
+    if (f->n_thr > TSQ_BLOCK_MAX) return codes_search8(q, f, v);
     const float *thr = q->thr;
     __m256i pos = _mm256_setzero_si256();
     const float *t = thr + f->table;
     /* The thresholds in ascending order, four at a time, until no lane is above the last:
      * the cost follows the largest code of the 8 lanes, not the feature's threshold count
      * (AVX2 gathers for a binary search measured slower on Zen 3 up to 128 thresholds);
-     * features of more than TSQ_BLOCK_MIN thresholds take the block table above. */
+     * features of more than TSQ_BLOCK_MIN thresholds take the tables above. */
     uint32_t i = 0;
     for (; i + 4 <= f->n_thr; i += 4) {
         __m256 c0 = _mm256_cmp_ps(_mm256_set1_ps(t[i]), v, _CMP_LT_OQ);
