@@ -103,6 +103,13 @@ static uint32_t max_leaves(const ts_model *m) {
  * 100 (vqs 11.4), and lost only at batch 1 (95 against vqs's 28); 64-lane AVX-512 groups
  * waste more on tiny batches, hence a margin. */
 #define RAPID_RULE_BATCH 32u
+/* With AVX2 only, rapid from RAPID_RULE_BATCH_AVX2 rows: measured on an AMD Zen 3 (AVX2,
+ * no AVX-512; tenth session, one thread, dev 500 x 64): rapid 3.95 us/doc at 12 rows, 3.05
+ * at 16, 2.18 at 24 against vpred 5.02, 3.85, 4.04 (trees-simd 4.56, 4.36, 4.52); at 8
+ * rows vpred 4.40, trees-simd 4.90, rapid 5.61 (msn-lgb-1000x64 at 16 rows: rapid 6.13,
+ * vpred 8.89). Zen 4 restricted to AVX2 had measured vpred ahead up to 31 rows; the
+ * native AVX2 machine decides here. */
+#define RAPID_RULE_BATCH_AVX2 12u
 
 /* oblivious: batches of at least OBLIVIOUS_RULE_BATCH rows on models whose trees are all
  * oblivious (its plan_candidate). Measured (docs/benchmarks.md "CatBoost", AVX-512, one
@@ -132,6 +139,7 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
     tse_config cfg = {isa, 0, 0, 0, 1};
     const int big = tse_engine_rapid.plan_candidate(m, &cfg) != 0;
     const int vbmi = isa >= TS_ISA_AVX512 && (tsr_cpu_features() & TSR_CPU_AVX512VBMI) != 0;
+    const unsigned rapid_from = isa == TS_ISA_AVX2 ? RAPID_RULE_BATCH_AVX2 : RAPID_RULE_BATCH;
     if (batch >= OBLIVIOUS_RULE_BATCH && tse_engine_oblivious.plan_candidate(m, &cfg)) {
         e = TS_ENGINE_OBLIVIOUS;
         snprintf(why, why_size,
@@ -144,12 +152,12 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
                  "rule of thumb: batches of %u rows (>= %u) on trees of more than 256 leaves on average: each "
                  "document walks only its own path, 16 walks interleaved, deep",
                  batch, DEEP_RULE_BATCH);
-    } else if (batch >= RAPID_RULE_BATCH && isa >= TS_ISA_AVX2 && big) {
+    } else if (batch >= rapid_from && isa >= TS_ISA_AVX2 && big) {
         e = TS_ENGINE_RAPID;
         snprintf(why, why_size,
-                 "rule of thumb: batches of %u rows (>= %u) on a model of 1,000 nodes or more: exact feature codes "
+                 "rule of thumb: batches of %u rows (>= %u%s) on a model of 1,000 nodes or more: exact feature codes "
                  "and byte-transposed leaf vectors, rapid",
-                 batch, RAPID_RULE_BATCH);
+                 batch, rapid_from, isa == TS_ISA_AVX2 ? ", AVX2" : "");
     } else if (batch >= 1 && (batch < TSIMD_RULE_BATCH || (batch < RAPID_RULE_BATCH && vbmi && big))) {
         e = TS_ENGINE_TREES_SIMD;
         snprintf(why, why_size,
@@ -162,14 +170,14 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
         e = TS_ENGINE_VPRED;
         snprintf(why, why_size, "rule of thumb: no AVX2 (%s): a branch-free root-to-leaf walk, vpred",
                  ts_isa_name(isa));
-    } else if (big && batch >= 1 && batch < RAPID_RULE_BATCH) {
-        /* AVX2 (or AVX-512 without VBMI), 8-31 rows, dev model: vpred 3.7 (8 rows) and 3.3
-         * us/doc (24), vqs 4.2 and 4.3, trees-simd 4.8 and 4.7 */
+    } else if (big && batch >= 1 && batch < rapid_from) {
+        /* AVX-512 without VBMI, 8-31 rows (AVX2: 8-11), dev model: vpred 3.7 (8 rows) and
+         * 3.3 us/doc (24), vqs 4.2 and 4.3, trees-simd 4.8 and 4.7 (Zen 4) */
         e = TS_ENGINE_VPRED;
         snprintf(why, why_size,
                  "rule of thumb: calls of %u rows (< %u) on a model of 1,000 nodes or more, without AVX-512 VBMI: a "
                  "branch-free root-to-leaf walk, vpred",
-                 batch, RAPID_RULE_BATCH);
+                 batch, rapid_from);
     } else if (w <= 64) {
         e = TS_ENGINE_VQS;
         snprintf(why, why_size, "rule of thumb: trees of at most 64 leaves (largest %u) and SIMD: QuickScorer, vqs", w);
