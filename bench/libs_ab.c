@@ -1,0 +1,154 @@
+/* libs_ab.c: (library build, engine) pairs on the same rows, interleaved per repetition, the minimum us/doc of each and whether their scores agree bit for bit (A/B of two builds). */
+/*
+ * Build:  cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude bench/libs_ab.c -ldl -o /tmp/libs_ab
+ * Run:    /tmp/libs_ab MODEL DATA.f32 BATCH ROWS REPS f32|f64 LIB:ENGINE[:LABEL] ...
+ *
+ * Each LIB (a libtreescore.so: this checkout's build/, another checkout's, a copy of an
+ * older one) is opened on its own (RTLD_LOCAL | RTLD_DEEPBIND), so two builds of the same
+ * library run side by side in one process. Each pair gets a scorer of ENGINE (a name as
+ * in `treescore bench --engines`: auto, rapid, trees-simd, ...) with one thread and the
+ * other options at their defaults (auto: the planner on synthetic rows, every range).
+ * DATA is a raw float32 file (TSRAWF32 header); its first ROWS rows are scored in calls
+ * of BATCH rows (f64: the same values as doubles, through ts_scorer_score_f64), every
+ * pair once per repetition, the order rotated each repetition so that no pair always
+ * runs right after another; REPS repetitions. Prints each pair's minimum us/doc (the
+ * least disturbed repetition: on a shared virtual machine, medians move with the
+ * neighbours), "DIFFERENT" where its scores are not those of the first pair bit for
+ * bit, and the first pair's speedup over the fastest of the others. Linux only.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "treescore.h"
+
+#define MAX_PAIRS 16
+
+typedef ts_status (*load_fn)(const char *, ts_model_format, ts_model **, ts_error *);
+typedef void (*options_fn)(ts_scorer_options *);
+typedef ts_status (*create_fn)(const ts_model *, const ts_scorer_options *, ts_scorer **, ts_error *);
+typedef ts_status (*score_fn)(const ts_scorer *, const float *, size_t, size_t, size_t, double *, ts_error *);
+typedef ts_status (*score_f64_fn)(const ts_scorer *, const double *, size_t, size_t, size_t, double *, ts_error *);
+typedef ts_status (*engine_fn)(const char *, ts_engine *);
+
+typedef struct pair {
+    char label[64];
+    ts_scorer *scorer;
+    score_fn score;
+    score_f64_fn score_f64;
+    double best;
+    double *out;
+} pair;
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + 1e-3 * (double)t.tv_nsec;
+}
+
+/* The raw float32 file: header "TSRAWF32", version, columns (u32), rows (u64), then rows. */
+static float *read_raw(const char *path, uint32_t *cols, size_t *rows) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char head[24];
+    float *x = NULL;
+    uint64_t n = 0;
+    if (fread(head, 1, sizeof head, f) == sizeof head && memcmp(head, "TSRAWF32", 8) == 0) {
+        memcpy(cols, head + 12, 4);
+        memcpy(&n, head + 16, 8);
+        x = *cols && n ? malloc((size_t)n * *cols * sizeof *x) : NULL;
+        if (x && fread(x, sizeof *x, (size_t)n * *cols, f) != (size_t)n * *cols) {
+            free(x);
+            x = NULL;
+        }
+    }
+    fclose(f);
+    *rows = (size_t)n;
+    return x;
+}
+
+static int open_pair(const char *spec, const char *model_path, pair *p) {
+    char s[512];
+    snprintf(s, sizeof s, "%s", spec);
+    char *engine = strchr(s, ':');
+    if (!engine) return fprintf(stderr, "libs_ab: %s: want LIB:ENGINE[:LABEL]\n", spec), 0;
+    *engine++ = 0;
+    char *label = strchr(engine, ':');
+    if (label) *label++ = 0;
+    snprintf(p->label, sizeof p->label, "%s", label ? label : engine);
+    void *h = dlopen(s, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!h) return fprintf(stderr, "libs_ab: %s\n", dlerror()), 0;
+    load_fn load = (load_fn)dlsym(h, "ts_model_load_file");
+    options_fn init = (options_fn)dlsym(h, "ts_scorer_options_init");
+    create_fn create = (create_fn)dlsym(h, "ts_scorer_create");
+    engine_fn by_name = (engine_fn)dlsym(h, "ts_engine_from_name");
+    p->score = (score_fn)dlsym(h, "ts_scorer_score");
+    p->score_f64 = (score_f64_fn)dlsym(h, "ts_scorer_score_f64");
+    if (!load || !init || !create || !by_name || !p->score || !p->score_f64)
+        return fprintf(stderr, "libs_ab: %s: not a treescore library\n", s), 0;
+    ts_error err;
+    memset(&err, 0, sizeof err);
+    ts_model *m = NULL;
+    ts_scorer_options o;
+    init(&o);
+    o.n_threads = 1;
+    if (by_name(engine, &o.engine) != TS_OK) return fprintf(stderr, "libs_ab: no engine %s\n", engine), 0;
+    if (load(model_path, TS_FORMAT_AUTO, &m, &err) != TS_OK || create(m, &o, &p->scorer, &err) != TS_OK)
+        return fprintf(stderr, "libs_ab: %s: %s\n", spec, err.message), 0;
+    /* the model stays loaded for the process's life, as the scorer may refer to it */
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 8 || argc - 7 > MAX_PAIRS) {
+        fprintf(stderr, "usage: libs_ab MODEL DATA.f32 BATCH ROWS REPS f32|f64 LIB:ENGINE[:LABEL] ... (at most %d)\n",
+                MAX_PAIRS);
+        return 2;
+    }
+    const size_t batch = strtoul(argv[3], NULL, 10);
+    size_t rows = strtoul(argv[4], NULL, 10);
+    const int reps = atoi(argv[5]), f64 = strcmp(argv[6], "f64") == 0, n = argc - 7;
+    uint32_t cols = 0;
+    size_t have = 0;
+    float *x = read_raw(argv[2], &cols, &have);
+    if (!x || batch == 0 || reps < 1) return fprintf(stderr, "libs_ab: %s: not a raw float32 file\n", argv[2]), 1;
+    rows = rows < have ? rows : have;
+    rows -= rows % batch;
+    if (rows == 0) return fprintf(stderr, "libs_ab: fewer rows than one batch\n"), 1;
+    double *xd = malloc(rows * cols * sizeof *xd);
+    if (!xd) return 1;
+    for (size_t i = 0; i < rows * cols; i++) xd[i] = x[i];
+    pair p[MAX_PAIRS];
+    for (int i = 0; i < n; i++) {
+        if (!open_pair(argv[7 + i], argv[1], &p[i])) return 1;
+        p[i].best = 1e300;
+        p[i].out = malloc(rows * sizeof *p[i].out);
+        if (!p[i].out) return 1;
+    }
+    ts_error err;
+    for (int r = 0; r < reps; r++)
+        for (int k = 0; k < n; k++) {
+            pair *q = &p[(k + r) % n];
+            const double t0 = now_us();
+            for (size_t i = 0; i < rows; i += batch) {
+                ts_status st = f64 ? q->score_f64(q->scorer, xd + i * cols, batch, cols, cols, q->out + i, &err)
+                                   : q->score(q->scorer, x + i * cols, batch, cols, cols, q->out + i, &err);
+                if (st != TS_OK) return fprintf(stderr, "libs_ab: %s: %s\n", q->label, err.message), 1;
+            }
+            const double t = (now_us() - t0) / (double)rows;
+            if (t < q->best) q->best = t;
+        }
+    int fastest = n > 1 ? 1 : 0;
+    for (int i = 0; i < n; i++) {
+        printf("%-16s %10.4f us/doc%s\n", p[i].label, p[i].best,
+               memcmp(p[i].out, p[0].out, rows * sizeof *p[0].out) ? "  DIFFERENT" : "");
+        if (i > 0 && p[i].best < p[fastest].best) fastest = i;
+    }
+    if (n > 1)
+        printf("%s: %.2fx the fastest of the others (%s), minima of %d repetitions, %zu rows in calls of %zu\n",
+               p[0].label, p[fastest].best / p[0].best, p[fastest].label, reps, rows, batch);
+    return 0;
+}
