@@ -344,6 +344,26 @@ static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c
 }
 #define RS_COLUMNS_F64 8
 
+/* Columns c0 .. c0 + n - 1 (n <= 16) of the group's float rows into out[k * 32 + lane],
+ * lanes nd .. up to a multiple of 8 -inf: 8 rows of 8 columns an 8 x 8 transpose (the
+ * rows are at least c0 + n wide: masked loads); columns past n, and lanes from the next
+ * multiple of 8 on, left unwritten. Replaces the template's copy of one value at a time
+ * (a scalar load and store per value: a quarter of the quantizer on msn-lgb-1000x64). */
+static void rs_columns16(const float *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (uint32_t h = 0; h < n; h += 8) {
+        const __m256i cols = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - h)), lane);
+        for (size_t l0 = 0; l0 < nd; l0 += 8) {
+            __m256 r[8];
+            for (size_t i = 0; i < 8; i++)
+                r[i] = l0 + i < nd ? _mm256_maskload_ps(x + (l0 + i) * stride + c0 + h, cols) : _mm256_set1_ps(-INFINITY);
+            transpose8(r);
+            for (size_t k = 0; k < 8; k++) _mm256_store_ps(out + (h + k) * 32 + l0, r[k]);
+        }
+    }
+}
+#define RS_COLUMNS16 1
+
 #define RS_UPDATE rs_update8
 #define RS(name) rs_avx2_##name
 #include "engines/templates/rapid_template.h"
