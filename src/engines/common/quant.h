@@ -61,9 +61,10 @@
  * exact splitter: hundreds per feature) has ceil(n / 256) block tables at blk[chunks],
  * the c-th the block table of T[256 c .. 256 c + 255] (+inf past n). Counts add up, so
  *     code(x) = sum over c of (the c-th table's code of x)
- * which the AVX-512 float kernel computes in a few permutes per chunk instead of a
- * binary search with one gather per step (floats only: the double tables have none,
- * and the other kernels search as before).
+ * which the AVX-512 and AVX2 float kernels compute in a few permutes per chunk instead
+ * of a binary search with one gather per step (floats only: the double tables have
+ * none, and the scalar kernel searches as before; past TSQ_CHUNK_MAX both SIMD kernels
+ * take the binary search, a gather per step).
  *
  * Double codes (tsq_build_f64): a library that compares double inputs with double
  * thresholds (LightGBM: snap(v) <= d, snap(v) = 0.0 when |v| <= TSM_ZERO_RANGE, else v)
