@@ -10,16 +10,21 @@
  * vpgatherdd / vgatherdps of 8 lanes. */
 #define TSS_G 4
 
-static void tss_values8(const tss *L, const float *row, float *v) {
+/* All ones in the lanes of slots s .. s + 7 whose value x is missing for the slot: NaN,
+ * or in the zero range where the slot's rule says so. */
+static inline __m256 missing8(const tss *L, uint32_t s, __m256 x) {
     const __m256 zr = _mm256_set1_ps(TSM_ZERO_RANGE), sign = _mm256_set1_ps(-0.0f);
+    const __m256 z = _mm256_castsi256_ps(
+        _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(L->slot_zero + s)), _mm256_set1_epi32(1)));
+    return _mm256_or_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q),
+                        _mm256_and_ps(z, _mm256_cmp_ps(_mm256_andnot_ps(sign, x), zr, _CMP_LE_OQ)));
+}
+
+static void tss_values8(const tss *L, const float *row, float *v) {
     for (uint32_t s = 0; s < L->n_slots_pad; s += 8) {
         __m256i col = _mm256_loadu_si256((const __m256i *)(L->slot_col + s));
         __m256 x = _mm256_i32gather_ps(row, col, 4);
-        __m256 miss = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-        __m256 z = _mm256_castsi256_ps(
-            _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(L->slot_zero + s)), _mm256_set1_epi32(1)));
-        miss = _mm256_or_ps(miss, _mm256_and_ps(z, _mm256_cmp_ps(_mm256_andnot_ps(sign, x), zr, _CMP_LE_OQ)));
-        _mm256_store_ps(v + s, _mm256_blendv_ps(x, _mm256_loadu_ps(L->slot_miss + s), miss));
+        _mm256_store_ps(v + s, _mm256_blendv_ps(x, _mm256_loadu_ps(L->slot_miss + s), missing8(L, s, x)));
     }
     v[0] = -INFINITY;
 }
@@ -32,11 +37,7 @@ static inline __m256i keys8(__m256 x) {
 
 /* Slots s .. s + 7's keys of the values x (tss_slot_key), stored at k + s. */
 static inline void store_keys8(const tss *L, uint32_t s, __m256 x, uint32_t *k) {
-    const __m256 zr = _mm256_set1_ps(TSM_ZERO_RANGE), sign = _mm256_set1_ps(-0.0f);
-    __m256 miss = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    const __m256 z = _mm256_castsi256_ps(
-        _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(L->slot_zero + s)), _mm256_set1_epi32(1)));
-    miss = _mm256_or_ps(miss, _mm256_and_ps(z, _mm256_cmp_ps(_mm256_andnot_ps(sign, x), zr, _CMP_LE_OQ)));
+    const __m256 miss = missing8(L, s, x);
     const __m256 sm = _mm256_loadu_ps(L->slot_miss + s);
     const __m256 mkey = _mm256_cmp_ps(sm, sm, _CMP_UNORD_Q); /* missing goes right: all ones */
     _mm256_storeu_si256((__m256i *)(k + s),
