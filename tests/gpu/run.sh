@@ -13,7 +13,9 @@
 # conformance suite's interpreter, default .venv/bin/python, else python3),
 # TS_GPU_BUDGET_S (total seconds, default 570), TS_GPU_QUICK=1 (one small model only),
 # TS_GPU_CTEST (ctest -R regex), TS_GPU_CONFORMANCE_S (its time limit), TS_GPU_THREADS_STAGE=0
-# (no CPU threads stage), GPU_KINDS (gpu_bench --kinds for the real model).
+# (no CPU threads stage), GPU_KINDS (gpu_bench --kinds for the real model), TS_GPU_ROWS
+# (its batch sizes), TS_GPU_SWEEP_ROWS (the sweep's batch sizes, space-separated),
+# TS_GPU_SWEEP_KINDS, TS_GPU_CONFORMANCE=0 (no conformance stage).
 # Exit status: 0 when every stage that ran passed, 1 otherwise (the file says which).
 set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -75,7 +77,7 @@ configure() {
 export BUILD
 export -f configure
 # only what the stages below run (the fuzzers and other unit tests are not needed here)
-TARGETS="treescore gpu_bench test_gpu_engines test_gpu_emu test_engines test_categorical test_wide_model test_concurrency"
+TARGETS="treescore gpu_bench test_gpu_engines test_gpu_emu test_engines test_f64 test_categorical test_wide_model test_concurrency"
 if ! stage configure 120 configure || ! stage build 300 cmake --build "$BUILD" -j"$JOBS" --target $TARGETS; then
     log "# build failed: nothing else can run"
     exit 1
@@ -87,7 +89,7 @@ stage "treescore info" 30 "$TS" info -m tests/data/models/xgb_small_logistic.jso
 # against naive on the device; test_categorical and test_wide_model loop over every
 # engine id, the GPU ones included) and the emulated kernels.
 stage "ctest (gpu, engines)" 240 ctest --test-dir "$BUILD" -j"$JOBS" --output-on-failure --timeout 200 \
-    -R "${TS_GPU_CTEST:-gpu|test_engines|test_categorical|test_wide_model|test_concurrency}"
+    -R "${TS_GPU_CTEST:-gpu|test_engines|test_f64|test_categorical|test_wide_model|test_concurrency}"
 
 # 3. The benchmark, on gpu_bench's tables (us per document, kernel only and end to end,
 # beside a CPU engine: rapid on every core, the fastest CPU engine on large batches,
@@ -101,7 +103,7 @@ stage "ctest (gpu, engines)" 240 ctest --test-dir "$BUILD" -j"$JOBS" --output-on
 # largest. GPU_KINDS: which kernels (gpu_bench --kinds; gpu:qs and gpu:codes were 3-4x
 # slower than gpu:walk on the first H100 run, docs/gpu.md).
 BENCH="$BUILD/tests/gpu_bench"
-ROWS=1000,10000,100000,1000000
+ROWS=${TS_GPU_ROWS:-1000,10000,100000,1000000}
 SHAPES="20000x64 1000x32 1000x64 1000x256 5000x32 5000x64 5000x256 20000x32 20000x256"
 KINDS=${GPU_KINDS:-gpu,gpu:split,gpu:walk,gpu:walk-codes,gpu-naive}
 [ "${TS_GPU_QUICK:-0}" = 1 ] && SHAPES="1000x64" ROWS=1000,100000
@@ -133,7 +135,10 @@ if [ -f "$DEV/model.txt" ] && [ -f "$DEV/test.f32" ] && [ "${TS_GPU_QUICK:-0}" !
     bench_model m20k-real 120 --model "$M20K" --rows "$ROWS" --reps 2 --kinds "$KINDS"
     # 4. Launch settings (gpu_bench --sweep): the walk kernels on that model under other
     # threads per block, tree-block sizes and slice sizes.
-    bench_model sweep-m20k 90 --model "$M20K" --rows 200000 --reps 2 --sweep --kinds gpu:walk,gpu:walk-codes
+    for n in ${TS_GPU_SWEEP_ROWS:-200000}; do
+        bench_model "sweep-m20k-$n" 90 --model "$M20K" --rows "$n" --reps 2 --sweep \
+            --kinds "${TS_GPU_SWEEP_KINDS:-gpu:walk,gpu:walk-codes}"
+    done
 fi
 
 # 5. One document on that 20,000-tree model across 1 to JOBS threads (issue 23: threads
@@ -155,7 +160,9 @@ fi
 PY=${PYTHON:-}
 [ -z "$PY" ] && [ -x .venv/bin/python ] && PY=.venv/bin/python
 [ -z "$PY" ] && PY=python3
-if "$PY" -c 'import pytest, numpy, lightgbm, xgboost' 2>/dev/null; then
+if [ "${TS_GPU_CONFORMANCE:-1}" = 0 ]; then
+    log "## conformance: not run (TS_GPU_CONFORMANCE=0)"
+elif "$PY" -c 'import pytest, numpy, lightgbm, xgboost' 2>/dev/null; then
     XDIST=()
     "$PY" -c 'import xdist' 2>/dev/null && XDIST=(-n 8)
     FILES=()
