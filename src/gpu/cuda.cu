@@ -105,10 +105,9 @@ typedef struct tsg_dev {
     uint32_t n_features;
     tsg_naive_params np; /* device pointers; x, out, n_rows, stride set per launch */
     tsg_qs_params qp;
-    /* Two launch shapes: `large` for a launch of at least one full wave of its blocks
-     * (wave_rows rows: every multiprocessor holding blocks_per_sm of them), `small`
-     * below that, so that small batches still spread over many multiprocessors. The
-     * same unless the kernel is a walk (launch_shapes). */
+    /* Two launch shapes: `large` for every plain launch, `small` for the split launch
+     * below one full wave of large blocks (wave_rows rows: every multiprocessor holding
+     * blocks_per_sm of them). The same unless the kernel is a walk (launch_shapes). */
     tsg_launch small, large;
     size_t wave_rows;
     size_t slice;        /* rows per slice of a call (a multiple of 128) */
@@ -119,9 +118,10 @@ typedef struct tsg_dev {
     float *h_in[N_STREAMS], *d_in[N_STREAMS];
     double *h_out[N_STREAMS], *d_out[N_STREAMS];
     size_t cap_rows;      /* rows each staging buffer holds */
-    /* The split launch (kernels.cuh) for launches below a full wave, when tune asks
-     * (TREESCORE_GPU_SPLIT; off by default: not measured yet, docs/gpu.md): a stream's
-     * exit leaves, n_rows x n_trees of them, at most SPLIT_EXITS_MAX. */
+    /* The split launch (kernels.cuh) for launches below a full wave (unless tune says
+     * no: TREESCORE_GPU_NO_SPLIT): a stream's exit leaves, n_rows x n_trees of them, at
+     * most SPLIT_EXITS_MAX. Measured on an H100 (docs/gpu.md), 20,000 x 64 leaves:
+     * 5.2x at 100 rows, 3.9x at 1,000. */
     int split;
     uint32_t *d_exits[N_STREAMS];
     size_t exits_cap[N_STREAMS];
@@ -227,12 +227,14 @@ static cudaError_t qs_shape(const tsg_dev *d, size_t per_doc, unsigned threads, 
     return e;
 }
 
-/* The gpu kernels' two shapes. Measured on an H100 (docs/gpu.md, 20,000 x 64 leaves,
- * 200,000 rows): the walks ran 1.55x (codes) and 1.65x (floats) faster with 256
- * documents per block than with 128 (the tree block's nodes staged once for twice the
- * documents), so a walk launch of a full wave or more takes 256 (shared memory up to
- * all a block may opt in to), and below that 128 within 96 KiB, the shape of the
- * QuickScorer kernels (not measured beyond 128). A forced thread count (tune) is both. */
+/* The gpu kernels' two shapes. Measured on an H100 (docs/gpu.md, 20,000 x 64 leaves):
+ * the walks ran faster with 256 documents per block than with 128 (the tree block's
+ * nodes staged once for twice the documents) at every batch size that does not split:
+ * walk-codes 1.07x at 10,000 rows, 1.09x at 50,000, 1.55x at 200,000 (walk on floats
+ * 1.65x there), so every plain walk launch takes 256 (shared memory up to all a block
+ * may opt in to). The split launch (its speedups measured with it) takes 128 within
+ * 96 KiB, the shape of the QuickScorer kernels (not measured beyond 128). A forced
+ * thread count (tune) is both. */
 static cudaError_t launch_shapes(tsg_dev *d, size_t per_doc, const tsg_tuning *tune) {
     size_t optin = (size_t)device_optin_smem, small_limit = 96u * 1024u < optin ? 96u * 1024u : optin;
     cudaError_t e;
@@ -327,7 +329,7 @@ extern "C" int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning 
     d->wave_rows = (size_t)device_sms * (size_t)(d->large.blocks_per_sm > 0 ? d->large.blocks_per_sm : 1) *
                    d->large.threads;
     d->slice = slice_rows_for(d, tune);
-    d->split = tune && tune->split && kind != TSG_KIND_NAIVE;
+    d->split = !(tune && tune->no_split) && kind != TSG_KIND_NAIVE;
     for (int i = 0; i < N_STREAMS; i++) CU_TRY(cudaStreamCreateWithFlags(&d->stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
     *out = d;
     return 0;
@@ -379,9 +381,9 @@ static cudaError_t launch_split(tsg_dev *d, int k, const tsg_launch *c, uint32_t
 
 /* One launch of n rows on stream k (of the state's streams, for its exit buffer). */
 static cudaError_t launch(tsg_dev *d, int k, const float *x, size_t n, size_t stride, double *out, cudaStream_t s) {
-    const tsg_launch *c = n >= d->wave_rows ? &d->large : &d->small;
-    uint32_t chunk_blocks = d->split && n < d->wave_rows ? split_chunk_blocks(d, c, n) : 0;
-    if (chunk_blocks) return launch_split(d, k, c, chunk_blocks, x, n, stride, out, s);
+    uint32_t chunk_blocks = d->split && n < d->wave_rows ? split_chunk_blocks(d, &d->small, n) : 0;
+    if (chunk_blocks) return launch_split(d, k, &d->small, chunk_blocks, x, n, stride, out, s);
+    const tsg_launch *c = &d->large;
     unsigned grid = (unsigned)((n + c->threads - 1) / c->threads);
     if (d->kind == TSG_KIND_NAIVE) {
         tsg_naive_params p = d->np;

@@ -75,7 +75,7 @@ static ts_status gpu_prepare_kind(const char *name, int kind, const ts_model *m,
         return ts_fail(err, TS_ERR_NO_MEMORY, "%s: out of memory", name);
     }
     s->kind = kind;
-    tsg_tuning tune = {c->gpu_threads, c->gpu_slice_rows, c->gpu_split == 1};
+    tsg_tuning tune = {c->gpu_threads, c->gpu_slice_rows, c->gpu_no_split == 1};
     rc = tsg_cuda_prepare(l, kind, &tune, &s->dev, msg, sizeof msg);
     tsg_layout_free(l);
     if (rc) {
@@ -147,9 +147,9 @@ void tsg_engine_launch_desc(const void *state, char *buf, size_t size) {
     int bpsm = 0;
     tsg_cuda_launch_info(s->dev, &threads, &slice, &bpsm, &smem, &threads_small, &wave);
     snprintf(buf, size,
-             "kernel %s, %u threads/block, %d blocks/SM, %.1f KiB shared (%u threads/block below %zu rows), "
+             "kernel %s, %u threads/block, %d blocks/SM, %.1f KiB shared (split launches below %zu rows: %u threads/block), "
              "slice %zu rows",
-             kind_names[s->kind], threads, bpsm, (double)smem / 1024.0, threads_small, wave, slice);
+             kind_names[s->kind], threads, bpsm, (double)smem / 1024.0, wave, threads_small, slice);
 #else
     (void)state;
 #endif

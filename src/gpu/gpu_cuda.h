@@ -24,11 +24,11 @@ extern "C" {
 int tsg_cuda_device(char *desc, size_t size);
 
 /* Launch settings a benchmark may force (0: cuda.cu's own choice; tsr_config's test
- * knobs TREESCORE_GPU_THREADS, TREESCORE_GPU_SLICE_ROWS and TREESCORE_GPU_SPLIT). */
+ * knobs TREESCORE_GPU_THREADS, TREESCORE_GPU_SLICE_ROWS and TREESCORE_GPU_NO_SPLIT). */
 typedef struct tsg_tuning {
     unsigned threads;  /* documents (threads) per block, 32 to 1024 */
     size_t slice_rows; /* rows per slice of a call's copy/score pipeline */
-    int split;         /* 1: launches below a full wave split the trees across blocks */
+    int no_split;      /* 1: launches below a full wave do not split the trees across blocks */
 } tsg_tuning;
 
 /* Uploads the layout's arrays for one engine kind; *dev is the device state (the layout
@@ -36,8 +36,8 @@ typedef struct tsg_tuning {
 int tsg_cuda_prepare(const tsg_layout *l, int kind, const tsg_tuning *tune, void **dev, char *msg, size_t size);
 
 /* What a prepared state launches with, for the benchmark's report: threads per block,
- * blocks per multiprocessor and shared memory of a launch of at least wave_rows rows,
- * threads per block below that, rows per slice. */
+ * blocks per multiprocessor and shared memory of a plain launch, threads per block of a
+ * split launch (below wave_rows rows), rows per slice. */
 void tsg_cuda_launch_info(const void *dev, unsigned *threads, size_t *slice_rows, int *blocks_per_sm,
                           size_t *smem_bytes, unsigned *threads_small, size_t *wave_rows);
 

@@ -105,7 +105,7 @@ static void load(void) {
     c.gpu_threads = (unsigned)positive("TREESCORE_GPU_THREADS");
     c.gpu_block_nodes = (unsigned)positive("TREESCORE_GPU_BLOCK_NODES");
     c.gpu_slice_rows = (size_t)positive("TREESCORE_GPU_SLICE_ROWS");
-    c.gpu_split = (unsigned)positive("TREESCORE_GPU_SPLIT");
+    c.gpu_no_split = (unsigned)positive("TREESCORE_GPU_NO_SPLIT");
     const char *top = getenv("TREESCORE_DEEP_TOP");
     c.deep_top = top && top[0] >= '0' && top[0] <= '8' && top[1] == '\0' ? top[0] - '0' : -1;
 #else

@@ -76,8 +76,9 @@ typedef struct tsr_config {
                                    > 0 (the sweep; default TSG_BLOCK_NODES) */
     size_t gpu_slice_rows;      /* TREESCORE_GPU_SLICE_ROWS: rows per slice of a GPU call's
                                    pipeline when > 0 (the sweep; default: cuda.cu's rule) */
-    unsigned gpu_split;         /* TREESCORE_GPU_SPLIT: 1: GPU launches below a full wave
-                                   split the trees across blocks (gpu_bench's gpu:split) */
+    unsigned gpu_no_split;      /* TREESCORE_GPU_NO_SPLIT: 1: GPU launches below a full wave
+                                   do not split the trees across blocks (gpu_bench's
+                                   gpu:nosplit) */
 } tsr_config;
 
 /* The snapshot, read on the first call; never NULL, never changes afterwards (except

@@ -14,8 +14,8 @@
  *             [--sweep] [--kinds LABEL,...]
  *
  * Kernels: gpu (the engine's choice for the model), gpu:qs, gpu:codes, gpu:walk,
- * gpu:walk-codes (docs/gpu.md), gpu-naive, and gpu:split (gpu with launches below a full
- * wave split across tree blocks: TREESCORE_GPU_SPLIT=1); --kinds times only those named.
+ * gpu:walk-codes (docs/gpu.md), gpu-naive, and gpu:nosplit (gpu without the split launch
+ * below a full wave: TREESCORE_GPU_NO_SPLIT=1); --kinds times only those named.
  *
  * --sweep: then, on the largest batch only, every GPU kernel again under other launch
  * settings (the test knobs TREESCORE_GPU_THREADS, _BLOCK_NODES and _SLICE_ROWS: threads
@@ -118,7 +118,7 @@ static float *make_rows(const ts_model *m, size_t n) {
 static int usage(void) {
     fprintf(stderr, "usage: gpu_bench (--model FILE | --synthetic TREES LEAVES FEATURES) --rows N[,N...] [--reps R]\n"
                     "                 [--cpu-engine NAME] [--cpu-threads T] [--cpu-rows M] [--seed S] [--sweep]\n"
-                    "                 [--kinds gpu,gpu:qs,gpu:codes,gpu:walk,gpu:walk-codes,gpu-naive,gpu:split]\n");
+                    "                 [--kinds gpu,gpu:qs,gpu:codes,gpu:walk,gpu:walk-codes,gpu-naive,gpu:nosplit]\n");
     return 2;
 }
 
@@ -127,17 +127,17 @@ static const int kinds[] = {TSG_ENGINE_KIND_BEST,       TSG_ENGINE_KIND_QS,    T
                             TSG_ENGINE_KIND_WALK,       TSG_ENGINE_KIND_WALK_CODES, TSG_ENGINE_KIND_NAIVE,
                             TSG_ENGINE_KIND_BEST};
 static const char *const labels[] = {"gpu",           "gpu:qs",    "gpu:codes", "gpu:walk",
-                                     "gpu:walk-codes", "gpu-naive", "gpu:split"};
-enum { N_KINDS = 7, SPLIT_KIND = 6 }; /* gpu:split: gpu with TREESCORE_GPU_SPLIT=1 */
+                                     "gpu:walk-codes", "gpu-naive", "gpu:nosplit"};
+enum { N_KINDS = 7, NOSPLIT_KIND = 6 }; /* gpu:nosplit: gpu with TREESCORE_GPU_NO_SPLIT=1 */
 static int use_kind[N_KINDS] = {1, 1, 1, 1, 1, 1, 1}; /* --kinds */
 
-/* kinds[g] prepared (gpu:split under its knob). */
+/* kinds[g] prepared (gpu:nosplit under its knob). */
 static ts_status prepare_kind(const ts_model *m, int g, void **st, ts_error *err) {
-    if (g != SPLIT_KIND) return tsg_engine_prepare_kind(m, kinds[g], st, err);
-    setenv("TREESCORE_GPU_SPLIT", "1", 1);
+    if (g != NOSPLIT_KIND) return tsg_engine_prepare_kind(m, kinds[g], st, err);
+    setenv("TREESCORE_GPU_NO_SPLIT", "1", 1);
     tsr_config_reload();
     ts_status s = tsg_engine_prepare_kind(m, kinds[g], st, err);
-    unsetenv("TREESCORE_GPU_SPLIT");
+    unsetenv("TREESCORE_GPU_NO_SPLIT");
     tsr_config_reload();
     return s;
 }

@@ -105,7 +105,7 @@ stage "ctest (gpu, engines)" 240 ctest --test-dir "$BUILD" -j"$JOBS" --output-on
 BENCH="$BUILD/tests/gpu_bench"
 ROWS=${TS_GPU_ROWS:-1000,10000,100000,1000000}
 SHAPES="20000x64 1000x32 1000x64 1000x256 5000x32 5000x64 5000x256 20000x32 20000x256"
-KINDS=${GPU_KINDS:-gpu,gpu:split,gpu:walk,gpu:walk-codes,gpu-naive}
+KINDS=${GPU_KINDS:-gpu,gpu:nosplit,gpu:walk,gpu:walk-codes,gpu-naive}
 [ "${TS_GPU_QUICK:-0}" = 1 ] && SHAPES="1000x64" ROWS=1000,100000
 first=1
 # bench_model LABEL LIMIT GPU_BENCH_ARGS...: one gpu_bench run, its table into the results.

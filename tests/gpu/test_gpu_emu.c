@@ -51,6 +51,10 @@ static const emu_config configs[] = {
     {"gpu walk-codes 64, split: chunks of 1 tree block of 40 nodes", 1, 1, 1, 64, 40, 40, 1, 1},
     {"gpu walk 32, split: chunks of 2 tree blocks", 1, 1, 0, 32, 40, 40, 1, 2},
     {"gpu qs 128, split: chunks of 3 tree blocks, slots from global", 1, 0, 0, 128, 100, 100, 0, 3},
+    /* the shapes cuda.cu launches a walk in: 256 plain, 128 split */
+    {"gpu walk 256, nodes and slots in shared memory", 1, 1, 0, 256, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1, 0},
+    {"gpu walk-codes 256, nodes and codes in shared memory", 1, 1, 1, 256, TSG_BLOCK_NODES, TSG_BLOCK_NODES, 1, 0},
+    {"gpu walk-codes 128, split: chunks of 2 tree blocks of 100 nodes", 1, 1, 1, 128, 100, 100, 1, 2},
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
@@ -137,10 +141,11 @@ static float *random_rows(size_t n, size_t stride) {
 
 #define ALL_CONFIGS ((1u << N_CONFIGS) - 1u)
 
-/* Every batch size from 1 to 300: each kernel in the shape cuda.cu launches (128
- * threads, nodes and slots or codes staged), and one other configuration in turn, so
- * that every configuration sees sizes of every residue around its block size. */
-#define DEFAULT_SHAPES (1u << 0 | 1u << 2 | 1u << 6 | 1u << 9 | 1u << 12 | 1u << 15)
+/* Every batch size from 1 to 300: each kernel in the shapes cuda.cu launches (128
+ * threads for gpu-naive and QuickScorer, 256 for a plain walk, 128 for a split walk;
+ * nodes and slots or codes staged), and one other configuration in turn, so that every
+ * configuration sees sizes of every residue around its block size. */
+#define DEFAULT_SHAPES (1u << 0 | 1u << 2 | 1u << 9 | 1u << 18 | 1u << 19 | 1u << 20)
 static void test_every_batch_size(void) {
     n_features = 12;
     ts_model *m = random_model(12, 1, 70, 4);

@@ -123,12 +123,12 @@ static void test_on_gpu(void) {
     ts_model_free(m);
 }
 
-/* The same with the split launch (TREESCORE_GPU_SPLIT=1: trees across blocks for
- * launches below a full wave, then their exits summed in tree order), and with the
- * launch shapes forced to 32 and 512 threads per block. */
-static void test_on_gpu_split_and_shapes(void) {
+/* The same without the split launch (TREESCORE_GPU_NO_SPLIT=1: the default splits the
+ * trees across blocks for launches below a full wave, then sums their exits in tree
+ * order), and with the launch shapes forced to 32 and 512 threads per block. */
+static void test_on_gpu_no_split_and_shapes(void) {
     if (!have_gpu) return;
-    static const char *const knobs[][2] = {{"TREESCORE_GPU_SPLIT", "1"},
+    static const char *const knobs[][2] = {{"TREESCORE_GPU_NO_SPLIT", "1"},
                                            {"TREESCORE_GPU_THREADS", "32"},
                                            {"TREESCORE_GPU_THREADS", "512"}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
@@ -147,6 +147,6 @@ int main(void) {
     RUN_TEST(test_refused_or_exact);
     RUN_TEST(test_auto_never_gpu);
     RUN_TEST(test_on_gpu);
-    RUN_TEST(test_on_gpu_split_and_shapes);
+    RUN_TEST(test_on_gpu_no_split_and_shapes);
     return check_summary("test_gpu_engines");
 }
