@@ -427,7 +427,10 @@ static int hash_fd(int fd, uint64_t n, uint64_t *out) {
     while (rc == 0) {
         size_t want = n - off < CHUNK ? (size_t)(n - off) : CHUNK, got = 0;
         while (got < want) {
-            ssize_t r = pread(fd, buf + got, want - got, (off_t)(off + got));
+            /* want <= CHUNK; the bound only tells gcc 13's fortified pread so (it warned
+             * of a write past buf otherwise) */
+            size_t ask = want - got <= (size_t)CHUNK - got ? want - got : (size_t)CHUNK - got;
+            ssize_t r = pread(fd, buf + got, ask, (off_t)(off + got));
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) break;
             got += (size_t)r;
