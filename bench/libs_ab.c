@@ -1,20 +1,24 @@
 /* libs_ab.c: (library build, engine) pairs on the same rows, interleaved per repetition, the minimum us/doc of each and whether their scores agree bit for bit (A/B of two builds). */
 /*
  * Build:  cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude bench/libs_ab.c -ldl -o /tmp/libs_ab
- * Run:    /tmp/libs_ab MODEL DATA.f32 BATCH ROWS REPS f32|f64 LIB:ENGINE[:LABEL] ...
+ * Run:    /tmp/libs_ab MODEL DATA.f32|DATA.f64 BATCH ROWS REPS f32|f64|both LIB:ENGINE[:LABEL] ...
  *
  * Each LIB (a libtreescore.so: this checkout's build/, another checkout's, a copy of an
  * older one) is opened on its own (RTLD_LOCAL | RTLD_DEEPBIND), so two builds of the same
  * library run side by side in one process. Each pair gets a scorer of ENGINE (a name as
  * in `treescore bench --engines`: auto, rapid, trees-simd, ...) with one thread and the
  * other options at their defaults (auto: the planner on synthetic rows, every range).
- * DATA is a raw float32 file (TSRAWF32 header); its first ROWS rows are scored in calls
- * of BATCH rows (f64: the same values as doubles, through ts_scorer_score_f64), every
+ * DATA is a raw float32 file (TSRAWF32 header), or float64 (TSRAWF64: the same header,
+ * then doubles, e.g. text rows parsed as doubles; their float32 rows are the doubles
+ * rounded to nearest); its first ROWS rows are scored in calls of BATCH rows (f64: the
+ * values as doubles, through ts_scorer_score_f64), every
  * pair once per repetition, the order rotated each repetition so that no pair always
  * runs right after another; REPS repetitions. Prints each pair's minimum us/doc (the
  * least disturbed repetition: on a shared virtual machine, medians move with the
  * neighbours), "DIFFERENT" where its scores are not those of the first pair bit for
- * bit, and the first pair's speedup over the fastest of the others. Linux only.
+ * bit, and the first pair's speedup over the fastest of the others. `both` instead of
+ * f32|f64 runs every pair on both, interleaved ("LABEL/f64": float64 rows' speed against
+ * float32's in one process; bits checked against the first pair of the same rows). Linux only.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -39,6 +43,7 @@ typedef struct pair {
     ts_scorer *scorer;
     score_fn score;
     score_f64_fn score_f64;
+    int f64; /* float64 rows (ts_scorer_score_f64) */
     double best;
     double *out;
 } pair;
@@ -50,20 +55,32 @@ static double now_us(void) {
 }
 
 /* The raw float32 file: header "TSRAWF32", version, columns (u32), rows (u64), then rows. */
-static float *read_raw(const char *path, uint32_t *cols, size_t *rows) {
+/* A raw matrix as doubles: a TSRAWF32 file (its floats widened), or a TSRAWF64 one (the
+ * same header, then doubles: rows read as doubles, e.g. parsed text, whose float32 rows
+ * are then the doubles rounded to nearest, as strtof would give). */
+static double *read_raw(const char *path, uint32_t *cols, size_t *rows) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     char head[24];
-    float *x = NULL;
+    double *x = NULL;
     uint64_t n = 0;
-    if (fread(head, 1, sizeof head, f) == sizeof head && memcmp(head, "TSRAWF32", 8) == 0) {
+    int is64 = 0;
+    if (fread(head, 1, sizeof head, f) == sizeof head &&
+        (memcmp(head, "TSRAWF32", 8) == 0 || (is64 = memcmp(head, "TSRAWF64", 8) == 0))) {
         memcpy(cols, head + 12, 4);
         memcpy(&n, head + 16, 8);
-        x = *cols && n ? malloc((size_t)n * *cols * sizeof *x) : NULL;
-        if (x && fread(x, sizeof *x, (size_t)n * *cols, f) != (size_t)n * *cols) {
+        const size_t count = (size_t)n * *cols, size = is64 ? sizeof(double) : sizeof(float);
+        x = *cols && n ? malloc(count * sizeof *x) : NULL;
+        if (x && fread(x, size, count, f) != count) {
             free(x);
             x = NULL;
         }
+        if (x && !is64) /* widened in place, from the end */
+            for (size_t i = count; i-- > 0;) {
+                float v;
+                memcpy(&v, (char *)x + i * sizeof v, sizeof v);
+                x[i] = v;
+            }
     }
     fclose(f);
     *rows = (size_t)n;
@@ -104,26 +121,31 @@ static int open_pair(const char *spec, const char *model_path, pair *p) {
 
 int main(int argc, char **argv) {
     if (argc < 8 || argc - 7 > MAX_PAIRS) {
-        fprintf(stderr, "usage: libs_ab MODEL DATA.f32 BATCH ROWS REPS f32|f64 LIB:ENGINE[:LABEL] ... (at most %d)\n",
+        fprintf(stderr, "usage: libs_ab MODEL DATA.f32|DATA.f64 BATCH ROWS REPS f32|f64|both LIB:ENGINE[:LABEL] ... (at most %d)\n",
                 MAX_PAIRS);
         return 2;
     }
     const size_t batch = strtoul(argv[3], NULL, 10);
     size_t rows = strtoul(argv[4], NULL, 10);
-    const int reps = atoi(argv[5]), f64 = strcmp(argv[6], "f64") == 0, n = argc - 7;
+    /* both: every pair twice, as float32 rows and as float64 rows ("LABEL/f64") */
+    const int reps = atoi(argv[5]), both = strcmp(argv[6], "both") == 0, n = (argc - 7) * (both ? 2 : 1);
+    if (n > MAX_PAIRS) return fprintf(stderr, "libs_ab: at most %d pairs\n", MAX_PAIRS), 2;
     uint32_t cols = 0;
     size_t have = 0;
-    float *x = read_raw(argv[2], &cols, &have);
-    if (!x || batch == 0 || reps < 1) return fprintf(stderr, "libs_ab: %s: not a raw float32 file\n", argv[2]), 1;
+    double *xd = read_raw(argv[2], &cols, &have);
+    if (!xd || batch == 0 || reps < 1) return fprintf(stderr, "libs_ab: %s: not a raw float32 or float64 file\n", argv[2]), 1;
     rows = rows < have ? rows : have;
     rows -= rows % batch;
     if (rows == 0) return fprintf(stderr, "libs_ab: fewer rows than one batch\n"), 1;
-    double *xd = malloc(rows * cols * sizeof *xd);
-    if (!xd) return 1;
-    for (size_t i = 0; i < rows * cols; i++) xd[i] = x[i];
+    float *x = malloc(rows * cols * sizeof *x);
+    if (!x) return 1;
+    for (size_t i = 0; i < rows * cols; i++) x[i] = (float)xd[i];
     pair p[MAX_PAIRS];
     for (int i = 0; i < n; i++) {
-        if (!open_pair(argv[7 + i], argv[1], &p[i])) return 1;
+        const int half = both ? n / 2 : n;
+        if (!open_pair(argv[7 + i % half], argv[1], &p[i])) return 1;
+        p[i].f64 = both ? i >= half : strcmp(argv[6], "f64") == 0;
+        if (both && p[i].f64) strncat(p[i].label, "/f64", sizeof p[i].label - strlen(p[i].label) - 1);
         p[i].best = 1e300;
         p[i].out = malloc(rows * sizeof *p[i].out);
         if (!p[i].out) return 1;
@@ -134,7 +156,7 @@ int main(int argc, char **argv) {
             pair *q = &p[(k + r) % n];
             const double t0 = now_us();
             for (size_t i = 0; i < rows; i += batch) {
-                ts_status st = f64 ? q->score_f64(q->scorer, xd + i * cols, batch, cols, cols, q->out + i, &err)
+                ts_status st = q->f64 ? q->score_f64(q->scorer, xd + i * cols, batch, cols, cols, q->out + i, &err)
                                    : q->score(q->scorer, x + i * cols, batch, cols, cols, q->out + i, &err);
                 if (st != TS_OK) return fprintf(stderr, "libs_ab: %s: %s\n", q->label, err.message), 1;
             }
@@ -143,8 +165,9 @@ int main(int argc, char **argv) {
         }
     int fastest = n > 1 ? 1 : 0;
     for (int i = 0; i < n; i++) {
-        printf("%-16s %10.4f us/doc%s\n", p[i].label, p[i].best,
-               memcmp(p[i].out, p[0].out, rows * sizeof *p[0].out) ? "  DIFFERENT" : "");
+        const pair *first = &p[both && p[i].f64 ? n / 2 : 0]; /* the same rows' first pair */
+        printf("%-20s %10.4f us/doc%s\n", p[i].label, p[i].best,
+               memcmp(p[i].out, first->out, rows * sizeof *first->out) ? "  DIFFERENT" : "");
         if (i > 0 && p[i].best < p[fastest].best) fastest = i;
     }
     if (n > 1)

@@ -41,6 +41,7 @@ static int device_ok;
 static char device_desc[512];
 static int device_optin_smem; /* bytes of dynamic shared memory a block may opt in to */
 static int device_sms;        /* multiprocessors */
+static size_t device_mem;     /* bytes of global memory */
 
 static void query_device(void) {
     int n = 0;
@@ -62,6 +63,7 @@ static void query_device(void) {
     if (cudaDeviceGetAttribute(&device_optin_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) != cudaSuccess)
         device_optin_smem = 48 * 1024;
     device_sms = p.multiProcessorCount > 0 ? p.multiProcessorCount : 1;
+    device_mem = p.totalGlobalMem;
     int driver = 0;
     cudaDriverGetVersion(&driver);
     char name[257];
@@ -120,14 +122,22 @@ typedef struct tsg_dev {
     size_t cap_rows;      /* rows each staging buffer holds */
     /* The split launch (kernels.cuh) for launches below a full wave (unless tune says
      * no: TREESCORE_GPU_NO_SPLIT): a stream's exit leaves, n_rows x n_trees of them, at
-     * most SPLIT_EXITS_MAX. Measured on an H100 (docs/gpu.md), 20,000 x 64 leaves:
-     * 5.2x at 100 rows, 3.9x at 1,000. */
+     * most split_exits_max(). Measured on an H100 (docs/gpu.md), 20,000 x 64 leaves:
+     * 5.2x at 100 rows, 3.6x at 1,000. */
     int split;
     uint32_t *d_exits[N_STREAMS];
     size_t exits_cap[N_STREAMS];
 } tsg_dev;
 
-#define SPLIT_EXITS_MAX ((size_t)64 << 20)
+/* The most exits a stream's split launch stores: 4 bytes each, in 1/32 of the device's
+ * memory, at most 2 GiB (H100: 512 M, 10,000 rows of 20,000 trees and more; two streams:
+ * 4 GiB of its 80), at least 64 M. */
+static size_t split_exits_max(void) {
+    size_t bytes = device_mem / 32;
+    if (bytes > ((size_t)2 << 30)) bytes = (size_t)2 << 30;
+    if (bytes < ((size_t)256 << 20)) bytes = (size_t)256 << 20;
+    return bytes / sizeof(uint32_t);
+}
 
 /* A device copy of n bytes of host memory (NULL on error; n == 0 still allocates). */
 static void *upload(tsg_dev *d, const void *host, size_t n) {
@@ -349,7 +359,7 @@ static uint32_t split_chunk_blocks(const tsg_dev *d, const tsg_launch *c, size_t
     size_t target = 2 * (size_t)device_sms * (size_t)(c->blocks_per_sm > 0 ? c->blocks_per_sm : 1);
     size_t chunks = (target + row_blocks - 1) / row_blocks;
     if (chunks > n_blocks) chunks = n_blocks;
-    if (chunks < 2 || n * d->qp.n_trees > SPLIT_EXITS_MAX) return 0;
+    if (chunks < 2 || n * d->qp.n_trees > split_exits_max()) return 0;
     return (uint32_t)((n_blocks + chunks - 1) / chunks);
 }
 
@@ -382,7 +392,11 @@ static cudaError_t launch_split(tsg_dev *d, int k, const tsg_launch *c, uint32_t
 /* One launch of n rows on stream k (of the state's streams, for its exit buffer). */
 static cudaError_t launch(tsg_dev *d, int k, const float *x, size_t n, size_t stride, double *out, cudaStream_t s) {
     uint32_t chunk_blocks = d->split && n < d->wave_rows ? split_chunk_blocks(d, &d->small, n) : 0;
-    if (chunk_blocks) return launch_split(d, k, &d->small, chunk_blocks, x, n, stride, out, s);
+    if (chunk_blocks) {
+        cudaError_t e = launch_split(d, k, &d->small, chunk_blocks, x, n, stride, out, s);
+        if (e != cudaErrorMemoryAllocation) return e;
+        cudaGetLastError(); /* no room for the exits (another process holds the memory): a plain launch */
+    }
     const tsg_launch *c = &d->large;
     unsigned grid = (unsigned)((n + c->threads - 1) / c->threads);
     if (d->kind == TSG_KIND_NAIVE) {

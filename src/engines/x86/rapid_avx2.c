@@ -239,18 +239,23 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
     const tsq_feature *f = &q->f[j];
     const float *gap = q->thr_n + f->table;
     __m256i nat[4], nan[4], zero[4];
+    __m256 u[4];
     uint32_t fix = 0;
+    /* the four registers' codes first, then their gap floats: the gathers' latencies
+     * overlap one another instead of each waiting behind the next register's codes */
     for (size_t c = 0; c < 4; c++) {
         nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
+        u[c] = _mm256_load_ps(col + 8 * c);
         if (8 * c >= nd) continue;
-        const __m256 u = _mm256_load_ps(col + 8 * c);
-        __m256 v = u;
         if (f->snap) /* zero-range lanes coded as 0.0 (quant.h "Gap floats") */
-            v = _mm256_andnot_ps(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), u), _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ), u);
-        nat[c] = codes8(q, f, v, &nan[c], &zero[c]);
+            u[c] = _mm256_andnot_ps(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), u[c]), _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ), u[c]);
+        nat[c] = codes8(q, f, u[c], &nan[c], &zero[c]);
+    }
+    for (size_t c = 0; c < 4 && 8 * c < nd; c++) {
         const __m256 g = gap_floats8(gap, f->n_thr, _mm256_sub_epi32(nat[c], _mm256_set1_epi32(1)));
-        __m256 m = _mm256_cmp_ps(g, v, _CMP_EQ_OQ);
-        if (f->has_zero || f->snap) m = _mm256_or_ps(m, _mm256_cmp_ps(u, _mm256_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ));
+        __m256 m = _mm256_cmp_ps(g, u[c], _CMP_EQ_OQ);
+        if (f->has_zero || f->snap)
+            m = _mm256_or_ps(m, _mm256_cmp_ps(_mm256_load_ps(col + 8 * c), _mm256_set1_ps(-TSM_ZERO_RANGE), _CMP_EQ_OQ));
         fix |= (uint32_t)_mm256_movemask_ps(m) << (8 * c);
     }
     if (nd < 32) fix &= (1u << nd) - 1;
