@@ -2,6 +2,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h> /* _mm_getcsr, _mm_setcsr */
+#endif
 
 #include "check.h"
 #include "model/forest.h"
@@ -225,8 +228,11 @@ static void test_crowded_gaps(void) {
  * thresholds (code segments, block tables; pairs in one float gap) and one of thresholds
  * around the zero range: bit for bit LightGBM's double decisions, and naive's double path
  * (src/scorer/f64.c's rounding and exact traversal). */
-static void test_double_codes(void) {
-    const uint32_t n_trees = 200, n_rows = 600, cols = N_FEAT + N_POOL + 1;
+/* The model of test_double_codes (n_trees trees on the crowded gaps and the pools) and
+ * n_rows rows of cols = N_FEAT + N_POOL + 1 values around them, with LightGBM's double
+ * decisions (ref). NULL model on a failed check. */
+static ts_model *double_codes_model(uint32_t n_trees, uint32_t n_rows, double **x, double **ref) {
+    const uint32_t cols = N_FEAT + N_POOL + 1;
     make_pools();
     n_feat_used = N_FEAT + N_POOL;
     ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
@@ -241,13 +247,21 @@ static void test_double_codes(void) {
     n_feat_used = N_FEAT;
     CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
     for (uint32_t p = 0; p < N_POOL; p++) CHECK(pool_next[p] >= pool_size[p]);
-    double *x = malloc((size_t)n_rows * cols * sizeof *x), *ref = malloc(n_rows * sizeof *ref);
+    *x = malloc((size_t)n_rows * cols * sizeof **x), *ref = malloc(n_rows * sizeof **ref);
+    for (uint32_t r = 0; r < n_rows; r++) {
+        for (uint32_t j = 0; j < cols; j++) (*x)[r * cols + j] = random_input(j % (N_FEAT + N_POOL));
+        (*ref)[r] = ref_score(n_trees, *x + r * cols);
+    }
+    return m;
+}
+
+static void test_double_codes(void) {
+    const uint32_t n_trees = 200, n_rows = 600, cols = N_FEAT + N_POOL + 1;
+    double *x = NULL, *ref = NULL;
+    ts_model *m = double_codes_model(n_trees, n_rows, &x, &ref);
+    ts_error err;
     double *got = malloc(n_rows * sizeof *got), *naive = malloc(n_rows * sizeof *naive);
     double *xf = malloc((size_t)40 * cols * sizeof *xf), *reff = malloc(40 * sizeof *reff);
-    for (uint32_t r = 0; r < n_rows; r++) {
-        for (uint32_t j = 0; j < cols; j++) x[r * cols + j] = random_input(j % (N_FEAT + N_POOL));
-        ref[r] = ref_score(n_trees, x + r * cols);
-    }
     ts_scorer_options o;
     ts_scorer_options_init(&o);
     o.engine = TS_ENGINE_NAIVE;
@@ -424,6 +438,63 @@ static void test_zero_range_floats(void) {
     free(got);
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* The caller's floating-point state does not change a score, and is left as it was:
+ * rounding down, up and toward zero, each with flush-to-zero on (rapid's AVX2 double
+ * quantizer sets its own rounding while it converts; the other engines' double paths
+ * round up whatever the mode). The model's leaf values are multiples of 1/8 below 1,000
+ * and its weights 1: every sum is exact in any rounding mode, so the scores must be
+ * LightGBM's double decisions bit for bit. Every engine with a double path, at every
+ * ISA level of this CPU, batches 1 to 40 and 300. */
+static void test_caller_fp_state(void) {
+    const uint32_t n_trees = 120, n_rows = 300, cols = N_FEAT + N_POOL + 1;
+    double *x = NULL, *ref = NULL;
+    ts_model *m = double_codes_model(n_trees, n_rows, &x, &ref);
+    double *got = malloc(n_rows * sizeof *got);
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD};
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    static const unsigned modes[] = {0x2000u, 0x4000u, 0x6000u}; /* MXCSR RC: down, up, toward zero */
+    const unsigned saved = _mm_getcsr();
+    ts_error err;
+    for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++)
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            if (isas[i] > ts_cpu_isa()) continue;
+            ts_scorer_options o;
+            ts_scorer_options_init(&o);
+            o.engine = engines[e], o.max_isa = isas[i], o.n_threads = 1;
+            ts_scorer *s = NULL;
+            CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+            if (!s) continue;
+            uint32_t bad = 0, changed = 0;
+            for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+                const unsigned state = (saved & ~0x6000u) | modes[k] | 0x8000u; /* and FTZ */
+                for (uint32_t n = 1; n <= 41; n++) {
+                    const uint32_t len = n == 41 ? n_rows : n, r0 = (n * 7) % (n_rows - len + 1);
+                    _mm_setcsr(state);
+                    ts_status st = ts_scorer_score_f64(s, x + (size_t)r0 * cols, len, cols, cols, got, &err);
+                    const unsigned after = _mm_getcsr();
+                    _mm_setcsr(saved);
+                    CHECK_STATUS(st, TS_OK);
+                    changed += (after & ~0x3Fu) != (state & ~0x3Fu); /* the flags may gather */
+                    for (uint32_t r = 0; r < len; r++)
+                        if (memcmp(&got[r], &ref[r0 + r], sizeof *got) != 0 && bad++ < 3)
+                            fprintf(stderr, "%s %s rounding %zu batch %u row %u: %.17g != %.17g\n",
+                                    ts_engine_name(engines[e]), ts_isa_name(isas[i]), k, len, r0 + r, got[r], ref[r0 + r]);
+                }
+            }
+            CHECK_MSG(bad == 0, "%s %s: %u rows differ under the caller's rounding modes", ts_engine_name(engines[e]),
+                      ts_isa_name(isas[i]), bad);
+            CHECK_MSG(changed == 0, "%s %s: the caller's MXCSR changed by %u calls", ts_engine_name(engines[e]),
+                      ts_isa_name(isas[i]), changed);
+            ts_scorer_free(s);
+        }
+    ts_model_free(m);
+    free(x);
+    free(ref);
+    free(got);
+}
+#endif
+
 /* XGBoost models convert double inputs to float32 first: score_f64 == score on (float)x. */
 static void test_float_models_cast(void) {
     ts_model *m = NULL;
@@ -457,5 +528,8 @@ int main(void) {
     RUN_TEST(test_double_codes_sparse);
     RUN_TEST(test_zero_range_floats);
     RUN_TEST(test_float_models_cast);
+#if defined(__x86_64__) || defined(__i386__)
+    RUN_TEST(test_caller_fp_state);
+#endif
     return check_summary("test_f64");
 }

@@ -36,7 +36,10 @@
  *                        -inf from nd up to the next multiple of 16), x the feature's double
  *                        in the group's first row (x[lane * stride]), and optionally
  *                        RS_COLUMNS_F64 N (rs_columns_f64: N columns of the rows, rounded
- *                        up, as rs_columns16) or RS_COLUMN_F64 (rs_column_f64: one column)
+ *                        up, as rs_columns16) or RS_COLUMN_F64 (rs_column_f64: one column),
+ *                        and RS_ROUND_UP (uint32_t rs_round_up_begin(void), void
+ *                        rs_round_up_end(uint32_t): the quantizer runs between them, so
+ *                        that those copies may round up by the rounding mode)
  *   rs_v                 a row: one byte per lane
  *   rs_v rs_ones(void), rs_v rs_zeros(void)
  *   rs_kv rs_k(const rs_entry *e), rs_mv rs_m(const rs_entry *e): an entry's k and mask,
@@ -128,7 +131,7 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
  * of the rows at a time, the next group's rows prefetched after a full group), and coded by
  * rs_code_feature_f64, which reads the doubles again only for the rare lanes the floats
  * cannot code. */
-static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+static void RS(quantize_f64_up)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
     const tsq *q = &T->q;
     float xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
     if (q->n_used == 0) return;
@@ -162,6 +165,19 @@ static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride
         for (uint32_t j = 0; j < nj; j++)
             rs_code_feature_f64(T, j0 + j, xt + (size_t)j * RS_LANES, nd, x + q->f[j0 + j].column, stride, codes);
     }
+}
+
+/* With RS_ROUND_UP (the ISA's rs_round_up_begin / rs_round_up_end: the thread's rounding
+ * set toward +inf while the group is quantized, then the caller's state back), the ISA's
+ * column copies convert with a plain conversion instead of rounding each value up. */
+static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+#ifdef RS_ROUND_UP
+    const uint32_t state = rs_round_up_begin();
+    RS(quantize_f64_up)(T, x, stride, nd, codes);
+    rs_round_up_end(state);
+#else
+    RS(quantize_f64_up)(T, x, stride, nd, codes);
+#endif
 }
 #undef RS_TRANSPOSE
 #endif
