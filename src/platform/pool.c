@@ -1,6 +1,8 @@
 /* pool.c: tsr_parallel_for on one lazily started process-wide pool of (cpus - 1) helper threads. */
 #include "platform/pool.h"
 
+#include "platform/fpenv.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -123,6 +125,7 @@ static void spin_for_job(void) {
 static void *helper_main(void *arg) {
     (void)arg;
     in_chunk = 1;
+    (void)tsr_fpenv_enter(); /* for good: only engines run here (fpenv.h) */
     pthread_mutex_lock(&pool.mu);
     int may_spin = 1; /* once after each job or wake-up: a few microseconds at a time */
     for (;;) {

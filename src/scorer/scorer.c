@@ -10,6 +10,7 @@
 #include "engines/engine.h"
 #include "model/derived.h"
 #include "platform/config.h"
+#include "platform/fpenv.h"
 #include "platform/notes.h"
 #include "platform/pool.h"
 #include "scorer/chunk.h"
@@ -709,8 +710,8 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
 
 /* ---- float rows --------------------------------------------------------------------- */
 
-ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, size_t n_cols, size_t row_stride,
-                          double *out, ts_error *err) {
+static ts_status score_f32(const ts_scorer *s, const float *x, size_t n_rows, size_t n_cols, size_t row_stride,
+                           double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, sizeof(float), n_rows, n_cols, row_stride, out, "ts_scorer_score", err));
     if (n_rows == 0) return TS_OK;
     ts_status st = TS_OK;
@@ -835,8 +836,8 @@ static ts_status score_f64_split(const ts_scorer *s, const double *row, double *
     return tsp_score_split(e->engine, e->state, &e->layout, p->base, buf, s->split_threads, out);
 }
 
-ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
-                              size_t row_stride, double *out, ts_error *err) {
+static ts_status score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols, size_t row_stride,
+                           double *out, ts_error *err) {
     TS_TRY(check_batch(s, x, sizeof(double), n_rows, n_cols, row_stride, out, "ts_scorer_score_f64", err));
     if (n_rows == 0) return TS_OK;
     if (!s->expand && s->parts[0].split && n_rows < s->split_threads) {
@@ -848,4 +849,22 @@ ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows
     ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows),
                                     s->expand ? score_f64_expand_chunk : score_f64_chunk, &job);
     return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
+}
+
+/* ---- the public calls: the canonical floating-point state (platform/fpenv.h) --------- */
+
+ts_status ts_scorer_score(const ts_scorer *s, const float *x, size_t n_rows, size_t n_cols, size_t row_stride,
+                          double *out, ts_error *err) {
+    const uint32_t fp = tsr_fpenv_enter();
+    const ts_status st = score_f32(s, x, n_rows, n_cols, row_stride, out, err);
+    tsr_fpenv_leave(fp);
+    return st;
+}
+
+ts_status ts_scorer_score_f64(const ts_scorer *s, const double *x, size_t n_rows, size_t n_cols,
+                              size_t row_stride, double *out, ts_error *err) {
+    const uint32_t fp = tsr_fpenv_enter();
+    const ts_status st = score_f64(s, x, n_rows, n_cols, row_stride, out, err);
+    tsr_fpenv_leave(fp);
+    return st;
 }

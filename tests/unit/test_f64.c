@@ -127,6 +127,10 @@ static double near_pool(uint32_t p) {
     }
 }
 
+/* make_tree's leaf values are multiples of 1/8 times this: 1, sums exact in any rounding
+ * mode; 0.1 for test_caller_fp_state, whose sums round. */
+static double leaf_scale = 1.0;
+
 /* A chain-and-branch tree of n internal nodes (node i's right child is node i+1). */
 static void make_tree(ref_tree *rt, uint32_t n) {
     rt->n = n;
@@ -144,7 +148,7 @@ static void make_tree(ref_tree *rt, uint32_t n) {
         rt->nodes[i] = (tsm_node){tsm_threshold_lightgbm(r.t), f, ~(int32_t)i, i + 1 < n ? (int32_t)(i + 1) : ~(int32_t)n,
                                   flags};
     }
-    for (uint32_t l = 0; l <= n; l++) rt->leaves[l] = (double)below(1000) / 8.0 - 60.0;
+    for (uint32_t l = 0; l <= n; l++) rt->leaves[l] = ((double)below(1000) / 8.0 - 60.0) * leaf_scale;
 }
 
 static double random_input(uint32_t f) {
@@ -439,17 +443,20 @@ static void test_zero_range_floats(void) {
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* The caller's floating-point state does not change a score, and is left as it was:
- * rounding down, up and toward zero, each with flush-to-zero on (rapid's AVX2 double
- * quantizer sets its own rounding while it converts; the other engines' double paths
- * round up whatever the mode). The model's leaf values are multiples of 1/8 below 1,000
- * and its weights 1: every sum is exact in any rounding mode, so the scores must be
- * LightGBM's double decisions bit for bit. Every engine with a double path, at every
- * ISA level of this CPU, batches 1 to 40 and 300. */
-static void test_caller_fp_state(void) {
-    const uint32_t n_trees = 120, n_rows = 300, cols = N_FEAT + N_POOL + 1;
-    double *x = NULL, *ref = NULL;
-    ts_model *m = double_codes_model(n_trees, n_rows, &x, &ref);
+/* The caller's floating-point state does not change a score, and is left as it was
+ * (platform/fpenv.h): rounding down, up and toward zero, each with flush-to-zero and
+ * denormals-are-zero on, set by the caller before the call. The model's leaf values are
+ * tenths of multiples of 1/8, so that its sums round: under the caller's rounding mode
+ * they would differ from LightGBM's, which add in tree order under the default one, as
+ * ref_score does and every engine must. (Flush-to-zero and denormals-are-zero could only
+ * matter below 2^-126, where LightGBM's rows read zero: |x| <= 1e-35 is zero to it.)
+ * Every engine with a double path, at every ISA level of this CPU, batches 1 to 40 and
+ * 300, on one thread and on two (the pool's helpers, which may have been started under
+ * such a state). */
+/* ts_scorer_score_f64 of every engine at every ISA level on m under the caller's states
+ * above: the scores must be ref's, and the state left as it was. */
+static void check_fp_states(const char *what, const ts_model *m, const double *x, const double *ref, uint32_t n_rows,
+                            uint32_t cols) {
     double *got = malloc(n_rows * sizeof *got);
     static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD};
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
@@ -461,15 +468,15 @@ static void test_caller_fp_state(void) {
             if (isas[i] > ts_cpu_isa()) continue;
             ts_scorer_options o;
             ts_scorer_options_init(&o);
-            o.engine = engines[e], o.max_isa = isas[i], o.n_threads = 1;
+            o.engine = engines[e], o.max_isa = isas[i], o.n_threads = 1 + (e + i) % 2;
             ts_scorer *s = NULL;
             CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
             if (!s) continue;
             uint32_t bad = 0, changed = 0;
             for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
-                const unsigned state = (saved & ~0x6000u) | modes[k] | 0x8000u; /* and FTZ */
+                const unsigned state = (saved & ~0x6000u) | modes[k] | 0x8040u; /* and FTZ, DAZ */
                 for (uint32_t n = 1; n <= 41; n++) {
-                    const uint32_t len = n == 41 ? n_rows : n, r0 = (n * 7) % (n_rows - len + 1);
+                    const uint32_t len = n == 41 || n > n_rows ? n_rows : n, r0 = (n * 7) % (n_rows - len + 1);
                     _mm_setcsr(state);
                     ts_status st = ts_scorer_score_f64(s, x + (size_t)r0 * cols, len, cols, cols, got, &err);
                     const unsigned after = _mm_getcsr();
@@ -478,20 +485,30 @@ static void test_caller_fp_state(void) {
                     changed += (after & ~0x3Fu) != (state & ~0x3Fu); /* the flags may gather */
                     for (uint32_t r = 0; r < len; r++)
                         if (memcmp(&got[r], &ref[r0 + r], sizeof *got) != 0 && bad++ < 3)
-                            fprintf(stderr, "%s %s rounding %zu batch %u row %u: %.17g != %.17g\n",
-                                    ts_engine_name(engines[e]), ts_isa_name(isas[i]), k, len, r0 + r, got[r], ref[r0 + r]);
+                            fprintf(stderr, "%s: %s %s rounding %zu batch %u row %u (%.17g): %.17g != %.17g\n", what,
+                                    ts_engine_name(engines[e]), ts_isa_name(isas[i]), k, len, r0 + r, x[(size_t)(r0 + r) * cols],
+                                    got[r], ref[r0 + r]);
                 }
             }
-            CHECK_MSG(bad == 0, "%s %s: %u rows differ under the caller's rounding modes", ts_engine_name(engines[e]),
+            CHECK_MSG(bad == 0, "%s: %s %s: %u rows differ under the caller's states", what, ts_engine_name(engines[e]),
                       ts_isa_name(isas[i]), bad);
-            CHECK_MSG(changed == 0, "%s %s: the caller's MXCSR changed by %u calls", ts_engine_name(engines[e]),
-                      ts_isa_name(isas[i]), changed);
+            CHECK_MSG(changed == 0, "%s: %s %s: the caller's MXCSR changed by %u calls", what,
+                      ts_engine_name(engines[e]), ts_isa_name(isas[i]), changed);
             ts_scorer_free(s);
         }
+    free(got);
+}
+
+static void test_caller_fp_state(void) {
+    const uint32_t n_trees = 120, n_rows = 300;
+    double *x = NULL, *ref = NULL;
+    leaf_scale = 0.1;
+    ts_model *m = double_codes_model(n_trees, n_rows, &x, &ref);
+    leaf_scale = 1.0;
+    check_fp_states("crowded gaps", m, x, ref, n_rows, N_FEAT + N_POOL + 1);
     ts_model_free(m);
     free(x);
     free(ref);
-    free(got);
 }
 #endif
 
