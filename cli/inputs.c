@@ -405,6 +405,12 @@ static void remove_pending(int sig) {
     raise(sig);
 }
 
+/* The signals that remove it: a write to a stderr nobody reads (SIGPIPE: still the quiet
+ * end main.c wants) and past `ulimit -f` (SIGXFSZ) ended the run with the temporary file
+ * left behind too. */
+static const int tmp_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
+#define N_TMP_SIGNALS (sizeof tmp_signals / sizeof tmp_signals[0])
+
 static void watch_tmp(const char *tmp) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -412,13 +418,7 @@ static void watch_tmp(const char *tmp) {
     sigemptyset(&sa.sa_mask);
     snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
     pending_set = 1;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    /* a write to a stderr nobody reads (SIGPIPE: still the quiet end main.c wants) and
-     * past `ulimit -f` (SIGXFSZ) ended the run with the temporary file left behind */
-    sigaction(SIGPIPE, &sa, NULL);
-    sigaction(SIGXFSZ, &sa, NULL);
+    for (size_t i = 0; i < N_TMP_SIGNALS; i++) sigaction(tmp_signals[i], &sa, NULL);
 }
 
 static void unwatch_tmp(void) { pending_set = 0; }
@@ -522,13 +522,21 @@ int cli_output_open(cli_output *out, const char *path, const cli_opts *o) {
         cli_error("%s: output path too long", path);
         return -1;
     }
+    /* The signals that remove it are held from before the file exists until its removal
+     * is armed: a Ctrl-C between the two left it behind (seen under ASan, whose calls are
+     * slower); one that came meanwhile is delivered at the unblock, and removes it. */
+    sigset_t held, before;
+    sigemptyset(&held);
+    for (size_t i = 0; i < N_TMP_SIGNALS; i++) sigaddset(&held, tmp_signals[i]);
+    sigprocmask(SIG_BLOCK, &held, &before);
     int fd = mkstemp(out->tmp);
+    if (fd >= 0) watch_tmp(out->tmp);
+    sigprocmask(SIG_SETMASK, &before, NULL);
     if (fd < 0) {
         cli_error("%s: cannot create the output file: %s", path, strerror(errno));
         return -1;
     }
     fchmod(fd, output_mode(path));
-    watch_tmp(out->tmp);
     out->f = fdopen(fd, "w");
     if (!out->f) {
         close(fd);
