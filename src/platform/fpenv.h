@@ -7,9 +7,11 @@
 /*
  * A process may run with another rounding mode, or with flush-to-zero (FTZ) and
  * denormals-are-zero (DAZ) on: a library built with -ffast-math sets both when it is
- * loaded. Under FTZ, a double rounded to a float below 2^-126 becomes zero, which moves
- * the codes and keys of the double paths (quant.h "Gap floats"); under another rounding
- * mode the sums of leaf values change. So the public scoring calls run the engines under
+ * loaded. Under another rounding mode the sums of leaf values change (test_f64
+ * test_caller_fp_state); under DAZ a float input below 2^-126 compares as zero, and under
+ * FTZ a double rounded to such a float becomes zero (LightGBM's rows read every |x| <=
+ * 1e-35 as zero anyway; other formats' thresholds may lie there). So the public scoring
+ * calls run the engines under
  * the canonical state and put the caller's back (its exception flags included), and the
  * pool's helper threads take it once when they start. x86 only (MXCSR: bits 0-5 the
  * flags, 6 DAZ, 7-12 the exception masks, 13-14 the rounding control, 15 FTZ); a no-op
@@ -19,8 +21,10 @@
 #include <xmmintrin.h>
 
 enum {
-    TSR_MXCSR_MODE = 0xFFC0u, /* DAZ, the masks, the rounding control, FTZ */
-    TSR_MXCSR_CANON = 0x1F80u /* every exception masked, to nearest, FTZ and DAZ off */
+    TSR_MXCSR_FLAGS = 0x003Fu,   /* the exception flags */
+    TSR_MXCSR_MODE = 0xFFC0u,    /* DAZ, the masks, the rounding control, FTZ */
+    TSR_MXCSR_CANON = 0x1F80u,   /* every exception masked, to nearest, FTZ and DAZ off */
+    TSR_MXCSR_ROUND_UP = 0x4000u /* the rounding control's toward +inf */
 };
 
 /* The canonical state on this thread; returns the state to give back to tsr_fpenv_leave. */

@@ -1,6 +1,7 @@
 /* rapid_avx2.c: the rapid kernels for AVX2: 32 documents per register of bytes, codes stored sign-flipped for signed byte compares. */
 #define TS_ISA_FILE /* built with -mavx2 -mbmi -mbmi2 -mlzcnt -mpopcnt: see CMakeLists.txt */
 #include "engines/rapid.h"
+#include "platform/fpenv.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -283,16 +284,16 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
 
 /* Rounding toward +inf while a group is quantized (the template's RS_ROUND_UP): then
  * vcvtpd2ps alone rounds up (2 uops per 4 values instead of ~11 for a conversion to
- * nearest, its check and a step up; 9% of
- * rapid's time on the demo model's double rows at 256 rows, Zen 3), with flush-to-zero
- * and denormals-are-zero off whatever the caller set (exact as tsq_round_up) and
- * exceptions masked; the caller's MXCSR, its flags included, restored after. The
+ * nearest, its check and a step up; 9% of rapid's time on the demo model's double rows
+ * at 256 rows, Zen 3), fpenv.h's canonical state otherwise (flush-to-zero
+ * and denormals-are-zero off: exact as tsq_round_up; exceptions masked) even where no
+ * public call set it; the caller's MXCSR, its flags included, restored after. The
  * conversions are volatile asm, so that the compiler keeps them between the two MXCSR
  * writes (it knows nothing of the rounding mode); nothing else in the quantizer rounds. */
 static inline uint32_t rs_round_up_begin(void) {
     uint32_t old, up;
     __asm__ volatile("vstmxcsr %0" : "=m"(old));
-    up = (old & ~(0x6000u | 0x8000u | 0x0040u | 0x003Fu)) | 0x4000u | 0x1F80u; /* RC up; FTZ, DAZ, flags off; masked */
+    up = (old & ~(uint32_t)(TSR_MXCSR_MODE | TSR_MXCSR_FLAGS)) | TSR_MXCSR_CANON | TSR_MXCSR_ROUND_UP;
     __asm__ volatile("vldmxcsr %0" : : "m"(up));
     return old;
 }

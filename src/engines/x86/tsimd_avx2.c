@@ -44,7 +44,6 @@ static inline void store_keys8(const tss *L, uint32_t s, __m256 x, uint32_t *k) 
                         _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(keys8(x)), mkey, miss)));
 }
 
-/* tss_slot_keys (the depth steps' keys), 8 slots a gather. */
 /* row[c[0..7]]: scalar loads and inserts, 3-5% faster than vgatherdps for one row of the
  * dev model on Zen 3. */
 static inline __m256 load8f(const float *row, const uint32_t *c) {
@@ -58,6 +57,7 @@ static inline __m256 load8f(const float *row, const uint32_t *c) {
     return _mm256_insertf128_ps(_mm256_castps128_ps256(a), b, 1);
 }
 
+/* tss_slot_keys (the depth steps' keys), 8 slots at a time. */
 static void tss_keys8(const tss *L, const float *row, uint32_t *k) {
     for (uint32_t s = 0; s < L->n_slots_pad; s += 8)
         store_keys8(L, s, load8f(row, L->slot_col + s), k);
