@@ -15,12 +15,6 @@
 typedef struct tss_state {
     tss L;
     tss_kernel kernel;
-    /* One row's trees split across threads (tsimd.c "Split"): with depth steps from the
-     * roots, each tree's root entry in tree order, padded to whole groups of TSS_PG with
-     * the spare leaf 0, and the deepest depth of each TSS_PG trees; NULL unless float
-     * rows take the depth steps from the roots (no top levels). */
-    uint32_t *troot;
-    uint32_t *tdepth;
 } tss_state;
 
 static void top_free(tss_top *T) {
@@ -50,9 +44,9 @@ static void tss_free_layout(tss *L) {
     free(L->node);
     free(L->cn);
     free(L->lval);
-    free(L->groot);
-    free(L->gtree);
-    free(L->groups);
+    free(L->troot);
+    free(L->tdepth);
+    free(L->tcut);
     free(L->exit);
     free(L->leaves);
     free(L->cnd);
@@ -67,8 +61,6 @@ static void tsimd_free(void *p) {
     tss_state *s = p;
     if (!s) return;
     tss_free_layout(&s->L);
-    free(s->troot);
-    free(s->tdepth);
     free(s);
 }
 
@@ -317,7 +309,7 @@ static ts_status build_double_keys(tss *L, const ts_model *m, uint64_t n, ts_err
         return st;
     }
     L->qd = q;
-    L->cnd = malloc(n * sizeof *L->cnd);
+    L->cnd = aligned_alloc(64, (n * sizeof *L->cnd + 63) & ~(size_t)63); /* as cn ("Depth steps") */
     L->slot_j = calloc(L->n_slots_pad, sizeof *L->slot_j);
     if (!L->cnd || !L->slot_j) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     for (uint32_t s = 1; s < L->n_slots; s++) L->slot_j[s] = tsq_feature_of(q, L->slot_col[s]);
@@ -371,60 +363,101 @@ static inline int tss_slot_keys_up(const tss *L, const double *row, uint32_t *k)
 }
 
 /*
+ * Tree order: the walks from the roots take TSS_PG trees in tree order at a time, so that
+ * each row's sum can take a group's leaf values as soon as the group has walked (the
+ * additions in tree order, as naive's: the same bits), and a group stops as soon as every
+ * lane is at a leaf. A group of trees of depth up to D costs D steps whatever the
+ * document's paths, but paths are mostly much shorter than the deepest one (the dev 500
+ * x 64 model: depth 9.7 on average, 5.8 steps on the test rows' paths; msn-lgb-1000x256:
+ * 22.5 and 5.4); with the check, a group costs the longest of its 16 paths (test rows:
+ * 4,030 steps per row instead of 5,780 on the dev model, 6,270 instead of 25,470 on
+ * msn-lgb-1000x256). The check (an OR of the 16 entries' deltas, a branch) starts after
+ * tcut steps: the first step after which a random walk (each branch taken half the time)
+ * of the group's trees is still at a node in at most TSS_CUT_ALIVE of them.
+ */
+#ifndef TSS_CUT_ALIVE
+#define TSS_CUT_ALIVE 0.6
+#endif
+#define TSS_CUT_DEPTHS 256u /* reach[] kept to this depth (deeper leaves: alive < 2^-256) */
+
+/* The cut of a group of `count` trees whose deepest has depth `depth`, from reach[d]: the
+ * sum over its trees' leaves at depth d of 2^-d (a random walk's chance to end there). */
+static uint32_t cut_of(const double *reach, uint32_t depth, uint32_t count) {
+    double alive = count; /* count * the chance to be at a node after s steps */
+    const double limit = TSS_CUT_ALIVE * count;
+    for (uint32_t s = 0; s < depth && s < TSS_CUT_DEPTHS; s++) {
+        alive -= reach[s];
+        if (s >= 1 && alive <= limit) return s;
+    }
+    return depth < TSS_CUT_DEPTHS ? depth : TSS_CUT_DEPTHS;
+}
+
+/*
  * Depth steps: each tree's nodes and leaves as 8-byte entries (tss_cnode), breadth
  * first, a node's two children side by side at e + delta (left) and e + delta + 1
  * (right): the step is e += delta + !(v <= t) (a compare and an add with carry). A leaf
  * (slot 0: -inf, always left; delta 0) steps onto itself, so a tree of depth D ends on
- * its exit leaf after exactly D steps, whatever the path, and TSS_PG trees step together
- * with no branch: trees sorted by depth, deepest first, groups of TSS_PG of them take the
- * depth of their deepest. Entries are laid out in that order (a group's trees side by
- * side). The exit leaves' values are stored per tree, and added in tree order.
+ * its exit leaf after at most D steps, whatever the path, and TSS_PG trees step together
+ * with no branch but the check of "Tree order" (above). Trees are laid out in tree order.
  * Returns 0 where a tree's delta or a slot does not fit 16 bits (cn stays NULL).
  */
 static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk) {
     if (L->n_slots > UINT16_MAX) return TS_OK;
-    uint64_t n = 1;
-    for (uint32_t t = 0; t < m->n_trees; t++) {
-        n += m->trees[t].n_nodes + m->trees[t].n_leaves;
+    for (uint32_t t = 0; t < m->n_trees; t++)
         if (m->trees[t].n_nodes + m->trees[t].n_leaves > UINT16_MAX) return TS_OK;
-    }
     const size_t ng = ((size_t)m->n_trees + TSS_PG - 1) / TSS_PG;
-    tss_cnode *cn = malloc(n * sizeof *cn);
-    L->lval = malloc(n * sizeof *L->lval);
-    L->groot = malloc((ng * TSS_PG + 1) * sizeof *L->groot);
-    L->gtree = malloc((ng * TSS_PG + 1) * sizeof *L->gtree);
-    L->groups = malloc((ng + 1) * sizeof *L->groups);
-    uint32_t *queue = malloc(n * sizeof *queue);
-    if (!cn || !L->lval || !L->groot || !L->gtree || !L->groups || !queue) {
+    L->troot = calloc(ng * TSS_PG + 1, sizeof *L->troot); /* padding: the spare leaf 0 */
+    if (!L->troot) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    /* Each tree's root at the start of a cache line, and the roots of a group in distinct
+     * sets of the L1 cache (line index modulo 64): trees of 256 leaves take 4 KiB of
+     * entries, so that laid end to end the 16 roots of a group would share one set of 8
+     * ways (docs/benchmarks.md). The entries between trees are spare leaves, never read. */
+    uint64_t n = 8, used = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        if (t % TSS_PG == 0) used = 0;
+        n = (n + 7) & ~(uint64_t)7;
+        while (used >> (n / 8 % 64) & 1) n += 8;
+        used |= 1ull << (n / 8 % 64);
+        L->troot[t] = (uint32_t)n;
+        n += m->trees[t].n_nodes + m->trees[t].n_leaves;
+        if (n > UINT32_MAX) return TS_OK;
+    }
+    tss_cnode *cn = aligned_alloc(64, (n * sizeof *cn + 63) & ~(size_t)63);
+    L->lval = aligned_alloc(64, (n * sizeof *L->lval + 63) & ~(size_t)63);
+    L->tdepth = calloc(ng + 1, sizeof *L->tdepth);
+    L->tcut = calloc(ng + 1, sizeof *L->tcut);
+    uint32_t *queue = malloc(((size_t)UINT16_MAX + 1) * sizeof *queue);   /* one tree's entries */
+    uint32_t *qdepth = malloc(((size_t)UINT16_MAX + 1) * sizeof *qdepth);
+    double *reach = malloc(TSS_CUT_DEPTHS * sizeof *reach); /* the group's, cut_of */
+    if (!cn || !L->lval || !L->tdepth || !L->tcut || !queue || !qdepth || !reach) {
         free(queue);
+        free(qdepth);
+        free(reach);
         free(cn);
         return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
     }
     ts_status st = build_double_keys(L, m, n, err);
     if (st != TS_OK) {
         free(queue);
+        free(qdepth);
+        free(reach);
         free(cn);
         return st;
     }
-    /* trees by depth, deepest first (stable) */
-    uint32_t maxd = 0, k = 0;
-    for (uint32_t t = 0; t < m->n_trees; t++) maxd = m->trees[t].depth > maxd ? m->trees[t].depth : maxd;
-    for (uint32_t d = maxd + 1; d-- > 0;)
-        for (uint32_t t = 0; t < m->n_trees; t++)
-            if (m->trees[t].depth == d) L->gtree[k++] = t;
-    cn[0] = (tss_cnode){0, 0, 0};
-    if (L->cnd) L->cnd[0] = cn[0];
-    L->lval[0] = 0.0;
-    uint32_t next = 1;
-    for (uint32_t i = 0; i < m->n_trees; i++) {
-        const uint32_t t = L->gtree[i];
+    memset(cn, 0, n * sizeof *cn); /* spare leaves: entry 0 and the gaps */
+    if (L->cnd) memset(L->cnd, 0, n * sizeof *L->cnd);
+    memset(L->lval, 0, n * sizeof *L->lval);
+    for (uint32_t t = 0; t < m->n_trees; t++) {
         const tsm_tree *tr = &m->trees[t];
+        if (t % TSS_PG == 0) memset(reach, 0, TSS_CUT_DEPTHS * sizeof *reach);
         /* breadth first: queue holds child references; entry base + q is queue[q] */
-        uint32_t base = next, qn = 0;
+        uint32_t base = L->troot[t], qn = 0;
+        qdepth[qn] = 0;
         queue[qn++] = tr->n_nodes ? 0u : (uint32_t)~0; /* ~0 as a reference: leaf 0 */
         for (uint32_t q = 0; q < qn; q++) {
             int32_t c = (int32_t)queue[q];
             if (c < 0) {
+                if (qdepth[q] < TSS_CUT_DEPTHS) reach[qdepth[q]] += ldexp(1.0, -(int)qdepth[q]);
                 cn[base + q] = (tss_cnode){0, 0, 0};
                 if (L->cnd) L->cnd[base + q] = cn[base + q];
                 L->lval[base + q] = tr->weight * tr->leaf_values[~c];
@@ -438,20 +471,21 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
                     L->cnd[base + q].thr = tsq_code_d(qd, tsq_feature_of(qd, nd->feature), d);
                 }
                 L->lval[base + q] = 0.0;
+                qdepth[qn] = qdepth[q] + 1;
                 queue[qn++] = (uint32_t)nd->left;
+                qdepth[qn] = qdepth[q] + 1;
                 queue[qn++] = (uint32_t)nd->right;
             }
         }
-        L->groot[i] = base;
-        next = base + qn;
+        if (tr->depth > L->tdepth[t / TSS_PG]) L->tdepth[t / TSS_PG] = tr->depth;
+        if (t % TSS_PG == TSS_PG - 1 || t + 1 == m->n_trees)
+            L->tcut[t / TSS_PG] = cut_of(reach, L->tdepth[t / TSS_PG], t % TSS_PG + 1);
     }
     free(queue);
-    L->n_groups = 0;
-    for (uint32_t i = 0; i < m->n_trees; i += TSS_PG) {
-        uint32_t cnt = m->n_trees - i < TSS_PG ? m->n_trees - i : TSS_PG;
-        L->groups[L->n_groups++] = (tss_group){i, cnt, m->trees[L->gtree[i]].depth};
-    }
-    for (size_t i = m->n_trees; i < ng * TSS_PG; i++) L->groot[i] = 0, L->gtree[i] = 0;
+    free(qdepth);
+    free(reach);
+    L->n_groups = (uint32_t)ng;
+    L->n_cn = n;
     L->cn = cn;
     return TS_OK;
 }
@@ -679,11 +713,10 @@ static int top_trees(tss *L, const ts_model *m, top_builder *b, int32_t *queue, 
  * fit their bytes. keys: the slots' keys (slot_of). The trees' entries below their top
  * levels are appended to cn and lval (top_steps), after the entries from the roots. */
 static ts_status build_top(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk) {
-    uint64_t n = 1, add = 0;
+    uint64_t n = L->n_cn, add = 0;
     uint32_t max_entries = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) {
         const uint32_t e = m->trees[t].n_nodes + m->trees[t].n_leaves;
-        n += e;
         add += TSS_TOP_BYTES + e;
         max_entries = e > max_entries ? e : max_entries;
     }
@@ -724,8 +757,12 @@ static ts_status build_top(tss *L, const ts_model *m, ts_error *err, const uint6
     T->wide8 = calloc(ntp / 8 + 1, 1);
     T->tbase = calloc(ntp, sizeof *T->tbase); /* padding trees: the spare leaf 0 */
     T->nodes = calloc(ntp, sizeof *T->nodes);
-    tss_cnode *cn = realloc(L->cn, (n + add) * sizeof *cn);
-    if (cn) L->cn = cn;
+    tss_cnode *cn = alloc64((n + add) * sizeof *cn); /* (64-byte aligned: "Depth steps") */
+    if (cn) {
+        memcpy(cn, L->cn, n * sizeof *cn);
+        free(L->cn);
+        L->cn = cn;
+    }
     if (!T->nslot || !T->nidx || !T->mr || !T->wide || !T->wide8 || !T->tbase || !T->nodes || !cn) goto oom;
     /* padding trees: every byte 0 (keyset 0 against 0: left), exit position 0 */
     memset(T->nslot, 0, (size_t)ntp * TSS_TOP_BYTES);
@@ -778,6 +815,38 @@ done:
         E += c_->delta + (c_->thr < v[c_->slot]);                                                \
     } while (0)
 #endif
+/* A step that also ORs the entry's delta into A (0 after a round of them: every lane
+ * was at a leaf). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TSS_STEP_ANY(E, A)                                                                       \
+    do {                                                                                         \
+        uint64_t w_, s_, d_;                                                                     \
+        __asm__("movq (%[c],%[e],8), %[w]\n\t"                                                   \
+                "movzwl 4(%[c],%[e],8), %k[s]\n\t"                                               \
+                "movq %[w], %[d]\n\t"                                                            \
+                "shrq $48, %[d]\n\t"                                                             \
+                "orq %[d], %[a]\n\t"                                                             \
+                "cmpl (%[v],%[s],4), %k[w]\n\t"                                                  \
+                "adcq %[d], %[e]"                                                                \
+                : [e] "+r"(E), [a] "+r"(A), [w] "=&r"(w_), [s] "=&r"(s_), [d] "=&r"(d_)          \
+                : [c] "r"(C), [v] "r"(v)                                                         \
+                : "cc");                                                                         \
+    } while (0)
+#else
+#define TSS_STEP_ANY(E, A)                                                                       \
+    do {                                                                                         \
+        const tss_cnode *c_ = &C[E];                                                             \
+        A |= c_->delta;                                                                          \
+        E += c_->delta + (c_->thr < v[c_->slot]);                                                \
+    } while (0)
+#endif
+#define TSS_STEP16_ANY(A)                                                                        \
+    do {                                                                                         \
+        TSS_STEP_ANY(e0, A); TSS_STEP_ANY(e1, A); TSS_STEP_ANY(e2, A); TSS_STEP_ANY(e3, A);      \
+        TSS_STEP_ANY(e4, A); TSS_STEP_ANY(e5, A); TSS_STEP_ANY(e6, A); TSS_STEP_ANY(e7, A);      \
+        TSS_STEP_ANY(e8, A); TSS_STEP_ANY(e9, A); TSS_STEP_ANY(e10, A); TSS_STEP_ANY(e11, A);    \
+        TSS_STEP_ANY(e12, A); TSS_STEP_ANY(e13, A); TSS_STEP_ANY(e14, A); TSS_STEP_ANY(e15, A);  \
+    } while (0)
 #define TSS_STEP16()                                                                             \
     do {                                                                                         \
         TSS_STEP(e0); TSS_STEP(e1); TSS_STEP(e2); TSS_STEP(e3);                                  \
@@ -923,29 +992,6 @@ static void top_rows_n(const tss *L, const uint32_t *V, size_t nsp, size_t nr, u
     }
 }
 
-/* The nr rows' scores from their leaf values D (tree t, row r: D[t nr + r]), each row's
- * added in tree order from base: the rows' sums side by side, so that they are nr
- * independent chains of additions (one row's chain alone is its trees times an add's
- * latency: on the AVX2 path at 16 rows of 500 trees, about 0.6 us a row), and each
- * row's additions those of naive, in its order (the same bits). */
-static inline __attribute__((always_inline)) void sum_rows_r(const double *D, size_t nt, size_t nr, double base,
-                                                            double *out) {
-    double acc[TSS_RB];
-    for (size_t r = 0; r < nr; r++) acc[r] = base;
-    for (size_t t = 0; t < nt; t++)
-        for (size_t r = 0; r < nr; r++) acc[r] += D[t * nr + r];
-    for (size_t r = 0; r < nr; r++) out[r] = acc[r];
-}
-
-static void sum_rows(const double *D, size_t nt, size_t nr, double base, double *out) {
-    if (nr == TSS_RB) /* (constant counts: the sums in registers) */
-        sum_rows_r(D, nt, TSS_RB, base, out);
-    else if (nr == 1)
-        sum_rows_r(D, nt, 1, base, out);
-    else
-        sum_rows_r(D, nt, nr, base, out);
-}
-
 /* The next group's trees' first TSS_PREFETCH_LINES cache lines (their top levels:
  * entries are breadth first, a tree's first 24 entries its levels 0-3 and some of 4)
  * toward L1 while a group steps: a model past the L1 cache (a 500 x 64-leaf model's
@@ -954,6 +1000,69 @@ static void sum_rows(const double *D, size_t nt, size_t nr, double base, double 
 static inline __attribute__((always_inline)) void prefetch_group(const tss_cnode *C, const uint32_t *rt) {
     for (uint32_t k = 0; k < TSS_PG; k++)
         for (uint32_t l = 0; l < TSS_PREFETCH_LINES; l++) __builtin_prefetch((const char *)(C + rt[k]) + 64 * l);
+}
+
+/* One round of a row's work list ("Cut"): each item A[j] = (i << 32 | entry), where i is
+ * the tree's place in D, steps to its child by the row's slot keys v, whose entry goes
+ * to E[i]; the items whose child is a node are kept, in order, at the front of A.
+ * Returns how many. Hot loop: no leaf value is read here (a load that misses the cache
+ * for every step: the values are read once the walks end). */
+static inline __attribute__((always_inline)) uint32_t steps_round(const uint64_t *C, const uint32_t *v, uint32_t *E,
+                                                                  const uint64_t *restrict A, uint64_t *restrict Z,
+                                                                  uint32_t n) {
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const uint64_t a = A[j], w = C[(uint32_t)a];
+        const uint32_t right = (uint32_t)w < v[(w >> 32) & 0xffff];
+        const uint32_t e = (uint32_t)a + (uint32_t)(w >> 48) + right;
+        E[a >> 32] = e;
+        Z[k] = (a & ~(uint64_t)UINT32_MAX) | e;
+        k += (C[e] >> 48) != 0;
+    }
+    return k;
+}
+
+/* The nr rows whose slot keys are at V (row r's at V + nsp r) through every tree by the
+ * entries C ("Tree order"): each group of TSS_PG trees walks row after row while its
+ * entries are in the L1 cache, and each row's sum takes the group's leaf values in tree
+ * order. Hot loop. */
+static inline __attribute__((always_inline)) void walk_rows(const tss *L, const tss_cnode *C, const uint32_t *V,
+                                                            size_t nsp, size_t nr, double *out) {
+    const uint32_t nt = L->n_trees, ng = (nt + TSS_PG - 1) / TSS_PG;
+    const double *lval = L->lval;
+    double acc[TSS_RB];
+    for (size_t r = 0; r < nr; r++) acc[r] = L->base_score;
+    /* the step's asm reads C and V, and says no memory: nothing moves across this */
+    __asm__ volatile("" ::: "memory");
+    for (uint32_t gi = 0; gi < ng; gi++) {
+        const uint32_t *rt = L->troot + (size_t)gi * TSS_PG, depth = L->tdepth[gi], cut = L->tcut[gi];
+        const uint32_t n = nt - gi * TSS_PG < TSS_PG ? nt - gi * TSS_PG : TSS_PG;
+        if (gi + 1 < ng) prefetch_group(C, rt + TSS_PG);
+        for (size_t r = 0; r < nr; r++) {
+            const uint32_t *v = V + r * nsp;
+            uint64_t e0 = rt[0], e1 = rt[1], e2 = rt[2], e3 = rt[3], e4 = rt[4], e5 = rt[5], e6 = rt[6],
+                     e7 = rt[7], e8 = rt[8], e9 = rt[9], e10 = rt[10], e11 = rt[11], e12 = rt[12], e13 = rt[13],
+                     e14 = rt[14], e15 = rt[15];
+            for (uint32_t d = cut; d > 0; d--) TSS_STEP16();
+            for (uint32_t d = depth - cut; d > 0; d--) { /* until every lane is at a leaf */
+                uint64_t any = 0;
+                TSS_STEP16_ANY(any);
+                if (!any) break;
+            }
+            double a = acc[r];
+            if (n == TSS_PG) {
+                a += lval[e0]; a += lval[e1]; a += lval[e2]; a += lval[e3];
+                a += lval[e4]; a += lval[e5]; a += lval[e6]; a += lval[e7];
+                a += lval[e8]; a += lval[e9]; a += lval[e10]; a += lval[e11];
+                a += lval[e12]; a += lval[e13]; a += lval[e14]; a += lval[e15];
+            } else { /* the last group: its trees only (adding a padding lane's 0 would turn -0 into +0) */
+                const uint64_t e[TSS_PG] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
+                for (uint32_t k = 0; k < n; k++) a += lval[e[k]];
+            }
+            acc[r] = a;
+        }
+    }
+    for (size_t r = 0; r < nr; r++) out[r] = acc[r];
 }
 
 /* The walk, for float rows (x, the entries cn) or double rows (xd, the entries cnd). */
@@ -965,7 +1074,6 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
     double *D = (double *)((char *)scratch + tss_round64((size_t)TSS_RB * nsp * sizeof(float)));
     /* the top levels' exits and work lists (top_rows), after the leaf values */
     uint32_t *X = (uint32_t *)((char *)D + tss_round64((size_t)TSS_RB * (nt + 64) * sizeof(double)));
-    const double *lval = L->lval;
     for (size_t r0 = 0; r0 < n_rows; r0 += TSS_RB) {
         const size_t nr = n_rows - r0 < TSS_RB ? n_rows - r0 : TSS_RB;
         /* double rows: the float keys and entries, float first ("Float first": exact, and
@@ -991,24 +1099,10 @@ static inline __attribute__((always_inline)) void steps_core(const tss *L, const
             top_rows_n(L, V, nsp, nr, X, out + r0);
             continue;
         }
-        /* the step's asm reads C and V, and says no memory: nothing moves across this */
-        __asm__ volatile("" ::: "memory");
-        for (uint32_t gi = 0; gi < L->n_groups; gi++) {
-            const tss_group *g = &L->groups[gi];
-            const uint32_t *tr = L->gtree + g->first, depth = g->depth;
-            if (gi + 1 < L->n_groups) prefetch_group(C, L->groot + g[1].first);
-            for (size_t r = 0; r < nr; r++) {
-                const uint32_t *v = V + r * nsp, *rt = L->groot + g->first;
-                uint64_t e0 = rt[0], e1 = rt[1], e2 = rt[2], e3 = rt[3], e4 = rt[4], e5 = rt[5], e6 = rt[6],
-                         e7 = rt[7], e8 = rt[8], e9 = rt[9], e10 = rt[10], e11 = rt[11], e12 = rt[12],
-                         e13 = rt[13], e14 = rt[14], e15 = rt[15];
-                for (uint32_t d = depth; d > 0; d--) TSS_STEP16();
-                const uint64_t e[TSS_PG] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
-                double *dr = D + r;
-                for (uint32_t k = 0; k < g->count; k++) dr[(size_t)tr[k] * nr] = lval[e[k]];
-            }
-        }
-        sum_rows(D, nt, nr, L->base_score, out + r0);
+        if (nr == 1) /* (one row: its sum in a register) */
+            walk_rows(L, C, V, nsp, 1, out + r0);
+        else
+            walk_rows(L, C, V, nsp, nr, out + r0);
     }
 }
 
@@ -1109,11 +1203,16 @@ static void split_steps(const tss_state *s, const float *row, uint32_t a, uint32
     /* the step's asm reads C and V, and says no memory: nothing moves across this */
     __asm__ volatile("" ::: "memory");
     for (uint32_t t0 = a; t0 < b; t0 += TSS_PG) {
-        const uint32_t *rt = s->troot + t0;
+        const uint32_t *rt = L->troot + t0, depth = L->tdepth[t0 / TSS_PG], cut = L->tcut[t0 / TSS_PG];
         uint64_t e0 = rt[0], e1 = rt[1], e2 = rt[2], e3 = rt[3], e4 = rt[4], e5 = rt[5], e6 = rt[6], e7 = rt[7],
                  e8 = rt[8], e9 = rt[9], e10 = rt[10], e11 = rt[11], e12 = rt[12], e13 = rt[13], e14 = rt[14],
                  e15 = rt[15];
-        for (uint32_t d = s->tdepth[t0 / TSS_PG]; d > 0; d--) TSS_STEP16();
+        for (uint32_t d = cut; d > 0; d--) TSS_STEP16();
+        for (uint32_t d = depth - cut; d > 0; d--) { /* until every lane is at a leaf */
+            uint64_t any = 0;
+            TSS_STEP16_ANY(any);
+            if (!any) break;
+        }
         const uint64_t e[TSS_PG] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
         const uint32_t n = L->n_trees - t0 < TSS_PG ? L->n_trees - t0 : TSS_PG;
         for (uint32_t k = 0; k < n; k++) vals[t0 - a + k] = L->lval[e[k]];
@@ -1146,19 +1245,6 @@ static void tsimd_tree_values(const void *p, const float *row, uint32_t g0, uint
         split_steps(s, row, a, b, vals, scratch);
     else
         split_supernodes(&s->L, row, a, b, vals, scratch);
-}
-
-/* troot and tdepth ("Split") for the depth steps from the roots. */
-static ts_status build_split(tss_state *s, const ts_model *m, ts_error *err) {
-    const tss *L = &s->L;
-    const size_t ng = ((size_t)L->n_trees + TSS_PG - 1) / TSS_PG;
-    s->troot = calloc(ng * TSS_PG + 1, sizeof *s->troot); /* padding: the spare leaf 0 */
-    s->tdepth = calloc(ng + 1, sizeof *s->tdepth);
-    if (!s->troot || !s->tdepth) return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
-    for (uint32_t i = 0; i < L->n_trees; i++) s->troot[L->gtree[i]] = L->groot[i];
-    for (uint32_t t = 0; t < L->n_trees; t++)
-        if (m->trees[t].depth > s->tdepth[t / TSS_PG]) s->tdepth[t / TSS_PG] = m->trees[t].depth;
-    return TS_OK;
 }
 
 static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **out, tse_layout *layout,
@@ -1199,10 +1285,6 @@ static ts_status tsimd_prepare(const ts_model *m, const tse_config *cfg, void **
         s->kernel = k ? k->kernel : tss_scalar;
     } else {
         k = NULL;
-    }
-    if (s->kernel == tss_steps && !s->L.top && (st = build_split(s, m, err)) != TS_OK) {
-        tsimd_free(s);
-        return st;
     }
     uint64_t n_nodes = s->L.n_super << s->L.levels;
     /* a thread of its own pays from about 1 ms of work (~4 million entries visited) */

@@ -64,12 +64,6 @@ typedef struct tss_cnode {
 #define TSS_PG 16u  /* trees stepped together */
 #define TSS_RB 16u  /* rows stepped through one group of trees before the next group */
 
-typedef struct tss_group {
-    uint32_t first;         /* in groot[] / gtree[] */
-    uint32_t count;         /* <= TSS_PG */
-    uint32_t depth;         /* steps: the deepest tree's depth */
-} tss_group;
-
 /* One row's slot keys (tss_slot_keys), and a double row's float-first keys
  * (tsimd.c tss_slot_keys_up: 0 when the row needs the double keys), by an ISA. */
 struct tss;
@@ -186,14 +180,18 @@ typedef struct tss {
     uint64_t n_super;
     /* Depth steps (tsimd.c "Depth steps"); cn is NULL where a tree or the slots do not
      * fit its 16-bit fields (the supernode kernels score then): */
-    tss_cnode *cn;          /* every tree's entries, trees in groot order; entry 0: a spare leaf;
+    tss_cnode *cn;          /* every tree's entries, in tree order; entry 0: a spare leaf;
                                then, with top, the entries below the top levels (tree order) */
     double *lval;           /* per entry: weight * leaf value (leaf entries), else 0 */
-    uint32_t *groot;        /* trees by depth, deepest first: their root entries, padded
-                               to whole groups with the spare leaf 0 */
-    uint32_t *gtree;        /* the same trees' indices */
-    tss_group *groups;      /* TSS_PG trees of groot at a time */
-    uint32_t n_groups;
+    uint64_t n_cn;          /* entries from the roots (the top levels' copies come after) */
+    uint32_t n_groups;      /* groups of TSS_PG trees: n_trees / TSS_PG rounded up */
+    /* The walks from the roots (tsimd.c "Tree order"): TSS_PG trees in tree order at a
+     * time, group g's trees g TSS_PG .. (each tree's root entry, padded to whole groups
+     * with the spare leaf 0); tdepth[g], the deepest of them; tcut[g] <= tdepth[g], the
+     * steps before the walks check whether every lane is at a leaf. */
+    uint32_t *troot;
+    uint32_t *tdepth;
+    uint32_t *tcut;
     /* Double rows (tsimd.c "Double keys"): set for a model that compares doubles
      * (LightGBM) whose double codes exist (quant.h "Double codes"), else NULL: */
     tss_cnode *cnd;         /* cn's entries with thr = the node's double-threshold index k */
