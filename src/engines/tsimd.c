@@ -422,8 +422,10 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
         n += m->trees[t].n_nodes + m->trees[t].n_leaves;
         if (n > UINT32_MAX) return TS_OK;
     }
+    uint64_t nl = 1; /* leaf values: 0 for the spare leaves, then every tree's, in order */
+    for (uint32_t t = 0; t < m->n_trees; t++) nl += m->trees[t].n_leaves;
     tss_cnode *cn = aligned_alloc(64, (n * sizeof *cn + 63) & ~(size_t)63);
-    L->lval = aligned_alloc(64, (n * sizeof *L->lval + 63) & ~(size_t)63);
+    L->lval = aligned_alloc(64, (nl * sizeof *L->lval + 63) & ~(size_t)63);
     L->tdepth = calloc(ng + 1, sizeof *L->tdepth);
     L->tcut = calloc(ng + 1, sizeof *L->tcut);
     uint32_t *queue = malloc(((size_t)UINT16_MAX + 1) * sizeof *queue);   /* one tree's entries */
@@ -446,7 +448,8 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
     }
     memset(cn, 0, n * sizeof *cn); /* spare leaves: entry 0 and the gaps */
     if (L->cnd) memset(L->cnd, 0, n * sizeof *L->cnd);
-    memset(L->lval, 0, n * sizeof *L->lval);
+    L->lval[0] = 0.0;
+    uint32_t li = 1;
     for (uint32_t t = 0; t < m->n_trees; t++) {
         const tsm_tree *tr = &m->trees[t];
         if (t % TSS_PG == 0) memset(reach, 0, TSS_CUT_DEPTHS * sizeof *reach);
@@ -458,9 +461,9 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
             int32_t c = (int32_t)queue[q];
             if (c < 0) {
                 if (qdepth[q] < TSS_CUT_DEPTHS) reach[qdepth[q]] += ldexp(1.0, -(int)qdepth[q]);
-                cn[base + q] = (tss_cnode){0, 0, 0};
+                cn[base + q] = (tss_cnode){li, 0, 0}; /* a leaf: its value's index */
                 if (L->cnd) L->cnd[base + q] = cn[base + q];
-                L->lval[base + q] = tr->weight * tr->leaf_values[~c];
+                L->lval[li++] = tr->weight * tr->leaf_values[~c];
             } else {
                 const tsm_node *nd = &tr->nodes[c];
                 cn[base + q] = (tss_cnode){tss_key(nd->threshold), (uint16_t)slot_of(keys, nk, slot_key(nd)), (uint16_t)(qn - q)};
@@ -470,7 +473,6 @@ static ts_status build_steps(tss *L, const ts_model *m, ts_error *err, const uin
                     L->cnd[base + q] = cn[base + q];
                     L->cnd[base + q].thr = tsq_code_d(qd, tsq_feature_of(qd, nd->feature), d);
                 }
-                L->lval[base + q] = 0.0;
                 qdepth[qn] = qdepth[q] + 1;
                 queue[qn++] = (uint32_t)nd->left;
                 qdepth[qn] = qdepth[q] + 1;
@@ -1022,6 +1024,9 @@ static inline __attribute__((always_inline)) uint32_t steps_round(const uint64_t
     return k;
 }
 
+/* The value of the leaf at entry E (its index in lval is the entry's thr). */
+#define TSS_LEAF(E) lval[C[E].thr]
+
 /* The nr rows whose slot keys are at V (row r's at V + nsp r) through every tree by the
  * entries C ("Tree order"): each group of TSS_PG trees walks row after row while its
  * entries are in the L1 cache, and each row's sum takes the group's leaf values in tree
@@ -1051,13 +1056,13 @@ static inline __attribute__((always_inline)) void walk_rows(const tss *L, const 
             }
             double a = acc[r];
             if (n == TSS_PG) {
-                a += lval[e0]; a += lval[e1]; a += lval[e2]; a += lval[e3];
-                a += lval[e4]; a += lval[e5]; a += lval[e6]; a += lval[e7];
-                a += lval[e8]; a += lval[e9]; a += lval[e10]; a += lval[e11];
-                a += lval[e12]; a += lval[e13]; a += lval[e14]; a += lval[e15];
+                a += TSS_LEAF(e0); a += TSS_LEAF(e1); a += TSS_LEAF(e2); a += TSS_LEAF(e3);
+                a += TSS_LEAF(e4); a += TSS_LEAF(e5); a += TSS_LEAF(e6); a += TSS_LEAF(e7);
+                a += TSS_LEAF(e8); a += TSS_LEAF(e9); a += TSS_LEAF(e10); a += TSS_LEAF(e11);
+                a += TSS_LEAF(e12); a += TSS_LEAF(e13); a += TSS_LEAF(e14); a += TSS_LEAF(e15);
             } else { /* the last group: its trees only (adding a padding lane's 0 would turn -0 into +0) */
                 const uint64_t e[TSS_PG] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
-                for (uint32_t k = 0; k < n; k++) a += lval[e[k]];
+                for (uint32_t k = 0; k < n; k++) a += TSS_LEAF(e[k]);
             }
             acc[r] = a;
         }
@@ -1215,7 +1220,7 @@ static void split_steps(const tss_state *s, const float *row, uint32_t a, uint32
         }
         const uint64_t e[TSS_PG] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
         const uint32_t n = L->n_trees - t0 < TSS_PG ? L->n_trees - t0 : TSS_PG;
-        for (uint32_t k = 0; k < n; k++) vals[t0 - a + k] = L->lval[e[k]];
+        for (uint32_t k = 0; k < n; k++) vals[t0 - a + k] = L->lval[C[e[k]].thr];
     }
 }
 

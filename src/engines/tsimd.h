@@ -56,7 +56,7 @@
  * e + delta (left) and e + delta + 1 (right), or a leaf (slot 0, always left, delta 0:
  * it steps onto itself). 8 bytes, so that a step is one cache line's part. */
 typedef struct tss_cnode {
-    uint32_t thr;           /* tss_key of the threshold */
+    uint32_t thr;           /* tss_key of the threshold; a leaf: its value's index in lval */
     uint16_t slot;
     uint16_t delta;
 } tss_cnode;
@@ -182,7 +182,9 @@ typedef struct tss {
      * fit its 16-bit fields (the supernode kernels score then): */
     tss_cnode *cn;          /* every tree's entries, in tree order; entry 0: a spare leaf;
                                then, with top, the entries below the top levels (tree order) */
-    double *lval;           /* per entry: weight * leaf value (leaf entries), else 0 */
+    double *lval;           /* weight * leaf value: 0 (the spare leaves), then every tree's leaves;
+                               a leaf's entry holds its index as thr (its step compares it to slot
+                               0's key 0: never right) */
     uint64_t n_cn;          /* entries from the roots (the top levels' copies come after) */
     uint32_t n_groups;      /* groups of TSS_PG trees: n_trees / TSS_PG rounded up */
     /* The walks from the roots (tsimd.c "Tree order"): TSS_PG trees in tree order at a
