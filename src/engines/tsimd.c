@@ -1146,7 +1146,7 @@ static void tss_scalar(const tss *L, const float *x, size_t n_rows, size_t strid
  * top_exits on a view of the top levels that starts at the range's first tree (each
  * per-tree array offset, the wide trees renumbered), then the row's depth steps, as
  * top_rows does for one row; with depth steps from the roots, TSS_PG trees in tree
- * order step together (troot; tdepth, the deepest of them: a leaf steps onto itself);
+ * order step together as walk_rows's groups ("Tree order": until every lane is at a leaf);
  * with the supernode kernels, tree by tree as tss_scalar. Each value is the double the
  * kernels add (the exit leaf's weight * value), so the sum is the same bits.
  */
