@@ -445,6 +445,41 @@ static void test_trees_simd_batches(void) {
     free(got);
 }
 
+/* trees-simd adds only a group's own trees to a row's sum (tsimd.c "Tree order"): on 17
+ * and 33 trees (a last group of one tree, its other lanes padding) whose leaves are all
+ * -0 from a base score of -0, every row's score is -0, as naive's: adding a padding
+ * lane's 0 would give +0. */
+static void test_trees_simd_negative_zero(void) {
+    static const uint32_t trees[] = {17, 33};
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    const size_t n_rows = 20, cols = N_FEATURES, stride = cols;
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double got[20];
+    const double nz = -0.0;
+    for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
+    for (size_t t = 0; t < sizeof trees / sizeof trees[0]; t++) {
+        ts_model *m = random_model(trees[t], 1, 2 + rnd_below(40), 0);
+        m->base_score = nz;
+        for (uint32_t k = 0; k < m->n_trees; k++)
+            for (uint32_t l = 0; l < m->trees[k].n_leaves; l++) m->trees[k].leaf_values[l] = nz;
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            ts_error err;
+            ts_scorer *s = tsimd_at(m, isas[i], 0, &err);
+            if (!s) continue;
+            for (size_t n = 1; n <= n_rows; n += 19) {
+                CHECK_STATUS(ts_scorer_score(s, x, n, cols, stride, got, &err), TS_OK);
+                size_t bad = 0;
+                for (size_t r = 0; r < n; r++) bad += memcmp(&got[r], &nz, sizeof nz) != 0;
+                CHECK_MSG(bad == 0, "trees-simd isa %s, %u trees of -0 leaves, %zu rows: %zu scores are not -0",
+                          ts_isa_name(ts_scorer_isa(s)), m->n_trees, n, bad);
+            }
+            ts_scorer_free(s);
+        }
+        ts_model_free(m);
+    }
+    free(x);
+}
+
 /* trees-simd's top levels by byte masks (tsimd.c "Top levels", with VBMI): feature 0's
  * top-level nodes (the first 6 levels) take exactly n_keys thresholds, top_key(0 ..
  * n_keys - 1), missing going either way (254: the most a keyset takes; 255: no top
@@ -787,6 +822,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_chunk_thresholds);
     RUN_TEST(test_sparse_columns);
     if (!only_rapid) RUN_TEST(test_trees_simd_batches);
+    if (!only_rapid) RUN_TEST(test_trees_simd_negative_zero);
     if (!only_rapid) RUN_TEST(test_trees_simd_top);
     if (!only_rapid) RUN_TEST(test_oblivious_forests);
 }
