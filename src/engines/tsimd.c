@@ -797,50 +797,33 @@ done:
  * the slot's own load instead of two shifts and a zero-extension of the word measured
  * 3-11% faster on AMD Zen 3, AVX2: the step is latency-bound, see docs/benchmarks.md). */
 #if defined(__x86_64__) && defined(__GNUC__)
-#define TSS_STEP(E)                                                                              \
+/* The step, with OR an instruction of its own before the compare, and A its operands. */
+#define TSS_STEP_X(E, OR, ...)                                                                   \
     do {                                                                                         \
         uint64_t w_, s_, d_;                                                                     \
         __asm__("movq (%[c],%[e],8), %[w]\n\t"                                                   \
                 "movzwl 4(%[c],%[e],8), %k[s]\n\t"                                               \
                 "movq %[w], %[d]\n\t"                                                            \
-                "shrq $48, %[d]\n\t"                                                             \
+                "shrq $48, %[d]\n\t" OR                                                          \
                 "cmpl (%[v],%[s],4), %k[w]\n\t"                                                  \
                 "adcq %[d], %[e]"                                                                \
-                : [e] "+r"(E), [w] "=&r"(w_), [s] "=&r"(s_), [d] "=&r"(d_)                       \
+                : [e] "+r"(E), [w] "=&r"(w_), [s] "=&r"(s_), [d] "=&r"(d_) __VA_ARGS__           \
                 : [c] "r"(C), [v] "r"(v)                                                         \
                 : "cc");                                                                         \
     } while (0)
-#else
-#define TSS_STEP(E)                                                                              \
-    do {                                                                                         \
-        const tss_cnode *c_ = &C[E];                                                             \
-        E += c_->delta + (c_->thr < v[c_->slot]);                                                \
-    } while (0)
-#endif
+#define TSS_STEP(E) TSS_STEP_X(E, "", )
 /* A step that also ORs the entry's delta into A (0 after a round of them: every lane
  * was at a leaf). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TSS_STEP_ANY(E, A)                                                                       \
-    do {                                                                                         \
-        uint64_t w_, s_, d_;                                                                     \
-        __asm__("movq (%[c],%[e],8), %[w]\n\t"                                                   \
-                "movzwl 4(%[c],%[e],8), %k[s]\n\t"                                               \
-                "movq %[w], %[d]\n\t"                                                            \
-                "shrq $48, %[d]\n\t"                                                             \
-                "orq %[d], %[a]\n\t"                                                             \
-                "cmpl (%[v],%[s],4), %k[w]\n\t"                                                  \
-                "adcq %[d], %[e]"                                                                \
-                : [e] "+r"(E), [a] "+r"(A), [w] "=&r"(w_), [s] "=&r"(s_), [d] "=&r"(d_)          \
-                : [c] "r"(C), [v] "r"(v)                                                         \
-                : "cc");                                                                         \
-    } while (0)
+#define TSS_STEP_ANY(E, A) TSS_STEP_X(E, "orq %[d], %[a]\n\t", , [a] "+r"(A))
 #else
-#define TSS_STEP_ANY(E, A)                                                                       \
+#define TSS_STEP_X(E, OR)                                                                        \
     do {                                                                                         \
         const tss_cnode *c_ = &C[E];                                                             \
-        A |= c_->delta;                                                                          \
+        OR;                                                                                      \
         E += c_->delta + (c_->thr < v[c_->slot]);                                                \
     } while (0)
+#define TSS_STEP(E) TSS_STEP_X(E, (void)0)
+#define TSS_STEP_ANY(E, A) TSS_STEP_X(E, A |= c_->delta)
 #endif
 #define TSS_STEP16_ANY(A)                                                                        \
     do {                                                                                         \
