@@ -713,7 +713,7 @@ static int top_trees(tss *L, const ts_model *m, top_builder *b, int32_t *queue, 
 
 /* The top levels (above) of the depth-step layout; L->top stays NULL where they do not
  * fit their bytes. keys: the slots' keys (slot_of). The trees' entries below their top
- * levels are appended to cn and lval (top_steps), after the entries from the roots. */
+ * levels are appended to cn (top_steps), after the entries from the roots. */
 static ts_status build_top(tss *L, const ts_model *m, ts_error *err, const uint64_t *keys, uint32_t nk) {
     uint64_t n = L->n_cn, add = 0;
     uint32_t max_entries = 0;
@@ -985,26 +985,6 @@ static void top_rows_n(const tss *L, const uint32_t *V, size_t nsp, size_t nr, u
 static inline __attribute__((always_inline)) void prefetch_group(const tss_cnode *C, const uint32_t *rt) {
     for (uint32_t k = 0; k < TSS_PG; k++)
         for (uint32_t l = 0; l < TSS_PREFETCH_LINES; l++) __builtin_prefetch((const char *)(C + rt[k]) + 64 * l);
-}
-
-/* One round of a row's work list ("Cut"): each item A[j] = (i << 32 | entry), where i is
- * the tree's place in D, steps to its child by the row's slot keys v, whose entry goes
- * to E[i]; the items whose child is a node are kept, in order, at the front of A.
- * Returns how many. Hot loop: no leaf value is read here (a load that misses the cache
- * for every step: the values are read once the walks end). */
-static inline __attribute__((always_inline)) uint32_t steps_round(const uint64_t *C, const uint32_t *v, uint32_t *E,
-                                                                  const uint64_t *restrict A, uint64_t *restrict Z,
-                                                                  uint32_t n) {
-    uint32_t k = 0;
-    for (uint32_t j = 0; j < n; j++) {
-        const uint64_t a = A[j], w = C[(uint32_t)a];
-        const uint32_t right = (uint32_t)w < v[(w >> 32) & 0xffff];
-        const uint32_t e = (uint32_t)a + (uint32_t)(w >> 48) + right;
-        E[a >> 32] = e;
-        Z[k] = (a & ~(uint64_t)UINT32_MAX) | e;
-        k += (C[e] >> 48) != 0;
-    }
-    return k;
 }
 
 /* The value of the leaf at entry E (its index in lval is the entry's thr). */

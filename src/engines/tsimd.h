@@ -238,7 +238,9 @@ typedef struct tss_kernels {
 
 static inline size_t tss_round64(size_t n) { return (n + 63) & ~(size_t)63; }
 /* Scratch: the supernode kernels use one row's slot values and n_trees + 64 exit leaves;
- * depth steps TSS_RB rows' slot values and leaf values (doubles). */
+ * depth steps TSS_RB rows' slot keys, then a part of TSS_RB (n_trees + 64) doubles that
+ * the split's top levels use (tsimd.c split_top: the wide trees renumbered), then the top
+ * levels' exits and work lists. */
 static inline size_t tss_scratch_bytes(const tss *L) {
     return tss_round64((size_t)TSS_RB * L->n_slots_pad * sizeof(float)) +
            tss_round64((size_t)TSS_RB * ((size_t)L->n_trees + 64) * sizeof(double)) +
