@@ -135,12 +135,31 @@ static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m25
     *nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     __m256 absv = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
     *zero = _mm256_castps_si256(_mm256_cmp_ps(absv, _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ));
-    /* quant.h "Block tables", as in the AVX-512 kernel */
-    if (f->blocks != UINT32_MAX) return codes_blocked8(q->blk + f->blocks, v);
+    /* quant.h "Block tables", as in the AVX-512 kernel. A block or chunk table no lane is
+     * above the first threshold of (U_0[0]) counts 0 in every lane (and so do a feature's
+     * later chunks); one every lane is above the last threshold of (P[15], +inf in a table
+     * of fewer than 256) counts 256 (a block table: n): the 8 lanes often share a range of
+     * a feature's values (zeros, small counts), and the two tests cost far less than a
+     * table's lookups (GradientBoosting msn-sgb-500x64, 63 features of 2 chunks: rapid
+     * 1.07x faster at 1,000 rows, Zen 3). */
+    const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+    if (f->blocks != UINT32_MAX) {
+        const float *b = q->blk + f->blocks;
+        if (_mm256_testz_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(b[16]), v)), all)) return _mm256_setzero_si256();
+        if (_mm256_testc_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(q->thr[f->table + f->n_thr - 1]), v)), all))
+            return _mm256_set1_epi32((int)f->n_thr);
+        return codes_blocked8(b, v);
+    }
     if (f->chunks != UINT32_MAX) { /* quant.h "Chunk tables": the chunks' counts added */
-        __m256i code = codes_blocked8(q->blk + f->chunks, v);
-        for (uint32_t c = 1, n = (f->n_thr + TSQ_BLOCK_MAX - 1) / TSQ_BLOCK_MAX; c < n; c++)
-            code = _mm256_add_epi32(code, codes_blocked8(q->blk + f->chunks + (size_t)c * TSQ_BLOCK_FLOATS, v));
+        __m256i code = _mm256_setzero_si256();
+        for (uint32_t c = 0, n = (f->n_thr + TSQ_BLOCK_MAX - 1) / TSQ_BLOCK_MAX; c < n; c++) {
+            const float *b = q->blk + f->chunks + (size_t)c * TSQ_BLOCK_FLOATS;
+            if (_mm256_testz_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(b[16]), v)), all)) break;
+            if (_mm256_testc_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(b[15]), v)), all))
+                code = _mm256_add_epi32(code, _mm256_set1_epi32((int)TSQ_BLOCK_MAX));
+            else
+                code = _mm256_add_epi32(code, codes_blocked8(b, v));
+        }
         return code;
     }
     if (f->n_thr > TSQ_BLOCK_MAX) return codes_search8(q, f, v);
