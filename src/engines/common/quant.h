@@ -64,7 +64,11 @@
  * which the AVX-512 and AVX2 float kernels compute in a few permutes per chunk instead
  * of a binary search with one gather per step (floats only: the double tables have
  * none, and the scalar kernel searches as before; past TSQ_CHUNK_MAX both SIMD kernels
- * take the binary search, a gather per step).
+ * take the binary search, a gather per step). Since T is sorted, a table's count is 0
+ * for every x <= U_0[0] (its first threshold; the later chunks' counts too) and its size
+ * for every x > P[15] (a full table; a block table: x > T[n - 1] gives n): the AVX2
+ * kernel tests its 8 lanes against those two first and looks up only where they differ
+ * (the lanes of a group often share a range of a feature: zeros, small counts).
  *
  * Double codes (tsq_build_f64): a library that compares double inputs with double
  * thresholds (LightGBM: snap(v) <= d, snap(v) = 0.0 when |v| <= TSM_ZERO_RANGE, else v)
