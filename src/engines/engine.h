@@ -80,6 +80,15 @@ typedef struct tse_engine {
 /* plan_candidate for engines with no build step and no better sibling. */
 int tse_plan_always(const ts_model *model, const tse_config *cfg);
 
+/* Whether engines whose work per tree grows with its leaves (QuickScorer's bitvectors: qs,
+ * vqs; rapid's rows) are worth timing: not for forests of more than TSE_BITVECTOR_LEAVES
+ * leaves per tree on average, where they measured 5-45x slower than the best engine
+ * (200 x 1,024 leaves: rapid 16, vqs 57, qs 147 against trees-simd 3.3 us/doc at 1,000
+ * rows; msn-srf-500x4096: 13-18x), while preparing them took 3.1 s of the planner's 13 s
+ * before a first prediction on msn-srf-500x4096 (Zen 3). */
+#define TSE_BITVECTOR_LEAVES 512u
+int tse_plan_bitvectors(const ts_model *model);
+
 extern const tse_engine tse_engine_naive;
 extern const tse_engine tse_engine_qs;
 extern const tse_engine tse_engine_vqs;

@@ -47,15 +47,14 @@ static void qs_score(const void *p, const float *x, size_t n_rows, size_t stride
     qsl_score(&s->L, s->delta, x, n_rows, stride, out, scratch);
 }
 
-/* The planner times qs everywhere: with SIMD, vqs runs the same layout faster on
- * batches, but one row runs qs's scalar kernel in vqs too, on vqs's smaller blocks: qs
- * measured 1.15x faster on one row of 500 x 64-leaf trees and 1.4x on 20,000, and
- * faster still split across threads (its larger blocks, fewer hand-offs). The planner's
- * probe drops it where it cannot win. */
+/* The planner times qs wherever bitvectors may pay (tse_plan_bitvectors): with SIMD, vqs
+ * runs the same layout faster on batches, but one row runs qs's scalar kernel in vqs too,
+ * on vqs's smaller blocks: qs measured 1.15x faster on one row of 500 x 64-leaf trees and
+ * 1.4x on 20,000, and faster still split across threads (its larger blocks, fewer
+ * hand-offs). The planner's probe drops it where it cannot win. */
 static int qs_plan_candidate(const ts_model *m, const tse_config *cfg) {
-    (void)m;
     (void)cfg;
-    return 1;
+    return tse_plan_bitvectors(m);
 }
 
 const tse_engine tse_engine_qs = {

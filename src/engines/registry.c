@@ -32,6 +32,12 @@ int tse_plan_always(const ts_model *model, const tse_config *cfg) {
     return 1;
 }
 
+int tse_plan_bitvectors(const ts_model *model) {
+    uint64_t leaves = 0;
+    for (uint32_t t = 0; t < model->n_trees; t++) leaves += model->trees[t].n_leaves;
+    return leaves <= (uint64_t)TSE_BITVECTOR_LEAVES * model->n_trees;
+}
+
 const tse_engine *tse_engine_get(ts_engine id) {
     for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
         if (engines[i]->id == id) return engines[i];

@@ -106,8 +106,7 @@ static void vqs_score(const void *p, const float *x, size_t n_rows, size_t strid
 
 /* The planner times vqs whenever the CPU has SIMD (qs otherwise). */
 static int vqs_plan_candidate(const ts_model *m, const tse_config *cfg) {
-    (void)m;
-    return cfg->isa > TS_ISA_SCALAR;
+    return cfg->isa > TS_ISA_SCALAR && tse_plan_bitvectors(m);
 }
 
 const tse_engine tse_engine_vqs = {

@@ -92,13 +92,21 @@ static uint32_t max_leaves(const ts_model *m) {
     return w;
 }
 
+/* A model of 1,000 nodes or more (rapid's own bound: below it a document's codes cost
+ * about as much as its trees). */
+static int big_model(const ts_model *m) {
+    uint64_t nodes = 0;
+    for (uint32_t t = 0; t < m->n_trees; t++) nodes += m->trees[t].n_nodes;
+    return nodes >= 1000;
+}
+
 /* Measured with treescore bench on LightGBM lambdarank models (docs/benchmarks.md):
  * QuickScorer visits every false node (about 40% of all nodes) where a root-to-leaf walk
  * visits the depth, so it wins on trees of up to 64 leaves (vqs 4-9x over naive) and
  * loses on wider ones (qs/naive 0.93x at 127 leaves, 0.43x at 255), where the
  * branch-free vpred walk is fastest. */
-/* rapid: batches of at least RAPID_RULE_BATCH rows, on models rapid times itself on
- * (plan_candidate: 1,000 nodes or more). Measured (docs/benchmarks.md, AVX2, one thread):
+/* rapid: batches of at least RAPID_RULE_BATCH rows, on models of 1,000 nodes or more
+ * whose trees are not too wide for its rows (tse_plan_bitvectors). Measured (docs/benchmarks.md, AVX2, one thread):
  * on msn-lgb-1000x64 rapid took 11.3 us/doc at batch 10 (vqs 16.7, ifelse 15.3), 2.9 at
  * 100 (vqs 11.4), and lost only at batch 1 (95 against vqs's 28); 64-lane AVX-512 groups
  * waste more on tiny batches, hence a margin. */
@@ -137,7 +145,7 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
     uint32_t w = max_leaves(m);
     ts_engine e;
     tse_config cfg = {isa, 0, 0, 0, 1};
-    const int big = tse_engine_rapid.plan_candidate(m, &cfg) != 0;
+    const int big = big_model(m);
     const int vbmi = isa >= TS_ISA_AVX512 && (tsr_cpu_features() & TSR_CPU_AVX512VBMI) != 0;
     const unsigned rapid_from = isa == TS_ISA_AVX2 ? RAPID_RULE_BATCH_AVX2 : RAPID_RULE_BATCH;
     if (batch >= OBLIVIOUS_RULE_BATCH && tse_engine_oblivious.plan_candidate(m, &cfg)) {
@@ -152,7 +160,7 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
                  "rule of thumb: batches of %u rows (>= %u) on trees of more than 256 leaves on average: each "
                  "document walks only its own path, 16 walks interleaved, deep",
                  batch, DEEP_RULE_BATCH);
-    } else if (batch >= rapid_from && isa >= TS_ISA_AVX2 && big) {
+    } else if (batch >= rapid_from && isa >= TS_ISA_AVX2 && big && tse_plan_bitvectors(m)) {
         e = TS_ENGINE_RAPID;
         snprintf(why, why_size,
                  "rule of thumb: batches of %u rows (>= %u%s) on a model of 1,000 nodes or more: exact feature codes "

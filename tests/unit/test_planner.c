@@ -443,6 +443,35 @@ static void test_split_capped_at_cpus(void) {
     ts_model_free(m);
 }
 
+/* Forests of more than TSE_BITVECTOR_LEAVES leaves per tree: the planner times neither
+ * QuickScorer's engines nor rapid (their prepare alone took seconds on a forest of
+ * 4,096-leaf trees, and they lose there), the rule never picks rapid, and the scores stay
+ * naive's. */
+static void test_wide_forest_candidates(void) {
+    ts_model *m = tb_complete_forest(4, 599, 20, 11); /* 600 leaves per tree */
+    CHECK(m != NULL);
+    if (!m) return;
+    ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 1000);
+    const char *r = ts_scorer_plan_report(s);
+    CHECK(strstr(r, "  qs ") == NULL && strstr(r, "  vqs ") == NULL && strstr(r, "  rapid ") == NULL);
+    CHECK(strstr(r, "  deep ") != NULL);
+    check_same_scores(m, s);
+    ts_scorer_free(s);
+    for (uint32_t b = 1; b <= 64; b++) {
+        char why[256];
+        CHECK(tsp_plan_rule(m, ts_cpu_isa(), b, why, sizeof why) != TS_ENGINE_RAPID);
+    }
+    ts_model *narrow = tb_complete_forest(4, 255, 20, 11); /* 256 leaves: still timed */
+    CHECK(narrow != NULL);
+    if (narrow) {
+        s = make(narrow, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 1000);
+        CHECK(strstr(ts_scorer_plan_report(s), "  qs ") != NULL);
+        ts_scorer_free(s);
+    }
+    ts_model_free(narrow);
+    ts_model_free(m);
+}
+
 int main(void) {
     test_range_table();
     test_split_capped_at_cpus();
@@ -469,6 +498,7 @@ int main(void) {
     }
     test_split_trees();
     test_split_engine_for();
+    test_wide_forest_candidates();
     ts_model_free(m);
     unlink(wisdom);
     rmdir(dir);
