@@ -89,6 +89,11 @@ int tse_plan_always(const ts_model *model, const tse_config *cfg);
 #define TSE_BITVECTOR_LEAVES 512u
 int tse_plan_bitvectors(const ts_model *model);
 
+/* A model of at least 1,000 nodes: one where quantizing a document (rapid's codes) costs
+ * little beside scoring it (below that, about as much as its trees). rapid's candidacy
+ * and the planner's rule of thumb both read it. */
+int tse_model_big(const ts_model *model);
+
 extern const tse_engine tse_engine_naive;
 extern const tse_engine tse_engine_qs;
 extern const tse_engine tse_engine_vqs;

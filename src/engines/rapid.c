@@ -275,14 +275,11 @@ static int rapid_score_f64(const void *p, const double *x, size_t n_rows, size_t
 }
 
 /* The planner times rapid on models where quantizing a document costs little beside
- * scoring it: at least 1,000 nodes (below that a document's codes cost about as much as
- * its trees), and whose trees are not so wide that rows of leaves lose
+ * scoring it (tse_model_big) and whose trees are not so wide that rows of leaves lose
  * (tse_plan_bitvectors). */
 static int rapid_plan_candidate(const ts_model *m, const tse_config *cfg) {
     (void)cfg;
-    uint64_t nodes = 0;
-    for (uint32_t t = 0; t < m->n_trees; t++) nodes += m->trees[t].n_nodes;
-    return nodes >= 1000 && tse_plan_bitvectors(m);
+    return tse_model_big(m) && tse_plan_bitvectors(m);
 }
 
 const tse_engine tse_engine_rapid = {

@@ -32,6 +32,12 @@ int tse_plan_always(const ts_model *model, const tse_config *cfg) {
     return 1;
 }
 
+int tse_model_big(const ts_model *model) {
+    uint64_t nodes = 0;
+    for (uint32_t t = 0; t < model->n_trees; t++) nodes += model->trees[t].n_nodes;
+    return nodes >= 1000;
+}
+
 int tse_plan_bitvectors(const ts_model *model) {
     uint64_t leaves = 0;
     for (uint32_t t = 0; t < model->n_trees; t++) leaves += model->trees[t].n_leaves;

@@ -104,7 +104,8 @@ static void vqs_score(const void *p, const float *x, size_t n_rows, size_t strid
         qsl_score(&s->L, s->delta, x, n_rows, stride, out, scratch);
 }
 
-/* The planner times vqs whenever the CPU has SIMD (qs otherwise). */
+/* The planner times vqs whenever the CPU has SIMD (qs otherwise), on trees narrow enough
+ * for bitvectors (tse_plan_bitvectors). */
 static int vqs_plan_candidate(const ts_model *m, const tse_config *cfg) {
     return cfg->isa > TS_ISA_SCALAR && tse_plan_bitvectors(m);
 }

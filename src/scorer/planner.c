@@ -92,22 +92,14 @@ static uint32_t max_leaves(const ts_model *m) {
     return w;
 }
 
-/* A model of 1,000 nodes or more (rapid's own bound: below it a document's codes cost
- * about as much as its trees). */
-static int big_model(const ts_model *m) {
-    uint64_t nodes = 0;
-    for (uint32_t t = 0; t < m->n_trees; t++) nodes += m->trees[t].n_nodes;
-    return nodes >= 1000;
-}
-
 /* Measured with treescore bench on LightGBM lambdarank models (docs/benchmarks.md):
  * QuickScorer visits every false node (about 40% of all nodes) where a root-to-leaf walk
  * visits the depth, so it wins on trees of up to 64 leaves (vqs 4-9x over naive) and
  * loses on wider ones (qs/naive 0.93x at 127 leaves, 0.43x at 255), where the
  * branch-free vpred walk is fastest. */
 /* rapid: batches of at least RAPID_RULE_BATCH rows, on models of 1,000 nodes or more
- * whose trees are not too wide for its rows (tse_plan_bitvectors). Measured (docs/benchmarks.md, AVX2, one thread):
- * on msn-lgb-1000x64 rapid took 11.3 us/doc at batch 10 (vqs 16.7, ifelse 15.3), 2.9 at
+ * (tse_model_big) whose trees are not too wide for its rows (tse_plan_bitvectors).
+ * Measured (docs/benchmarks.md, AVX2, one thread): on msn-lgb-1000x64 rapid took 11.3 us/doc at batch 10 (vqs 16.7, ifelse 15.3), 2.9 at
  * 100 (vqs 11.4), and lost only at batch 1 (95 against vqs's 28); 64-lane AVX-512 groups
  * waste more on tiny batches, hence a margin. */
 #define RAPID_RULE_BATCH 32u
@@ -145,7 +137,7 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
     uint32_t w = max_leaves(m);
     ts_engine e;
     tse_config cfg = {isa, 0, 0, 0, 1};
-    const int big = big_model(m);
+    const int big = tse_model_big(m);
     const int vbmi = isa >= TS_ISA_AVX512 && (tsr_cpu_features() & TSR_CPU_AVX512VBMI) != 0;
     const unsigned rapid_from = isa == TS_ISA_AVX2 ? RAPID_RULE_BATCH_AVX2 : RAPID_RULE_BATCH;
     if (batch >= OBLIVIOUS_RULE_BATCH && tse_engine_oblivious.plan_candidate(m, &cfg)) {
