@@ -527,7 +527,10 @@ static int cmp_pair(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id ? 1 : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
+/* p sorted by id, ids distinct (checked first): ids 0 .. n - 1 (the converters' own
+ * numbering) are their own positions, else a binary search. */
 static const idpair *find_pair(const idpair *p, size_t n, int64_t id) {
+    if (n && p[0].id == 0 && p[n - 1].id == (int64_t)n - 1) return id >= 0 && id < (int64_t)n ? &p[id] : NULL;
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -540,8 +543,9 @@ static const idpair *find_pair(const idpair *p, size_t n, int64_t id) {
 static int mode_of(const ox *c, span s) {
     static const char *const names[] = {"BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT",
                                         "BRANCH_EQ",  "BRANCH_NEQ", "BRANCH_MEMBER", "LEAF"};
+    static const size_t lens[] = {10, 9, 10, 9, 9, 10, 13, 4};
     for (int i = 0; i < 8; i++)
-        if (span_is(c, s, names[i])) return i;
+        if (s.len == lens[i] && memcmp(c->buf + s.pos, names[i], lens[i]) == 0) return i;
     return -1;
 }
 
@@ -746,11 +750,13 @@ static ts_status read_v3(ox *c, const gnode *n, int classifier) {
             /* tree [tree_start, i): map its node ids */
             size_t m = i - tree_start;
             idpair *ids = a.ids + tree_start;
+            int sorted = 1;
             for (size_t j = 0; j < m; j++) {
                 ids[j].id = a.nodeids[tree_start + j];
                 ids[j].idx = tree_start + j;
+                sorted &= j == 0 || ids[j].id > ids[j - 1].id;
             }
-            qsort(ids, m, sizeof *ids, cmp_pair);
+            if (!sorted) qsort(ids, m, sizeof *ids, cmp_pair);
             for (size_t j = 1; j < m; j++)
                 if (ids[j].id == ids[j - 1].id)
                     TRY(fail(c, TS_ERR_INVALID_MODEL, "tree %lld: node id %lld appears twice",
@@ -1286,7 +1292,7 @@ static ts_status check_forest(ox *c) {
         while (sp && st == TS_OK) {
             const xnode *x = &e->x[stack[--sp]];
             if (x->mode == M_LEAF) continue;
-            for (int side = 0; side < 2; side++) {
+            for (int side = 1; side >= 0; side--) { /* the true child popped first (nodes in file order) */
                 size_t ch = (size_t)(side ? x->f : x->t);
                 if (e->x[ch].mode == M_LEAF) continue; /* a leaf is values: two parents may name it */
                 if (seen[ch]) {
@@ -1366,7 +1372,9 @@ static ts_status build(ox *c, ts_model **out) {
             while (m.sp && single) {
                 const xnode *x = &e->x[m.stack[--m.sp].x];
                 if (x->mode != M_LEAF) {
-                    if (!push(&m, (size_t)x->t, 0, 0) || !push(&m, (size_t)x->f, 0, 0)) { st = oom(c); break; }
+                    /* (true child popped first: in a file numbered depth first, as the
+                     * converters number, the walk reads the nodes in order) */
+                    if (!push(&m, (size_t)x->f, 0, 0) || !push(&m, (size_t)x->t, 0, 0)) { st = oom(c); break; }
                     continue;
                 }
                 size_t xi = (size_t)(x - e->x);
