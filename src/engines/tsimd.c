@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/distinct.h"
 #include "common/error.h"
 #include "engines/common/quant.h"
 #include "engines/tsimd.h"
@@ -170,10 +171,12 @@ static ts_status build(tss *L, const ts_model *m, ts_error *err) {
     uint32_t nk = 0;
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) keys[nk++] = slot_key(&m->trees[t].nodes[i]);
-    qsort(keys, nk, sizeof *keys, cmp_u64);
-    uint32_t u = 0;
-    for (uint32_t i = 0; i < nk; i++)
-        if (u == 0 || keys[i] != keys[u - 1]) keys[u++] = keys[i];
+    const size_t nu = ts_distinct_u64(keys, nk);
+    if (nu == SIZE_MAX) {
+        free(keys);
+        return ts_fail(err, TS_ERR_NO_MEMORY, "trees-simd: out of memory");
+    }
+    const uint32_t u = (uint32_t)nu;
     L->n_slots = u + 1;
     L->n_slots_pad = (L->n_slots + TSS_LANES_MAX - 1) / TSS_LANES_MAX * TSS_LANES_MAX;
     L->slot_col = calloc(L->n_slots_pad, sizeof *L->slot_col);

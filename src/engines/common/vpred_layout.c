@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/distinct.h"
 #include "common/error.h"
 #include "platform/cpu_caches.h"
 
@@ -49,11 +50,6 @@ static uint32_t column_code(const tsm_node *n) {
     return n->feature * 4u + rule;
 }
 
-static int cmp_u32(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The distinct column codes of all nodes, sorted (so that key rows read features in
  * ascending order). *codes_out is malloc'ed; NULL with n 0 when there are no nodes. */
 static ts_status collect_codes(const ts_model *m, uint64_t n_internal, uint32_t **codes_out, uint32_t *n_out) {
@@ -65,10 +61,11 @@ static ts_status collect_codes(const ts_model *m, uint64_t n_internal, uint32_t 
     size_t k = 0;
     for (uint32_t t = 0; t < m->n_trees; t++)
         for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) codes[k++] = column_code(&m->trees[t].nodes[i]);
-    qsort(codes, k, sizeof *codes, cmp_u32);
-    size_t u = 0;
-    for (size_t i = 0; i < k; i++)
-        if (u == 0 || codes[u - 1] != codes[i]) codes[u++] = codes[i];
+    const size_t u = ts_distinct_u32(codes, k);
+    if (u == SIZE_MAX) {
+        free(codes);
+        return TS_ERR_NO_MEMORY;
+    }
     *codes_out = codes;
     *n_out = (uint32_t)u;
     return TS_OK;
