@@ -20,6 +20,7 @@
 #include "platform/cc.h"
 #include "platform/clock.h"
 #include "platform/config.h"
+#include "platform/cpu.h"
 #include "platform/notes.h"
 
 /*
@@ -114,7 +115,7 @@ typedef struct keys {
 
 static void make_keys(const ts_model *m, const tsr_cc *cc, const char *opt, keys *k) {
     unsigned char digest[32];
-    tsm_model_sha256(m, digest);
+    tsm_model_sha256(m, (tsr_cpu_features() & TSR_CPU_SHA) != 0, digest);
     tsm_sha256 c;
     tsm_sha256_init(&c);
     uint32_t version = TSIF_CODEGEN_VERSION;

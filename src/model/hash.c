@@ -4,6 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 /* Each lane absorbs 8-byte words w as h = mix(h ^ w) with its own odd multiplier; the
  * final avalanche makes every input bit reach every output bit. The tail is padded with
  * its length so that "ab" and "ab\0" differ. */
@@ -124,12 +128,71 @@ static void sha_block(uint32_t st[8], const unsigned char *p) {
     st[0] += a, st[1] += b, st[2] += c, st[3] += d, st[4] += e, st[5] += f, st[6] += g, st[7] += h;
 }
 
-void tsm_sha256_init(tsm_sha256 *c) {
+#if defined(__x86_64__) || defined(__i386__)
+/*
+ * n blocks with the SHA extensions (Intel's SHA-NI reference sequence): the state as the
+ * two registers ABEF and CDGH that SHA256RNDS2 works on, four rounds per pair of RNDS2
+ * (the message words plus K in the low then the high half), the schedule's next four
+ * words W[t..t+3] = MSG2(MSG1(W[t-16..], W[t-12..]) + W[t-7..t-4], W[t-4..]). Compiled
+ * for SHA, SSSE3 and SSE4.1 here only (a target attribute: the file stays generic);
+ * called only when the caller says the CPU has them.
+ */
+__attribute__((target("sha,ssse3,sse4.1"))) static void sha_blocks_ni(uint32_t st[8], const unsigned char *p,
+                                                                       size_t n) {
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
+    __m128i t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)st), 0xB1);  /* CDAB */
+    __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)(st + 4)), 0x1B); /* EFGH */
+    __m128i s0 = _mm_alignr_epi8(t, s1, 8);                                        /* ABEF */
+    s1 = _mm_blend_epi16(s1, t, 0xF0);                                             /* CDGH */
+    for (; n; n--, p += 64) {
+        const __m128i abef = s0, cdgh = s1;
+        __m128i w[4];
+        for (int i = 0; i < 16; i++) {
+            __m128i m;
+            if (i < 4) {
+                m = w[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), bswap);
+            } else { /* w[i % 4] held W of group i - 4 */
+                m = _mm_sha256msg1_epu32(w[i % 4], w[(i + 1) % 4]);
+                m = _mm_add_epi32(m, _mm_alignr_epi8(w[(i + 3) % 4], w[(i + 2) % 4], 4));
+                m = w[i % 4] = _mm_sha256msg2_epu32(m, w[(i + 3) % 4]);
+            }
+            m = _mm_add_epi32(m, _mm_loadu_si128((const __m128i *)(SHA_K + 4 * i)));
+            s1 = _mm_sha256rnds2_epu32(s1, s0, m);
+            s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(m, 0x0E));
+        }
+        s0 = _mm_add_epi32(s0, abef);
+        s1 = _mm_add_epi32(s1, cdgh);
+    }
+    t = _mm_shuffle_epi32(s0, 0x1B);       /* FEBA */
+    s1 = _mm_shuffle_epi32(s1, 0xB1);      /* DCHG */
+    _mm_storeu_si128((__m128i *)st, _mm_blend_epi16(t, s1, 0xF0));      /* DCBA */
+    _mm_storeu_si128((__m128i *)(st + 4), _mm_alignr_epi8(s1, t, 8));   /* HGFE */
+}
+#define SHA_NI_BUILT 1
+#else
+#define SHA_NI_BUILT 0
+#endif
+
+/* n whole blocks at p into c's state. */
+static void sha_blocks(tsm_sha256 *c, const unsigned char *p, size_t n) {
+#if SHA_NI_BUILT
+    if (c->ni) {
+        sha_blocks_ni(c->state, p, n);
+        return;
+    }
+#endif
+    for (; n; n--, p += 64) sha_block(c->state, p);
+}
+
+void tsm_sha256_init_ni(tsm_sha256 *c, int sha_ni) {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(c->state, iv, sizeof iv);
     c->bytes = 0;
+    c->ni = SHA_NI_BUILT && sha_ni;
 }
+
+void tsm_sha256_init(tsm_sha256 *c) { tsm_sha256_init_ni(c, 0); }
 
 void tsm_sha256_update(tsm_sha256 *c, const void *data, size_t len) {
     const unsigned char *p = data;
@@ -141,9 +204,11 @@ void tsm_sha256_update(tsm_sha256 *c, const void *data, size_t len) {
         p += take;
         len -= take;
         if (used + take < 64) return;
-        sha_block(c->state, c->block);
+        sha_blocks(c, c->block, 1);
     }
-    for (; len >= 64; p += 64, len -= 64) sha_block(c->state, p);
+    sha_blocks(c, p, len / 64);
+    p += len / 64 * 64;
+    len %= 64;
     if (len) memcpy(c->block, p, len);
 }
 
@@ -159,9 +224,9 @@ void tsm_sha256_final(tsm_sha256 *c, unsigned char digest[32]) {
 
 static void feed_sha(void *ctx, const void *p, size_t n) { tsm_sha256_update(ctx, p, n); }
 
-void tsm_model_sha256(const ts_model *m, unsigned char digest[32]) {
+void tsm_model_sha256(const ts_model *m, int sha_ni, unsigned char digest[32]) {
     tsm_sha256 c;
-    tsm_sha256_init(&c);
+    tsm_sha256_init_ni(&c, sha_ni);
     feed_model(m, feed_sha, &c);
     tsm_sha256_final(&c, digest);
 }

@@ -32,16 +32,21 @@ typedef struct tsm_sha256 {
     uint32_t state[8];
     uint64_t bytes;             /* total length absorbed */
     unsigned char block[64];    /* the pending partial block: bytes % 64 of them */
+    int ni;                     /* blocks compressed with the SHA extensions */
 } tsm_sha256;
 
 void tsm_sha256_init(tsm_sha256 *c);
+/* The same, compressing with the x86 SHA extensions when sha_ni is not 0: only where the
+ * CPU has them (platform/cpu.h TSR_CPU_SHA; the caller asks, this layer does not detect).
+ * The same digests (test_cache_trust), about 5x faster (a 4-million-node forest: 0.3 s). */
+void tsm_sha256_init_ni(tsm_sha256 *c, int sha_ni);
 void tsm_sha256_update(tsm_sha256 *c, const void *data, size_t len);
 void tsm_sha256_final(tsm_sha256 *c, unsigned char digest[32]);
 
 /* The SHA-256 of the same content tsm_model_hash covers (in the same order, each
  * field little-endian as stored), so two models with the same digest score alike
  * unless someone broke SHA-256. */
-void tsm_model_sha256(const ts_model *m, unsigned char digest[32]);
+void tsm_model_sha256(const ts_model *m, int sha_ni, unsigned char digest[32]);
 
 /* 2 * n lowercase hex digits of bytes and a NUL into out (2 * n + 1 bytes). */
 void tsm_hex(const unsigned char *bytes, size_t n, char *out);

@@ -72,6 +72,7 @@ static uint32_t detect_x86(void) {
         if (bit(b7, 3)) f |= TSR_CPU_BMI1;
         if (bit(b7, 8)) f |= TSR_CPU_BMI2;
         if (bit(c7, 8)) f |= TSR_CPU_GFNI;
+        if (bit(b7, 29) && bit(c, 9) && bit(c, 19)) f |= TSR_CPU_SHA; /* with SSSE3, SSE4.1 */
         if (ymm && bit(b7, 5)) f |= TSR_CPU_AVX2;
         if (zmm) {
             if (bit(b7, 16)) f |= TSR_CPU_AVX512F;

@@ -30,6 +30,9 @@
  * (rapid's GFNI update, src/engines/rapid.c). */
 #define TSR_CPU_INTEL      (1u << 16)
 #define TSR_CPU_AVX512VBMI (1u << 17) /* VPERMB, VPERMI2B (with the ZMM state) */
+/* Not an ISA level's: the SHA extensions (SHA256RNDS2 ...) and SSSE3/SSE4.1, which the
+ * SHA-256 of ifelse's cache keys uses (model/hash.h tsm_sha256_init_ni). */
+#define TSR_CPU_SHA        (1u << 18)
 
 /* What the CPU and OS support (OS: XCR0 enables the YMM / ZMM state), detected on the
  * first call and cached; thread-safe. 0 on other architectures. */

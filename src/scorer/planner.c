@@ -224,7 +224,9 @@ static void make_key(const ts_model *m, const tse_config *cfg, unsigned threads,
     char brand[TSR_CPU_BRAND_SIZE];
     tsr_cpu_brand(brand);
     const tsr_caches *c = tsr_cache_sizes();
-    uint64_t words[4] = {tsr_cpu_features(), c->l1d, c->l2, c->l3};
+    /* (not the SHA extensions' bit: no engine's speed depends on it, and answers timed
+     * before it was detected stay valid) */
+    uint64_t words[4] = {tsr_cpu_features() & ~TSR_CPU_SHA, c->l1d, c->l2, c->l3};
     tsm_hash ch = tsm_hash_init();
     tsm_hash_bytes(&ch, brand, strlen(brand));
     tsm_hash_bytes(&ch, words, sizeof words);
