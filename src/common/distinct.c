@@ -13,46 +13,38 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The bitmap of values 0 .. max (max < TS_DISTINCT_MAX), zeroed; NULL when out of memory. */
-static uint64_t *new_bitmap(uint64_t max, size_t *words) {
-    *words = (size_t)(max / 64) + 1;
-    return calloc(*words, sizeof(uint64_t));
+/* v's i-th value and its store, for either width (4 or 8 bytes). */
+static uint64_t get(const void *v, size_t width, size_t i) {
+    return width == 4 ? ((const uint32_t *)v)[i] : ((const uint64_t *)v)[i];
+}
+static void put(void *v, size_t width, size_t i, uint64_t x) {
+    if (width == 4) ((uint32_t *)v)[i] = (uint32_t)x;
+    else ((uint64_t *)v)[i] = x;
 }
 
-size_t ts_distinct_u32(uint32_t *v, size_t n) {
-    uint32_t max = 0;
-    for (size_t i = 0; i < n; i++) max = v[i] > max ? v[i] : max;
-    size_t u = 0, words;
-    if (max >= TS_DISTINCT_MAX) { /* sorted, repeats dropped */
-        qsort(v, n, sizeof *v, cmp_u32);
-        for (size_t i = 0; i < n; i++)
-            if (u == 0 || v[u - 1] != v[i]) v[u++] = v[i];
-        return u;
-    }
-    uint64_t *bits = new_bitmap(max, &words);
-    if (!bits) return SIZE_MAX;
-    for (size_t i = 0; i < n; i++) bits[v[i] / 64] |= 1ull << (v[i] % 64);
-    for (size_t w = 0; w < words; w++)
-        for (uint64_t b = bits[w]; b; b &= b - 1) v[u++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
-    free(bits);
-    return u;
-}
-
-size_t ts_distinct_u64(uint64_t *v, size_t n) {
+/* distinct.h's two functions: values of `width` bytes. */
+static size_t distinct(void *v, size_t n, size_t width) {
     uint64_t max = 0;
-    for (size_t i = 0; i < n; i++) max = v[i] > max ? v[i] : max;
-    size_t u = 0, words;
-    if (max >= TS_DISTINCT_MAX) {
-        qsort(v, n, sizeof *v, cmp_u64);
+    for (size_t i = 0; i < n; i++) max = get(v, width, i) > max ? get(v, width, i) : max;
+    size_t u = 0;
+    if (max >= TS_DISTINCT_MAX) { /* sorted, repeats dropped */
+        qsort(v, n, width, width == 4 ? cmp_u32 : cmp_u64);
         for (size_t i = 0; i < n; i++)
-            if (u == 0 || v[u - 1] != v[i]) v[u++] = v[i];
+            if (u == 0 || get(v, width, u - 1) != get(v, width, i)) put(v, width, u++, get(v, width, i));
         return u;
     }
-    uint64_t *bits = new_bitmap(max, &words);
+    const size_t words = (size_t)(max / 64) + 1;
+    uint64_t *bits = calloc(words, sizeof *bits);
     if (!bits) return SIZE_MAX;
-    for (size_t i = 0; i < n; i++) bits[v[i] / 64] |= 1ull << (v[i] % 64);
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t x = get(v, width, i);
+        bits[x / 64] |= 1ull << (x % 64);
+    }
     for (size_t w = 0; w < words; w++)
-        for (uint64_t b = bits[w]; b; b &= b - 1) v[u++] = (uint64_t)w * 64 + (uint64_t)__builtin_ctzll(b);
+        for (uint64_t b = bits[w]; b; b &= b - 1) put(v, width, u++, (uint64_t)w * 64 + (uint64_t)__builtin_ctzll(b));
     free(bits);
     return u;
 }
+
+size_t ts_distinct_u32(uint32_t *v, size_t n) { return distinct(v, n, sizeof *v); }
+size_t ts_distinct_u64(uint64_t *v, size_t n) { return distinct(v, n, sizeof *v); }
