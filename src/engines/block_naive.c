@@ -135,5 +135,5 @@ static void bn_score(const void *p, const float *x, size_t n_rows, size_t stride
 
 const tse_engine tse_engine_block_naive = {
     .id = TS_ENGINE_BLOCK_NAIVE, .name = "block-naive", .prepare = bn_prepare, .score = bn_score, .free = bn_free,
-    .plan_candidate = tse_plan_always,
+    .plan_candidate = tse_plan_plain_walks,
 };

@@ -686,9 +686,7 @@ static void deep_score(const void *p, const float *x, size_t n_rows, size_t stri
  * lengthen the planning). */
 static int deep_plan_candidate(const ts_model *m, const tse_config *cfg) {
     (void)cfg;
-    uint64_t leaves = 0;
-    for (uint32_t t = 0; t < m->n_trees; t++) leaves += m->trees[t].n_leaves;
-    return m->n_trees && leaves > 256u * (uint64_t)m->n_trees;
+    return tse_model_deep(m);
 }
 
 const tse_engine tse_engine_deep = {

@@ -89,6 +89,17 @@ int tse_plan_always(const ts_model *model, const tse_config *cfg);
 #define TSE_BITVECTOR_LEAVES 512u
 int tse_plan_bitvectors(const ts_model *model);
 
+/* A forest of deep trees: more than TSE_DEEP_LEAVES leaves per tree on average (scikit-
+ * learn's fully grown forests), where deep is a candidate (elsewhere rapid, vqs and
+ * trees-simd are faster) and the plain walks are not: naive and block-naive walk the same
+ * paths one at a time, which deep interleaves, and trees-simd takes the small batches
+ * (msn-srf-500x4096, Zen 3: both 2-9x slower than the best engine in every batch range,
+ * and their timings took about 0.6 s of a cold plan). */
+#define TSE_DEEP_LEAVES 256u
+int tse_model_deep(const ts_model *model);
+/* plan_candidate of naive and block-naive: every model but a deep forest. */
+int tse_plan_plain_walks(const ts_model *model, const tse_config *cfg);
+
 /* A model of at least 1,000 nodes: one where quantizing a document (rapid's codes) costs
  * little beside scoring it (below that, about as much as its trees). rapid's candidacy
  * and the planner's rule of thumb both read it. */

@@ -110,6 +110,6 @@ static void naive_tree_values(const void *p, const float *row, uint32_t g0, uint
 
 const tse_engine tse_engine_naive = {
     .id = TS_ENGINE_NAIVE, .name = "naive", .prepare = naive_prepare, .score = naive_score, .free = naive_free,
-    .plan_candidate = tse_plan_always, .tree_groups = naive_groups,
+    .plan_candidate = tse_plan_plain_walks, .tree_groups = naive_groups,
     .tree_group_first = naive_group_first, .tree_values = naive_tree_values,
 };

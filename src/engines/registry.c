@@ -32,6 +32,17 @@ int tse_plan_always(const ts_model *model, const tse_config *cfg) {
     return 1;
 }
 
+int tse_model_deep(const ts_model *model) {
+    uint64_t leaves = 0;
+    for (uint32_t t = 0; t < model->n_trees; t++) leaves += model->trees[t].n_leaves;
+    return model->n_trees && leaves > (uint64_t)TSE_DEEP_LEAVES * model->n_trees;
+}
+
+int tse_plan_plain_walks(const ts_model *model, const tse_config *cfg) {
+    (void)cfg;
+    return !tse_model_deep(model);
+}
+
 int tse_model_big(const ts_model *model) {
     uint64_t nodes = 0;
     for (uint32_t t = 0; t < model->n_trees; t++) nodes += model->trees[t].n_nodes;

@@ -455,6 +455,7 @@ static void test_wide_forest_candidates(void) {
     const char *r = ts_scorer_plan_report(s);
     CHECK(strstr(r, "  qs ") == NULL && strstr(r, "  vqs ") == NULL && strstr(r, "  rapid ") == NULL);
     CHECK(strstr(r, "  deep ") != NULL);
+    CHECK(strstr(r, "  naive ") == NULL && strstr(r, "  block-naive ") == NULL); /* deep walks their paths */
     check_same_scores(m, s);
     ts_scorer_free(s);
     for (uint32_t b = 1; b <= 64; b++) {
@@ -466,6 +467,7 @@ static void test_wide_forest_candidates(void) {
     if (narrow) {
         s = make(narrow, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 1000);
         CHECK(strstr(ts_scorer_plan_report(s), "  qs ") != NULL);
+        CHECK(strstr(ts_scorer_plan_report(s), "  naive ") != NULL && strstr(ts_scorer_plan_report(s), "  deep ") == NULL);
         ts_scorer_free(s);
     }
     ts_model_free(narrow);
