@@ -32,10 +32,15 @@ int tse_plan_always(const ts_model *model, const tse_config *cfg) {
     return 1;
 }
 
-int tse_model_deep(const ts_model *model) {
+/* The leaves of all trees. */
+static uint64_t all_leaves(const ts_model *model) {
     uint64_t leaves = 0;
     for (uint32_t t = 0; t < model->n_trees; t++) leaves += model->trees[t].n_leaves;
-    return model->n_trees && leaves > (uint64_t)TSE_DEEP_LEAVES * model->n_trees;
+    return leaves;
+}
+
+int tse_model_deep(const ts_model *model) {
+    return model->n_trees && all_leaves(model) > (uint64_t)TSE_DEEP_LEAVES * model->n_trees;
 }
 
 int tse_plan_plain_walks(const ts_model *model, const tse_config *cfg) {
@@ -50,9 +55,7 @@ int tse_model_big(const ts_model *model) {
 }
 
 int tse_plan_bitvectors(const ts_model *model) {
-    uint64_t leaves = 0;
-    for (uint32_t t = 0; t < model->n_trees; t++) leaves += model->trees[t].n_leaves;
-    return leaves <= (uint64_t)TSE_BITVECTOR_LEAVES * model->n_trees;
+    return all_leaves(model) <= (uint64_t)TSE_BITVECTOR_LEAVES * model->n_trees;
 }
 
 const tse_engine *tse_engine_get(ts_engine id) {
