@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "random_forest.h"
+#include "engines/common/quant.h"
 #include "engines/rapid.h"
 #include "model/forest.h"
 #include "platform/config.h"
@@ -330,6 +331,83 @@ static void test_chunk_thresholds(void) {
         }
     for (uint32_t f = N_ZERO_FEATURES; f < N_FEATURES; f++) CHECK(next[f] >= counts[f]);
     check_rapid_on_grid(m, 700, 2060);
+    ts_model_free(m);
+}
+
+/* Feature f's k-th threshold (k < bucket_counts[f]) for test_bucket_thresholds: the
+ * shapes of real features around quant.h's bucket tables. */
+static const uint32_t bucket_counts[N_FEATURES] = {0, 0, 0, 600, 700, 501, 61, 400, 400, 500, 1500, 100};
+static float bucket_threshold(uint32_t f, uint32_t k) {
+    float run = 1.0f;
+    switch (f) {
+    case 3: return (float)k + 0.5f;                                /* counts */
+    case 4: return (float)(1e-6 * pow(1e13, k / 699.0));            /* 19 decades */
+    case 5: return k == 250 ? -0.0f : (float)((double)k - 250.0) / 3.0f; /* either sign, -0.0 among them */
+    case 6: /* -0.0, then the 60 least denormals: a bucket per key (+0.0 not in -0.0's) */
+        for (uint32_t i = 0; i < k; i++) run = nextafterf(i ? run : 0.0f, INFINITY);
+        return k ? run : -0.0f;
+    case 7:  /* a run of 8 consecutive floats: no window of 7 holds it, the chunk tables stay */
+    case 11: /* the same on 100 thresholds: the block table stays */
+    case 8:  /* a run of 7: a window of 7 */
+        if (k < (f == 8 ? 7u : 8u)) {
+            for (uint32_t i = 0; i < k; i++) run = nextafterf(run, INFINITY);
+            return run;
+        }
+        return (float)k * 3.7f + 10.0f;
+    case 9: return (k % 3 == 0 ? -1e30f : k % 3 == 1 ? 1.0f : 1e30f) * (1.0f + (float)k / 1000.0f); /* two gaps */
+    default: return (float)k * 0.5f - 100.0f;                       /* 10: past the chunk tables */
+    }
+}
+
+/* Features of 100 .. 1,500 thresholds shaped as real ones (counts, decades, either sign,
+ * -0.0, denormals, runs of consecutive floats, clusters far apart): rapid (AVX2's bucket
+ * tables, quant.h "Bucket tables") on rows of the thresholds, their float neighbours and
+ * every special value, float and double rows, bit for bit; the features built with bucket
+ * tables are those expected (so each path runs: the block and chunk tables of the two
+ * features no window holds). */
+static void test_bucket_thresholds(void) {
+    ts_model *m = random_model(1200, 32, 40, 0);
+    uint32_t next[N_FEATURES] = {0};
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t i = 0; i < m->trees[t].n_nodes; i++) {
+            tsm_node *nd = &m->trees[t].nodes[i];
+            const uint32_t f = nd->feature, n = f < N_FEATURES ? bucket_counts[f] : 0;
+            if (n) nd->threshold = bucket_threshold(f, next[f]++ % n);
+        }
+    for (uint32_t f = N_ZERO_FEATURES; f < N_FEATURES; f++) CHECK(next[f] >= bucket_counts[f]);
+    tsq q;
+    ts_error err;
+    CHECK_STATUS(tsq_build(&q, m, &err), TS_OK);
+    for (uint32_t j = 0; j < q.n_used; j++) {
+        const uint32_t f = q.f[j].column;
+        if (f < N_ZERO_FEATURES || f >= N_FEATURES) continue;
+        CHECK(q.f[j].n_thr == bucket_counts[f]);
+        CHECK_MSG((q.bk[j].first != UINT32_MAX) == (f != 7 && f != 11), "feature %u: bucket table %s", f,
+                  q.bk[j].first != UINT32_MAX ? "built" : "missing");
+    }
+    tsq_free(&q);
+    const size_t n_rows = 900, cols = N_FEATURES + 3, stride = cols;
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t c = 0; c < stride; c++) {
+            float v = random_value();
+            if (c >= N_ZERO_FEATURES && c < N_FEATURES && rnd_below(4)) {
+                v = bucket_threshold((uint32_t)c, rnd_below(bucket_counts[c]));
+                const uint32_t s = rnd_below(3);
+                v = s == 0 ? v : nextafterf(v, s == 1 ? INFINITY : -INFINITY);
+            }
+            x[r * stride + c] = v;
+        }
+    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
+        if (configs[c].engine == TS_ENGINE_RAPID || configs[c].engine == TS_ENGINE_NAIVE ||
+            configs[c].engine == TS_ENGINE_OBLIVIOUS)
+            check_config(m, &configs[c], x, n_rows, cols, stride, ref, got);
+    check_rapid_batches(m, x, n_rows, cols, stride, ref);
+    free(x);
+    free(ref);
+    free(got);
     ts_model_free(m);
 }
 
@@ -820,6 +898,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_many_thresholds);
     RUN_TEST(test_block_thresholds);
     RUN_TEST(test_chunk_thresholds);
+    RUN_TEST(test_bucket_thresholds);
     RUN_TEST(test_sparse_columns);
     if (!only_rapid) RUN_TEST(test_trees_simd_batches);
     if (!only_rapid) RUN_TEST(test_trees_simd_negative_zero);

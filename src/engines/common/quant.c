@@ -35,6 +35,8 @@ void tsq_free(tsq *q) {
     free(q->thr_d);
     free(q->blk_d);
     free(q->thr_n);
+    free(q->bk);
+    free(q->bkt);
     memset(q, 0, sizeof *q);
 }
 
@@ -43,6 +45,9 @@ static uint32_t steps_for(uint32_t n) {
     while ((1u << s) <= n) s++; /* 2^s > n: at least one +inf */
     return s;
 }
+
+/* A feature's search table entries: 2^steps, then TSQ_TABLE_PAD (quant.h). */
+static uint32_t table_entries(uint32_t n) { return (1u << steps_for(n)) + TSQ_TABLE_PAD; }
 
 /* Node i's double threshold (the float one widened when the tree keeps none). */
 static double node_d(const tsm_tree *t, uint32_t i) {
@@ -69,13 +74,16 @@ static pair *sorted_pairs(const ts_model *m, int doubles, size_t *n_out) {
 }
 
 static int blocked(uint32_t n_thr) { return n_thr > TSQ_BLOCK_MIN && n_thr <= TSQ_BLOCK_MAX; }
+/* Features with bucket tables (quant.h "Bucket tables"). */
+static int bucketed(uint32_t n_thr) { return n_thr > TSQ_BLOCK_MIN && n_thr <= UINT16_MAX; }
+
 /* Chunk tables (quant.h "Chunk tables"): their count, 0 for none. */
 static uint32_t chunks_of(uint32_t n_thr) {
     return n_thr > TSQ_BLOCK_MAX && n_thr <= TSQ_CHUNK_MAX ? (n_thr + TSQ_BLOCK_MAX - 1) / TSQ_BLOCK_MAX : 0;
 }
 
 /* Count the features and table entries of sorted pairs (and the largest feature). */
-static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_t *slots, size_t *blk) {
+static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_t *slots, size_t *blk, size_t *bkt) {
     size_t i = 0;
     *entries = 0;
     q->n_used = q->max_thr = 0;
@@ -89,8 +97,9 @@ static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_
         q->n_used++;
         *slots += 4 * (size_t)((distinct + TSQ_SEGMENT - 1) / TSQ_SEGMENT);
         if (distinct > q->max_thr) q->max_thr = distinct;
-        *entries += (size_t)1 << steps_for(distinct);
+        *entries += table_entries(distinct);
         if (blocked(distinct)) *blk += TSQ_BLOCK_FLOATS;
+        if (bucketed(distinct)) *bkt += TSQ_BUCKETS_MOST;
         *blk += (size_t)chunks_of(distinct) * TSQ_BLOCK_FLOATS;
     }
 }
@@ -112,15 +121,108 @@ static void fill_blocks_d(const tsq_feature *f, const double *t, double *b) {
 }
 
 /* Feature f's gap floats (quant.h "Gap floats") from its float and double thresholds. */
-static void fill_gap_floats(const tsq_feature *f, const float *t, const double *td, float *n) {
-    for (uint32_t k = 0; k < (1u << f->steps); k++)
+static void fill_gap_floats(const tsq_feature *f, const float *t, const double *td, uint32_t size, float *n) {
+    for (uint32_t k = 0; k < size; k++)
         n[k] = k < f->n_thr && (double)t[k] != td[k] ? nextafterf(t[k], INFINITY) : NAN;
+}
+
+/* The collapsed key of a key (quant.h "Bucket tables"): the two gaps' keys taken out. */
+static uint32_t collapsed(const tsq_bucket *b, uint32_t key) {
+    uint32_t out = key;
+    for (int g = 0; g < 2; g++) {
+        const uint32_t c = key < b->gap_lo[g] ? b->gap_lo[g] : key;
+        out -= (c > b->gap_hi[g] ? b->gap_hi[g] : c) - b->gap_lo[g];
+    }
+    return out;
+}
+
+/* The bucket of a key: what the kernels compute, in integers. */
+static uint32_t bucket_of(const tsq_bucket *b, uint32_t key) {
+    const uint32_t c = collapsed(b, key), d = ((c < b->kmin ? b->kmin : c) - b->kmin) >> b->shift;
+    return d > b->last ? b->last : d;
+}
+
+/* A threshold's key: 0.0's for -0.0 (the two compare equal). */
+static uint32_t threshold_key(float t) {
+    uint32_t bits;
+    if (t == 0.0f) t = 0.0f;
+    memcpy(&bits, &t, sizeof bits);
+    return tsq_key(bits);
+}
+
+/* The thresholds t[0 .. n) per bucket of b into count[0 .. b->last]; the most in one. */
+static uint32_t per_bucket(const tsq_bucket *b, const float *t, uint32_t n, uint32_t *count) {
+    memset(count, 0, ((size_t)b->last + 1) * sizeof *count);
+    uint32_t most = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t c = ++count[bucket_of(b, threshold_key(t[i]))];
+        if (c > most) most = c;
+    }
+    return most;
+}
+
+/* b with buckets of 2^shift collapsed keys from the least threshold's on. */
+static tsq_bucket with_shift(tsq_bucket b, uint32_t span, uint32_t shift) {
+    b.shift = shift;
+    b.last = span >> shift;
+    return b;
+}
+
+/* The bucket table of a feature's sorted thresholds t[0 .. n) (quant.h "Bucket tables"),
+ * its entries from tab[at] on; b->first stays UINT32_MAX when more than
+ * 2^TSQ_WINDOW_MAX - 1 thresholds share a bucket of every table of at most
+ * TSQ_BUCKETS_MAX. Returns the next free entry. */
+static uint32_t fill_buckets(tsq_bucket *b, const float *t, uint32_t n, uint16_t *tab, uint32_t at, uint32_t *count) {
+    uint32_t wide[2] = {0, 0}, gap[2] = {0, 0};
+    *b = (tsq_bucket){UINT32_MAX, 0, 0, 0, {0, 0}, {0, 0}, 0};
+    for (uint32_t i = 1; i < n; i++) { /* the two widest gaps between thresholds' keys */
+        const uint32_t w = threshold_key(t[i]) - threshold_key(t[i - 1]);
+        const int g = w > wide[0] ? 0 : w > wide[1] ? 1 : 2;
+        if (g == 0) wide[1] = wide[0], gap[1] = gap[0];
+        if (g < 2) wide[g] = w, gap[g] = i;
+    }
+    /* each left a bucket's width wide (the other keys over TSQ_BUCKETS_MAX), so that the
+     * thresholds either side of it do not share a bucket */
+    const uint32_t rest = threshold_key(t[n - 1]) - threshold_key(t[0]) - wide[0] - wide[1];
+    const uint32_t keep = rest / TSQ_BUCKETS_MAX > 1 ? rest / TSQ_BUCKETS_MAX : 1;
+    for (int g = 0; g < 2; g++)
+        if (wide[g] > keep + 1) {
+            b->gap_lo[g] = threshold_key(t[gap[g] - 1]) + keep;
+            b->gap_hi[g] = threshold_key(t[gap[g]]) - 1;
+        }
+    b->kmin = collapsed(b, threshold_key(t[0]));
+    const uint32_t span = collapsed(b, threshold_key(t[n - 1])) - b->kmin;
+    /* the narrowest window (up to 2^TSQ_WINDOW_MAX - 1) of TSQ_BUCKETS_MAX buckets, else
+     * of up to TSQ_BUCKETS_MOST (the thresholds of many decades spaced evenly crowd the
+     * highest) */
+    uint32_t shift = 0, most = n, win = 0;
+    for (uint32_t limit = TSQ_BUCKETS_MAX; limit <= TSQ_BUCKETS_MOST && most > (1u << TSQ_WINDOW_MAX) - 1; limit *= 2) {
+        for (shift = 0; (span >> shift) >= limit;) shift++;
+        *b = with_shift(*b, span, shift);
+        most = per_bucket(b, t, n, count);
+    }
+    while ((1u << win) - 1 < most) win++;
+    if (win > TSQ_WINDOW_MAX) return at;
+    /* then the fewest buckets with windows as narrow (less to cache) */
+    for (tsq_bucket wider; shift < 31; shift++) {
+        wider = with_shift(*b, span, shift + 1);
+        if (per_bucket(&wider, t, n, count) > (1u << win) - 1) break;
+    }
+    *b = with_shift(*b, span, shift);
+    per_bucket(b, t, n, count);
+    b->win = win;
+    b->first = at;
+    for (uint32_t k = 0, below = 0; k <= b->last; k++) {
+        tab[at + k] = (uint16_t)below;
+        below += count[k];
+    }
+    return at + b->last + 1;
 }
 
 /* Returns 0 when double codes (q->thr_d set) cannot be used: a float threshold out of
  * step with its double (quant.h "Double codes"). */
-static int fill_tables(tsq *q, const pair *p, size_t n) {
-    uint32_t j = 0, table = 0, blk = 0;
+static int fill_tables(tsq *q, const pair *p, size_t n, uint32_t *count, uint32_t *bkt_used) {
+    uint32_t j = 0, table = 0, blk = 0, bkt = 0;
     q->n_slots = 0;
     for (size_t i = 0; i < n; j++) {
         tsq_feature *f = &q->f[j];
@@ -147,11 +249,14 @@ static int fill_tables(tsq *q, const pair *p, size_t n) {
             for (uint32_t base = 0; base < f->n_thr; base += TSQ_SEGMENT) q->slots[q->n_slots++] = (tsq_slot){j, r, base};
         }
         f->steps = steps_for(f->n_thr);
-        for (uint32_t k = f->n_thr; k < (1u << f->steps); k++) t[k] = INFINITY;
-        for (uint32_t k = f->n_thr; td && k < (1u << f->steps); k++) td[k] = INFINITY;
-        if (td) fill_gap_floats(f, t, td, q->thr_n + table);
+        const uint32_t size = table_entries(f->n_thr);
+        for (uint32_t k = f->n_thr; k < size; k++) t[k] = INFINITY;
+        for (uint32_t k = f->n_thr; td && k < size; k++) td[k] = INFINITY;
+        if (td) fill_gap_floats(f, t, td, size, q->thr_n + table);
         for (uint32_t k = 0; td && k < f->n_thr; k++) f->snap |= t[k] >= -TSM_ZERO_RANGE && t[k] < TSM_ZERO_RANGE;
-        table += 1u << f->steps;
+        q->bk[j] = (tsq_bucket){UINT32_MAX, 0, 0, 0, {0, 0}, {0, 0}, 0};
+        if (bucketed(f->n_thr)) bkt = fill_buckets(&q->bk[j], t, f->n_thr, q->bkt, bkt, count);
+        table += size;
         if (blocked(f->n_thr)) {
             f->blocks = blk;
             fill_blocks(f, t, q->blk + blk);
@@ -169,15 +274,17 @@ static int fill_tables(tsq *q, const pair *p, size_t n) {
     }
     q->slot_first[q->n_used] = q->n_slots;
     for (uint32_t k = 0; q->thr_n && k < 16; k++) q->thr_n[table + k] = NAN;
+    q->bkt[bkt] = q->bkt[bkt + 1] = 0;
+    *bkt_used = bkt + 2;
     return 1;
 }
 
 static ts_status build(tsq *q, const ts_model *m, int doubles, ts_error *err) {
     memset(q, 0, sizeof *q);
-    size_t n = 0, entries = 0, slots = 0, blk = 0;
+    size_t n = 0, entries = 0, slots = 0, blk = 0, bkt = 0;
     pair *p = sorted_pairs(m, doubles, &n);
     if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory sorting thresholds for feature codes");
-    count_tables(q, p, n, &entries, &slots, &blk);
+    count_tables(q, p, n, &entries, &slots, &blk, &bkt);
     ts_status st = TS_OK;
     {
         q->f = malloc(((size_t)q->n_used + 1) * sizeof *q->f);
@@ -185,16 +292,23 @@ static ts_status build(tsq *q, const ts_model *m, int doubles, ts_error *err) {
         q->slots = malloc((slots + 1) * sizeof *q->slots);
         q->slot_first = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_first);
         q->slot_of = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_of);
+        q->bk = malloc(((size_t)q->n_used + 1) * sizeof *q->bk);
+        q->bkt = malloc((bkt + 2) * sizeof *q->bkt); /* 2: a 32-bit read of the last entry */
         q->blk = aligned_alloc(64, (blk + 16) * sizeof *q->blk); /* 16: a multiple of 64 bytes */
         if (doubles) {
             q->thr_d = malloc((entries + 1) * sizeof *q->thr_d);
             q->thr_n = malloc((entries + 16) * sizeof *q->thr_n); /* 16 may be read from any feature's */
             q->blk_d = aligned_alloc(64, (blk + 8) * sizeof *q->blk_d); /* 8: a multiple of 64 bytes */
         }
-        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && (!doubles || (q->thr_d && q->blk_d && q->thr_n))) {
-            q->doubles = fill_tables(q, p, n) && doubles;
+        uint32_t *count = malloc(TSQ_BUCKETS_MOST * sizeof *count), used = 0;
+        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && q->bk && q->bkt && count &&
+            (!doubles || (q->thr_d && q->blk_d && q->thr_n))) {
+            q->doubles = fill_tables(q, p, n, count, &used) && doubles;
+            uint16_t *fit = used ? realloc(q->bkt, used * sizeof *q->bkt) : NULL; /* the upper bound's rest */
+            if (fit) q->bkt = fit;
         } else
             st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for feature code tables");
+        free(count);
     }
     free(p);
     if (st != TS_OK) tsq_free(q);

@@ -41,7 +41,7 @@
  * give 256 thresholds on some features: two segments there, bytes everywhere.
  *
  * Search tables: feature j's thresholds are stored from thr[table] on, padded with +inf
- * to 2^steps entries, 2^steps > n (at least one +inf). The branch-free search
+ * to 2^steps entries, 2^steps > n (at least one +inf), then TSQ_TABLE_PAD more. The branch-free search
  *     pos = 0; for s = 2^(steps-1) .. 1 (halving): if (thr[pos + s - 1] < x) pos += s;
  * ends with pos = code(x): the +inf padding is never below any x.
  *
@@ -69,6 +69,36 @@
  * for every x > P[15] (a full table; a block table: x > T[n - 1] gives n): the AVX2
  * kernel tests its 8 lanes against those two first and looks up only where they differ
  * (the lanes of a group often share a range of a feature: zeros, small counts).
+ *
+ * Bucket tables (the AVX2 kernel, for features of more than TSQ_BLOCK_MIN thresholds,
+ * in place of its block and chunk tables, which cost about 20 16-entry lookups per 256
+ * thresholds): a value's code from a table indexed by the value's bits, then a few
+ * thresholds. The key of a float's bits (tsq_key) orders keys as the floats (-0.0 one
+ * below 0.0; a threshold -0.0 is keyed as 0.0, which it equals). A feature's thresholds
+ * cluster in keys (counts, ratios, scores of either sign: the keys between the least
+ * negative threshold, 0.0 and the least positive one, half of all, hold none), so the two
+ * widest gaps between consecutive thresholds' keys are collapsed, each to a bucket's
+ * width (the other keys' span over TSQ_BUCKETS_MAX, at least 1):
+ *     collapsed(k) = k - sum over both gaps of (min(max(k, gap_lo), gap_hi) - gap_lo)
+ * (gap_lo: the key that width after the threshold below the gap, gap_hi: the key before
+ * the one above; gap_lo = gap_hi = 0, the identity, where a gap is no wider), and
+ *     bucket(x) = min((max(collapsed(key(x)), kmin) - kmin) >> shift, last)
+ * with kmin the least threshold's collapsed key. bucket is non-decreasing in x (every
+ * step is), so a threshold T of a lower bucket than x's is below x, one of a higher
+ * bucket is not (T >= x), and
+ *     code(x) = B[bucket(x)] + #{ i in the bucket : T[i] < x },  B[b] = #{ i : bucket(T[i]) < b }
+ * which the kernel finds with a gather of B[bucket(x)] (16 bits) and a binary search of
+ * `win` steps over the 2^win - 1 thresholds from T[B] on (at most that many share a
+ * bucket; the search table's TSQ_TABLE_PAD +inf cover a window read from any code).
+ * NaN and infinite x get some bucket: their codes are set apart (NaN) or right (+-inf
+ * clamp to the first and last bucket). The shift is the least that gives at most
+ * TSQ_BUCKETS_MAX buckets (or up to TSQ_BUCKETS_MOST where that puts more than
+ * 2^TSQ_WINDOW_MAX - 1 in a bucket: evenly spaced thresholds over many powers of two
+ * crowd the highest), then larger while no bucket holds more than the window; a feature
+ * whose window would still be wider (a run of 8 consecutive floats) keeps its block or
+ * chunk tables (tsq.bk[j].first = UINT32_MAX). Codes are the same by construction as
+ * every other search's. The tables are on the floats, so double rows rounded up to
+ * floats ("Gap floats") take them too.
  *
  * Double codes (tsq_build_f64): a library that compares double inputs with double
  * thresholds (LightGBM: snap(v) <= d, snap(v) = 0.0 when |v| <= TSM_ZERO_RANGE, else v)
@@ -106,6 +136,13 @@
  */
 
 /* Thresholds per segment: a segment's codes run from 0 to 255. */
+/* Bucket tables (above): at most TSQ_BUCKETS_MAX buckets per feature, at most
+ * 2^TSQ_WINDOW_MAX - 1 thresholds per bucket; every search table is padded with
+ * TSQ_TABLE_PAD more +inf (NaN in thr_n) so that a window read from any code stays in it. */
+#define TSQ_BUCKETS_MAX 2048u
+#define TSQ_BUCKETS_MOST 16384u
+#define TSQ_WINDOW_MAX 3u
+#define TSQ_TABLE_PAD 8u
 #define TSQ_SEGMENT 255u
 
 /* Block tables (above): for features of more than TSQ_BLOCK_MIN and at most
@@ -126,6 +163,20 @@ typedef struct tsq_feature {
     uint32_t chunks;     /* its chunk tables' first float in tsq.blk, or UINT32_MAX */
     uint32_t snap;       /* double codes: a float threshold lies in [-Z, Z) ("Gap floats") */
 } tsq_feature;
+
+/* A feature's bucket table (quant.h "Bucket tables"). */
+typedef struct tsq_bucket {
+    uint32_t first;      /* its first entry in tsq.bkt, or UINT32_MAX: none */
+    uint32_t kmin;       /* the least collapsed key of its thresholds */
+    uint32_t shift;      /* bucket = min((collapsed key - kmin) >> shift, last) */
+    uint32_t last;       /* its last bucket */
+    uint32_t gap_lo[2], gap_hi[2]; /* the collapse: key minus min(max(key, lo), hi) - lo of both */
+    uint32_t win;        /* log2 of the window: at most 2^win - 1 thresholds per bucket */
+} tsq_bucket;
+
+/* The ordered key of a float's bits: unsigned order of keys is the float order (-0.0 one
+ * below 0.0; thresholds are keyed as 0.0 there). */
+static inline uint32_t tsq_key(uint32_t bits) { return bits ^ ((uint32_t)((int32_t)bits >> 31) | 0x80000000u); }
 
 /* How a slot sees missing values (quant.h "Missing values"). */
 #define TSQ_MISSING_RIGHT 1u   /* NaN -> n, else NaN -> 0 */
@@ -152,6 +203,8 @@ typedef struct tsq {
     double *blk_d;       /* as blk, in doubles (64-byte aligned) */
     float *thr_n;        /* as thr ("Gap floats"): the float after F[i] where D[i] is no float, else NaN;
                           * NaN padding */
+    tsq_bucket *bk;      /* n_used: each feature's bucket table ("Bucket tables") */
+    uint16_t *bkt;       /* the bucket tables: per bucket the thresholds of the buckets below */
 } tsq;
 
 /* The codes of m. */

@@ -131,6 +131,7 @@ static inline __m256i codes_search8(const tsq *q, const tsq_feature *f, __m256 v
     return pos;
 }
 
+/* (Features with a bucket table take codes32's path instead: quant.h "Bucket tables".) */
 static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m256i *nan, __m256i *zero) {
     *nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     __m256 absv = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
@@ -218,17 +219,78 @@ static inline void store_slot_codes(const tsq_tables *T, uint32_t j, const __m25
     }
 }
 
+/* Natural codes of the registers v[c] for c in live[0 .. n) of feature f by its bucket
+ * table (quant.h "Bucket tables"): the bucket's first code by a gather, then the window's
+ * binary search, a gather per step, the registers stepped together (their gathers'
+ * latencies overlap). */
+static inline void codes_bucketed(const tsq *q, const tsq_feature *f, const tsq_bucket *b, const __m256 v[4],
+                                  const uint32_t live[4], uint32_t n, __m256i nat[4]) {
+    const __m256i lo0 = _mm256_set1_epi32((int)b->gap_lo[0]), hi0 = _mm256_set1_epi32((int)b->gap_hi[0]);
+    const __m256i lo1 = _mm256_set1_epi32((int)b->gap_lo[1]), hi1 = _mm256_set1_epi32((int)b->gap_hi[1]);
+    const __m256i kmin = _mm256_set1_epi32((int)b->kmin), last = _mm256_set1_epi32((int)b->last);
+    const __m128i shift = _mm_cvtsi32_si128((int)b->shift);
+    const int *tab = (const int *)(const void *)(q->bkt + b->first);
+    for (uint32_t i = 0; i < n; i++) {
+        const __m256i s = _mm256_castps_si256(v[live[i]]);
+        const __m256i key = _mm256_xor_si256(s, _mm256_or_si256(_mm256_srai_epi32(s, 31), _mm256_set1_epi32(INT32_MIN)));
+        const __m256i in0 = _mm256_sub_epi32(_mm256_min_epu32(_mm256_max_epu32(key, lo0), hi0), lo0);
+        const __m256i in1 = _mm256_sub_epi32(_mm256_min_epu32(_mm256_max_epu32(key, lo1), hi1), lo1);
+        const __m256i col = _mm256_sub_epi32(key, _mm256_add_epi32(in0, in1));
+        const __m256i bkt = _mm256_min_epu32(_mm256_srl_epi32(_mm256_sub_epi32(_mm256_max_epu32(col, kmin), kmin), shift), last);
+        nat[live[i]] = _mm256_and_si256(_mm256_i32gather_epi32(tab, bkt, 2), _mm256_set1_epi32(0xFFFF));
+    }
+    const float *t = q->thr + f->table;
+    for (uint32_t s = (1u << b->win) >> 1; s; s >>= 1) {
+        const __m256i sv = _mm256_set1_epi32((int)s);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint32_t c = live[i];
+            const __m256 p = _mm256_i32gather_ps(t + s - 1, nat[c], 4);
+            nat[c] = _mm256_add_epi32(nat[c], _mm256_and_si256(below(p, v[c]), sv));
+        }
+    }
+}
+
+/* The natural codes of a group's registers (nd lanes) of feature f with their NaN and
+ * zero-range lanes: by its bucket table where it has one (registers below its first
+ * threshold or above its last settled by two tests, as in codes8), else codes8. */
+static inline void codes32(const tsq *q, uint32_t j, const __m256 v[4], size_t nd, __m256i nat[4], __m256i nan[4],
+                           __m256i zero[4]) {
+    const tsq_feature *f = &q->f[j];
+    const tsq_bucket *b = &q->bk[j];
+    if (b->first == UINT32_MAX) {
+        for (size_t c = 0; c < 4; c++) {
+            nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
+            if (8 * c < nd) nat[c] = codes8(q, f, v[c], &nan[c], &zero[c]);
+        }
+        return;
+    }
+    const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+    const __m256 t0 = _mm256_set1_ps(q->thr[f->table]), tn = _mm256_set1_ps(q->thr[f->table + f->n_thr - 1]);
+    uint32_t live[4], n = 0;
+    for (uint32_t c = 0; c < 4; c++) {
+        nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
+        if (8 * c >= nd) continue;
+        nan[c] = _mm256_castps_si256(_mm256_cmp_ps(v[c], v[c], _CMP_UNORD_Q));
+        zero[c] = _mm256_castps_si256(
+            _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), v[c]), _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ));
+        if (_mm256_testz_ps(_mm256_castsi256_ps(below(t0, v[c])), all)) continue;
+        if (_mm256_testc_ps(_mm256_castsi256_ps(below(tn, v[c])), all))
+            nat[c] = _mm256_set1_epi32((int)f->n_thr);
+        else
+            live[n++] = c;
+    }
+    if (n) codes_bucketed(q, f, b, v, live, n, nat);
+}
+
 /* Feature j's slots for one group of 32 documents: its natural codes once, then each
  * slot's: the slot's missing code in its NaN (or zero-range) lanes, minus the segment's
  * base, clamped to 0 .. 255 by the saturating packs. */
 static void rs_code_feature(const tsq_tables *T, uint32_t j, const float *col, size_t nd, uint8_t *codes) {
     const tsq *q = &T->q;
-    const tsq_feature *f = &q->f[j];
     __m256i nat[4], nan[4], zero[4];
-    for (size_t c = 0; c < 4; c++) {
-        nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
-        if (8 * c < nd) nat[c] = codes8(q, f, _mm256_load_ps(col + 8 * c), &nan[c], &zero[c]);
-    }
+    __m256 v[4];
+    for (size_t c = 0; c < 4; c++) v[c] = 8 * c < nd ? _mm256_load_ps(col + 8 * c) : _mm256_setzero_ps();
+    codes32(q, j, v, nd, nat, nan, zero);
     store_slot_codes(T, j, nat, nan, zero, codes);
 }
 
@@ -264,13 +326,11 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
     /* the four registers' codes first, then their gap floats: the gathers' latencies
      * overlap one another instead of each waiting behind the next register's codes */
     for (size_t c = 0; c < 4; c++) {
-        nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
         u[c] = _mm256_load_ps(col + 8 * c);
-        if (8 * c >= nd) continue;
-        if (f->snap) /* zero-range lanes coded as 0.0 (quant.h "Gap floats") */
+        if (8 * c < nd && f->snap) /* zero-range lanes coded as 0.0 (quant.h "Gap floats") */
             u[c] = _mm256_andnot_ps(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), u[c]), _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ), u[c]);
-        nat[c] = codes8(q, f, u[c], &nan[c], &zero[c]);
     }
+    codes32(q, j, u, nd, nat, nan, zero);
     for (size_t c = 0; c < 4 && 8 * c < nd; c++) {
         const __m256 g = gap_floats8(gap, f->n_thr, _mm256_sub_epi32(nat[c], _mm256_set1_epi32(1)));
         __m256 m = _mm256_cmp_ps(g, u[c], _CMP_EQ_OQ);
