@@ -83,7 +83,7 @@ static uint32_t chunks_of(uint32_t n_thr) {
 }
 
 /* Count the features and table entries of sorted pairs (and the largest feature). */
-static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_t *slots, size_t *blk, size_t *bkt) {
+static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_t *slots, size_t *blk) {
     size_t i = 0;
     *entries = 0;
     q->n_used = q->max_thr = 0;
@@ -99,7 +99,6 @@ static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_
         if (distinct > q->max_thr) q->max_thr = distinct;
         *entries += table_entries(distinct);
         if (blocked(distinct)) *blk += TSQ_BLOCK_FLOATS;
-        if (bucketed(distinct)) *bkt += TSQ_BUCKETS_MOST;
         *blk += (size_t)chunks_of(distinct) * TSQ_BLOCK_FLOATS;
     }
 }
@@ -168,11 +167,32 @@ static tsq_bucket with_shift(tsq_bucket b, uint32_t span, uint32_t shift) {
     return b;
 }
 
+/* The bucket tables being built: q->bkt grown as they are added (count: scratch of
+ * TSQ_BUCKETS_MOST), `used` entries so far, room for `cap`. */
+typedef struct bucket_tables {
+    uint16_t **tab;
+    size_t used, cap;
+    uint32_t *count;
+} bucket_tables;
+
+/* Room for `need` entries (and the 2 after them a 32-bit gather of the last reads); 0 when
+ * out of memory (the feature then keeps its block or chunk tables). */
+static int bucket_room(bucket_tables *T, size_t need) {
+    if (need + 2 <= T->cap) return 1;
+    size_t cap = T->cap ? 2 * T->cap : 4096;
+    while (cap < need + 2) cap *= 2;
+    uint16_t *p = realloc(*T->tab, cap * sizeof *p);
+    if (!p) return 0;
+    *T->tab = p;
+    T->cap = cap;
+    return 1;
+}
+
 /* The bucket table of a feature's sorted thresholds t[0 .. n) (quant.h "Bucket tables"),
- * its entries from tab[at] on; b->first stays UINT32_MAX when more than
- * 2^TSQ_WINDOW_MAX - 1 thresholds share a bucket of every table of at most
- * TSQ_BUCKETS_MAX. Returns the next free entry. */
-static uint32_t fill_buckets(tsq_bucket *b, const float *t, uint32_t n, uint16_t *tab, uint32_t at, uint32_t *count) {
+ * added to T; b->first stays UINT32_MAX when more than 2^TSQ_WINDOW_MAX - 1 thresholds
+ * share a bucket of every table of at most TSQ_BUCKETS_MOST buckets. */
+static void fill_buckets(tsq_bucket *b, const float *t, uint32_t n, bucket_tables *T) {
+    uint32_t *count = T->count;
     uint32_t wide[2] = {0, 0}, gap[2] = {0, 0};
     *b = (tsq_bucket){UINT32_MAX, 0, 0, 0, {0, 0}, {0, 0}, 0};
     for (uint32_t i = 1; i < n; i++) { /* the two widest gaps between thresholds' keys */
@@ -202,27 +222,34 @@ static uint32_t fill_buckets(tsq_bucket *b, const float *t, uint32_t n, uint16_t
         most = per_bucket(b, t, n, count);
     }
     while ((1u << win) - 1 < most) win++;
-    if (win > TSQ_WINDOW_MAX) return at;
+    if (win > TSQ_WINDOW_MAX) return;
     /* then the fewest buckets with windows as narrow (less to cache) */
     for (tsq_bucket wider; shift < 31; shift++) {
         wider = with_shift(*b, span, shift + 1);
         if (per_bucket(&wider, t, n, count) > (1u << win) - 1) break;
     }
     *b = with_shift(*b, span, shift);
+    if (!bucket_room(T, T->used + b->last + 1)) {
+        b->first = UINT32_MAX;
+        return;
+    }
     per_bucket(b, t, n, count);
     b->win = win;
-    b->first = at;
+    b->first = (uint32_t)T->used;
+    uint16_t *tab = *T->tab + T->used;
     for (uint32_t k = 0, below = 0; k <= b->last; k++) {
-        tab[at + k] = (uint16_t)below;
+        tab[k] = (uint16_t)below;
         below += count[k];
     }
-    return at + b->last + 1;
+    T->used += b->last + 1;
+    tab[b->last + 1] = tab[b->last + 2] = 0; /* read by a 32-bit gather of the last entry */
 }
 
 /* Returns 0 when double codes (q->thr_d set) cannot be used: a float threshold out of
  * step with its double (quant.h "Double codes"). */
-static int fill_tables(tsq *q, const pair *p, size_t n, uint32_t *count, uint32_t *bkt_used) {
-    uint32_t j = 0, table = 0, blk = 0, bkt = 0;
+static int fill_tables(tsq *q, const pair *p, size_t n, uint32_t *count) {
+    uint32_t j = 0, table = 0, blk = 0;
+    bucket_tables bt = {&q->bkt, 0, 0, count};
     q->n_slots = 0;
     for (size_t i = 0; i < n; j++) {
         tsq_feature *f = &q->f[j];
@@ -255,7 +282,7 @@ static int fill_tables(tsq *q, const pair *p, size_t n, uint32_t *count, uint32_
         if (td) fill_gap_floats(f, t, td, size, q->thr_n + table);
         for (uint32_t k = 0; td && k < f->n_thr; k++) f->snap |= t[k] >= -TSM_ZERO_RANGE && t[k] < TSM_ZERO_RANGE;
         q->bk[j] = (tsq_bucket){UINT32_MAX, 0, 0, 0, {0, 0}, {0, 0}, 0};
-        if (bucketed(f->n_thr)) bkt = fill_buckets(&q->bk[j], t, f->n_thr, q->bkt, bkt, count);
+        if (bucketed(f->n_thr)) fill_buckets(&q->bk[j], t, f->n_thr, &bt);
         table += size;
         if (blocked(f->n_thr)) {
             f->blocks = blk;
@@ -274,17 +301,15 @@ static int fill_tables(tsq *q, const pair *p, size_t n, uint32_t *count, uint32_
     }
     q->slot_first[q->n_used] = q->n_slots;
     for (uint32_t k = 0; q->thr_n && k < 16; k++) q->thr_n[table + k] = NAN;
-    q->bkt[bkt] = q->bkt[bkt + 1] = 0;
-    *bkt_used = bkt + 2;
     return 1;
 }
 
 static ts_status build(tsq *q, const ts_model *m, int doubles, ts_error *err) {
     memset(q, 0, sizeof *q);
-    size_t n = 0, entries = 0, slots = 0, blk = 0, bkt = 0;
+    size_t n = 0, entries = 0, slots = 0, blk = 0;
     pair *p = sorted_pairs(m, doubles, &n);
     if (!p) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory sorting thresholds for feature codes");
-    count_tables(q, p, n, &entries, &slots, &blk, &bkt);
+    count_tables(q, p, n, &entries, &slots, &blk);
     ts_status st = TS_OK;
     {
         q->f = malloc(((size_t)q->n_used + 1) * sizeof *q->f);
@@ -293,19 +318,16 @@ static ts_status build(tsq *q, const ts_model *m, int doubles, ts_error *err) {
         q->slot_first = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_first);
         q->slot_of = malloc(((size_t)q->n_used + 1) * sizeof *q->slot_of);
         q->bk = malloc(((size_t)q->n_used + 1) * sizeof *q->bk);
-        q->bkt = malloc((bkt + 2) * sizeof *q->bkt); /* 2: a 32-bit read of the last entry */
         q->blk = aligned_alloc(64, (blk + 16) * sizeof *q->blk); /* 16: a multiple of 64 bytes */
         if (doubles) {
             q->thr_d = malloc((entries + 1) * sizeof *q->thr_d);
             q->thr_n = malloc((entries + 16) * sizeof *q->thr_n); /* 16 may be read from any feature's */
             q->blk_d = aligned_alloc(64, (blk + 8) * sizeof *q->blk_d); /* 8: a multiple of 64 bytes */
         }
-        uint32_t *count = malloc(TSQ_BUCKETS_MOST * sizeof *count), used = 0;
-        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && q->bk && q->bkt && count &&
+        uint32_t *count = malloc(TSQ_BUCKETS_MOST * sizeof *count);
+        if (q->f && q->thr && q->slots && q->slot_first && q->slot_of && q->blk && q->bk && count &&
             (!doubles || (q->thr_d && q->blk_d && q->thr_n))) {
-            q->doubles = fill_tables(q, p, n, count, &used) && doubles;
-            uint16_t *fit = used ? realloc(q->bkt, used * sizeof *q->bkt) : NULL; /* the upper bound's rest */
-            if (fit) q->bkt = fit;
+            q->doubles = fill_tables(q, p, n, count) && doubles;
         } else
             st = ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for feature code tables");
         free(count);
