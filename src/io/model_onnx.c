@@ -87,12 +87,18 @@ typedef struct value {
 } value;
 
 /* A tree ensemble in one form: nodes (internal and leaves) by index, roots, leaf weights. */
+/* 32 bytes (a forest of 4 million nodes holds 128 MB of them while it loads): indices
+ * in 32 bits, ens.n_x and ens.n_members checked below 2^32 (xnode_limit), features below
+ * TSM_MAX_FEATURES checked before they are stored. */
 typedef struct xnode {
-    int64_t feature, t, f; /* t, f: xnode indices */
     double thr;
-    size_t mem_off, mem_n; /* MEMBER: members[mem_off, +mem_n) */
+    uint32_t t, f;             /* xnode indices */
+    int32_t feature;
+    uint32_t mem_off, mem_n;   /* MEMBER: members[mem_off, +mem_n) */
     uint8_t mode, mtrue;
 } xnode;
+_Static_assert(sizeof(xnode) <= 32, "xnode is 32 bytes");
+_Static_assert(TSM_MAX_FEATURES <= INT32_MAX, "a feature fits xnode.feature");
 
 typedef struct ens {
     xnode *x;
@@ -573,6 +579,21 @@ static void v3_free(v3 *a) {
     free(a->values); free(a->weights); free(a->base); free(a->modes); free(a->labels_s); free(a->ids);
 }
 
+/* The node attributes e->x now holds, freed before the weights are laid out (a quarter
+ * of the peak memory of a large forest's load); the ids stay for the weights and errors. */
+static void v3_drop_nodes(v3 *a) {
+    free(a->featureids); free(a->truenodeids); free(a->falsenodeids); free(a->mtrue); free(a->values); free(a->modes);
+    a->featureids = a->truenodeids = a->falsenodeids = a->mtrue = NULL;
+    a->values = NULL;
+    a->modes = NULL;
+}
+
+/* xnode's 32-bit indices (xnode): nodes and members below 2^32. */
+static ts_status xnode_limit(ox *c, size_t n) {
+    if (n < UINT32_MAX) return TS_OK;
+    return fail(c, TS_ERR_LIMIT, "%zu tree nodes (or members): at most %u are supported", n, UINT32_MAX - 1);
+}
+
 static ts_status need_len(ox *c, const char *what, size_t have, size_t want) {
     if (have == want) return TS_OK;
     return fail(c, TS_ERR_INVALID_MODEL, "attribute %s has %zu values, nodes_nodeids %zu", what, have, want);
@@ -738,6 +759,7 @@ static ts_status read_v3(ox *c, const gnode *n, int classifier) {
             TRY(fail(c, TS_ERR_INVALID_MODEL, "%s_ids[%zu] = %lld, outside 0 .. %lld", pre, i, (long long)a.w_ids[i],
                      (long long)K - 1));
     /* the nodes: trees contiguous, the first node listed the root */
+    TRY(xnode_limit(c, a.n));
     e->n_x = a.n;
     e->x = calloc(a.n, sizeof *e->x);
     e->roots = malloc(a.n * sizeof *e->roots);
@@ -771,14 +793,14 @@ static ts_status read_v3(ox *c, const gnode *n, int classifier) {
                 x->mode = (uint8_t)md;
                 x->mtrue = a.n_mt ? a.mtrue[j] == 1 : 0;
                 if (md == M_LEAF) continue;
-                x->feature = a.featureids[j];
                 x->thr = as_type(c, a.values[j]);
                 if (x->thr != x->thr)
                     TRY(fail(c, TS_ERR_INVALID_MODEL, "tree %lld node %lld: NaN threshold", (long long)a.treeids[j],
                              (long long)a.nodeids[j]));
-                if (x->feature < 0 || x->feature >= (int64_t)TSM_MAX_FEATURES)
+                if (a.featureids[j] < 0 || a.featureids[j] >= (int64_t)TSM_MAX_FEATURES)
                     TRY(fail(c, TS_ERR_INVALID_MODEL, "tree %lld node %lld: feature %lld out of range",
-                             (long long)a.treeids[j], (long long)a.nodeids[j], (long long)x->feature));
+                             (long long)a.treeids[j], (long long)a.nodeids[j], (long long)a.featureids[j]));
+                x->feature = (int32_t)a.featureids[j];
                 if (x->feature > e->max_feature) e->max_feature = x->feature;
                 for (int side = 0; side < 2; side++) {
                     int64_t id = side ? a.falsenodeids[j] : a.truenodeids[j];
@@ -787,14 +809,15 @@ static ts_status read_v3(ox *c, const gnode *n, int classifier) {
                         TRY(fail(c, TS_ERR_INVALID_MODEL, "tree %lld node %lld: %s node %lld does not exist in the tree",
                                  (long long)a.treeids[j], (long long)a.nodeids[j], side ? "false" : "true",
                                  (long long)id));
-                    if (side) x->f = (int64_t)q->idx;
-                    else x->t = (int64_t)q->idx;
+                    if (side) x->f = (uint32_t)q->idx;
+                    else x->t = (uint32_t)q->idx;
                 }
             }
             e->roots[e->n_roots++] = tree_start;
         }
         tree_start = i;
     }
+    v3_drop_nodes(&a);
     /* leaf weights: (treeid, nodeid) -> node index */
     node_of = a.n_w ? malloc(a.n_w * sizeof *node_of) : NULL;
     if (a.n_w && !node_of) TRY(oom(c));
@@ -939,6 +962,8 @@ static ts_status read_v5(ox *c, const gnode *n) {
     e->K = (uint32_t)K;
     e->base = calloc((size_t)K, sizeof *e->base);
     /* xnodes: N internal nodes, then one per leaf */
+    TRY(xnode_limit(c, N + nlt));
+    TRY(xnode_limit(c, nmem));
     e->n_x = N + nlt;
     e->x = calloc(e->n_x, sizeof *e->x);
     e->roots = malloc(nr * sizeof *e->roots);
@@ -953,9 +978,9 @@ static ts_status read_v5(ox *c, const gnode *n) {
             TRY(fail(c, TS_ERR_UNSUPPORTED, "TreeEnsemble node %zu: mode %g is not supported", i, md));
         x->mode = (uint8_t)md;
         x->mtrue = nmt ? mt[i] == 1 : 0;
-        x->feature = fe[i];
-        if (x->feature < 0 || x->feature >= (int64_t)TSM_MAX_FEATURES)
+        if (fe[i] < 0 || fe[i] >= (int64_t)TSM_MAX_FEATURES)
             TRY(fail(c, TS_ERR_INVALID_MODEL, "TreeEnsemble node %zu: feature %lld out of range", i, (long long)fe[i]));
+        x->feature = (int32_t)fe[i];
         if (x->feature > e->max_feature) e->max_feature = x->feature;
         if (x->mode == M_MEMBER) {
             /* the members of the MEMBER nodes, in node order, each list ended by NaN */
@@ -978,8 +1003,8 @@ static ts_status read_v5(ox *c, const gnode *n) {
                 TRY(fail(c, TS_ERR_INVALID_MODEL, "TreeEnsemble node %zu: %s %s %lld out of range (%lld)", i,
                          side ? "false" : "true", leaf ? "leaf" : "node", (long long)id, (long long)lim));
             int64_t xi = leaf ? (int64_t)N + id : id;
-            if (side) x->f = xi;
-            else x->t = xi;
+            if (side) x->f = (uint32_t)xi;
+            else x->t = (uint32_t)xi;
         }
     }
     for (size_t l = 0; l < nlt; l++) {
@@ -1247,6 +1272,7 @@ static ts_status fold_eq_chains(ox *c) {
     for (size_t i = 0; i < e->n_x; i++)
         if (e->x[i].mode == M_EQ && eq_link(e, &e->x[i], e->x[i].f, indeg)) cont[e->x[i].f] = 1, extra++;
     if (extra == 0) goto done;
+    if ((st = xnode_limit(c, e->n_members + 2 * extra)) != TS_OK) goto done;
     double *mem = realloc(e->members, (e->n_members + 2 * extra) * sizeof *mem);
     if (!mem) {
         st = oom(c);
