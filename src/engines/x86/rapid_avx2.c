@@ -103,8 +103,6 @@ static inline __m256 lookup16(const float *t, __m256i idx) {
 /* All ones in the lanes where t < v. */
 static inline __m256i below(__m256 t, __m256 v) { return _mm256_castps_si256(_mm256_cmp_ps(t, v, _CMP_LT_OQ)); }
 
-/* Natural codes of 8 values v of feature f, with the lanes that are NaN and in the zero
- * range (as lane vectors). */
 /* The code of 8 values v in one block table (quant.h "Block tables"), the 16-entry
  * tables looked up two registers at a time. */
 static inline __m256i codes_blocked8(const float *blk, __m256 v) {
@@ -131,11 +129,33 @@ static inline __m256i codes_search8(const tsq *q, const tsq_feature *f, __m256 v
     return pos;
 }
 
-/* (Features with a bucket table take codes32's path instead: quant.h "Bucket tables".) */
-static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m256i *nan, __m256i *zero) {
+/* The lanes of v that are NaN and in the zero range (as lane vectors). */
+static inline void missing8(__m256 v, __m256i *nan, __m256i *zero) {
     *nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     __m256 absv = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
     *zero = _mm256_castps_si256(_mm256_cmp_ps(absv, _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ));
+}
+
+/* 1 with *code set when feature f's thresholds settle all 8 lanes of v at once: none
+ * above the first threshold (code 0), or all above the last (code n); else 0. */
+static inline int settled8(const tsq *q, const tsq_feature *f, __m256 v, __m256i *code) {
+    const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+    if (_mm256_testz_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(q->thr[f->table]), v)), all)) {
+        *code = _mm256_setzero_si256();
+        return 1;
+    }
+    if (_mm256_testc_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(q->thr[f->table + f->n_thr - 1]), v)), all)) {
+        *code = _mm256_set1_epi32((int)f->n_thr);
+        return 1;
+    }
+    return 0;
+}
+
+/* Natural codes of 8 values v of feature f, with the lanes that are NaN and in the zero
+ * range (as lane vectors). Features with a bucket table take codes32's path instead
+ * (quant.h "Bucket tables"). */
+static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m256i *nan, __m256i *zero) {
+    missing8(v, nan, zero);
     /* quant.h "Block tables", as in the AVX-512 kernel. A block or chunk table no lane is
      * above the first threshold of (U_0[0]) counts 0 in every lane (and so do a feature's
      * later chunks); one every lane is above the last threshold of (P[15], +inf in a table
@@ -145,11 +165,8 @@ static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m25
      * 1.08-1.09x faster at 1,000 rows, Zen 3). */
     const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
     if (f->blocks != UINT32_MAX) {
-        const float *b = q->blk + f->blocks;
-        if (_mm256_testz_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(b[16]), v)), all)) return _mm256_setzero_si256();
-        if (_mm256_testc_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(q->thr[f->table + f->n_thr - 1]), v)), all))
-            return _mm256_set1_epi32((int)f->n_thr);
-        return codes_blocked8(b, v);
+        __m256i code;
+        return settled8(q, f, v, &code) ? code : codes_blocked8(q->blk + f->blocks, v);
     }
     if (f->chunks != UINT32_MAX) { /* quant.h "Chunk tables": the chunks' counts added */
         __m256i code = _mm256_setzero_si256();
@@ -264,20 +281,12 @@ static inline void codes32(const tsq *q, uint32_t j, const __m256 v[4], size_t n
         }
         return;
     }
-    const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-    const __m256 t0 = _mm256_set1_ps(q->thr[f->table]), tn = _mm256_set1_ps(q->thr[f->table + f->n_thr - 1]);
     uint32_t live[4], n = 0;
     for (uint32_t c = 0; c < 4; c++) {
         nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
         if (8 * c >= nd) continue;
-        nan[c] = _mm256_castps_si256(_mm256_cmp_ps(v[c], v[c], _CMP_UNORD_Q));
-        zero[c] = _mm256_castps_si256(
-            _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), v[c]), _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ));
-        if (_mm256_testz_ps(_mm256_castsi256_ps(below(t0, v[c])), all)) continue;
-        if (_mm256_testc_ps(_mm256_castsi256_ps(below(tn, v[c])), all))
-            nat[c] = _mm256_set1_epi32((int)f->n_thr);
-        else
-            live[n++] = c;
+        missing8(v[c], &nan[c], &zero[c]);
+        if (!settled8(q, f, v[c], &nat[c])) live[n++] = c;
     }
     if (n) codes_bucketed(q, f, b, v, live, n, nat);
 }
