@@ -22,6 +22,12 @@ static void rsl_free(rsl *L) {
     free(L->skips);
     free(L->leaves);
     free(L->leaf_offset);
+    free(L->pairs.block_first);
+    free(L->pairs.trees);
+    free(L->pairs.row_first);
+    free(L->pairs.skip_first);
+    free(L->pairs.entries);
+    free(L->pairs.skips);
     memset(L, 0, sizeof *L);
 }
 
@@ -183,6 +189,105 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
     return st;
 }
 
+/* ---- pairs (rapid.h "Pairs") -------------------------------------------------------------- */
+
+/* The pair of trees t and t + 1 (n = 2) or the single tree t (n = 1): its pair rows, 0
+ * when it stays single. */
+static uint32_t pair_rows(const rsl *L, uint32_t t, uint32_t n) {
+    if (n < 2) return 0;
+    const uint32_t na = L->tree_row[t + 1] - L->tree_row[t], nb = L->tree_row[t + 2] - L->tree_row[t + 1];
+    if (na > RS_SKIP_ROWS || nb > RS_SKIP_ROWS) return 0;
+    return na > nb ? na : nb;
+}
+
+/* [*a, *b) of tree t's row j in `first` (row_first or skip_first), empty past its rows. */
+static void tree_row_span(const rsl *L, const uint32_t *first, uint32_t t, uint32_t j, uint32_t *a, uint32_t *b) {
+    const uint32_t r = L->tree_row[t] + j;
+    *a = *b = 0;
+    if (r < L->tree_row[t + 1]) *a = first[r], *b = first[r + 1];
+}
+
+static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+/* A pair entry of A's entry ea and B's entry eb (either NULL: a no-op, mask 0xFF; its
+ * k + 1 is 0, which no code passes, so that the mask alone keeps the row). */
+static rs_pair pair_entry(const rs_entry *ea, const rs_entry *eb, uint32_t flip) {
+    const rs_entry none = {ea ? ea->off : eb->off, 0x01010101u * flip, 0xFFFFFFFFu};
+    if (!ea) ea = &none;
+    if (!eb) eb = &none;
+    return (rs_pair){{ea->off, eb->off},
+                     (ea->k4 & 0xFFu) | (eb->k4 & 0xFFu) << 8 | (ea->m4 & 0xFFu) << 16 | (eb->m4 & 0xFFu) << 24};
+}
+
+/* Pair p's rows from pair row `row`, entry *at and skip *at_skip on (count: 1 counts). */
+static void fill_pair(rsl *L, const rs_ptree *p, uint64_t *at, uint64_t *at_skip, int count) {
+    rs_pairs *P = &L->pairs;
+    const uint32_t ta = p->tree, tb = p->tree + 1;
+    for (uint32_t j = 0; j < p->n_rows; j++) {
+        uint32_t a0, a1, b0, b1, s0, s1, u0, u1;
+        tree_row_span(L, L->row_first, ta, j, &a0, &a1);
+        tree_row_span(L, L->row_first, tb, j, &b0, &b1);
+        tree_row_span(L, L->skip_first, ta, j, &s0, &s1);
+        tree_row_span(L, L->skip_first, tb, j, &u0, &u1);
+        const uint32_t ne = max_u32(a1 - a0, b1 - b0), ns = max_u32(s1 - s0, u1 - u0);
+        if (!count) {
+            P->row_first[p->row + j] = (uint32_t)*at;
+            P->skip_first[p->row + j] = (uint32_t)*at_skip;
+            for (uint32_t i = 0; i < ne; i++)
+                P->entries[*at + i] = pair_entry(a0 + i < a1 ? &L->entries[a0 + i] : NULL,
+                                                 b0 + i < b1 ? &L->entries[b0 + i] : NULL, L->tables.flip);
+            for (uint32_t i = 0; i < ns; i++) {
+                const rs_skip *sa = s0 + i < s1 ? &L->skips[s0 + i] : NULL, *sb = u0 + i < u1 ? &L->skips[u0 + i] : NULL;
+                P->skips[*at_skip + i] = (rs_pair_skip){pair_entry(sa ? &sa->e : NULL, sb ? &sb->e : NULL, L->tables.flip),
+                                                        (sa ? sa->z4 & 0xFFu : 0) | (sb ? sb->z4 & 0xFFu : 0) << 8};
+            }
+        }
+        *at += ne;
+        *at_skip += ns;
+    }
+}
+
+/* The pair layout from the built one (rapid.h "Pairs"): counted, then filled. A failed
+ * allocation leaves none (calls then take the one-tree path) and reports nothing. */
+static void rsl_build_pairs(rsl *L) {
+    rs_pairs *P = &L->pairs;
+    uint64_t n_trees = 0, n_rows = 0, n_entries = 0, n_skips = 0;
+    for (uint32_t b = 0; b < L->n_blocks; b++)
+        for (uint32_t t = L->blocks[b].first_tree, end = t + L->blocks[b].n_trees; t < end; t += 2) {
+            const rs_ptree p = {t, end - t < 2 ? 1 : 2, 0, pair_rows(L, t, end - t < 2 ? 1 : 2)};
+            fill_pair(L, &p, &n_entries, &n_skips, 1);
+            n_rows += p.n_rows;
+            n_trees++;
+        }
+    if (n_entries >= UINT32_MAX || n_skips >= UINT32_MAX || n_rows >= UINT32_MAX) return;
+    P->block_first = malloc(((size_t)L->n_blocks + 1) * sizeof *P->block_first);
+    P->trees = malloc((size_t)(n_trees + 1) * sizeof *P->trees);
+    P->row_first = malloc((size_t)(n_rows + 1) * sizeof *P->row_first);
+    P->skip_first = malloc((size_t)(n_rows + 1) * sizeof *P->skip_first);
+    P->entries = malloc((size_t)(n_entries + 1) * sizeof *P->entries);
+    P->skips = malloc((size_t)(n_skips + 1) * sizeof *P->skips);
+    if (!P->block_first || !P->trees || !P->row_first || !P->skip_first || !P->entries || !P->skips) {
+        free(P->block_first), free(P->trees), free(P->row_first), free(P->skip_first), free(P->entries), free(P->skips);
+        memset(P, 0, sizeof *P);
+        return;
+    }
+    uint32_t np = 0, row = 0;
+    uint64_t at = 0, at_skip = 0;
+    for (uint32_t b = 0; b < L->n_blocks; b++) {
+        P->block_first[b] = np;
+        for (uint32_t t = L->blocks[b].first_tree, end = t + L->blocks[b].n_trees; t < end; t += 2) {
+            const uint32_t n = end - t < 2 ? 1 : 2;
+            rs_ptree *p = &P->trees[np++];
+            *p = (rs_ptree){t, n, row, pair_rows(L, t, n)};
+            fill_pair(L, p, &at, &at_skip, 0);
+            row += p->n_rows;
+        }
+    }
+    P->block_first[L->n_blocks] = np;
+    P->row_first[row] = (uint32_t)at;
+    P->skip_first[row] = (uint32_t)at_skip;
+}
+
 /* ---- the engine ------------------------------------------------------------------------- */
 
 /* One kernel for every batch size: a group of lanes holding one document costs about
@@ -248,6 +353,7 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
         free(s);
         return st;
     }
+    if (k->pair_lanes) rsl_build_pairs(&s->L);
     s->delta = block_docs(cfg, k->lanes);
     s->kernel = k->kernel;
     s->kernel_f64 = k->kernel_f64;

@@ -86,6 +86,46 @@ typedef struct rs_block {
     uint32_t first_tree, n_trees;
 } rs_block;
 
+/*
+ * Pairs (a kernel with pair_lanes, AVX2: 16): a call of at most pair_lanes rows fills
+ * half of a group's register, and a row entry costs the same for 16 lanes as for 32. The
+ * pair layout puts two trees in one register instead, tree A in the low 16 lanes and
+ * tree B in the high 16 (the same documents): a pair entry loads the 16 codes of A's
+ * slot and of B's (two 16-byte halves), and one word of four bytes (A's k + 1, B's k + 1,
+ * A's mask, B's mask) that the kernel spreads over the halves. Pair row j zips row j of A
+ * with row j of B, entry by entry, the shorter padded with no-op entries (mask 0xFF, the
+ * other tree's offset: codes that are always written); a tree of fewer rows than its
+ * partner has met its exit leaf before its rows end, so the rows past them change
+ * nothing of it. Skips pair the same way (a no-op skip: mask 0xFF, z 0). The exit rows,
+ * leaf indices and skips are per byte lane, as for one tree; the leaf values are added
+ * A's then B's, so every score keeps its order of additions. Pairs are formed inside
+ * each tree block, trees 2i and 2i + 1 of it; a block's odd last tree, and a pair with a
+ * tree of more than RS_SKIP_ROWS rows, stays a "single" (n_rows 0: the one-tree path).
+ */
+typedef struct rs_pair {
+    uint32_t off[2];  /* A's and B's slot offsets (as rs_entry.off) */
+    uint32_t km;      /* bytes: A's k + 1, B's k + 1 (XOR the flip), A's mask, B's mask */
+} rs_pair;
+
+typedef struct rs_pair_skip {
+    rs_pair e;
+    uint32_t z;       /* bytes: A's z, B's z, 0, 0 */
+} rs_pair_skip;
+
+typedef struct rs_ptree {
+    uint32_t tree, n_trees;  /* the first tree and 1 or 2 */
+    uint32_t row, n_rows;    /* the first pair row and the count; 0: single trees */
+} rs_ptree;
+
+typedef struct rs_pairs {
+    uint32_t *block_first;   /* n_blocks + 1: block b's ptrees */
+    rs_ptree *trees;
+    uint32_t *row_first;     /* pair rows + 1, into entries */
+    uint32_t *skip_first;    /* pair rows + 1, into skips */
+    rs_pair *entries;
+    rs_pair_skip *skips;
+} rs_pairs;
+
 typedef struct rsl {
     tsq_tables tables;              /* the codes, and the flip (0 or 0x80) that codes and
                                        k are stored XOR */
@@ -103,6 +143,8 @@ typedef struct rsl {
     double *leaves;                 /* weight * leaf value, tree t's at leaf_offset[t] */
     uint32_t *leaf_offset;
     uint64_t n_nodes, n_entries, n_skips;
+    rs_pairs pairs;                 /* "Pairs": built for a kernel with pair_lanes, else
+                                       all NULL */
 } rsl;
 
 /*
@@ -130,6 +172,8 @@ typedef struct rs_kernels {
     rs_kernel kernel;
     tsq_quantizer quantize;  /* also the coder's (coder.h, through tsq_quantizer_for) */
     rs_kernel_f64 kernel_f64;
+    uint32_t pair_lanes; /* calls of at most this many rows take the pair layout
+                            ("Pairs"); 0: none */
 } rs_kernels;
 
 /* The kernels per ISA (tse_rapid_scalar, tse_rapid_avx2, ...) and the rule that picks

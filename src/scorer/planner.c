@@ -104,12 +104,12 @@ static uint32_t max_leaves(const ts_model *m) {
  * waste more on tiny batches, hence a margin. */
 #define RAPID_RULE_BATCH 32u
 /* With AVX2 only, rapid from RAPID_RULE_BATCH_AVX2 rows: measured on an AMD Zen 3 (AVX2,
- * no AVX-512; tenth session, one thread, dev 500 x 64): rapid 3.95 us/doc at 12 rows, 3.05
- * at 16, 2.18 at 24 against vpred 5.02, 3.85, 4.04 (trees-simd 4.56, 4.36, 4.52); at 8
- * rows vpred 4.40, trees-simd 4.90, rapid 5.61 (msn-lgb-1000x64 at 16 rows: rapid 6.13,
- * vpred 8.89). Zen 4 restricted to AVX2 had measured vpred ahead up to 31 rows; the
- * native AVX2 machine decides here. */
-#define RAPID_RULE_BATCH_AVX2 12u
+ * no AVX-512; sixteenth session, one thread, libs_ab minima), since calls of at most 16
+ * rows take rapid's pair layout (rapid.h "Pairs"): at 8 rows rapid 4.10 us/doc, trees-simd
+ * 4.15, vpred 4.27 on dev 500 x 64; 8.55, 9.24, 11.5 on msn-lgb-1000x64; 11.2, 14.0, 26.1
+ * on msn-xgb-1000x64 (at 6 rows trees-simd led on the first two). Before the pairs it was
+ * 12 rows (rapid 5.61 at 8 rows on dev). */
+#define RAPID_RULE_BATCH_AVX2 8u
 
 /* oblivious: batches of at least OBLIVIOUS_RULE_BATCH rows on models whose trees are all
  * oblivious (its plan_candidate). Measured (docs/benchmarks.md "CatBoost", AVX-512, one
@@ -171,7 +171,7 @@ ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why
         snprintf(why, why_size, "rule of thumb: no AVX2 (%s): a branch-free root-to-leaf walk, vpred",
                  ts_isa_name(isa));
     } else if (big && batch >= 1 && batch < rapid_from) {
-        /* AVX-512 without VBMI, 8-31 rows (AVX2: 8-11), dev model: vpred 3.7 (8 rows) and
+        /* AVX-512 without VBMI, 8-31 rows (AVX2: none since the pairs), dev model: vpred 3.7 (8 rows) and
          * 3.3 us/doc (24), vqs 4.2 and 4.3, trees-simd 4.8 and 4.7 (Zen 4) */
         e = TS_ENGINE_VPRED;
         snprintf(why, why_size,

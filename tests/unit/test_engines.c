@@ -266,6 +266,53 @@ static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows
     free(xd);
 }
 
+/* rapid's pair layout (rapid.h "Pairs": AVX2, calls of at most 16 rows, two trees per
+ * register) with trees of unequal rows side by side (1 to 300 leaves, some deep: a partner
+ * past 32 rows leaves the pair single), odd tree counts per block (tau 1, 3, 7 and the
+ * default), every batch 1 .. 20 at shifting offsets, float and double rows, every ISA
+ * level: bit for bit the reference. */
+static void test_rapid_pairs(void) {
+    static const uint32_t taus[] = {0, 1, 3, 7};
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    const size_t n_rows = 120, cols = N_FEATURES + 3, stride = cols + 1;
+    for (int rep = 0; rep < 3; rep++) {
+        ts_model *m = random_model(rep == 0 ? 37 : 20 + rnd_below(30), 1, rep == 2 ? 64 : 300, 5);
+        float *x = malloc(n_rows * stride * sizeof *x);
+        double *xd = malloc(n_rows * stride * sizeof *xd), ref[120], got[20];
+        for (size_t i = 0; i < n_rows * stride; i++) xd[i] = x[i] = random_value();
+        for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+        for (size_t t = 0; t < sizeof taus / sizeof taus[0]; t++)
+            for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+                if (isas[i] > ts_cpu_isa()) continue;
+                ts_scorer_options o;
+                ts_scorer_options_init(&o);
+                o.engine = TS_ENGINE_RAPID, o.max_isa = isas[i], o.n_threads = 1, o.tau = taus[t];
+                ts_scorer *s = NULL;
+                ts_error err;
+                CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+                if (!s) continue;
+                size_t bad = 0, bad_d = 0;
+                for (size_t n = 1; n <= 20; n++) {
+                    const size_t first = (n * 7 + t) % (n_rows - n + 1);
+                    CHECK_STATUS(ts_scorer_score(s, x + first * stride, n, cols, stride, got, &err), TS_OK);
+                    for (size_t r = 0; r < n; r++) bad += memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0;
+                    if (!m->compares_double) continue;
+                    CHECK_STATUS(ts_scorer_score_f64(s, xd + first * stride, n, cols, stride, got, &err), TS_OK);
+                    for (size_t r = 0; r < n; r++) {
+                        const double want = reference_score_f64(m, xd + (first + r) * stride);
+                        bad_d += memcmp(&got[r], &want, sizeof want) != 0;
+                    }
+                }
+                CHECK_MSG(bad == 0 && bad_d == 0, "rapid isa %s tau %u, batches 1-20: %zu float and %zu double rows differ",
+                          ts_isa_name(ts_scorer_isa(s)), taus[t], bad, bad_d);
+                ts_scorer_free(s);
+            }
+        free(x);
+        free(xd);
+        ts_model_free(m);
+    }
+}
+
 static void check_rapid_on_grid(const ts_model *m, size_t n_rows, uint32_t grid_size) {
     const size_t cols = N_FEATURES + 3, stride = cols;
     float *x = malloc(n_rows * stride * sizeof *x);
@@ -900,6 +947,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_chunk_thresholds);
     RUN_TEST(test_bucket_thresholds);
     RUN_TEST(test_sparse_columns);
+    RUN_TEST(test_rapid_pairs);
     if (!only_rapid) RUN_TEST(test_trees_simd_batches);
     if (!only_rapid) RUN_TEST(test_trees_simd_negative_zero);
     if (!only_rapid) RUN_TEST(test_trees_simd_top);

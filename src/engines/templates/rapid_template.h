@@ -58,6 +58,15 @@
  *                        them adds to its own acc[l] unread), for a tree of `rows` rows (<= 32:
  *                        at most 256 leaves; leaves[0 .. 64) may always be read)
  *   void rs_store_row(uint8_t *p, rs_v row)
+ * and optionally RS_PAIRS (calls of at most RS_LANES / 2 rows by the pair layout,
+ * rapid.h "Pairs"), with
+ *   rs_v rs_pair_update(rs_v row, const uint8_t *codes, const rs_pair *p),
+ *   void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *codes, const rs_pair_skip *s)
+ *                        as RS_UPDATE and rs_update_skip, tree A in the low half of the
+ *                        lanes and tree B in the high half
+ *   void rs_pair_exit_add(const rs_exit *x, const double *la, const double *lb, double *acc,
+ *                        uint32_t lanes): as rs_exit_add, acc[l] += A's leaf of lane l,
+ *                        then += B's leaf of lane l + RS_LANES / 2
  * The loops below are rapid's hot loops: long on purpose.
  */
 
@@ -320,6 +329,36 @@ static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, 
     RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 4);
 }
 
+#ifdef RS_PAIRS
+/* Tree block b for one group of at most RS_LANES / 2 documents (nd), two trees per
+ * register (rapid.h "Pairs"; the ISA's rs_pair_update, rs_pair_update_skip and
+ * rs_pair_exit_add), a single tree by block1. */
+static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *acc, uint8_t *rows, uint32_t nd) {
+    const rs_pairs *P = &L->pairs;
+    for (uint32_t p = P->block_first[b]; p < P->block_first[b + 1]; p++) {
+        const rs_ptree *pt = &P->trees[p];
+        if (!pt->n_rows) {
+            const rs_block one = {pt->tree, pt->n_trees};
+            RS(block1)(L, &one, codes, 0, acc, rows, nd);
+            continue;
+        }
+        rs_exit x;
+        rs_v skip = rs_zeros();
+        rs_exit_init(&x);
+        for (uint32_t j = 0; j < pt->n_rows; j++) {
+            const uint32_t r = pt->row + j;
+            rs_v row = rs_row_start(skip, j);
+            for (uint32_t e = P->row_first[r], end = P->row_first[r + 1]; e < end; e++)
+                row = rs_pair_update(row, codes, &P->entries[e]);
+            for (uint32_t e = P->skip_first[r], end = P->skip_first[r + 1]; e < end; e++)
+                rs_pair_update_skip(&row, &skip, codes, &P->skips[e]);
+            if (rs_exit_row(&x, row, j)) break;
+        }
+        rs_pair_exit_add(&x, L->leaves + L->leaf_offset[pt->tree], L->leaves + L->leaf_offset[pt->tree + 1], acc, nd);
+    }
+}
+#endif
+
 /* The kernel: per document block, quantize its groups once (float or double rows: f64
  * is a constant), then every tree block for every group, then the scores out. */
 static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, uint32_t delta, const void *x,
@@ -347,6 +386,12 @@ static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, u
         const size_t step = ns * RS_LANES; /* codes of one group */
         const uint32_t last = (uint32_t)(nd - (ng - 1) * RS_LANES); /* documents in the last group */
         for (uint32_t b = 0; b < L->n_blocks; b++) {
+#ifdef RS_PAIRS
+            if (nd <= RS_LANES / 2 && L->pairs.trees) { /* one group, half a register */
+                RS(pairs)(L, b, codes, acc, rows, (uint32_t)nd);
+                continue;
+            }
+#endif
             size_t g = 0;
 #if RS_GROUPS >= 8
             for (; g + 8 <= ng; g += 8)
@@ -372,6 +417,7 @@ static void RS(kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t
     RS(kernel_any)(L, delta, x, n_rows, stride, out, scratch, 1);
 }
 
+#undef RS_PAIRS
 #undef RS_MASK
 #undef RS_UPDATE_SKIP
 #undef RS_QUANTIZE

@@ -69,9 +69,9 @@ static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
     return _mm256_testz_si256(x->left, x->left);
 }
 
-static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows, double *acc, uint32_t lanes) {
-    (void)rows; /* the values in pairs of scalar loads (vmovsd, vmovhpd): 2-4% faster than
-                 * 4-lane vgatherdpd on Zen 4 (msn 64 and 256 leaves) */
+/* Each lane's exit leaf: 8 * row + the lowest set bit of its byte (two vpshufb lookups on
+ * nibbles). */
+static inline __m256i exit_leaves(const rs_exit *x) {
     const __m256i lut_lo = _mm256_setr_epi8(0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 3,
                                             0, 0, 0, 0, 0, 0, 0);
     const __m256i lut_hi = _mm256_setr_epi8(0, 4, 5, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 4, 5, 0, 6, 0, 0, 0, 7,
@@ -80,16 +80,60 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
     __m256i low = _mm256_and_si256(x->byt, _mm256_sub_epi8(_mm256_setzero_si256(), x->byt));
     __m256i bit = _mm256_or_si256(_mm256_shuffle_epi8(lut_lo, _mm256_and_si256(low, nib)),
                                   _mm256_shuffle_epi8(lut_hi, _mm256_and_si256(_mm256_srli_epi16(low, 4), nib)));
-    __m256i leaf = _mm256_add_epi8(x->idx, bit);
+    return _mm256_add_epi8(x->idx, bit);
+}
+
+/* Four leaf values, from lv at ix[0 .. 3]. */
+static inline __m256d leaves4(const double *lv, const uint8_t *ix) {
+    __m128d lo = _mm_loadh_pd(_mm_load_sd(lv + ix[0]), lv + ix[1]);
+    __m128d hi = _mm_loadh_pd(_mm_load_sd(lv + ix[2]), lv + ix[3]);
+    return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
+}
+
+static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows, double *acc, uint32_t lanes) {
+    (void)rows; /* the values in pairs of scalar loads (vmovsd, vmovhpd): 2-4% faster than
+                 * 4-lane vgatherdpd on Zen 4 (msn 64 and 256 leaves) */
     uint8_t ix[32] __attribute__((aligned(32)));
-    _mm256_store_si256((__m256i *)ix, leaf);
+    _mm256_store_si256((__m256i *)ix, exit_leaves(x));
+    for (size_t l = 0; l < lanes; l += 4)
+        _mm256_store_pd(acc + l, _mm256_add_pd(_mm256_load_pd(acc + l), leaves4(lv, ix + l)));
+}
+
+/* Pairs (rapid.h "Pairs"): tree A in lanes 0-15, tree B in lanes 16-31. The pair entry's
+ * word is broadcast, then spread by vpshufb (in-lane: the low half takes bytes 0 and 2,
+ * the high half bytes 1 and 3). */
+static inline __m256i pair_codes(const uint8_t *c, const rs_pair *p) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_load_si128((const __m128i *)(c + p->off[0]))),
+                                   _mm_load_si128((const __m128i *)(c + p->off[1])), 1);
+}
+
+static inline __m256i pair_byte(__m256i w, int a) {
+    return _mm256_shuffle_epi8(w, _mm256_setr_m128i(_mm_set1_epi8((char)a), _mm_set1_epi8((char)(a + 1))));
+}
+
+static inline rs_v rs_pair_update(rs_v row, const uint8_t *codes, const rs_pair *p) {
+    const __m256i w = _mm256_set1_epi32((int)p->km);
+    __m256i pass = _mm256_cmpgt_epi8(pair_byte(w, 0), pair_codes(codes, p));
+    return _mm256_and_si256(row, _mm256_or_si256(pass, pair_byte(w, 2)));
+}
+
+static inline void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *codes, const rs_pair_skip *s) {
+    const __m256i w = _mm256_set1_epi32((int)s->e.km);
+    __m256i pass = _mm256_cmpgt_epi8(pair_byte(w, 0), pair_codes(codes, &s->e));
+    *row = _mm256_and_si256(*row, _mm256_or_si256(pass, pair_byte(w, 2)));
+    *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, pair_byte(_mm256_set1_epi32((int)s->z), 0)));
+}
+
+static inline void rs_pair_exit_add(const rs_exit *x, const double *la, const double *lb, double *acc,
+                                    uint32_t lanes) {
+    uint8_t ix[32] __attribute__((aligned(32)));
+    _mm256_store_si256((__m256i *)ix, exit_leaves(x));
     for (size_t l = 0; l < lanes; l += 4) {
-        __m128d lo = _mm_loadh_pd(_mm_load_sd(lv + ix[l]), lv + ix[l + 1]);
-        __m128d hi = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 2]), lv + ix[l + 3]);
-        __m256d v = _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
-        _mm256_store_pd(acc + l, _mm256_add_pd(_mm256_load_pd(acc + l), v));
+        const __m256d a = _mm256_add_pd(_mm256_load_pd(acc + l), leaves4(la, ix + l));
+        _mm256_store_pd(acc + l, _mm256_add_pd(a, leaves4(lb, ix + 16 + l)));
     }
 }
+#define RS_PAIRS 1
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm256_storeu_si256((__m256i *)p, row); }
 
@@ -477,6 +521,6 @@ static void rs_columns16(const float *x, size_t stride, size_t nd, uint32_t c0, 
 #define RS(name) rs_avx2_##name
 #include "engines/templates/rapid_template.h"
 
-const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize, rs_avx2_kernel_f64};
+const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize, rs_avx2_kernel_f64, 16};
 
 #endif

@@ -472,7 +472,7 @@ static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c
 #undef RS_UPDATE
 #undef RS
 
-const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize, rs_avx512_kernel_f64};
+const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize, rs_avx512_kernel_f64, 0};
 
 /*
  * The GFNI kernel: the same, but an entry ANDs its mask with one masked GF2P8AFFINEQB
@@ -540,6 +540,6 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #include "engines/templates/rapid_template.h"
 
 const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize,
-                                       rs_avx512gf_kernel_f64};
+                                       rs_avx512gf_kernel_f64, 0};
 
 #endif
