@@ -95,8 +95,14 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
                  * 4-lane vgatherdpd on Zen 4 (msn 64 and 256 leaves) */
     uint8_t ix[32] __attribute__((aligned(32)));
     _mm256_store_si256((__m256i *)ix, exit_leaves(x));
-    for (size_t l = 0; l < lanes; l += 4)
-        _mm256_store_pd(acc + l, _mm256_add_pd(_mm256_load_pd(acc + l), leaves4(lv, ix + l)));
+    /* leaves4's loads written out: through the call GCC 12 keeps this loop rolled in
+     * block4 (unrolled 8 times here), and rapid measured 5-7% slower at 1,000 rows */
+    for (size_t l = 0; l < lanes; l += 4) {
+        __m128d lo = _mm_loadh_pd(_mm_load_sd(lv + ix[l]), lv + ix[l + 1]);
+        __m128d hi = _mm_loadh_pd(_mm_load_sd(lv + ix[l + 2]), lv + ix[l + 3]);
+        __m256d v = _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
+        _mm256_store_pd(acc + l, _mm256_add_pd(_mm256_load_pd(acc + l), v));
+    }
 }
 
 /* Pairs (rapid.h "Pairs"): tree A in lanes 0-15, tree B in lanes 16-31. The pair entry's
