@@ -229,12 +229,13 @@ static float wide_grid(uint32_t i) { return (float)((double)i - 300.0) / 7.0f + 
 
 /* rapid (and naive) on n_rows rows of values from wide_grid(0 .. grid_size): each a grid value,
  * one float step either side, or a random value (NaN, zero-range, +-inf among them). */
-/* rapid at every ISA level this CPU has, one scorer each, every batch size 1 .. 70 (groups
- * of at most 16 rows search one register of codes, rapid_avx512.c codes64; partial groups;
- * a full group and a tail), float rows and, for a model that compares doubles, the same
- * rows as doubles: bit for bit the reference. */
-static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
-                                const double *ref) {
+/* rapid at every ISA level this CPU has, one scorer each (tau trees per block: 0 for the
+ * default), every batch size 1 .. max_batch (groups of at most 16 rows search one register
+ * of codes, rapid_avx512.c codes64, and take the AVX2 pair layout; partial groups; a full
+ * group and a tail) at shifting offsets, float rows and, for a model that compares doubles,
+ * the same rows as doubles: bit for bit the reference. */
+static void check_rapid_batches_tau(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
+                                    const double *ref, uint32_t tau, size_t max_batch) {
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
     double got[70], *xd = malloc(n_rows * stride * sizeof *xd);
     for (size_t i = 0; i < n_rows * stride; i++) xd[i] = (double)x[i];
@@ -242,14 +243,14 @@ static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows
         if (isas[i] > ts_cpu_isa()) continue;
         ts_scorer_options o;
         ts_scorer_options_init(&o);
-        o.engine = TS_ENGINE_RAPID, o.max_isa = isas[i], o.n_threads = 1;
+        o.engine = TS_ENGINE_RAPID, o.max_isa = isas[i], o.n_threads = 1, o.tau = tau;
         ts_scorer *s = NULL;
         ts_error err;
         CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
         if (!s) continue;
         size_t bad = 0, bad_d = 0;
-        for (size_t n = 1; n <= 70 && n <= n_rows; n++) {
-            const size_t first = (n * 11) % (n_rows - n + 1);
+        for (size_t n = 1; n <= max_batch && n <= 70 && n <= n_rows; n++) {
+            const size_t first = (n * 11 + tau) % (n_rows - n + 1);
             CHECK_STATUS(ts_scorer_score(s, x + first * stride, n, cols, stride, got, &err), TS_OK);
             for (size_t r = 0; r < n; r++) bad += memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0;
             if (!m->compares_double) continue;
@@ -259,56 +260,34 @@ static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows
                 bad_d += memcmp(&got[r], &want, sizeof want) != 0;
             }
         }
-        CHECK_MSG(bad == 0 && bad_d == 0, "rapid isa %s, batches 1-70: %zu float and %zu double rows differ",
-                  ts_isa_name(ts_scorer_isa(s)), bad, bad_d);
+        CHECK_MSG(bad == 0 && bad_d == 0, "rapid isa %s tau %u, batches 1-%zu: %zu float and %zu double rows differ",
+                  ts_isa_name(ts_scorer_isa(s)), tau, max_batch, bad, bad_d);
         ts_scorer_free(s);
     }
     free(xd);
 }
 
+static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
+                                const double *ref) {
+    check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, 0, 70);
+}
+
 /* rapid's pair layout (rapid.h "Pairs": AVX2, calls of at most 16 rows, two trees per
  * register) with trees of unequal rows side by side (1 to 300 leaves, some deep: a partner
  * past 32 rows leaves the pair single), odd tree counts per block (tau 1, 3, 7 and the
- * default), every batch 1 .. 20 at shifting offsets, float and double rows, every ISA
- * level: bit for bit the reference. */
+ * default), every batch 1 .. 20, float and double rows, every ISA level. */
 static void test_rapid_pairs(void) {
     static const uint32_t taus[] = {0, 1, 3, 7};
-    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
     const size_t n_rows = 120, cols = N_FEATURES + 3, stride = cols + 1;
     for (int rep = 0; rep < 3; rep++) {
         ts_model *m = random_model(rep == 0 ? 37 : 20 + rnd_below(30), 1, rep == 2 ? 64 : 300, 5);
         float *x = malloc(n_rows * stride * sizeof *x);
-        double *xd = malloc(n_rows * stride * sizeof *xd), ref[120], got[20];
-        for (size_t i = 0; i < n_rows * stride; i++) xd[i] = x[i] = random_value();
+        double ref[120];
+        for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
         for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
         for (size_t t = 0; t < sizeof taus / sizeof taus[0]; t++)
-            for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
-                if (isas[i] > ts_cpu_isa()) continue;
-                ts_scorer_options o;
-                ts_scorer_options_init(&o);
-                o.engine = TS_ENGINE_RAPID, o.max_isa = isas[i], o.n_threads = 1, o.tau = taus[t];
-                ts_scorer *s = NULL;
-                ts_error err;
-                CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
-                if (!s) continue;
-                size_t bad = 0, bad_d = 0;
-                for (size_t n = 1; n <= 20; n++) {
-                    const size_t first = (n * 7 + t) % (n_rows - n + 1);
-                    CHECK_STATUS(ts_scorer_score(s, x + first * stride, n, cols, stride, got, &err), TS_OK);
-                    for (size_t r = 0; r < n; r++) bad += memcmp(&got[r], &ref[first + r], sizeof got[r]) != 0;
-                    if (!m->compares_double) continue;
-                    CHECK_STATUS(ts_scorer_score_f64(s, xd + first * stride, n, cols, stride, got, &err), TS_OK);
-                    for (size_t r = 0; r < n; r++) {
-                        const double want = reference_score_f64(m, xd + (first + r) * stride);
-                        bad_d += memcmp(&got[r], &want, sizeof want) != 0;
-                    }
-                }
-                CHECK_MSG(bad == 0 && bad_d == 0, "rapid isa %s tau %u, batches 1-20: %zu float and %zu double rows differ",
-                          ts_isa_name(ts_scorer_isa(s)), taus[t], bad, bad_d);
-                ts_scorer_free(s);
-            }
+            check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, taus[t], 20);
         free(x);
-        free(xd);
         ts_model_free(m);
     }
 }
