@@ -348,12 +348,8 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *ac
         for (uint32_t j = 0; j < pt->n_rows; j++) {
             const uint32_t r = pt->row + j;
             rs_v row = rs_row_start(skip, j);
-            /* both loops unrolled twice: 4-5% faster on msn-lgb-1000x64 at 16 rows (Zen 3;
-             * block_g's loops unrolled so measured no faster) */
-#pragma GCC unroll 2
             for (uint32_t e = P->row_first[r], end = P->row_first[r + 1]; e < end; e++)
                 row = rs_pair_update(row, codes, &P->entries[e]);
-#pragma GCC unroll 2
             for (uint32_t e = P->skip_first[r], end = P->skip_first[r + 1]; e < end; e++)
                 rs_pair_update_skip(&row, &skip, codes, &P->skips[e]);
             if (rs_exit_row(&x, row, j)) break;
