@@ -276,21 +276,26 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
         rs_exit x[RS_GROUPS];
         rs_v skip[RS_GROUPS];
         for (int g = 0; g < G; g++) rs_exit_init(&x[g]), skip[g] = rs_zeros();
+        /* the tree's rows are consecutive, so are their entries and skips: one pointer
+         * each runs through them, a row's end the next row's first (fewer instructions
+         * per row than both ends indexed: Zen 3, 32 rows 11% faster, 1,000 rows 1-4%) */
+        const rs_entry *e = E + row_first[r0];
+        const rs_skip *sk = S + skip_first[r0];
         for (uint32_t j = 0; j < nr; j++) {
             rs_v row[RS_GROUPS];
             for (int g = 0; g < G; g++) row[g] = rs_row_start(skip[g], j);
-            for (uint32_t e = row_first[r0 + j], end = row_first[r0 + j + 1]; e < end; e++) {
-                const rs_kv k = rs_k(&E[e]);
-                const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&E[e]) : RS_MASK(&E[e]);
-                const uint8_t *c = codes + E[e].off;
+            for (const rs_entry *end = E + row_first[r0 + j + 1]; e < end; e++) {
+                const rs_kv k = rs_k(e);
+                const rs_mv m = G < RS_FEW ? RS_MASK_FEW(e) : RS_MASK(e);
+                const uint8_t *c = codes + e->off;
                 for (int g = 0; g < G; g++)
                     row[g] = G < RS_FEW ? RS_UPDATE_FEW(L, row[g], c + (size_t)g * codes_step, k, m)
                                         : RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
             }
-            for (uint32_t e = skip_first[r0 + j], end = skip_first[r0 + j + 1]; e < end; e++) {
-                const rs_kv k = rs_k(&S[e].e), z = rs_z(&S[e]);
-                const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&S[e].e) : RS_MASK(&S[e].e);
-                const uint8_t *c = codes + S[e].e.off;
+            for (const rs_skip *end = S + skip_first[r0 + j + 1]; sk < end; sk++) {
+                const rs_kv k = rs_k(&sk->e), z = rs_z(sk);
+                const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&sk->e) : RS_MASK(&sk->e);
+                const uint8_t *c = codes + sk->e.off;
                 for (int g = 0; g < G; g++)
                     if (G < RS_FEW)
                         RS_UPDATE_SKIP_FEW(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
@@ -345,13 +350,17 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *ac
         rs_exit x;
         rs_v skip = rs_zeros();
         rs_exit_init(&x);
+        /* the pair's rows are consecutive, so are their entries and skips: one pointer
+         * each runs through them, a row's end the next row's first (as block_g; 16 rows
+         * 5-9% faster on Zen 3) */
+        const rs_pair *e = P->entries + P->row_first[pt->row];
+        const rs_pair_skip *s = P->skips + P->skip_first[pt->row];
+        const uint32_t *row_end = P->row_first + pt->row + 1, *skip_end = P->skip_first + pt->row + 1;
         for (uint32_t j = 0; j < pt->n_rows; j++) {
-            const uint32_t r = pt->row + j;
             rs_v row = rs_row_start(skip, j);
-            for (uint32_t e = P->row_first[r], end = P->row_first[r + 1]; e < end; e++)
-                row = rs_pair_update(row, codes, &P->entries[e]);
-            for (uint32_t e = P->skip_first[r], end = P->skip_first[r + 1]; e < end; e++)
-                rs_pair_update_skip(&row, &skip, codes, &P->skips[e]);
+            for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, codes, e);
+            for (const rs_pair_skip *end = P->skips + skip_end[j]; s < end; s++)
+                rs_pair_update_skip(&row, &skip, codes, s);
             if (rs_exit_row(&x, row, j)) break;
         }
         rs_pair_exit_add(&x, L->leaves + L->leaf_offset[pt->tree], L->leaves + L->leaf_offset[pt->tree + 1], acc, nd);
