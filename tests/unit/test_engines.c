@@ -279,8 +279,8 @@ static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows
 static void test_rapid_pairs(void) {
     static const uint32_t taus[] = {0, 1, 3, 7};
     const size_t n_rows = 120, cols = N_FEATURES + 3, stride = cols + 1;
-    for (int rep = 0; rep < 3; rep++) {
-        ts_model *m = random_model(rep == 0 ? 37 : 20 + rnd_below(30), 1, rep == 2 ? 64 : 300, 5);
+    for (int rep = 0; rep < 4; rep++) { /* rep 3: 150 trees, more pairs in a block than the kernel defers */
+        ts_model *m = random_model(rep == 0 ? 37 : rep == 3 ? 150 : 20 + rnd_below(30), 1, rep >= 2 ? 64 : 300, 5);
         float *x = malloc(n_rows * stride * sizeof *x);
         double ref[120];
         for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();

@@ -64,9 +64,11 @@
  *   void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *codes, const rs_pair_skip *s)
  *                        as RS_UPDATE and rs_update_skip, tree A in the low half of the
  *                        lanes and tree B in the high half
- *   void rs_pair_exit_add(const rs_exit *x, const double *la, const double *lb, double *acc,
- *                        uint32_t lanes): as rs_exit_add, acc[l] += A's leaf of lane l,
- *                        then += B's leaf of lane l + RS_LANES / 2
+ *   void rs_pair_exit_store(const rs_exit *x, uint8_t *ix): the RS_LANES exit leaves' indices
+ *   void rs_pairs_flush(const double *leaves, const uint32_t *leaf_offset, const uint32_t *tree,
+ *                       const uint8_t (*ix)[RS_LANES], uint32_t n, double *acc, uint32_t lanes):
+ *                        for pairs q < n in order (A = tree[q], B = tree[q] + 1), acc[l] +=
+ *                        A's leaf at ix[q][l], then += B's at ix[q][l + RS_LANES / 2]
  * The loops below are rapid's hot loops: long on purpose.
  */
 
@@ -335,14 +337,24 @@ static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, 
 }
 
 #ifdef RS_PAIRS
+/* Deferred pairs: a pair's exit leaves are kept (32 bytes) and their values added for
+ * RS_PAIRS_DEFER pairs at a time (rs_pairs_flush: each group of 4 documents through
+ * those pairs, A's leaf then B's, its sums in a register), before a single tree and at
+ * the block's end: tree order, so naive's bits. 2-5% faster at 16 rows than each pair's
+ * leaves added at its exit (Zen 3). */
+#define RS_PAIRS_DEFER 32u
+
 /* Tree block b for one group of at most RS_LANES / 2 documents (nd), two trees per
- * register (rapid.h "Pairs"; the ISA's rs_pair_update, rs_pair_update_skip and
- * rs_pair_exit_add), a single tree by block1. */
+ * register (rapid.h "Pairs"; the ISA's rs_pair_update, rs_pair_update_skip,
+ * rs_pair_exit_store and rs_pairs_flush), a single tree by block1. */
 static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *acc, uint8_t *rows, uint32_t nd) {
     const rs_pairs *P = &L->pairs;
+    uint8_t ix[RS_PAIRS_DEFER][RS_LANES] __attribute__((aligned(64)));
+    uint32_t tree[RS_PAIRS_DEFER], nq = 0;
     for (uint32_t p = P->block_first[b]; p < P->block_first[b + 1]; p++) {
         const rs_ptree *pt = &P->trees[p];
         if (!pt->n_rows) {
+            if (nq) rs_pairs_flush(L->leaves, L->leaf_offset, tree, ix, nq, acc, nd), nq = 0;
             const rs_block one = {pt->tree, pt->n_trees};
             RS(block1)(L, &one, codes, 0, acc, rows, nd);
             continue;
@@ -363,8 +375,11 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *ac
                 rs_pair_update_skip(&row, &skip, codes, s);
             if (rs_exit_row(&x, row, j)) break;
         }
-        rs_pair_exit_add(&x, L->leaves + L->leaf_offset[pt->tree], L->leaves + L->leaf_offset[pt->tree + 1], acc, nd);
+        rs_pair_exit_store(&x, ix[nq]);
+        tree[nq++] = pt->tree;
+        if (nq == RS_PAIRS_DEFER) rs_pairs_flush(L->leaves, L->leaf_offset, tree, ix, nq, acc, nd), nq = 0;
     }
+    if (nq) rs_pairs_flush(L->leaves, L->leaf_offset, tree, ix, nq, acc, nd);
 }
 #endif
 
@@ -427,6 +442,7 @@ static void RS(kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t
 }
 
 #undef RS_PAIRS
+#undef RS_PAIRS_DEFER
 #undef RS_MASK
 #undef RS_UPDATE_SKIP
 #undef RS_QUANTIZE

@@ -130,13 +130,20 @@ static inline void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *cod
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, pair_byte(_mm256_set1_epi32((int)s->z), 0)));
 }
 
-static inline void rs_pair_exit_add(const rs_exit *x, const double *la, const double *lb, double *acc,
-                                    uint32_t lanes) {
-    uint8_t ix[32] __attribute__((aligned(32)));
+static inline void rs_pair_exit_store(const rs_exit *x, uint8_t *ix) {
     _mm256_store_si256((__m256i *)ix, exit_leaves(x));
+}
+
+static inline void rs_pairs_flush(const double *leaves, const uint32_t *leaf_offset, const uint32_t *tree,
+                                  const uint8_t (*ix)[32], uint32_t n, double *acc, uint32_t lanes) {
     for (size_t l = 0; l < lanes; l += 4) {
-        const __m256d a = _mm256_add_pd(_mm256_load_pd(acc + l), leaves4(la, ix + l));
-        _mm256_store_pd(acc + l, _mm256_add_pd(a, leaves4(lb, ix + 16 + l)));
+        __m256d a = _mm256_load_pd(acc + l);
+        for (uint32_t q = 0; q < n; q++) {
+            const double *la = leaves + leaf_offset[tree[q]], *lb = leaves + leaf_offset[tree[q] + 1];
+            a = _mm256_add_pd(a, leaves4(la, ix[q] + l));
+            a = _mm256_add_pd(a, leaves4(lb, ix[q] + 16 + l));
+        }
+        _mm256_store_pd(acc + l, a);
     }
 }
 #define RS_PAIRS 1
