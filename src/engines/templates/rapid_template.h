@@ -58,13 +58,18 @@
  *                        them adds to its own acc[l] unread), for a tree of `rows` rows (<= 32:
  *                        at most 256 leaves; leaves[0 .. 64) may always be read)
  *   void rs_store_row(uint8_t *p, rs_v row)
+ * and optionally RS_BLOCK_DEFER (trees whose exits block_g keeps before adding their
+ * leaf values: "Deferred exits"), with
+ *   void rs_exit_store(const rs_exit *x, uint8_t *ix): the RS_LANES exit leaves' indices
+ *   void rs_leaves_flush(const double *const *lv, const uint8_t *ix, size_t step, uint32_t n,
+ *                        double *acc, uint32_t lanes): for trees q < n in order, acc[l] +=
+ *                        lv[q][ix[q * step + l]] for l < lanes
  * and optionally RS_PAIRS (calls of at most RS_LANES / 2 rows by the pair layout,
  * rapid.h "Pairs"), with
  *   rs_v rs_pair_update(rs_v row, const uint8_t *codes, const rs_pair *p),
  *   void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *codes, const rs_pair_skip *s)
  *                        as RS_UPDATE and rs_update_skip, tree A in the low half of the
  *                        lanes and tree B in the high half
- *   void rs_pair_exit_store(const rs_exit *x, uint8_t *ix): the RS_LANES exit leaves' indices
  *   void rs_pairs_flush(const double *leaves, const uint32_t *leaf_offset, const uint32_t *tree,
  *                       const uint8_t (*ix)[RS_LANES], uint32_t n, double *acc, uint32_t lanes):
  *                        for pairs q < n in order (A = tree[q], B = tree[q] + 1), acc[l] +=
@@ -254,6 +259,21 @@ static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_
     }
 }
 
+#ifdef RS_BLOCK_DEFER
+/* Deferred exits (an ISA with RS_BLOCK_DEFER): block_g of 2 groups or more keeps each
+ * tree's exit leaf indices (rs_exit_store) and adds their values RS_BLOCK_DEFER trees at
+ * a time, before a wide tree and at the block's end (rs_leaves_flush: each 4 documents
+ * through those trees, the sums in a register): tree order, so naive's bits, and no load
+ * and store of the sums per tree. AVX2 on Zen 3, 1,000 rows: msn-lgb-1000x64 2.09-2.12
+ * -> 1.84-1.87 us/doc, other models 1-3% (docs/benchmarks.md "Seventeenth session"). */
+static inline void RS(exits_flush)(const double *const *lv, const uint8_t (*ix)[RS_GROUPS][RS_LANES], uint32_t n,
+                                   double *acc, uint32_t lanes_last, int G) {
+    for (int g = 0; g < G; g++)
+        rs_leaves_flush(lv, &ix[0][g][0], sizeof ix[0], n, acc + (size_t)g * RS_LANES,
+                        g == G - 1 ? lanes_last : RS_LANES);
+}
+#endif
+
 /* One tree block for G groups at once (G = 1, 2, 4 or 8, at most RS_GROUPS: an entry's k
  * and mask are loaded and broadcast once for all of them): each tree's rows in order
  * until every lane of the G groups has met its first non-zero row, then the exit
@@ -268,9 +288,18 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
     const rs_entry *E = L->entries;
     const uint32_t *row_first = L->row_first, *skip_first = L->skip_first;
     const rs_skip *S = L->skips;
+#ifdef RS_BLOCK_DEFER
+    const int defer = G >= 2; /* (one group: 2-3% slower deferred at 32 rows) */
+    uint8_t dix[RS_BLOCK_DEFER][RS_GROUPS][RS_LANES] __attribute__((aligned(64)));
+    const double *dlv[RS_BLOCK_DEFER];
+    uint32_t nq = 0;
+#endif
     for (uint32_t t = blk->first_tree; t < blk->first_tree + blk->n_trees; t++) {
         const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
         if (nr > 32) {
+#ifdef RS_BLOCK_DEFER
+            if (nq) RS(exits_flush)(dlv, dix, nq, acc, lanes_last, G), nq = 0;
+#endif
             for (int g = 0; g < G; g++)
                 RS(wide_tree)(L, t, codes + (size_t)g * codes_step, rows, acc + (size_t)g * RS_LANES);
             continue;
@@ -309,9 +338,20 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             if (done) break;
         }
         const double *leaves = L->leaves + L->leaf_offset[t];
+#ifdef RS_BLOCK_DEFER
+        if (defer) {
+            for (int g = 0; g < G; g++) rs_exit_store(&x[g], dix[nq][g]);
+            dlv[nq++] = leaves;
+            if (nq == RS_BLOCK_DEFER) RS(exits_flush)(dlv, dix, nq, acc, lanes_last, G), nq = 0;
+            continue;
+        }
+#endif
         for (int g = 0; g < G; g++)
             rs_exit_add(&x[g], leaves, nr, acc + (size_t)g * RS_LANES, g == G - 1 ? lanes_last : RS_LANES);
     }
+#ifdef RS_BLOCK_DEFER
+    if (nq) RS(exits_flush)(dlv, dix, nq, acc, lanes_last, G);
+#endif
 }
 
 static void RS(block1)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
@@ -346,7 +386,7 @@ static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, 
 
 /* Tree block b for one group of at most RS_LANES / 2 documents (nd), two trees per
  * register (rapid.h "Pairs"; the ISA's rs_pair_update, rs_pair_update_skip,
- * rs_pair_exit_store and rs_pairs_flush), a single tree by block1. */
+ * rs_exit_store and rs_pairs_flush), a single tree by block1. */
 static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *acc, uint8_t *rows, uint32_t nd) {
     const rs_pairs *P = &L->pairs;
     uint8_t ix[RS_PAIRS_DEFER][RS_LANES] __attribute__((aligned(64)));
@@ -375,7 +415,7 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *ac
                 rs_pair_update_skip(&row, &skip, codes, s);
             if (rs_exit_row(&x, row, j)) break;
         }
-        rs_pair_exit_store(&x, ix[nq]);
+        rs_exit_store(&x, ix[nq]);
         tree[nq++] = pt->tree;
         if (nq == RS_PAIRS_DEFER) rs_pairs_flush(L->leaves, L->leaf_offset, tree, ix, nq, acc, nd), nq = 0;
     }
@@ -443,6 +483,7 @@ static void RS(kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t
 
 #undef RS_PAIRS
 #undef RS_PAIRS_DEFER
+#undef RS_BLOCK_DEFER
 #undef RS_MASK
 #undef RS_UPDATE_SKIP
 #undef RS_QUANTIZE

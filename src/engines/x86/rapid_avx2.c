@@ -105,6 +105,22 @@ static inline void rs_exit_add(const rs_exit *x, const double *lv, uint32_t rows
     }
 }
 
+/* Deferred exits (rapid_template.h): 16 trees' exits kept, then their leaf values added. */
+#define RS_BLOCK_DEFER 16
+
+static inline void rs_exit_store(const rs_exit *x, uint8_t *ix) {
+    _mm256_store_si256((__m256i *)ix, exit_leaves(x));
+}
+
+static inline void rs_leaves_flush(const double *const *lv, const uint8_t *ix, size_t step, uint32_t n, double *acc,
+                                   uint32_t lanes) {
+    for (size_t l = 0; l < lanes; l += 4) {
+        __m256d a = _mm256_load_pd(acc + l);
+        for (uint32_t q = 0; q < n; q++) a = _mm256_add_pd(a, leaves4(lv[q], ix + q * step + l));
+        _mm256_store_pd(acc + l, a);
+    }
+}
+
 /* Pairs (rapid.h "Pairs"): tree A in lanes 0-15, tree B in lanes 16-31. The pair entry's
  * word is broadcast, then spread by vpshufb (in-lane: the low half takes bytes 0 and 2,
  * the high half bytes 1 and 3). */
@@ -128,10 +144,6 @@ static inline void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *cod
     __m256i pass = _mm256_cmpgt_epi8(pair_byte(w, 0), pair_codes(codes, &s->e));
     *row = _mm256_and_si256(*row, _mm256_or_si256(pass, pair_byte(w, 2)));
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, pair_byte(_mm256_set1_epi32((int)s->z), 0)));
-}
-
-static inline void rs_pair_exit_store(const rs_exit *x, uint8_t *ix) {
-    _mm256_store_si256((__m256i *)ix, exit_leaves(x));
 }
 
 static inline void rs_pairs_flush(const double *leaves, const uint32_t *leaf_offset, const uint32_t *tree,
