@@ -70,10 +70,7 @@
  *   void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *codes, const rs_pair_skip *s)
  *                        as RS_UPDATE and rs_update_skip, tree A in the low half of the
  *                        lanes and tree B in the high half
- *   void rs_pairs_flush(const double *leaves, const uint32_t *leaf_offset, const uint32_t *tree,
- *                       const uint8_t (*ix)[RS_LANES], uint32_t n, double *acc, uint32_t lanes):
- *                        for pairs q < n in order (A = tree[q], B = tree[q] + 1), acc[l] +=
- *                        A's leaf at ix[q][l], then += B's at ix[q][l + RS_LANES / 2]
+ *   and rs_exit_store, rs_leaves_flush (as for RS_BLOCK_DEFER)
  * The loops below are rapid's hot loops: long on purpose.
  */
 
@@ -378,7 +375,7 @@ static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, 
 
 #ifdef RS_PAIRS
 /* Deferred pairs: a pair's exit leaves are kept (32 bytes) and their values added for
- * RS_PAIRS_DEFER pairs at a time (rs_pairs_flush: each group of 4 documents through
+ * RS_PAIRS_DEFER pairs at a time (rs_leaves_flush: each group of 4 documents through
  * those pairs, A's leaf then B's, its sums in a register), before a single tree and at
  * the block's end: tree order, so naive's bits. 2-5% faster at 16 rows than each pair's
  * leaves added at its exit (Zen 3). */
@@ -386,15 +383,18 @@ static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, 
 
 /* Tree block b for one group of at most RS_LANES / 2 documents (nd), two trees per
  * register (rapid.h "Pairs"; the ISA's rs_pair_update, rs_pair_update_skip,
- * rs_exit_store and rs_pairs_flush), a single tree by block1. */
+ * rs_exit_store and rs_leaves_flush), a single tree by block1. */
 static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *acc, uint8_t *rows, uint32_t nd) {
     const rs_pairs *P = &L->pairs;
+    /* pair q's exits: A's at ix[q][0 ..), B's at ix[q][RS_LANES / 2 ..): as trees 2q and
+     * 2q + 1 of rs_leaves_flush, RS_LANES / 2 bytes apart, their values lv[2q], lv[2q + 1] */
     uint8_t ix[RS_PAIRS_DEFER][RS_LANES] __attribute__((aligned(64)));
-    uint32_t tree[RS_PAIRS_DEFER], nq = 0;
+    const double *lv[2 * RS_PAIRS_DEFER];
+    uint32_t nq = 0;
     for (uint32_t p = P->block_first[b]; p < P->block_first[b + 1]; p++) {
         const rs_ptree *pt = &P->trees[p];
         if (!pt->n_rows) {
-            if (nq) rs_pairs_flush(L->leaves, L->leaf_offset, tree, ix, nq, acc, nd), nq = 0;
+            if (nq) rs_leaves_flush(lv, &ix[0][0], RS_LANES / 2, 2 * nq, acc, nd), nq = 0;
             const rs_block one = {pt->tree, pt->n_trees};
             RS(block1)(L, &one, codes, 0, acc, rows, nd);
             continue;
@@ -416,10 +416,11 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *ac
             if (rs_exit_row(&x, row, j)) break;
         }
         rs_exit_store(&x, ix[nq]);
-        tree[nq++] = pt->tree;
-        if (nq == RS_PAIRS_DEFER) rs_pairs_flush(L->leaves, L->leaf_offset, tree, ix, nq, acc, nd), nq = 0;
+        lv[2 * nq] = L->leaves + L->leaf_offset[pt->tree];
+        lv[2 * nq + 1] = L->leaves + L->leaf_offset[pt->tree + 1];
+        if (++nq == RS_PAIRS_DEFER) rs_leaves_flush(lv, &ix[0][0], RS_LANES / 2, 2 * nq, acc, nd), nq = 0;
     }
-    if (nq) rs_pairs_flush(L->leaves, L->leaf_offset, tree, ix, nq, acc, nd);
+    if (nq) rs_leaves_flush(lv, &ix[0][0], RS_LANES / 2, 2 * nq, acc, nd);
 }
 #endif
 

@@ -146,18 +146,6 @@ static inline void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *cod
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, pair_byte(_mm256_set1_epi32((int)s->z), 0)));
 }
 
-static inline void rs_pairs_flush(const double *leaves, const uint32_t *leaf_offset, const uint32_t *tree,
-                                  const uint8_t (*ix)[32], uint32_t n, double *acc, uint32_t lanes) {
-    for (size_t l = 0; l < lanes; l += 4) {
-        __m256d a = _mm256_load_pd(acc + l);
-        for (uint32_t q = 0; q < n; q++) {
-            const double *la = leaves + leaf_offset[tree[q]], *lb = leaves + leaf_offset[tree[q] + 1];
-            a = _mm256_add_pd(a, leaves4(la, ix[q] + l));
-            a = _mm256_add_pd(a, leaves4(lb, ix[q] + 16 + l));
-        }
-        _mm256_store_pd(acc + l, a);
-    }
-}
 #define RS_PAIRS 1
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm256_storeu_si256((__m256i *)p, row); }
