@@ -63,7 +63,8 @@
  *   void rs_exit_store(const rs_exit *x, uint8_t *ix): the RS_LANES exit leaves' indices
  *   void rs_leaves_flush(const double *const *lv, const uint8_t *ix, size_t step, uint32_t n,
  *                        double *acc, uint32_t lanes): for trees q < n in order, acc[l] +=
- *                        lv[q][ix[q * step + l]] for l < lanes
+ *                        lv[q][ix[q * step + l]] for l < lanes (at least those, as
+ *                        rs_exit_add)
  * and optionally RS_PAIRS (calls of at most RS_LANES / 2 rows by the pair layout,
  * rapid.h "Pairs"), with
  *   rs_v rs_pair_update(rs_v row, const uint8_t *codes, const rs_pair *p),
@@ -261,8 +262,8 @@ static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_
  * tree's exit leaf indices (rs_exit_store) and adds their values RS_BLOCK_DEFER trees at
  * a time, before a wide tree and at the block's end (rs_leaves_flush: each 4 documents
  * through those trees, the sums in a register): tree order, so naive's bits, and no load
- * and store of the sums per tree. AVX2 on Zen 3, 1,000 rows: msn-lgb-1000x64 2.09-2.12
- * -> 1.84-1.87 us/doc, other models 1-3% (docs/benchmarks.md "Seventeenth session"). */
+ * and store of the sums per tree. AVX2 on Zen 3, 1,000 rows: 2-15% faster (dev 1.23 ->
+ * 1.05 us/doc, msn-xgb-1000x64 1.87 -> 1.75; docs/benchmarks.md "Seventeenth session"). */
 static inline void RS(exits_flush)(const double *const *lv, const uint8_t (*ix)[RS_GROUPS][RS_LANES], uint32_t n,
                                    double *acc, uint32_t lanes_last, int G) {
     for (int g = 0; g < G; g++)
