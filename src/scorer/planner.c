@@ -49,22 +49,23 @@
  * candidates at 5 us/doc take 23 ms. */
 #define SMALL_TIMED_ROWS 16u
 #define SMALL_BUDGET_SHARE 0.125
-/* Ranges of 16-31 rows (two: 16-23 and 24-31) get this share each, so that the two
- * cost what one range of 8-31 did (on msn-lgb-1000x256 a full budget each took the plan
- * from 2.8-4.0 s to 4.3-4.8 s: nine candidates at 20-270 us/doc use all of it). */
+/* Ranges of 16-127 rows (four: 16-23, 24-31, 32-63, 64-127) get this share each, so
+ * that each two cost what one range of 8-31 (32-127) did (on msn-lgb-1000x256 a full
+ * budget each took the plan from 2.8-4.0 s to 4.3-4.8 s: nine candidates at 20-270 us/doc
+ * use all of it). */
 #define MID_BUDGET_SHARE 0.5
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
-const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 16, 24, 32, 128};
-const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 11, 19, 27, 64, DEFAULT_BATCH};
-_Static_assert(TSP_RANGES == 7, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
+const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 16, 24, 32, 64, 128};
+const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 11, 19, 27, 45, 90, DEFAULT_BATCH};
+_Static_assert(TSP_RANGES == 8, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
 /* ---- report text -------------------------------------------------------------------- */
 
 typedef struct text {
-    char buf[16384]; /* seven ranges of up to 12 candidates with skip reasons: 7 KB measured */
+    char buf[16384]; /* eight ranges of up to 12 candidates with skip reasons: 8 KB measured */
     size_t len;
 } text;
 
@@ -213,7 +214,7 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
 /* The engines' generation in the wisdom key's CPU field: answers timed by another
  * release, or before an engine's speed changed much (bump the date then), are not
  * reused: a stale pick would stay the plan of every later scorer of the model. */
-#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 7 ranges timed warm, trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk"
+#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 8 ranges timed warm, trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk"
 
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config and threads, for
  * any batch: the model's hash and the candidates (ifelse's asks for a SHA-256 of the
@@ -682,7 +683,7 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         if (!rc[r].planned || rc[r].engine != TS_ENGINE_AUTO) continue;
         unsigned batch = rc[r].batch;
         int small = batch < SMALL_TIMED_ROWS; /* a share of the budget when larger ranges are planned too */
-        double share = small ? SMALL_BUDGET_SHARE : batch < 32 ? MID_BUDGET_SHARE : 1.0;
+        double share = small ? SMALL_BUDGET_SHARE : batch < 128 ? MID_BUDGET_SHARE : 1.0;
         double budget = budget_s() * (batch < max_batch ? share : 1.0);
         /* 8-15 rows: several calls per timing (64 rows), so that one cold call after the
          * other candidates' does not decide (timed so as a batch_hint of 11, rapid was

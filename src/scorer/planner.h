@@ -20,16 +20,19 @@
  * the crossovers fall: 8-15, 16-23 and 24-31 (at most 1.4x, 1.2x, 1.14x off). 8-31 timed
  * at 16 gave 11-row calls to rapid on msn-lgb-1000x64 where trees-simd was 1.39x faster;
  * 16-31 timed at 22 rows is a tie on the dev model, where trees-simd is 1.2-1.3x rapid
- * at 16 rows (Python's batch 16 goal). The
+ * at 16 rows (Python's batch 16 goal). 32-127 is cut at 64 (32-63 timed at 45, 64-127 at
+ * 90): on msn-lgb-1000x256 (256-leaf trees) trees-simd is 1.2-1.4x ifelse and rapid at
+ * 32-48 rows and ties them from 64 on, so one range timed at 64 gave 32-63 rows to the
+ * slower engines in two plans of three (docs/benchmarks.md, eighteenth session). The
  * wisdom file keys an answer by the batch timed (not the range's index), so answers
  * timed for older ranges (16 rows) are simply not found. */
-#define TSP_RANGES 7
+#define TSP_RANGES 8
 extern const uint32_t tsp_range_first[TSP_RANGES];
 extern const uint32_t tsp_range_batch[TSP_RANGES];
 
 static inline unsigned tsp_range_of(size_t n_rows) {
     return n_rows < 16 ? (n_rows < 2 ? 0u : n_rows < 8 ? 1u : 2u)
-                       : n_rows < 32 ? (n_rows < 24 ? 3u : 4u) : n_rows < 128 ? 5u : 6u;
+                       : n_rows < 32 ? (n_rows < 24 ? 3u : 4u) : n_rows < 128 ? (n_rows < 64 ? 5u : 6u) : 7u;
 }
 
 /* One prepared engine. */
