@@ -1,5 +1,5 @@
 #!/bin/bash
-# planner_check.sh [BIN]: issue 23's planner check: for each model and each batch size (BATCHES, default 1 4 11 48 1000: one in each of the ranges 1, 2-7, 8-15, 32-63, 128+), auto (planning afresh on the data's rows: no wisdom) beside every CPU engine, one thread; prints auto's engine, auto's time over the fastest engine's and its pick's (that engine's own row in the same run: free of the noise between two instances of one engine), and how many cells are within 5%.
+# planner_check.sh [BIN]: issue 23's planner check: for each model and each batch size (BATCHES, default 1 4 11 48 1000: one in each of the ranges 1, 2-5, 8-15, 32-63, 128+), auto (planning afresh on the data's rows: no wisdom) beside every CPU engine, one thread; prints auto's engine, auto's time over the fastest engine's and its pick's (that engine's own row in the same run: free of the noise between two instances of one engine), and how many cells are within 5%.
 cd "$(dirname "$0")/.."
 B=${1:-build/treescore}
 Z=bench/.cache/zoo

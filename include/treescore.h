@@ -486,8 +486,8 @@ typedef struct ts_scorer_options {
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.
                              0 (default): every batch size: the planner picks an engine for
-                             each range of rows per call (1, 2-7, 8-15, 16-23, 24-31,
-                             32-127, 128 and more),
+                             each range of rows per call (1, 2-5, 6-7, 8-15, 16-23,
+                             24-31, 32-63, 64-127, 128 and more),
                              prepares each chosen engine once, and every ts_scorer_score call
                              uses its range's engine (no lock, no allocation; the same bits
                              whichever). Nonzero: only batch_hint's range is planned, at

@@ -37,7 +37,8 @@
 #define MAX_ROUNDS 9
 #define MAX_SAMPLE_ROWS 4096u
 /* The sample has at least this many distinct rows, even for tiny batches, and one timing
- * covers at least MIN_TIMED_ROWS rows: calls of a small batch are repeated over
+ * of fewer than 32 rows a call covers at least MIN_TIMED_ROWS rows (one of 32 or more:
+ * one call): calls of a small batch are repeated over
  * consecutive slices of the sample (the same row again and again would let the branch
  * predictor learn it, and one call of one row is too short to time). */
 #define MIN_SAMPLE_ROWS 256u
@@ -50,22 +51,24 @@
 #define SMALL_TIMED_ROWS 16u
 #define SMALL_BUDGET_SHARE 0.125
 /* Ranges of 16-127 rows (four: 16-23, 24-31, 32-63, 64-127) get this share each, so
- * that each two cost what one range of 8-31 (32-127) did (on msn-lgb-1000x256 a full
- * budget each took the plan from 2.8-4.0 s to 4.3-4.8 s: nine candidates at 20-270 us/doc
- * use all of it). */
+ * that each two have the budget one range of 8-31 (32-127) had (on msn-lgb-1000x256 a
+ * full budget each took the plan from 2.8-4.0 s to 4.3-4.8 s: nine candidates at 20-270
+ * us/doc use all of it); a range's probes and first rounds still cost what they cost
+ * (nine ranges instead of seven: that plan 2.76-2.94 s against 2.36-2.68, the dev
+ * model's 0.69-0.99 against 0.66-0.74). */
 #define MID_BUDGET_SHARE 0.5
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
-const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 8, 16, 24, 32, 64, 128};
-const uint32_t tsp_range_batch[TSP_RANGES] = {1, 4, 11, 19, 27, 45, 90, DEFAULT_BATCH};
-_Static_assert(TSP_RANGES == 8, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
+const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 6, 8, 16, 24, 32, 64, 128};
+const uint32_t tsp_range_batch[TSP_RANGES] = {1, 3, 7, 11, 19, 27, 45, 90, DEFAULT_BATCH};
+_Static_assert(TSP_RANGES == 9, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
 /* ---- report text -------------------------------------------------------------------- */
 
 typedef struct text {
-    char buf[16384]; /* eight ranges of up to 12 candidates with skip reasons: 8 KB measured */
+    char buf[16384]; /* nine ranges of up to 12 candidates with skip reasons: 8 KB measured */
     size_t len;
 } text;
 
@@ -214,7 +217,7 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
 /* The engines' generation in the wisdom key's CPU field: answers timed by another
  * release, or before an engine's speed changed much (bump the date then), are not
  * reused: a stale pick would stay the plan of every later scorer of the model. */
-#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 8 ranges timed warm, trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk"
+#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 9 ranges timed warm, trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk"
 
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config and threads, for
  * any batch: the model's hash and the candidates (ifelse's asks for a SHA-256 of the
@@ -689,6 +692,9 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
          * other candidates' does not decide (timed so as a batch_hint of 11, rapid was
          * chosen on msn-lgb-1000x64 where trees-simd was 1.39x faster) */
         size_t min_rows = small && batch < 8 ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
+        /* 32 rows and more: one call a timing (45 rows timed as two calls doubled the
+         * range's time, 51 -> 99 ms on the dev model, for nothing a call that long needs) */
+        if (batch >= 32) min_rows = batch;
         reset_timings(c, n);
         double t_range = tsr_now();
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);

@@ -8,7 +8,7 @@
 /* Batch-size ranges: a scorer keeps an engine per range and each ts_scorer_score call
  * uses the engine of the range its n_rows falls in. Range r holds batches of
  * tsp_range_first[r] .. tsp_range_first[r + 1] - 1 rows (the last: and more); the
- * planner times range r at tsp_range_batch[r] rows, about the geometric mean of its ends.
+ * planner times range r at tsp_range_batch[r] rows, about the geometric mean of its ends (6-7: at 7, below).
  * Chosen from measurements on 500 x 64 and 1,000 x 64-leaf trees (docs/benchmarks.md,
  * 2026-11-26/27): trees-simd wins one row to 15-26 rows (its cost per row is flat; the
  * crossover is 15 on msn-lgb-1000x64, about 21 on msn-xgb-1000x64, 26 on the dev model),
@@ -23,16 +23,20 @@
  * at 16 rows (Python's batch 16 goal). 32-127 is cut at 64 (32-63 timed at 45, 64-127 at
  * 90): on msn-lgb-1000x256 (256-leaf trees) trees-simd is 1.2-1.4x ifelse and rapid at
  * 32-48 rows and ties them from 64 on, so one range timed at 64 gave 32-63 rows to the
- * slower engines in two plans of three (docs/benchmarks.md, eighteenth session). The
+ * slower engines in two plans of three; 2-7 is cut at 6 (2-5 timed at 3, 6-7 at 7): rapid
+ * leads trees-simd by 1.25-1.3x at 7 rows on msn-lgb-1000x64 and msn-xgb-1000x64 and
+ * trails it at 2-5. 6-7 is timed at its upper end: the planner's alternating rounds
+ * evict rapid's larger layout, and at 6 rows its timings put the two within 5% where
+ * bench measures rapid 1.1x ahead (docs/benchmarks.md, eighteenth session). The
  * wisdom file keys an answer by the batch timed (not the range's index), so answers
  * timed for older ranges (16 rows) are simply not found. */
-#define TSP_RANGES 8
+#define TSP_RANGES 9
 extern const uint32_t tsp_range_first[TSP_RANGES];
 extern const uint32_t tsp_range_batch[TSP_RANGES];
 
 static inline unsigned tsp_range_of(size_t n_rows) {
-    return n_rows < 16 ? (n_rows < 2 ? 0u : n_rows < 8 ? 1u : 2u)
-                       : n_rows < 32 ? (n_rows < 24 ? 3u : 4u) : n_rows < 128 ? (n_rows < 64 ? 5u : 6u) : 7u;
+    return n_rows < 16 ? (n_rows < 6 ? (n_rows < 2 ? 0u : 1u) : n_rows < 8 ? 2u : 3u)
+                       : n_rows < 32 ? (n_rows < 24 ? 4u : 5u) : n_rows < 128 ? (n_rows < 64 ? 6u : 7u) : 8u;
 }
 
 /* One prepared engine. */
