@@ -8,7 +8,8 @@
 /* Batch-size ranges: a scorer keeps an engine per range and each ts_scorer_score call
  * uses the engine of the range its n_rows falls in. Range r holds batches of
  * tsp_range_first[r] .. tsp_range_first[r + 1] - 1 rows (the last: and more); the
- * planner times range r at tsp_range_batch[r] rows, about the geometric mean of its ends (6-7: at 7, below).
+ * planner times range r at tsp_range_batch[r] rows, about the geometric mean of its ends
+ * (6-7: at 7, below).
  * Chosen from measurements on 500 x 64 and 1,000 x 64-leaf trees (docs/benchmarks.md,
  * 2026-11-26/27): trees-simd wins one row to 15-26 rows (its cost per row is flat; the
  * crossover is 15 on msn-lgb-1000x64, about 21 on msn-xgb-1000x64, 26 on the dev model),
@@ -22,8 +23,8 @@
  * 16-31 timed at 22 rows is a tie on the dev model, where trees-simd is 1.2-1.3x rapid
  * at 16 rows (Python's batch 16 goal). 32-127 is cut at 64 (32-63 timed at 45, 64-127 at
  * 90): on msn-lgb-1000x256 (256-leaf trees) trees-simd is 1.2-1.4x ifelse and rapid at
- * 32-48 rows and ties them from 64 on, so one range timed at 64 gave 32-63 rows to the
- * slower engines in two plans of three; 2-7 is cut at 6 (2-5 timed at 3, 6-7 at 7): rapid
+ * 32-48 rows and ties them from 64 on, so one range timed at 64 gave 32-63 rows to rapid
+ * (1.2-1.6x slower there) in two plans of four; 2-7 is cut at 6 (2-5 timed at 3, 6-7 at 7): rapid
  * leads trees-simd by 1.25-1.3x at 7 rows on msn-lgb-1000x64 and msn-xgb-1000x64 and
  * trails it at 2-5. 6-7 is timed at its upper end: the planner's alternating rounds
  * evict rapid's larger layout, and at 6 rows its timings put the two within 5% where
