@@ -37,8 +37,8 @@
 #define MAX_ROUNDS 9
 #define MAX_SAMPLE_ROWS 4096u
 /* The sample has at least this many distinct rows, even for tiny batches, and one timing
- * of fewer than 32 rows a call covers at least MIN_TIMED_ROWS rows (one of 32 or more:
- * one call): calls of a small batch are repeated over
+ * of fewer than 32 rows a call covers at least MIN_TIMED_ROWS rows (32-63 rows: one
+ * call): calls of a small batch are repeated over
  * consecutive slices of the sample (the same row again and again would let the branch
  * predictor learn it, and one call of one row is too short to time). */
 #define MIN_SAMPLE_ROWS 256u
@@ -692,9 +692,11 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
          * other candidates' does not decide (timed so as a batch_hint of 11, rapid was
          * chosen on msn-lgb-1000x64 where trees-simd was 1.39x faster) */
         size_t min_rows = small && batch < 8 ? SMALL_TIMED_ROWS : MIN_TIMED_ROWS;
-        /* 32 rows and more: one call a timing (45 rows timed as two calls doubled the
-         * range's time, 51 -> 99 ms on the dev model, for nothing a call that long needs) */
-        if (batch >= 32) min_rows = batch;
+        /* 32-63 rows: one call a timing (45 rows timed as two calls doubled the range's
+         * time, 51 -> 99 ms on the dev model, for nothing a call that long needs); larger
+         * batches keep MIN_TIMED_ROWS, so that a sample the budget cut below the batch
+         * (slow models) is not timed back up to it */
+        if (batch >= 32 && batch < min_rows) min_rows = batch;
         reset_timings(c, n);
         double t_range = tsr_now();
         size_t rows = sample_size(c, n, x, avail, width, scores, batch, threads, budget, &min_rows);

@@ -280,8 +280,8 @@ static void test_ranges(const ts_model *m) {
             CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
             if (!s) continue;
             const char *r = ts_scorer_plan_report(s);
-            CHECK_MSG(strstr(r, "plan: rows per call -> engine\n") && strstr(r, "\n  1 ") && strstr(r, "\n  2-5 ") && strstr(r, "\n  6-7 ") &&
-                          strstr(r, "\n  8-15 ") && strstr(r, "\n  16-23 ") && strstr(r, "\n  24-31 ") &&
+            CHECK_MSG(strstr(r, "plan: rows per call -> engine\n") && strstr(r, "\n  1 ") && strstr(r, "\n  2-5 ") &&
+                          strstr(r, "\n  6-7 ") && strstr(r, "\n  8-15 ") && strstr(r, "\n  16-23 ") && strstr(r, "\n  24-31 ") &&
                           strstr(r, "\n  32-63 ") && strstr(r, "\n  64-127 ") &&
                           strstr(r, "\n  128+ "),
                       "report: %s", r);
