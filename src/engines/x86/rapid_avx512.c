@@ -339,11 +339,13 @@ static inline void store_slot_codes(const tsq *q, uint32_t j, const __m512i nat[
 /* Natural codes of the registers v[0 .. nv) of feature f by its bucket table (quant.h
  * "Bucket tables", as the AVX2 kernel's codes_bucketed): the bucket's first code by a
  * gather, then the window's binary search, a gather per step, the registers stepped
- * together (their gathers' latencies overlap). In place of the block and chunk tables
- * (about 20 permutes and compares per 256 thresholds, port 5 on Intel): Intel Emerald
- * Rapids, libs_ab, 1,000 rows, msn-sgb-500x64 (scikit-learn's hundreds of thresholds per
- * feature) 7-8% faster, msn-lgb-1000x64 2-5%, the dev model and msn-xgb-1000x64 within
- * noise (also at 16 rows). Not measured on AMD Zen 4 (no such machine in that session). */
+ * together (their gathers' latencies overlap). For features of more than TSQ_BLOCK_MAX
+ * thresholds, in place of the chunk tables (about 20 permutes and compares per 256
+ * thresholds, port 5 on Intel) or the binary search: Intel Emerald Rapids, libs_ab, 1,000
+ * rows, msn-sgb-500x64 (scikit-learn's hundreds of thresholds per feature) 6-8% faster.
+ * Features of 33-256 thresholds keep their block tables: buckets there measured 11%
+ * slower on the demo model (its float rows at 768 rows), within noise on the dev model and
+ * msn-lgb-1000x64. Not measured on AMD Zen 4. */
 static inline __attribute__((always_inline)) void codes_bucketed64(const tsq *q, const tsq_feature *f,
                                                                    const tsq_bucket *b, const __m512 v[4],
                                                                    __m512i nat[4], const int nv) {
@@ -377,7 +379,7 @@ static inline __attribute__((always_inline)) void codes_bucketed64(const tsq *q,
 static inline __attribute__((always_inline)) void codes64_nv(const tsq *q, const tsq_feature *f, const __m512 v[4], size_t nd,
                                                              __m512i nat[4], const int nv) {
     const tsq_bucket *b = &q->bk[f - q->f];
-    if (b->first != UINT32_MAX) { /* (more than TSQ_BLOCK_MIN thresholds: see codes_bucketed64) */
+    if (b->first != UINT32_MAX && f->blocks == UINT32_MAX) { /* (more than TSQ_BLOCK_MAX thresholds: see codes_bucketed64) */
         codes_bucketed64(q, f, b, v, nat, nv);
         return;
     }
