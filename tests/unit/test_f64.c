@@ -44,7 +44,7 @@ static double near_base(uint32_t f) {
     case 0: return b;
     case 1: return nextafter(b, INFINITY);
     case 2: return nextafter(b, -INFINITY);
-    case 3: return (double)lo + gap * (double)(1 + below(7)) / 8.0;
+    case 3: return (double)lo + gap * (double)(1 + below(15)) / 16.0; /* up to 57 distinct per feature */
     default: return (double)lo;
     }
 }
@@ -166,8 +166,8 @@ static double random_input(uint32_t f) {
 }
 
 /* n_trees of up to 15 nodes on N_FEAT features: 3 trees give features of a few
- * thresholds, 40 of about 30 (rapid's double codes look up a feature's gap floats
- * differently up to 16, up to 32 and above). */
+ * thresholds, 40 of about 30, 150 of 40-57 (rapid's double codes look up a feature's gap
+ * floats differently up to 16, up to 32, up to 64 and above). */
 static void crowded_gaps(uint32_t n_trees) {
     const uint32_t n_rows = 3000, cols = N_FEAT + 1;
     ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
@@ -225,6 +225,7 @@ static void test_crowded_gaps(void) {
     crowded_gaps(3);
     crowded_gaps(10);
     crowded_gaps(40);
+    crowded_gaps(150);
 }
 
 /* rapid's double codes (engines/common/quant.h "Double codes") and trees-simd's double keys at every ISA level this CPU has
