@@ -404,7 +404,8 @@ static inline __attribute__((always_inline)) void codes_perm64(const tsq *q, con
     const float *t = q->thr + f->table;
     const uint32_t m = 1u << f->steps; /* 2 .. 64 entries */
     const __m512 inf = _mm512_set1_ps(INFINITY);
-    const __m512 t0 = _mm512_mask_loadu_ps(inf, (__mmask16)(m >= 16 ? 0xFFFFu : (1u << m) - 1), t);
+    const __mmask16 m0 = (__mmask16)(m >= 16 ? 0xFFFFu : (1u << m) - 1);
+    const __m512 t0 = _mm512_mask_mov_ps(inf, m0, _mm512_maskz_loadu_ps(m0, t));
     for (int c = 0; c < 4; c++) nat[c] = _mm512_setzero_si512();
     if (m <= 16) {
         RS_PERM_STEP(_mm512_permutexvar_ps(i, t0))
