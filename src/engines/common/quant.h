@@ -72,7 +72,7 @@
  *
  * Bucket tables (the AVX2 kernel, for features of more than TSQ_BLOCK_MIN thresholds,
  * in place of its block and chunk tables, which cost about 20 16-entry lookups per 256
- * thresholds): a value's code from a table indexed by the value's bits, then a few
+ * thresholds; the AVX-512 kernel, for features of more than TSQ_BLOCK_MAX): a value's code from a table indexed by the value's bits, then a few
  * thresholds. The key of a float's bits (tsq_key) orders keys as the floats (-0.0 one
  * below 0.0; a threshold -0.0 is keyed as 0.0, which it equals). A feature's thresholds
  * cluster in keys (counts, ratios, scores of either sign: the keys between the least

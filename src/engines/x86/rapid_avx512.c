@@ -374,8 +374,9 @@ static inline __attribute__((always_inline)) void codes_bucketed64(const tsq *q,
     }
 }
 
-/* One step of the search below: pos += s in the lanes whose entry pos + s - 1 of the
- * table (m entries in t[0 .. m / 16)) is below the value. */
+/* The rounds of the search below: pos += s (s = m / 2 .. 1) in the lanes whose entry
+ * pos + s - 1 of the table (m entries, in registers t0 .. t3 as LOOKUP reads them) is
+ * below the value. */
 #define RS_PERM_STEP(LOOKUP)                                                                        \
     for (uint32_t s = m >> 1; s; s >>= 1) {                                                        \
         const __m512i off = _mm512_set1_epi32((int)s - 1), sv = _mm512_set1_epi32((int)s);           \
