@@ -99,6 +99,17 @@
 #define RS_UPDATE_SKIP_FEW RS_UPDATE_SKIP
 #endif
 
+/* Prefetch. While a group's rows are coded a run of columns at a time (RS_COLUMNS16,
+ * RS_COLUMNS_F64), the same rows' columns RS_AHEAD runs further on are prefetched (a
+ * prefetch never faults; c0 + RS_AHEAD runs is checked against the rows' last used column
+ * only to save the instructions). Measured on Intel Xeon (Emerald Rapids, AVX-512 and
+ * AVX2 kernels; docs/benchmarks.md "Twentieth session") against prefetching the whole of
+ * the next group's rows when a group starts: as fast as no prefetch where the rows are in
+ * L2 (the whole next group, 80-160 KB of the demo model's wide rows, evicted from L1 what
+ * the group in hand was about to read: 13-15% slower), 5-16% faster than either where the
+ * rows stream from memory. */
+#define RS_AHEAD 2
+
 #ifndef RS_QUANTIZE
 #define RS_QUANTIZE RS(quantize)
 #define RS_TRANSPOSE (2048 / RS_LANES)
@@ -110,12 +121,10 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
 #ifdef RS_COLUMNS16
     const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column; /* rows reach last */
     if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
-        /* the next group's rows, 64 bytes at a time, on their way to the cache while this
-         * one is coded (a prefetch never faults past the caller's rows) */
-        for (size_t l = 0; l < RS_LANES; l++)
-            for (uint32_t c = first; c <= last; c += 16) __builtin_prefetch(x + (RS_LANES + l) * stride + c);
         for (uint32_t j0 = 0; j0 < q->n_used;) {
             const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < 16 ? last - c0 + 1 : 16;
+            if (c0 + RS_AHEAD * 16 <= last) /* the group's rows RS_AHEAD runs on ("Prefetch") */
+                for (size_t l = 0; l < nd; l++) __builtin_prefetch(x + l * stride + c0 + RS_AHEAD * 16);
             rs_columns16(x, stride, nd, c0, n, xt);
             for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
                 rs_code_feature(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, codes);
@@ -142,7 +151,7 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
 /* The same for double rows, float first (quant.h "Gap floats"; an ISA with RS_F64_UP):
  * the columns are copied out as RS(quantize)'s, each value rounded up to a float on its
  * way (tsq_round_up, or with RS_COLUMNS_F64 the ISA's rs_columns_f64, RS_COLUMNS_F64 columns
- * of the rows at a time, the next group's rows prefetched after a full group), and coded by
+ * of the rows at a time, prefetched as RS(quantize)'s: "Prefetch"), and coded by
  * rs_code_feature_f64, which reads the doubles again only for the rare lanes the floats
  * cannot code. */
 static void RS(quantize_f64_up)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
@@ -152,11 +161,12 @@ static void RS(quantize_f64_up)(const tsq_tables *T, const double *x, size_t str
 #ifdef RS_COLUMNS_F64
     const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column; /* rows reach last */
     if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
-        if (nd == RS_LANES) /* a full group: more rows may follow (a lone row has none to fetch) */
-            for (size_t l = 0; l < RS_LANES; l++)
-                for (uint32_t c = first; c <= last; c += 8) __builtin_prefetch(x + (RS_LANES + l) * stride + c);
         for (uint32_t j0 = 0; j0 < q->n_used;) {
             const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < RS_COLUMNS_F64 ? last - c0 + 1 : RS_COLUMNS_F64;
+            if (c0 + RS_AHEAD * RS_COLUMNS_F64 <= last) /* as RS(quantize)'s ("Prefetch"), 64 bytes a line */
+                for (size_t l = 0; l < nd; l++)
+                    for (uint32_t k = 0; k < RS_COLUMNS_F64; k += 8)
+                        __builtin_prefetch(x + l * stride + c0 + RS_AHEAD * RS_COLUMNS_F64 + k);
             rs_columns_f64(x, stride, nd, c0, n, xt);
             for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
                 rs_code_feature_f64(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, x + q->f[j0].column,
@@ -490,6 +500,7 @@ static void RS(kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t
 #undef RS_UPDATE_SKIP
 #undef RS_QUANTIZE
 #undef RS_QUANTIZE_F64
+#undef RS_AHEAD
 #undef RS_GROUPS
 #undef RS_FEW
 #undef RS_MASK_FEW
