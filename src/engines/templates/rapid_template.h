@@ -100,14 +100,15 @@
 #endif
 
 /* Prefetch. While a group's rows are coded a run of columns at a time (RS_COLUMNS16,
- * RS_COLUMNS_F64), the same rows' columns RS_AHEAD runs further on are prefetched (a
- * prefetch never faults; c0 + RS_AHEAD runs is checked against the rows' last used column
- * only to save the instructions). Measured on Intel Xeon (Emerald Rapids, AVX-512 and
- * AVX2 kernels; docs/benchmarks.md "Twentieth session") against prefetching the whole of
- * the next group's rows when a group starts: as fast as no prefetch where the rows are in
- * L2 (the whole next group, 80-160 KB of the demo model's wide rows, evicted from L1 what
- * the group in hand was about to read: 13-15% slower), 5-16% faster than either where the
- * rows stream from memory. */
+ * RS_COLUMNS_F64), the same rows' columns RS_AHEAD runs further on are prefetched, and
+ * after a full group the next group's first RS_AHEAD runs (a prefetch never faults; c0 +
+ * RS_AHEAD runs is checked against the rows' last used column only to save the
+ * instructions). Measured on Intel Xeon (Emerald Rapids, AVX-512 and AVX2 kernels;
+ * docs/benchmarks.md "Twentieth session") against prefetching the whole of the next
+ * group's rows when a group starts: faster than no prefetch where the rows are in L2 (the
+ * whole next group, 80-160 KB of the demo model's wide rows, evicted from L1 what the group
+ * in hand was about to read: 13-15% slower), 5-16% faster than either where the rows
+ * stream from memory. */
 #define RS_AHEAD 2
 
 #ifndef RS_QUANTIZE
@@ -129,6 +130,9 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
             for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
                 rs_code_feature(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, codes);
         }
+        if (nd == RS_LANES) /* a full group: the next group's first runs ("Prefetch") */
+            for (size_t l = 0; l < RS_LANES; l++)
+                for (uint32_t c = 0; c < RS_AHEAD * 16; c += 16) __builtin_prefetch(x + (RS_LANES + l) * stride + first + c);
         return;
     }
 #endif
@@ -172,6 +176,10 @@ static void RS(quantize_f64_up)(const tsq_tables *T, const double *x, size_t str
                 rs_code_feature_f64(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, x + q->f[j0].column,
                                     stride, codes);
         }
+        if (nd == RS_LANES) /* a full group: the next group's first runs ("Prefetch") */
+            for (size_t l = 0; l < RS_LANES; l++)
+                for (uint32_t c = 0; c < RS_AHEAD * RS_COLUMNS_F64; c += 8)
+                    __builtin_prefetch(x + (RS_LANES + l) * stride + first + c);
         return;
     }
 #endif
