@@ -74,6 +74,8 @@ static pair *sorted_pairs(const ts_model *m, int doubles, size_t *n_out) {
 }
 
 static int blocked(uint32_t n_thr) { return n_thr > TSQ_BLOCK_MIN && n_thr <= TSQ_BLOCK_MAX; }
+/* Features with register tables (quant.h "Register tables"). */
+static int regged(uint32_t n_thr) { return n_thr > TSQ_REG_MIN && n_thr <= TSQ_REG_MAX; }
 /* Features with bucket tables (quant.h "Bucket tables"). */
 static int bucketed(uint32_t n_thr) { return n_thr > TSQ_BLOCK_MIN && n_thr <= UINT16_MAX; }
 
@@ -99,6 +101,7 @@ static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_
         if (distinct > q->max_thr) q->max_thr = distinct;
         *entries += table_entries(distinct);
         if (blocked(distinct)) *blk += TSQ_BLOCK_FLOATS;
+        if (regged(distinct)) *blk += TSQ_REG_FLOATS;
         *blk += (size_t)chunks_of(distinct) * TSQ_BLOCK_FLOATS;
     }
 }
@@ -109,6 +112,15 @@ static void fill_blocks(const tsq_feature *f, const float *t, float *b) {
     for (uint32_t i = 0; i < 16; i++) {
         b[i] = 16 * i + 15 < f->n_thr ? t[16 * i + 15] : INFINITY;
         for (uint32_t k = 0; k < 15; k++) b[16 + 16 * k + i] = 16 * i + k < f->n_thr ? t[16 * i + k] : INFINITY;
+    }
+}
+
+/* Feature f's register table (quant.h "Register tables") at r, from its sorted thresholds t. */
+static void fill_regs(const tsq_feature *f, const float *t, float *r) {
+    const uint32_t s = (f->n_thr + 7) / 8;
+    for (uint32_t b = 0; b < 8; b++) {
+        r[b] = s * b + s - 1 < f->n_thr ? t[s * b + s - 1] : INFINITY;
+        for (uint32_t k = 0; k < 7; k++) r[8 + 8 * k + b] = k + 1 < s && s * b + k < f->n_thr ? t[s * b + k] : INFINITY;
     }
 }
 
@@ -253,7 +265,7 @@ static int fill_tables(tsq *q, const pair *p, size_t n, uint32_t *count) {
     q->n_slots = 0;
     for (size_t i = 0; i < n; j++) {
         tsq_feature *f = &q->f[j];
-        *f = (tsq_feature){p[i].feature, 0, 0, table, 0, UINT32_MAX, UINT32_MAX, 0};
+        *f = (tsq_feature){p[i].feature, 0, 0, table, 0, UINT32_MAX, UINT32_MAX, 0, UINT32_MAX};
         float *t = q->thr + table;
         double *td = q->thr_d ? q->thr_d + table : NULL;
         uint32_t rules = 0;
@@ -290,11 +302,16 @@ static int fill_tables(tsq *q, const pair *p, size_t n, uint32_t *count) {
             if (td) fill_blocks_d(f, td, q->blk_d + blk);
             blk += TSQ_BLOCK_FLOATS;
         }
+        if (regged(f->n_thr)) {
+            f->regs = blk;
+            fill_regs(f, t, q->blk + blk);
+            blk += TSQ_REG_FLOATS;
+        }
         if (chunks_of(f->n_thr)) {
             f->chunks = blk;
             for (uint32_t c = 0; c < chunks_of(f->n_thr); c++, blk += TSQ_BLOCK_FLOATS) {
                 const uint32_t first = c * TSQ_BLOCK_MAX, left = f->n_thr - first;
-                const tsq_feature part = {f->column, left < TSQ_BLOCK_MAX ? left : TSQ_BLOCK_MAX, 0, 0, 0, 0, 0, 0};
+                const tsq_feature part = {f->column, left < TSQ_BLOCK_MAX ? left : TSQ_BLOCK_MAX, 0, 0, 0, 0, 0, 0, 0};
                 fill_blocks(&part, t + first, q->blk + blk);
             }
         }

@@ -70,6 +70,20 @@
  * kernel tests its 8 lanes against those two first and looks up only where they differ
  * (the lanes of a group often share a range of a feature: zeros, small counts).
  *
+ * Register tables (the AVX2 kernel): a feature of TSQ_REG_MIN < n <= TSQ_REG_MAX
+ * thresholds also has a two-level table of TSQ_REG_FLOATS floats at blk[regs], of blocks
+ * of s = ceil(n / 8) thresholds (entries past n are +inf):
+ *     P[b] = T[s b + s - 1]          b = 0 .. 7, the pivots, then
+ *     U_k[b] = T[s b + k]            k = 0 .. s - 2, 8 floats each
+ * so that 8 lanes find their block by a binary search among the pivots in one register
+ * (b' = #{b < 7 : P[b] < x}: three permutes) and count the block's other thresholds with
+ * a permute per k:
+ *     code(x) = s b' + #{k < s - 1 : U_k[b'] < x} + [P[7] < x]
+ * (every threshold of a block below b' is at most P[b' - 1] < x, none above is below
+ * P[b'] >= x, and the last term counts T[8 s - 1] where n = 8 s). At most ten permutes
+ * and no gathers, whatever the codes, against a linear scan's compares up to the largest
+ * code of the lanes or a bucket table's gathers.
+ *
  * Bucket tables (the AVX2 kernel, for features of more than TSQ_BLOCK_MIN thresholds,
  * in place of its block and chunk tables, which cost about 20 16-entry lookups per 256
  * thresholds; the AVX-512 kernel, for features of more than TSQ_BLOCK_MAX): a value's code from a table indexed by the value's bits, then a few
@@ -152,6 +166,11 @@
 #define TSQ_BLOCK_FLOATS 256u
 /* Chunk tables (above): features of at most this many thresholds. */
 #define TSQ_CHUNK_MAX 1024u
+/* Register tables (above): for features of more than TSQ_REG_MIN and at most TSQ_REG_MAX
+ * thresholds, TSQ_REG_FLOATS floats each. */
+#define TSQ_REG_MIN 4u
+#define TSQ_REG_MAX 64u
+#define TSQ_REG_FLOATS 64u
 
 typedef struct tsq_feature {
     uint32_t column;     /* the model column */
@@ -162,6 +181,7 @@ typedef struct tsq_feature {
     uint32_t blocks;     /* its block table's first float in tsq.blk, or UINT32_MAX */
     uint32_t chunks;     /* its chunk tables' first float in tsq.blk, or UINT32_MAX */
     uint32_t snap;       /* double codes: a float threshold lies in [-Z, Z) ("Gap floats") */
+    uint32_t regs;       /* its register table's first float in tsq.blk, or UINT32_MAX */
 } tsq_feature;
 
 /* A feature's bucket table (quant.h "Bucket tables"). */
