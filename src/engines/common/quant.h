@@ -46,16 +46,17 @@
  * ends with pos = code(x): the +inf padding is never below any x.
  *
  * Block tables: a feature of TSQ_BLOCK_MIN < n <= 256 thresholds also has a two-level
- * table of TSQ_BLOCK_FLOATS floats at blk[blocks] (entries past n are +inf):
- *     P[b] = T[16 b + 15]            b = 0 .. 15, the pivots, then
- *     U_k[b] = T[16 b + k]            k = 0 .. 14, 16 floats each
+ * table of TSQ_BLOCK_FLOATS floats at blk[blocks], of blocks of s = tsq_block_size(n) =
+ * ceil(n / 16) thresholds (entries past n are +inf):
+ *     P[b] = T[s b + s - 1]          b = 0 .. 15, the pivots, then
+ *     U_k[b] = T[s b + k]            k = 0 .. s - 2, 16 floats each (+inf up to k = 14)
  * so that a SIMD kernel finds a lane's block with a binary search among the pivots in one
- * register (b' = #{b < 15 : P[b] < x}) and counts the 15 thresholds of that block with a
- * permute per k, whatever the lane's code:
- *     code(x) = 16 b' + #{k : U_k[b'] < x} + [P[15] < x]
- * (the last term only for n = 256, where x above T[255] has code 256). A linear scan of
+ * register (b' = #{b < 15 : P[b] < x}) and counts the s - 1 other thresholds of that
+ * block with a permute per k, whatever the lane's code:
+ *     code(x) = s b' + #{k < s - 1 : U_k[b'] < x} + [P[15] < x]
+ * (the last term only for n = 16 s, where x above T[n - 1] has code n). A linear scan of
  * the thresholds costs as much as the largest code among the lanes; this costs about 60
- * instructions per 16 lanes.
+ * instructions per 16 lanes at 256 thresholds, half that at 128.
  *
  * Chunk tables: a feature of TSQ_BLOCK_MAX < n <= TSQ_CHUNK_MAX thresholds (scikit-learn's
  * exact splitter: hundreds per feature) has ceil(n / 256) block tables at blk[chunks],
@@ -164,6 +165,8 @@
 #define TSQ_BLOCK_MIN 32u
 #define TSQ_BLOCK_MAX 256u
 #define TSQ_BLOCK_FLOATS 256u
+/* A block table's block size (above); a chunk table's is 16. */
+static inline uint32_t tsq_block_size(uint32_t n_thr) { return (n_thr + 15) / 16; }
 /* Chunk tables (above): features of at most this many thresholds. */
 #define TSQ_CHUNK_MAX 1024u
 /* Register tables (above): for features of more than TSQ_REG_MIN and at most TSQ_REG_MAX

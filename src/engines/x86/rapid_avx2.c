@@ -162,14 +162,14 @@ static inline __m256i below(__m256 t, __m256 v) { return _mm256_castps_si256(_mm
 
 /* The code of 8 values v in one block table (quant.h "Block tables"), the 16-entry
  * tables looked up two registers at a time. */
-static inline __m256i codes_blocked8(const float *blk, __m256 v) {
+static inline __m256i codes_blocked8(const float *blk, uint32_t sz, __m256 v) {
     __m256i b = _mm256_setzero_si256();
     for (int s = 8; s; s >>= 1) {
         __m256 p = lookup16(blk, _mm256_add_epi32(b, _mm256_set1_epi32(s - 1)));
         b = _mm256_add_epi32(b, _mm256_and_si256(below(p, v), _mm256_set1_epi32(s)));
     }
-    __m256i code = _mm256_slli_epi32(b, 4);
-    for (int k = 0; k < 15; k++) code = _mm256_sub_epi32(code, below(lookup16(blk + 16 + 16 * k, b), v));
+    __m256i code = _mm256_mullo_epi32(b, _mm256_set1_epi32((int)sz));
+    for (uint32_t k = 0; k + 1 < sz; k++) code = _mm256_sub_epi32(code, below(lookup16(blk + 16 + 16 * k, b), v));
     return _mm256_sub_epi32(code, below(_mm256_set1_ps(blk[15]), v));
 }
 
@@ -244,7 +244,7 @@ static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m25
     }
     if (f->blocks != UINT32_MAX) {
         __m256i code;
-        return settled8(q, f, v, &code) ? code : codes_blocked8(q->blk + f->blocks, v);
+        return settled8(q, f, v, &code) ? code : codes_blocked8(q->blk + f->blocks, tsq_block_size(f->n_thr), v);
     }
     if (f->chunks != UINT32_MAX) { /* quant.h "Chunk tables": the chunks' counts added */
         __m256i code = _mm256_setzero_si256();
@@ -254,7 +254,7 @@ static inline __m256i codes8(const tsq *q, const tsq_feature *f, __m256 v, __m25
             if (_mm256_testc_ps(_mm256_castsi256_ps(below(_mm256_set1_ps(b[15]), v)), all))
                 code = _mm256_add_epi32(code, _mm256_set1_epi32((int)TSQ_BLOCK_MAX));
             else
-                code = _mm256_add_epi32(code, codes_blocked8(b, v));
+                code = _mm256_add_epi32(code, codes_blocked8(b, 16, v));
         }
         return code;
     }

@@ -186,13 +186,13 @@ static inline __attribute__((always_inline)) void blocks_of64(__m512 piv, const 
         }
 }
 
-static inline __attribute__((always_inline)) void codes_blocked64(const float *blk, const __m512 v[4], __m512i code[4],
-                                                                  const int nv) {
+static inline __attribute__((always_inline)) void codes_blocked64(const float *blk, uint32_t sz, const __m512 v[4],
+                                                                  __m512i code[4], const int nv) {
     const __m512 piv = _mm512_load_ps(blk);
     __m512i b[4];
     blocks_of64(piv, v, b, nv);
-    for (int c = 0; c < 4; c++) code[c] = _mm512_slli_epi32(b[c], 4);
-    for (int k = 0; k < 15; k++) {
+    for (int c = 0; c < 4; c++) code[c] = _mm512_mullo_epi32(b[c], _mm512_set1_epi32((int)sz));
+    for (uint32_t k = 0; k + 1 < sz; k++) {
         const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
         for (int c = 0; c < nv; c++) code[c] = add_below(code[c], _mm512_permutexvar_ps(b[c], u), v[c]);
     }
@@ -203,18 +203,18 @@ static inline __attribute__((always_inline)) void codes_blocked64(const float *b
  * there is none): the pivot before the lane's block, then each of the block's thresholds
  * below the value, then P[15] (one masked move per compare: measured cheaper than a
  * gather of thr_n[c - 1] afterwards on Zen 4, dev model f64/f32 1.13 against 1.16). */
-static inline __attribute__((always_inline)) void codes_blocked64_last(const float *blk, const __m512 v[4], __m512i code[4],
-                                                                       __m512 last[4], const int nv) {
+static inline __attribute__((always_inline)) void codes_blocked64_last(const float *blk, uint32_t sz, const __m512 v[4],
+                                                                       __m512i code[4], __m512 last[4], const int nv) {
     const __m512 piv = _mm512_load_ps(blk);
     __m512i b[4];
     blocks_of64(piv, v, b, nv);
     for (int c = 0; c < 4; c++) {
-        code[c] = _mm512_slli_epi32(b[c], 4);
+        code[c] = _mm512_mullo_epi32(b[c], _mm512_set1_epi32((int)sz));
         /* b' > 0: P[b' - 1] < v; b' = 0: none yet */
         last[c] = _mm512_mask_permutexvar_ps(_mm512_set1_ps(NAN), _mm512_cmpgt_epi32_mask(b[c], _mm512_setzero_si512()),
                                              _mm512_sub_epi32(b[c], _mm512_set1_epi32(1)), piv);
     }
-    for (int k = 0; k < 15; k++) {
+    for (uint32_t k = 0; k + 1 < sz; k++) {
         const __m512 u = _mm512_load_ps(blk + 16 + 16 * k);
         for (int c = 0; c < nv; c++) {
             const __m512 tv = _mm512_permutexvar_ps(b[c], u);
@@ -435,11 +435,11 @@ static inline __attribute__((always_inline)) void codes64_nv(const tsq *q, const
         return;
     }
     if (f->blocks != UINT32_MAX)
-        codes_blocked64(q->blk + f->blocks, v, nat, nv);
+        codes_blocked64(q->blk + f->blocks, tsq_block_size(f->n_thr), v, nat, nv);
     else if (f->chunks != UINT32_MAX) /* quant.h "Chunk tables": the chunks' counts added */
         for (uint32_t c = 0, n = (f->n_thr + TSQ_BLOCK_MAX - 1) / TSQ_BLOCK_MAX; c < n; c++) {
             __m512i part[4];
-            codes_blocked64(q->blk + f->chunks + (size_t)c * TSQ_BLOCK_FLOATS, v, part, nv);
+            codes_blocked64(q->blk + f->chunks + (size_t)c * TSQ_BLOCK_FLOATS, 16, v, part, nv);
             for (size_t k = 0; k < 4; k++) nat[k] = c ? _mm512_add_epi32(nat[k], part[k]) : part[k];
         }
     else if (f->n_thr > TSQ_BLOCK_MAX)
@@ -525,9 +525,9 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
          * zero; a false alarm where that F is its D: harmless) */
         __m512 last[4];
         if (nd <= 16)
-            codes_blocked64_last(q->blk + f->blocks, v, nat, last, 1);
+            codes_blocked64_last(q->blk + f->blocks, tsq_block_size(n), v, nat, last, 1);
         else
-            codes_blocked64_last(q->blk + f->blocks, v, nat, last, 4);
+            codes_blocked64_last(q->blk + f->blocks, tsq_block_size(n), v, nat, last, 4);
         for (size_t c = 0; c < nv; c++) {
             const __m512i bits = _mm512_castps_si512(last[c]);
             const __m512 next = _mm512_castsi512_ps(_mm512_add_epi32(bits, _mm512_or_si512(_mm512_srai_epi32(bits, 31), one)));
