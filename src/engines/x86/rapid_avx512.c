@@ -375,7 +375,7 @@ static inline __attribute__((always_inline)) void codes_bucketed64(const tsq *q,
 }
 
 /* The rounds of the search below: pos += s (s = m / 2 .. 1) in the lanes whose entry
- * pos + s - 1 of the table (m entries, in registers t0 .. t3 as LOOKUP reads them) is
+ * pos + s - 1 of the table (m entries, in registers t0, t1 as LOOKUP reads them) is
  * below the value. */
 #define RS_PERM_STEP(LOOKUP)                                                                        \
     for (uint32_t s = m >> 1; s; s >>= 1) {                                                        \
@@ -387,36 +387,37 @@ static inline __attribute__((always_inline)) void codes_bucketed64(const tsq *q,
         }                                                                                          \
     }
 
-/* Natural codes of the registers v[0 .. nv) of a feature of at most 63 thresholds (its
+/* Natural codes of the registers v[0 .. nv) of a feature of at most 31 thresholds (its
  * search table of at most 2^RS_PERM_STEPS entries) by the branch-free binary search of
- * that table (quant.h "Search tables": 2^steps entries, +inf past n) held in one, two or
- * four registers, one permute (two and a blend for 64 entries) and a compare per step, the
- * registers stepped together. In place of the linear scan up to 32 thresholds (a compare
- * per threshold up to the lanes' largest code) and the block tables from 33 to 63 (about
- * 20 permutes and compares); the double quantizer takes it too, its gap floats looked up
- * by permutes up to 64 thresholds. Intel Emerald Rapids, libs_ab, rapid at 768-1,000 rows:
- * the demo model (118 of its 191 features have at most 16 thresholds) 1.5x faster on
- * float rows (0.51 -> 0.34 us/doc), 1.3x on double rows (0.61 -> 0.45); the dev model 7-9%,
- * msn-lgb-1000x64 4%; scikit-learn's GradientBoosting within noise. 2^5 entries at most
- * (the block tables from 32 thresholds): the same or slower on every model. */
-#define RS_PERM_STEPS 6
+ * that table (quant.h "Search tables": 2^steps entries, +inf past n) held in one or two
+ * registers, one permute and a compare per step, the registers stepped together. In
+ * place of the linear scan (a compare per threshold up to the lanes' largest code), which
+ * only a feature of exactly 32 thresholds keeps (a search table of 64 entries, no block
+ * table); the double quantizer takes it too, its gap floats looked up by permutes. Intel
+ * Emerald Rapids, libs_ab, rapid at 768-1,000 rows: the demo model (118 of its 191
+ * features have at most 16 thresholds) 1.5x faster on float rows (0.51 -> 0.34 us/doc),
+ * 1.3x on double rows (0.61 -> 0.45); the dev model 7-9%, msn-lgb-1000x64 4%;
+ * scikit-learn's GradientBoosting within noise. From 33 thresholds the block tables
+ * instead, since their blocks have ceil(n / 16) thresholds (quant.h "Block tables": four
+ * binary steps and at most three counting permutes up to 64 thresholds, against six steps
+ * of two permutes and a blend): float rows of the dev model 2-5% faster, msn-lgb-1000x64
+ * 1-4%, the demo 2-4%; double rows the same within noise (docs/benchmarks.md "Twentieth
+ * session"). */
+#define RS_PERM_STEPS 5
 static inline __attribute__((always_inline)) void codes_perm64(const tsq *q, const tsq_feature *f, const __m512 v[4],
                                                                __m512i nat[4], const int nv) {
     const float *t = q->thr + f->table;
-    const uint32_t m = 1u << f->steps; /* 2 .. 64 entries */
+    const uint32_t m = 1u << f->steps; /* 2 .. 2^RS_PERM_STEPS entries */
+    _Static_assert(RS_PERM_STEPS <= 5, "codes_perm64: at most two registers");
     const __m512 inf = _mm512_set1_ps(INFINITY);
     const __mmask16 m0 = (__mmask16)(m >= 16 ? 0xFFFFu : (1u << m) - 1);
     const __m512 t0 = _mm512_mask_mov_ps(inf, m0, _mm512_maskz_loadu_ps(m0, t));
     for (int c = 0; c < 4; c++) nat[c] = _mm512_setzero_si512();
     if (m <= 16) {
         RS_PERM_STEP(_mm512_permutexvar_ps(i, t0))
-    } else if (m <= 32) {
+    } else {
         const __m512 t1 = _mm512_loadu_ps(t + 16);
         RS_PERM_STEP(_mm512_permutex2var_ps(t0, i, t1))
-    } else {
-        const __m512 t1 = _mm512_loadu_ps(t + 16), t2 = _mm512_loadu_ps(t + 32), t3 = _mm512_loadu_ps(t + 48);
-        RS_PERM_STEP(_mm512_mask_blend_ps(_mm512_test_epi32_mask(i, _mm512_set1_epi32(32)),
-                                          _mm512_permutex2var_ps(t0, i, t1), _mm512_permutex2var_ps(t2, i, t3)))
     }
 }
 #undef RS_PERM_STEP
@@ -502,7 +503,7 @@ static void fix_lanes(const tsq *q, uint32_t j, __mmask16 fix, const double *x, 
  * (quant.h "Gap floats"): col holds the values rounded up to floats (u; rs_columns_f64),
  * x the doubles (x[lane * stride]). The float codes of u, as for float rows; then the
  * lanes whose u is the gap float of their largest threshold below (thr_n[c - 1] == u: a
- * permute of the feature's gap floats up to 32 thresholds, the float after the block
+ * permute of the feature's gap floats up to 31 thresholds, the float after the block
  * search's largest F below u for block tables, a gather above), and for
  * features with zero-is-missing nodes (or `snap`) those at u = -Z, take their codes from
  * the doubles (rare: values in the float gap of a threshold). So a double costs a float
@@ -536,23 +537,20 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
     } else {
         codes64(q, f, v, nd, nat);
         /* thr_n[c - 1]: a permute of the gap floats of up to 32 thresholds (two registers,
-         * NaN past them), two and a blend up to 64 (four), a gather above; for c = 0 any
-         * entry (every F >= u there, so no gap float is u) */
+         * NaN past them; from 33 up to 256 the block tables above), a gather above;
+         * for c = 0 any entry (every F >= u there, so no gap float is u) */
         const float *gap = q->thr_n + f->table;
         const __m512 none = _mm512_set1_ps(NAN);
-        __m512 g[4];
-        for (uint32_t r = 0; r < 4; r++) { /* g[r]: gap[16 r ..), NaN from n on */
+        __m512 g[2];
+        for (uint32_t r = 0; r < 2; r++) { /* g[r]: gap[16 r ..), NaN from n on */
             const uint32_t k = n > 16 * r ? n - 16 * r : 0;
             const __mmask16 m = (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1);
-            g[r] = m && n <= 64 ? _mm512_mask_mov_ps(none, m, _mm512_maskz_loadu_ps(m, gap + 16 * r)) : none;
+            g[r] = m && n <= 32 ? _mm512_mask_mov_ps(none, m, _mm512_maskz_loadu_ps(m, gap + 16 * r)) : none;
         }
         for (size_t c = 0; c < nv; c++) {
             const __m512i at = _mm512_sub_epi32(nat[c], one);
             const __m512 gv = n <= 16   ? _mm512_permutexvar_ps(at, g[0])
                               : n <= 32 ? _mm512_permutex2var_ps(g[0], at, g[1])
-                              : n <= 64 ? _mm512_mask_blend_ps(_mm512_test_epi32_mask(at, _mm512_set1_epi32(32)),
-                                                               _mm512_permutex2var_ps(g[0], at, g[1]),
-                                                               _mm512_permutex2var_ps(g[2], at, g[3]))
                                         : _mm512_i32gather_ps(_mm512_max_epi32(at, _mm512_setzero_si512()), gap, 4);
             fix[c] = _mm512_cmp_ps_mask(gv, v[c], _CMP_EQ_OQ);
         }
