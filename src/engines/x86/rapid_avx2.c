@@ -413,7 +413,10 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
     /* the four registers' codes first, then their gap floats: the gathers' latencies
      * overlap one another instead of each waiting behind the next register's codes */
     for (size_t c = 0; c < 4; c++) {
-        u[c] = _mm256_load_ps(col + 8 * c);
+        /* (conditional, as rs_code_feature's: an unconditional copy was compiled by GCC 12
+         * as a copy of 16 bytes at a time into the stack, and each 32-byte load of it waited
+         * for a failed store forwarding: 6% of the demo model's double rows, Intel) */
+        u[c] = 8 * c < nd ? _mm256_load_ps(col + 8 * c) : _mm256_setzero_ps();
         if (8 * c < nd && f->snap) /* zero-range lanes coded as 0.0 (quant.h "Gap floats") */
             u[c] = _mm256_andnot_ps(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), u[c]), _mm256_set1_ps(TSM_ZERO_RANGE), _CMP_LE_OQ), u[c]);
     }
