@@ -105,10 +105,10 @@
  * RS_AHEAD runs is checked against the rows' last used column only to save the
  * instructions). Measured on Intel Xeon (Emerald Rapids, AVX-512 and AVX2 kernels;
  * docs/benchmarks.md "Twentieth session") against prefetching the whole of the next
- * group's rows when a group starts: faster than no prefetch where the rows are in L2 (the
- * whole next group, 80-160 KB of the demo model's wide rows, evicted from L1 what the group
- * in hand was about to read: 13-15% slower), 5-16% faster than either where the rows
- * stream from memory. */
+ * group's rows when a group starts: as fast as no prefetch where the rows are in L2 (the
+ * whole next group, 80-160 KB of the demo model's wide rows, waited for fill buffers and
+ * evicted from L1 what the group in hand was about to read: up to 13% slower), 3-10%
+ * faster than either where the rows stream from memory. */
 #define RS_AHEAD 2
 
 #ifndef RS_QUANTIZE
