@@ -390,7 +390,7 @@ static float bucket_threshold(uint32_t f, uint32_t k) {
  * tables, quant.h "Bucket tables") on rows of the thresholds, their float neighbours and
  * every special value, float and double rows, bit for bit; the features built with bucket
  * tables are those expected (so each path runs: the block and chunk tables of the two
- * features no window holds). */
+ * features no window holds, and the register table of the 61 denormals and -0.0). */
 static void test_bucket_thresholds(void) {
     ts_model *m = random_model(1200, 32, 40, 0);
     uint32_t next[N_FEATURES] = {0};
@@ -408,8 +408,10 @@ static void test_bucket_thresholds(void) {
         const uint32_t f = q.f[j].column;
         if (f < N_ZERO_FEATURES || f >= N_FEATURES) continue;
         CHECK(q.f[j].n_thr == bucket_counts[f]);
-        CHECK_MSG((q.bk[j].first != UINT32_MAX) == (f != 7 && f != 11), "feature %u: bucket table %s", f,
+        const int want = f != 7 && f != 11 && bucket_counts[f] > TSQ_REG_MAX; /* 6: a register table */
+        CHECK_MSG((q.bk[j].first != UINT32_MAX) == want, "feature %u: bucket table %s", f,
                   q.bk[j].first != UINT32_MAX ? "built" : "missing");
+        CHECK_MSG((q.f[j].regs != UINT32_MAX) == (bucket_counts[f] <= TSQ_REG_MAX), "feature %u: register table", f);
     }
     tsq_free(&q);
     const size_t n_rows = 900, cols = N_FEATURES + 3, stride = cols;

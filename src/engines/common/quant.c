@@ -77,7 +77,7 @@ static int blocked(uint32_t n_thr) { return n_thr > TSQ_BLOCK_MIN && n_thr <= TS
 /* Features with register tables (quant.h "Register tables"). */
 static int regged(uint32_t n_thr) { return n_thr > TSQ_REG_MIN && n_thr <= TSQ_REG_MAX; }
 /* Features with bucket tables (quant.h "Bucket tables"). */
-static int bucketed(uint32_t n_thr) { return n_thr > TSQ_BLOCK_MIN && n_thr <= UINT16_MAX; }
+static int bucketed(uint32_t n_thr) { return n_thr > TSQ_REG_MAX && n_thr <= UINT16_MAX; }
 
 /* Chunk tables (quant.h "Chunk tables"): their count, 0 for none. */
 static uint32_t chunks_of(uint32_t n_thr) {

@@ -88,9 +88,7 @@
  * Bucket tables (the AVX2 kernel, for features of more than TSQ_REG_MAX thresholds, in
  * place of its block and chunk tables, which cost about 20 16-entry lookups per 256
  * thresholds; the AVX-512 kernel, for features of more than TSQ_BLOCK_MAX): a value's
- * code from a table indexed by the value's bits, then a few thresholds (built for every
- * feature of more than TSQ_BLOCK_MIN: a feature of TSQ_BLOCK_MIN < n <= TSQ_REG_MAX has
- * one that its register table goes before). The key of a float's bits (tsq_key) orders keys as the floats (-0.0 one
+ * code from a table indexed by the value's bits, then a few thresholds. The key of a float's bits (tsq_key) orders keys as the floats (-0.0 one
  * below 0.0; a threshold -0.0 is keyed as 0.0, which it equals). A feature's thresholds
  * cluster in keys (counts, ratios, scores of either sign: the keys between the least
  * negative threshold, 0.0 and the least positive one, half of all, hold none), so the two

@@ -352,7 +352,7 @@ static inline void codes32(const tsq *q, uint32_t j, const __m256 v[4], size_t n
                            __m256i zero[4]) {
     const tsq_feature *f = &q->f[j];
     const tsq_bucket *b = &q->bk[j];
-    if (b->first == UINT32_MAX || f->regs != UINT32_MAX) { /* register tables before buckets */
+    if (b->first == UINT32_MAX) {
         for (size_t c = 0; c < 4; c++) {
             nat[c] = nan[c] = zero[c] = _mm256_setzero_si256();
             if (8 * c < nd) nat[c] = codes8(q, f, v[c], &nan[c], &zero[c]);
