@@ -106,28 +106,20 @@ static void count_tables(tsq *q, const pair *p, size_t n, size_t *entries, size_
     }
 }
 
-/* A block table (quant.h "Block tables") of blocks of sz thresholds at b, from the
- * sorted thresholds t[0 .. n) (float, then the same for doubles). */
-static void fill_blocks(uint32_t n, uint32_t sz, const float *t, float *b) {
-    for (uint32_t i = 0; i < 16; i++) {
+/* A two-level table of m pivots (quant.h "Block tables": m = 16; "Register tables": m =
+ * 8) of blocks of sz thresholds at b, from the sorted thresholds t[0 .. n): the pivots,
+ * then m - 1 tables of m (float, then the same for doubles). */
+static void fill_blocks(uint32_t n, uint32_t m, uint32_t sz, const float *t, float *b) {
+    for (uint32_t i = 0; i < m; i++) {
         b[i] = sz * i + sz - 1 < n ? t[sz * i + sz - 1] : INFINITY;
-        for (uint32_t k = 0; k < 15; k++) b[16 + 16 * k + i] = k + 1 < sz && sz * i + k < n ? t[sz * i + k] : INFINITY;
+        for (uint32_t k = 0; k + 1 < m; k++) b[m + m * k + i] = k + 1 < sz && sz * i + k < n ? t[sz * i + k] : INFINITY;
     }
 }
 
-static void fill_blocks_d(uint32_t n, uint32_t sz, const double *t, double *b) {
-    for (uint32_t i = 0; i < 16; i++) {
+static void fill_blocks_d(uint32_t n, uint32_t m, uint32_t sz, const double *t, double *b) {
+    for (uint32_t i = 0; i < m; i++) {
         b[i] = sz * i + sz - 1 < n ? t[sz * i + sz - 1] : INFINITY;
-        for (uint32_t k = 0; k < 15; k++) b[16 + 16 * k + i] = k + 1 < sz && sz * i + k < n ? t[sz * i + k] : INFINITY;
-    }
-}
-
-/* Feature f's register table (quant.h "Register tables") at r, from its sorted thresholds t. */
-static void fill_regs(const tsq_feature *f, const float *t, float *r) {
-    const uint32_t s = (f->n_thr + 7) / 8;
-    for (uint32_t b = 0; b < 8; b++) {
-        r[b] = s * b + s - 1 < f->n_thr ? t[s * b + s - 1] : INFINITY;
-        for (uint32_t k = 0; k < 7; k++) r[8 + 8 * k + b] = k + 1 < s && s * b + k < f->n_thr ? t[s * b + k] : INFINITY;
+        for (uint32_t k = 0; k + 1 < m; k++) b[m + m * k + i] = k + 1 < sz && sz * i + k < n ? t[sz * i + k] : INFINITY;
     }
 }
 
@@ -298,20 +290,20 @@ static int fill_tables(tsq *q, const pair *p, size_t n, uint32_t *count) {
         table += size;
         if (blocked(f->n_thr)) {
             f->blocks = blk;
-            fill_blocks(f->n_thr, tsq_block_size(f->n_thr), t, q->blk + blk);
-            if (td) fill_blocks_d(f->n_thr, tsq_block_size(f->n_thr), td, q->blk_d + blk);
+            fill_blocks(f->n_thr, 16, tsq_block_size(f->n_thr), t, q->blk + blk);
+            if (td) fill_blocks_d(f->n_thr, 16, tsq_block_size(f->n_thr), td, q->blk_d + blk);
             blk += TSQ_BLOCK_FLOATS;
         }
         if (regged(f->n_thr)) {
             f->regs = blk;
-            fill_regs(f, t, q->blk + blk);
+            fill_blocks(f->n_thr, 8, (f->n_thr + 7) / 8, t, q->blk + blk); /* "Register tables" */
             blk += TSQ_REG_FLOATS;
         }
         if (chunks_of(f->n_thr)) {
             f->chunks = blk;
             for (uint32_t c = 0; c < chunks_of(f->n_thr); c++, blk += TSQ_BLOCK_FLOATS) {
                 const uint32_t first = c * TSQ_BLOCK_MAX, left = f->n_thr - first;
-                fill_blocks(left < TSQ_BLOCK_MAX ? left : TSQ_BLOCK_MAX, 16, t + first, q->blk + blk);
+                fill_blocks(left < TSQ_BLOCK_MAX ? left : TSQ_BLOCK_MAX, 16, 16, t + first, q->blk + blk);
             }
         }
     }
