@@ -210,13 +210,18 @@ static void tree_row_span(const rsl *L, const uint32_t *first, uint32_t t, uint3
 static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
 /* A pair entry of A's entry ea and B's entry eb (either NULL: a no-op, mask 0xFF; its
- * k + 1 is 0, which no code passes, so that the mask alone keeps the row). */
-static rs_pair pair_entry(const rs_entry *ea, const rs_entry *eb, uint32_t flip) {
+ * k + 1 is 0, which no code passes, so that the mask alone keeps the row), for the pair
+ * codes ("Pairs": slot * RS_PAIR_SLOT, signed compares). */
+static rs_pair pair_entry(const rsl *L, const rs_entry *ea, const rs_entry *eb) {
+    const uint32_t flip = L->tables.flip;
     const rs_entry none = {ea ? ea->off : eb->off, 0x01010101u * flip, 0xFFFFFFFFu};
     if (!ea) ea = &none;
     if (!eb) eb = &none;
-    return (rs_pair){{ea->off, eb->off},
-                     (ea->k4 & 0xFFu) | (eb->k4 & 0xFFu) << 8 | (ea->m4 & 0xFFu) << 16 | (eb->m4 & 0xFFu) << 24};
+    const uint32_t ka = (ea->k4 ^ flip ^ 0x80u) & 0xFFu, kb = (eb->k4 ^ flip ^ 0x80u) & 0xFFu;
+    const uint32_t ma = ea->m4 & 0xFFu, mb = eb->m4 & 0xFFu;
+    return (rs_pair){{ea->off / L->lanes * RS_PAIR_SLOT, eb->off / L->lanes * RS_PAIR_SLOT + RS_PAIR_SLOT / 2},
+                     (ka | kb << 8) * 0x10001u,
+                     (ma | mb << 8) * 0x10001u};
 }
 
 /* Pair p's rows from pair row `row`, entry *at and skip *at_skip on (count: 1 counts). */
@@ -234,12 +239,12 @@ static void fill_pair(rsl *L, const rs_ptree *p, uint64_t *at, uint64_t *at_skip
             P->row_first[p->row + j] = (uint32_t)*at;
             P->skip_first[p->row + j] = (uint32_t)*at_skip;
             for (uint32_t i = 0; i < ne; i++)
-                P->entries[*at + i] = pair_entry(a0 + i < a1 ? &L->entries[a0 + i] : NULL,
-                                                 b0 + i < b1 ? &L->entries[b0 + i] : NULL, L->tables.flip);
+                P->entries[*at + i] = pair_entry(L, a0 + i < a1 ? &L->entries[a0 + i] : NULL,
+                                                 b0 + i < b1 ? &L->entries[b0 + i] : NULL);
             for (uint32_t i = 0; i < ns; i++) {
                 const rs_skip *sa = s0 + i < s1 ? &L->skips[s0 + i] : NULL, *sb = u0 + i < u1 ? &L->skips[u0 + i] : NULL;
-                P->skips[*at_skip + i] = (rs_pair_skip){pair_entry(sa ? &sa->e : NULL, sb ? &sb->e : NULL, L->tables.flip),
-                                                        (sa ? sa->z4 & 0xFFu : 0) | (sb ? sb->z4 & 0xFFu : 0) << 8};
+                P->skips[*at_skip + i] = (rs_pair_skip){pair_entry(L, sa ? &sa->e : NULL, sb ? &sb->e : NULL),
+                                                        ((sa ? sa->z4 & 0xFFu : 0) | (sb ? sb->z4 & 0xFFu : 0) << 8) * 0x10001u};
             }
         }
         *at += ne;

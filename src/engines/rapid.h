@@ -87,29 +87,39 @@ typedef struct rs_block {
 } rs_block;
 
 /*
- * Pairs (a kernel with pair_lanes, AVX2: 16): a call of at most pair_lanes rows fills
- * half of a group's register, and a row entry costs the same for 16 lanes as for 32. The
- * pair layout puts two trees in one register instead, tree A in the low 16 lanes and
- * tree B in the high 16 (the same documents): a pair entry loads the 16 codes of A's
- * slot and of B's (two 16-byte halves), and one word of four bytes (A's k + 1, B's k + 1,
- * A's mask, B's mask) that the kernel spreads over the halves. Pair row j zips row j of A
- * with row j of B, entry by entry, the shorter padded with no-op entries (mask 0xFF, the
- * other tree's offset: codes that are always written); a tree of fewer rows than its
- * partner has met its exit leaf before its rows end, so the rows past them change
- * nothing of it. Skips pair the same way (a no-op skip: mask 0xFF, z 0). The exit rows,
- * leaf indices and skips are per byte lane, as for one tree; the leaf values are added
- * A's then B's, so every score keeps its order of additions. Pairs are formed inside
- * each tree block, trees 2i and 2i + 1 of it; a block's odd last tree, and a pair with a
- * tree of more than RS_SKIP_ROWS rows, stays a "single" (n_rows 0: the one-tree path).
+ * Pairs (a kernel with pair_lanes = RS_PAIR_LANES: AVX2, AVX-512): a call of at most 16
+ * rows fills a quarter or half of a group's register, and a row entry costs the same for
+ * 16 lanes as for all. The pair layout puts two trees in one 32-byte register instead,
+ * byte 2i tree A's document i and byte 2i + 1 tree B's (the same documents). The call's
+ * codes are copied once into the pair codes (rs_scratch.pcodes): slot s at 64 s, its
+ * "even copy" (byte 2i document i's code, byte 2i + 1 zero) then its "odd copy" (the
+ * other way round), each code XOR 0x80 so that a signed byte compare decides (whatever
+ * the kernel's flip). A pair entry ORs A's even copy with B's odd copy, and compares it
+ * with its k word broadcast (A's k + 1 XOR 0x80 in the even bytes, B's in the odd ones),
+ * then ANDs its m word (A's mask, B's mask) into the lanes that fail: three or four
+ * instructions where the 16 lanes of one tree took two or three (rapid_avx2.c,
+ * rapid_avx512.c "Pairs"). Pair row j zips row j of A with row j of B, entry by entry,
+ * the shorter padded with no-op entries (mask 0xFF, the other tree's offset: codes that
+ * are always written); a tree of fewer rows than its partner has met its exit leaf before
+ * its rows end, so the rows past them change nothing of it. Skips pair the same way (a
+ * no-op skip: mask 0xFF, z 0). The exit rows, leaf indices and skips are per byte lane,
+ * as for one tree; the leaf values are added A's then B's, so every score keeps its order
+ * of additions. Pairs are formed inside each tree block, trees 2i and 2i + 1 of it; a
+ * block's odd last tree, and a pair with a tree of more than RS_SKIP_ROWS rows, stays a
+ * "single" (n_rows 0: the one-tree path, on the kernel's own codes).
  */
+#define RS_PAIR_LANES 16u
+#define RS_PAIR_SLOT 64u  /* bytes of a slot's pair codes */
+
 typedef struct rs_pair {
-    uint32_t off[2];  /* A's and B's slot offsets (as rs_entry.off) */
-    uint32_t km;      /* bytes: A's k + 1, B's k + 1 (XOR the flip), A's mask, B's mask */
+    uint32_t off[2];  /* A's even copy (RS_PAIR_SLOT * its slot) and B's odd copy (+ 32) */
+    uint32_t k;       /* bytes: A's k + 1, B's k + 1, A's, B's (each XOR 0x80) */
+    uint32_t m;       /* bytes: A's mask, B's mask, A's, B's */
 } rs_pair;
 
 typedef struct rs_pair_skip {
     rs_pair e;
-    uint32_t z;       /* bytes: A's z, B's z, 0, 0 */
+    uint32_t z;       /* bytes: A's z, B's z, A's, B's */
 } rs_pair_skip;
 
 typedef struct rs_ptree {
@@ -154,6 +164,7 @@ typedef struct rsl {
  *          ((g * n_slots + s) * lanes + lane)
  *   acc    delta doubles
  *   rows   max_bytes * lanes bytes: the rows of a tree wider than 256 leaves
+ *   pcodes n_slots * RS_PAIR_SLOT bytes where the pair layout exists: the pair codes ("Pairs")
  * each part on a 64-byte boundary.
  */
 typedef void (*rs_kernel)(const rsl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
@@ -172,8 +183,8 @@ typedef struct rs_kernels {
     rs_kernel kernel;
     tsq_quantizer quantize;  /* also the coder's (coder.h, through tsq_quantizer_for) */
     rs_kernel_f64 kernel_f64;
-    uint32_t pair_lanes; /* calls of at most this many rows take the pair layout
-                            ("Pairs"); 0: none */
+    uint32_t pair_lanes; /* RS_PAIR_LANES: calls of at most this many rows take the pair
+                            layout ("Pairs"); 0: none */
 } rs_kernels;
 
 /* The kernels per ISA (tse_rapid_scalar, tse_rapid_avx2, ...) and the rule that picks
@@ -182,7 +193,7 @@ typedef struct rs_kernels {
 const rs_kernels *rs_kernels_for(ts_isa isa);
 
 typedef struct rs_scratch {
-    size_t codes, acc, rows, total;
+    size_t codes, acc, rows, pcodes, total;
 } rs_scratch;
 
 static inline size_t rs_round64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -192,7 +203,8 @@ static inline rs_scratch rs_scratch_parts(const rsl *L, uint32_t delta, uint32_t
     s.codes = 0;
     s.acc = s.codes + rs_round64((size_t)delta * ns);
     s.rows = s.acc + rs_round64((size_t)delta * sizeof(double));
-    s.total = s.rows + rs_round64((size_t)L->max_bytes * lanes);
+    s.pcodes = s.rows + rs_round64((size_t)L->max_bytes * lanes);
+    s.total = s.pcodes + (L->pairs.trees ? (size_t)ns * RS_PAIR_SLOT : 0);
     return s;
 }
 

@@ -65,13 +65,21 @@
  *                        double *acc, uint32_t lanes): for trees q < n in order, acc[l] +=
  *                        lv[q][ix[q * step + l]] for l < lanes (at least those, as
  *                        rs_exit_add)
- * and optionally RS_PAIRS (calls of at most RS_LANES / 2 rows by the pair layout,
+ * and optionally RS_PAIRS (calls of at most RS_PAIR_LANES rows by the pair layout,
  * rapid.h "Pairs"), with
- *   rs_v rs_pair_update(rs_v row, const uint8_t *codes, const rs_pair *p),
- *   void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *codes, const rs_pair_skip *s)
- *                        as RS_UPDATE and rs_update_skip, tree A in the low half of the
- *                        lanes and tree B in the high half
- *   and rs_exit_store, rs_leaves_flush (as for RS_BLOCK_DEFER)
+ *   void rs_pair_codes(const uint8_t *codes, uint32_t n_slots, uint32_t x80, uint8_t *pc):
+ *                        a group's codes (its first 16 lanes) into the pair codes pc, each
+ *                        XOR x80
+ *   rs_pv                a pair row: 32 byte lanes (tree A's document i in byte 2i, B's in
+ *                        2i + 1); rs_pv rs_pv_zeros(void); rs_pv rs_pv_start(rs_pv skip,
+ *                        uint32_t j) as rs_row_start
+ *   rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p),
+ *   void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc, const rs_pair_skip *s)
+ *                        as RS_UPDATE and rs_update_skip, on the pair codes
+ *   rs_pexit             as rs_exit for a pair row: rs_pexit_init(&x), int rs_pexit_row(&x,
+ *                        row, j), void rs_pexit_store(&x, ix): A's 16 exit leaves at ix,
+ *                        B's at ix + 16
+ *   and rs_leaves_flush (as for RS_BLOCK_DEFER)
  * The loops below are rapid's hot loops: long on purpose.
  */
 
@@ -394,33 +402,34 @@ static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, 
 
 #ifdef RS_PAIRS
 /* Deferred pairs: a pair's exit leaves are kept (32 bytes) and their values added for
- * RS_PAIRS_DEFER pairs at a time (rs_leaves_flush: each group of 4 documents through
+ * RS_PAIRS_DEFER pairs at a time (rs_leaves_flush: each group of 4 or 8 documents through
  * those pairs, A's leaf then B's, its sums in a register), before a single tree and at
  * the block's end: tree order, so naive's bits. 2-5% faster at 16 rows than each pair's
  * leaves added at its exit (Zen 3). */
 #define RS_PAIRS_DEFER 32u
 
-/* Tree block b for one group of at most RS_LANES / 2 documents (nd), two trees per
- * register (rapid.h "Pairs"; the ISA's rs_pair_update, rs_pair_update_skip,
- * rs_exit_store and rs_leaves_flush), a single tree by block1. */
-static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *acc, uint8_t *rows, uint32_t nd) {
+/* Tree block b for one group of at most RS_PAIR_LANES documents (nd), two trees per
+ * register (rapid.h "Pairs"; the ISA's pair functions) on the pair codes pc, a single
+ * tree by block1 on the group's codes. */
+static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, const uint8_t *pc, double *acc, uint8_t *rows,
+                      uint32_t nd) {
     const rs_pairs *P = &L->pairs;
-    /* pair q's exits: A's at ix[q][0 ..), B's at ix[q][RS_LANES / 2 ..): as trees 2q and
-     * 2q + 1 of rs_leaves_flush, RS_LANES / 2 bytes apart, their values lv[2q], lv[2q + 1] */
-    uint8_t ix[RS_PAIRS_DEFER][RS_LANES] __attribute__((aligned(64)));
+    /* pair q's exits: A's at ix[q][0 ..), B's at ix[q][RS_PAIR_LANES ..): as trees 2q and
+     * 2q + 1 of rs_leaves_flush, RS_PAIR_LANES bytes apart, their values lv[2q], lv[2q + 1] */
+    uint8_t ix[RS_PAIRS_DEFER][2 * RS_PAIR_LANES] __attribute__((aligned(64)));
     const double *lv[2 * RS_PAIRS_DEFER];
     uint32_t nq = 0;
     for (uint32_t p = P->block_first[b]; p < P->block_first[b + 1]; p++) {
         const rs_ptree *pt = &P->trees[p];
         if (!pt->n_rows) {
-            if (nq) rs_leaves_flush(lv, &ix[0][0], RS_LANES / 2, 2 * nq, acc, nd), nq = 0;
+            if (nq) rs_leaves_flush(lv, &ix[0][0], RS_PAIR_LANES, 2 * nq, acc, nd), nq = 0;
             const rs_block one = {pt->tree, pt->n_trees};
             RS(block1)(L, &one, codes, 0, acc, rows, nd);
             continue;
         }
-        rs_exit x;
-        rs_v skip = rs_zeros();
-        rs_exit_init(&x);
+        rs_pexit x;
+        rs_pv skip = rs_pv_zeros();
+        rs_pexit_init(&x);
         /* the pair's rows are consecutive, so are their entries and skips: one pointer
          * each runs through them, a row's end the next row's first (as block_g; 16 rows
          * 5-9% faster on Zen 3) */
@@ -428,18 +437,17 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, double *ac
         const rs_pair_skip *s = P->skips + P->skip_first[pt->row];
         const uint32_t *row_end = P->row_first + pt->row + 1, *skip_end = P->skip_first + pt->row + 1;
         for (uint32_t j = 0; j < pt->n_rows; j++) {
-            rs_v row = rs_row_start(skip, j);
-            for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, codes, e);
-            for (const rs_pair_skip *end = P->skips + skip_end[j]; s < end; s++)
-                rs_pair_update_skip(&row, &skip, codes, s);
-            if (rs_exit_row(&x, row, j)) break;
+            rs_pv row = rs_pv_start(skip, j);
+            for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, pc, e);
+            for (const rs_pair_skip *end = P->skips + skip_end[j]; s < end; s++) rs_pair_update_skip(&row, &skip, pc, s);
+            if (rs_pexit_row(&x, row, j)) break;
         }
-        rs_exit_store(&x, ix[nq]);
+        rs_pexit_store(&x, ix[nq]);
         lv[2 * nq] = L->leaves + L->leaf_offset[pt->tree];
         lv[2 * nq + 1] = L->leaves + L->leaf_offset[pt->tree + 1];
-        if (++nq == RS_PAIRS_DEFER) rs_leaves_flush(lv, &ix[0][0], RS_LANES / 2, 2 * nq, acc, nd), nq = 0;
+        if (++nq == RS_PAIRS_DEFER) rs_leaves_flush(lv, &ix[0][0], RS_PAIR_LANES, 2 * nq, acc, nd), nq = 0;
     }
-    if (nq) rs_leaves_flush(lv, &ix[0][0], RS_LANES / 2, 2 * nq, acc, nd);
+    if (nq) rs_leaves_flush(lv, &ix[0][0], RS_PAIR_LANES, 2 * nq, acc, nd);
 }
 #endif
 
@@ -453,6 +461,9 @@ static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, u
     uint8_t *codes = (uint8_t *)(s + sp.codes);
     double *acc = (double *)(s + sp.acc);
     uint8_t *rows = (uint8_t *)(s + sp.rows);
+#ifdef RS_PAIRS
+    uint8_t *pcodes = (uint8_t *)(s + sp.pcodes);
+#endif
     const size_t ns = L->tables.q.n_slots ? L->tables.q.n_slots : 1;
     for (size_t d0 = 0; d0 < n_rows; d0 += delta) {
         size_t nd = n_rows - d0 < delta ? n_rows - d0 : delta;
@@ -467,12 +478,16 @@ static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, u
                             codes + g * ns * RS_LANES);
         }
         for (size_t d = 0; d < ng * RS_LANES; d++) acc[d] = L->base_score;
+#ifdef RS_PAIRS
+        const int pairs = nd <= RS_PAIR_LANES && L->pairs.trees; /* one group, the pair layout */
+        if (pairs) rs_pair_codes(codes, (uint32_t)ns, 0x80u ^ L->tables.flip, pcodes);
+#endif
         const size_t step = ns * RS_LANES; /* codes of one group */
         const uint32_t last = (uint32_t)(nd - (ng - 1) * RS_LANES); /* documents in the last group */
         for (uint32_t b = 0; b < L->n_blocks; b++) {
 #ifdef RS_PAIRS
-            if (nd <= RS_LANES / 2 && L->pairs.trees) { /* one group, half a register */
-                RS(pairs)(L, b, codes, acc, rows, (uint32_t)nd);
+            if (pairs) {
+                RS(pairs)(L, b, codes, pcodes, acc, rows, (uint32_t)nd);
                 continue;
             }
 #endif

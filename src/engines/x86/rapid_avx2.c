@@ -121,29 +121,56 @@ static inline void rs_leaves_flush(const double *const *lv, const uint8_t *ix, s
     }
 }
 
-/* Pairs (rapid.h "Pairs"): tree A in lanes 0-15, tree B in lanes 16-31. The pair entry's
- * word is broadcast, then spread by vpshufb (in-lane: the low half takes bytes 0 and 2,
- * the high half bytes 1 and 3). */
-static inline __m256i pair_codes(const uint8_t *c, const rs_pair *p) {
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_load_si128((const __m128i *)(c + p->off[0]))),
-                                   _mm_load_si128((const __m128i *)(c + p->off[1])), 1);
+/* Pairs (rapid.h "Pairs"): byte 2i tree A's document i, byte 2i + 1 tree B's. An entry:
+ * the codes by one vpor of A's even copy and B's odd copy (one of them a load operand),
+ * its k and m words broadcast by loads, a compare, a vpor and a vpand: four vector
+ * instructions for two trees, where the earlier layout (A in the low 16 lanes, B in the
+ * high 16) took six (two vpshufb spreading one word, a vinserti128). */
+typedef __m256i rs_pv;
+
+static inline rs_pv rs_pv_zeros(void) { return _mm256_setzero_si256(); }
+static inline rs_pv rs_pv_start(rs_pv skip, uint32_t j) { return rs_row_start(skip, j); }
+
+static inline __m256i pair_codes(const uint8_t *pc, const rs_pair *p) {
+    return _mm256_or_si256(_mm256_load_si256((const __m256i *)(pc + p->off[0])),
+                           _mm256_load_si256((const __m256i *)(pc + p->off[1])));
 }
 
-static inline __m256i pair_byte(__m256i w, int a) {
-    return _mm256_shuffle_epi8(w, _mm256_setr_m128i(_mm_set1_epi8((char)a), _mm_set1_epi8((char)(a + 1))));
+static inline rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p) {
+    __m256i pass = _mm256_cmpgt_epi8(_mm256_set1_epi32((int)p->k), pair_codes(pc, p));
+    return _mm256_and_si256(row, _mm256_or_si256(pass, _mm256_set1_epi32((int)p->m)));
 }
 
-static inline rs_v rs_pair_update(rs_v row, const uint8_t *codes, const rs_pair *p) {
-    const __m256i w = _mm256_set1_epi32((int)p->km);
-    __m256i pass = _mm256_cmpgt_epi8(pair_byte(w, 0), pair_codes(codes, p));
-    return _mm256_and_si256(row, _mm256_or_si256(pass, pair_byte(w, 2)));
+static inline void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc, const rs_pair_skip *s) {
+    __m256i pass = _mm256_cmpgt_epi8(_mm256_set1_epi32((int)s->e.k), pair_codes(pc, &s->e));
+    *row = _mm256_and_si256(*row, _mm256_or_si256(pass, _mm256_set1_epi32((int)s->e.m)));
+    *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, _mm256_set1_epi32((int)s->z)));
 }
 
-static inline void rs_pair_update_skip(rs_v *row, rs_v *skip, const uint8_t *codes, const rs_pair_skip *s) {
-    const __m256i w = _mm256_set1_epi32((int)s->e.km);
-    __m256i pass = _mm256_cmpgt_epi8(pair_byte(w, 0), pair_codes(codes, &s->e));
-    *row = _mm256_and_si256(*row, _mm256_or_si256(pass, pair_byte(w, 2)));
-    *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, pair_byte(_mm256_set1_epi32((int)s->z), 0)));
+typedef rs_exit rs_pexit;
+static inline void rs_pexit_init(rs_pexit *x) { rs_exit_init(x); }
+static inline int rs_pexit_row(rs_pexit *x, rs_pv row, uint32_t j) { return rs_exit_row(x, row, j); }
+
+/* The exit leaves, A's (the even bytes) then B's. */
+static inline void rs_pexit_store(const rs_pexit *x, uint8_t *ix) {
+    const __m128i odd_even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m256i v = _mm256_shuffle_epi8(exit_leaves(x), _mm256_broadcastsi128_si256(odd_even));
+    _mm256_store_si256((__m256i *)ix, _mm256_permute4x64_epi64(v, 0xD8)); /* qwords 0, 2, 1, 3 */
+}
+
+/* A group's codes (16 lanes of each slot) into the pair codes: each slot's 16 codes in
+ * both halves, spread to the even bytes and to the odd ones. */
+static inline void rs_pair_codes(const uint8_t *codes, uint32_t n_slots, uint32_t x80, uint8_t *pc) {
+    const __m256i flip = _mm256_set1_epi8((char)x80);
+    const __m256i ev = _mm256_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 4, -1, 5, -1, 6, -1, 7, -1, 8, -1, 9, -1, 10, -1,
+                                        11, -1, 12, -1, 13, -1, 14, -1, 15, -1);
+    const __m256i od = _mm256_setr_epi8(-1, 0, -1, 1, -1, 2, -1, 3, -1, 4, -1, 5, -1, 6, -1, 7, -1, 8, -1, 9, -1, 10,
+                                        -1, 11, -1, 12, -1, 13, -1, 14, -1, 15);
+    for (uint32_t s = 0; s < n_slots; s++) {
+        const __m256i v = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)(codes + 32 * s))), flip);
+        _mm256_store_si256((__m256i *)(pc + RS_PAIR_SLOT * s), _mm256_shuffle_epi8(v, ev));
+        _mm256_store_si256((__m256i *)(pc + RS_PAIR_SLOT * s + 32), _mm256_shuffle_epi8(v, od));
+    }
 }
 
 #define RS_PAIRS 1
@@ -558,6 +585,7 @@ static void rs_columns16(const float *x, size_t stride, size_t nd, uint32_t c0, 
 #define RS(name) rs_avx2_##name
 #include "engines/templates/rapid_template.h"
 
-const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize, rs_avx2_kernel_f64, 16};
+const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize, rs_avx2_kernel_f64,
+                                   RS_PAIR_LANES};
 
 #endif

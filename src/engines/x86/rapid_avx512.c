@@ -164,6 +164,84 @@ static inline void rs_leaves_flush(const double *const *lv, const uint8_t *ix, s
 
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, row); }
 
+/* Pairs (rapid.h "Pairs") in 32-byte registers, byte 2i tree A's document i, 2i + 1 tree
+ * B's: an entry is a vpor of the two trees' copies of codes (one a load operand), a
+ * compare into a vector and one vpternlogd (row AND (pass OR m)), three instructions for
+ * two trees, on the three vector ports that 256-bit instructions have (512-bit ones have
+ * two), where the 64 lanes of the kernel above take two or three on two ports for one tree
+ * whatever the count of documents. */
+typedef __m256i rs_pv;
+
+static inline rs_pv rs_pv_zeros(void) { return _mm256_setzero_si256(); }
+
+static inline rs_pv rs_pv_start(rs_pv skip, uint32_t j) { /* as rs_row_start */
+    const __m256i below = _mm256_broadcastsi128_si256(_mm_setr_epi8(-1, -2, -4, -8, -16, -32, -64, -128, 0, 0, 0, 0, 0, 0, 0, 0));
+    __m256i t = _mm256_subs_epu8(skip, _mm256_set1_epi8((char)(8 * j)));
+    return _mm256_shuffle_epi8(below, _mm256_adds_epu8(t, _mm256_set1_epi8(0x70)));
+}
+
+static inline __m256i pair_pass(const uint8_t *pc, const rs_pair *p) {
+    const __m256i c = _mm256_or_si256(_mm256_load_si256((const __m256i *)(pc + p->off[0])),
+                                      _mm256_load_si256((const __m256i *)(pc + p->off[1])));
+    return _mm256_cmpgt_epi8(_mm256_set1_epi32((int)p->k), c);
+}
+
+static inline rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p) {
+    return _mm256_ternarylogic_epi32(row, pair_pass(pc, p), _mm256_set1_epi32((int)p->m), 0xE0); /* a & (b | c) */
+}
+
+static inline void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc, const rs_pair_skip *s) {
+    const __m256i pass = pair_pass(pc, &s->e);
+    *row = _mm256_ternarylogic_epi32(*row, pass, _mm256_set1_epi32((int)s->e.m), 0xE0);
+    *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, _mm256_set1_epi32((int)s->z)));
+}
+
+typedef struct rs_pexit {
+    __m256i idx, byt, left; /* left: 0xFF in the lanes that have met only zero rows */
+} rs_pexit;
+
+static inline void rs_pexit_init(rs_pexit *x) {
+    x->idx = x->byt = _mm256_setzero_si256();
+    x->left = _mm256_set1_epi8(-1);
+}
+
+/* (vector masks, as the AVX2 kernel's: the SIMDe build that checks these kernels has no
+ * 256-bit byte tests into mask registers) */
+static inline int rs_pexit_row(rs_pexit *x, rs_pv row, uint32_t j) {
+    const __m256i now = _mm256_andnot_si256(_mm256_cmpeq_epi8(row, _mm256_setzero_si256()), x->left);
+    x->idx = _mm256_blendv_epi8(x->idx, _mm256_set1_epi8((char)(j * 8)), now);
+    x->byt = _mm256_blendv_epi8(x->byt, row, now);
+    x->left = _mm256_andnot_si256(now, x->left);
+    return _mm256_testz_si256(x->left, x->left);
+}
+
+/* The exit leaves (as exit_leaves), A's (the even bytes) then B's. */
+static inline void rs_pexit_store(const rs_pexit *x, uint8_t *ix) {
+    const __m256i lut_lo = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0));
+    const __m256i lut_hi = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 5, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0));
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    const __m256i low = _mm256_and_si256(x->byt, _mm256_sub_epi8(_mm256_setzero_si256(), x->byt));
+    const __m256i bit = _mm256_or_si256(_mm256_shuffle_epi8(lut_lo, _mm256_and_si256(low, nib)),
+                                        _mm256_shuffle_epi8(lut_hi, _mm256_and_si256(_mm256_srli_epi16(low, 4), nib)));
+    const __m128i odd_even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_add_epi8(x->idx, bit), _mm256_broadcastsi128_si256(odd_even));
+    _mm256_store_si256((__m256i *)ix, _mm256_permute4x64_epi64(v, 0xD8)); /* qwords 0, 2, 1, 3 */
+}
+
+/* A group's codes (the first 16 of each slot's 64 lanes) into the pair codes: the 16
+ * codes in every quarter, spread to the even bytes (first half) and the odd ones. */
+static inline void rs_pair_codes(const uint8_t *codes, uint32_t n_slots, uint32_t x80, uint8_t *pc) {
+    const __m512i flip = _mm512_set1_epi8((char)x80);
+    const __m512i spread = _mm512_set_epi8(15, -1, 14, -1, 13, -1, 12, -1, 11, -1, 10, -1, 9, -1, 8, -1,  /* odd */
+                                           7, -1, 6, -1, 5, -1, 4, -1, 3, -1, 2, -1, 1, -1, 0, -1,
+                                           -1, 15, -1, 14, -1, 13, -1, 12, -1, 11, -1, 10, -1, 9, -1, 8, /* even */
+                                           -1, 7, -1, 6, -1, 5, -1, 4, -1, 3, -1, 2, -1, 1, -1, 0);
+    for (uint32_t s = 0; s < n_slots; s++) {
+        const __m512i v = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(codes + 64 * (size_t)s))), flip);
+        _mm512_store_si512(pc + RS_PAIR_SLOT * s, _mm512_shuffle_epi8(v, spread));
+    }
+}
+
 /* code + 1 in the lanes where t < v. */
 static inline __m512i add_below(__m512i code, __m512 t, __m512 v) {
     return _mm512_mask_add_epi32(code, _mm512_cmp_ps_mask(t, v, _CMP_LT_OQ), code, _mm512_set1_epi32(1));
@@ -594,12 +672,14 @@ static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c
 
 #define RS_UPDATE rs_update8
 #define RS_GROUPS 8
+#define RS_PAIRS 1
 #define RS(name) rs_avx512_##name
 #include "engines/templates/rapid_template.h"
 #undef RS_UPDATE
 #undef RS
 
-const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize, rs_avx512_kernel_f64, 0};
+const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize, rs_avx512_kernel_f64,
+                                     RS_PAIR_LANES};
 
 /*
  * The GFNI kernel: the same, but an entry ANDs its mask with one masked GF2P8AFFINEQB
@@ -664,10 +744,11 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS_UPDATE_FEW rs_update8
 #define RS_UPDATE_SKIP_FEW rs_update_skip
 #define RS_BLOCK_DEFER 16 /* "Deferred exits" above */
+#define RS_PAIRS 1
 #define RS(name) rs_avx512gf_##name
 #include "engines/templates/rapid_template.h"
 
 const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize,
-                                       rs_avx512gf_kernel_f64, 0};
+                                       rs_avx512gf_kernel_f64, RS_PAIR_LANES};
 
 #endif
