@@ -541,7 +541,7 @@ class Model:
         """Why the engines were chosen: for ``engine="auto"`` the planner's timings of the
         candidates (us/doc) for each range of rows per call, or the wisdom file's earlier
         answers, ending with the table ``plan: rows per call -> engine`` (1, 2-5, 6-7, 8-15,
-        16-23, 24-31, 32-63, 64-127, 128+; each ``predict`` call uses the engine of its row count, with
+        16, 17-23, 24-31, 32-63, 64-127, 128+; each ``predict`` call uses the engine of its row count, with
         the same scores whichever); "engine requested" for an explicit engine. ``batch_hint=N``
         plans only N's range and uses that engine for every call."""
         return self._scorer.plan_report

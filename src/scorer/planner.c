@@ -50,7 +50,7 @@
  * candidates at 5 us/doc take 23 ms. */
 #define SMALL_TIMED_ROWS 16u
 #define SMALL_BUDGET_SHARE 0.125
-/* Ranges of 16-127 rows (four: 16-23, 24-31, 32-63, 64-127) get this share each, so
+/* Ranges of 16-127 rows (five: 16, 17-23, 24-31, 32-63, 64-127) get this share each, so
  * that each two have the budget one range of 8-31 (32-127) had (on msn-lgb-1000x256 a
  * full budget each took the plan from 2.8-4.0 s to 4.3-4.8 s: nine candidates at 20-270
  * us/doc use all of it); a range's probes and first rounds still cost what they cost
@@ -60,15 +60,15 @@
 /* Rounds of the one-row range's split-or-not timing. */
 #define SPLIT_ROUNDS 5
 
-const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 6, 8, 16, 24, 32, 64, 128};
-const uint32_t tsp_range_batch[TSP_RANGES] = {1, 3, 7, 11, 19, 27, 45, 90, DEFAULT_BATCH};
-_Static_assert(TSP_RANGES == 9, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
+const uint32_t tsp_range_first[TSP_RANGES] = {1, 2, 6, 8, 16, 17, 24, 32, 64, 128};
+const uint32_t tsp_range_batch[TSP_RANGES] = {1, 3, 7, 11, 16, 20, 27, 45, 90, DEFAULT_BATCH};
+_Static_assert(TSP_RANGES == 10, "tsp_range_of, tsp_range_first and tsp_range_batch agree on the ranges");
 #define MAX_CANDIDATES TS_ENGINE_COUNT /* each engine at most once */
 
 /* ---- report text -------------------------------------------------------------------- */
 
 typedef struct text {
-    char buf[16384]; /* nine ranges of up to 12 candidates with skip reasons: 7.8 KB measured */
+    char buf[16384]; /* ten ranges of up to 12 candidates with skip reasons: 7.8 KB measured for nine */
     size_t len;
 } text;
 
@@ -217,7 +217,7 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
 /* The engines' generation in the wisdom key's CPU field: answers timed by another
  * release, or before an engine's speed changed much (bump the date then), are not
  * reused: a stale pick would stay the plan of every later scorer of the model. */
-#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 9 ranges timed warm, trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk, pairs interleaved by byte and on AVX-512"
+#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 10 ranges timed warm, trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk, pairs interleaved by byte and on AVX-512"
 
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config and threads, for
  * any batch: the model's hash and the candidates (ifelse's asks for a SHA-256 of the
@@ -786,11 +786,12 @@ static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned t
         }
         out->pick[r] = (uint8_t)i;
         char range[32];
-        if (r + 1 < TSP_RANGES)
-            snprintf(range, sizeof range, "%u-%u", tsp_range_first[r], tsp_range_first[r + 1] - 1);
-        else
+        if (r + 1 == TSP_RANGES)
             snprintf(range, sizeof range, "%u+", tsp_range_first[r]);
-        if (r == 0) snprintf(range, sizeof range, "1");
+        else if (tsp_range_first[r + 1] - 1 == tsp_range_first[r]) /* a range of one batch size */
+            snprintf(range, sizeof range, "%u", tsp_range_first[r]);
+        else
+            snprintf(range, sizeof range, "%u-%u", tsp_range_first[r], tsp_range_first[r + 1] - 1);
         say(t, "  %-8s %s", range, ts_engine_name(id));
         if (r == 0 && rc[q].split) say(t, ", calls of fewer rows than threads split across trees (%u threads)", threads);
         say(t, "\n");

@@ -9,7 +9,7 @@
  * uses the engine of the range its n_rows falls in. Range r holds batches of
  * tsp_range_first[r] .. tsp_range_first[r + 1] - 1 rows (the last: and more); the
  * planner times range r at tsp_range_batch[r] rows, about the geometric mean of its ends
- * (6-7: at 7, below).
+ * (6-7: at 7, below; 16: at 16).
  * Chosen from measurements on 500 x 64 and 1,000 x 64-leaf trees (docs/benchmarks.md,
  * 2026-11-26/27): trees-simd wins one row to 15-26 rows (its cost per row is flat; the
  * crossover is 15 on msn-lgb-1000x64, about 21 on msn-xgb-1000x64, 26 on the dev model),
@@ -29,15 +29,20 @@
  * trails it at 2-5. 6-7 is timed at its upper end: the planner's alternating rounds
  * evict rapid's larger layout, and at 6 rows its timings put the two within 5% where
  * bench measures rapid 1.1x ahead (docs/benchmarks.md, eighteenth session). The
+ * 16 rows are a range of their own: since rapid's pairs are interleaved and taken at
+ * AVX-512 (twenty-first session), rapid leads trees-simd by 1.1-1.25x at 16 rows on
+ * msn-lgb-1000x64, msn-xgb-1000x64 and msn-sgb-500x64 (a pair pass costs the same for 1-16
+ * rows, so the lead is at 16 alone), and from 17 rows it takes its groups of 64 lanes,
+ * 1.2-1.4x slower than trees-simd at 20: 16-23 timed at 19 gave 16 to trees-simd. The
  * wisdom file keys an answer by the batch timed (not the range's index), so answers
  * timed for older ranges (16 rows) are simply not found. */
-#define TSP_RANGES 9
+#define TSP_RANGES 10
 extern const uint32_t tsp_range_first[TSP_RANGES];
 extern const uint32_t tsp_range_batch[TSP_RANGES];
 
 static inline unsigned tsp_range_of(size_t n_rows) {
     return n_rows < 16 ? (n_rows < 6 ? (n_rows < 2 ? 0u : 1u) : n_rows < 8 ? 2u : 3u)
-                       : n_rows < 32 ? (n_rows < 24 ? 4u : 5u) : n_rows < 128 ? (n_rows < 64 ? 6u : 7u) : 8u;
+                       : n_rows < 32 ? (n_rows < 24 ? (n_rows < 17 ? 4u : 5u) : 6u) : n_rows < 128 ? (n_rows < 64 ? 7u : 8u) : 9u;
 }
 
 /* One prepared engine. */

@@ -43,16 +43,16 @@ def test_info_plan_table_every_range(ts, cache):
     r = ts.succeeds("info", "-m", MODEL, "--plan", "--threads", "1", env=envof(cache))
     out = r.stdout
     assert "plan: rows per call -> engine" in out and "every batch size" in out, r
-    table = out[out.index("plan: rows per call"):].splitlines()[1:10]
-    assert [l.split()[0] for l in table] == ["1", "2-5", "6-7", "8-15", "16-23", "24-31", "32-63", "64-127", "128+"], out
-    for batch in (1, 3, 7, 11, 19, 27, 45, 90, 1000):
+    table = out[out.index("plan: rows per call"):].splitlines()[1:11]
+    assert [l.split()[0] for l in table] == ["1", "2-5", "6-7", "8-15", "16", "17-23", "24-31", "32-63", "64-127", "128+"], out
+    for batch in (1, 3, 7, 11, 16, 20, 27, 45, 90, 1000):
         assert f"(batch {batch})" in out, out
     lines = (cache / "wisdom").read_text().splitlines()
-    assert len(lines) == 9 and all(l.startswith("treescore-wisdom-4 ") for l in lines), lines
+    assert len(lines) == 10 and all(l.startswith("treescore-wisdom-4 ") for l in lines), lines
     r2 = ts.succeeds("info", "-m", MODEL, "--plan", "--threads", "1", env=envof(cache))
-    assert r2.stdout.count("wisdom:") == 9 and "measured:" not in r2.stdout, r2
-    assert r2.stdout[r2.stdout.index("plan: rows per call"):].splitlines()[1:10] == table
-    assert len((cache / "wisdom").read_text().splitlines()) == 9
+    assert r2.stdout.count("wisdom:") == 10 and "measured:" not in r2.stdout, r2
+    assert r2.stdout[r2.stdout.index("plan: rows per call"):].splitlines()[1:11] == table
+    assert len((cache / "wisdom").read_text().splitlines()) == 10
 
 
 def test_info_plan_rule(ts, cache):
