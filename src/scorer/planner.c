@@ -217,7 +217,7 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
 /* The engines' generation in the wisdom key's CPU field: answers timed by another
  * release, or before an engine's speed changed much (bump the date then), are not
  * reused: a stale pick would stay the plan of every later scorer of the model. */
-#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 10 ranges timed warm, trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk, pairs interleaved by byte and on AVX-512"
+#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 10 ranges timed warm (small batches after a run of the same calls), trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk, pairs interleaved by byte and on AVX-512"
 
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config and threads, for
  * any batch: the model's hash and the candidates (ifelse's asks for a SHA-256 of the
@@ -522,9 +522,17 @@ static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t
         for (int i = 0; i < n; i++) {
             per[i][r] = -1;
             if (!c[i].skipped[0]) {
-                /* one untimed call first: the other candidates' timings evicted this
-                 * one's layout, where a caller's calls in a row find it warm */
-                if (time_call_at(&c[i], x, rows < 16 ? rows : 16, avail, width, out, threads, 1, start) < 0) continue;
+                /* an untimed run first: the other candidates' timings evicted this
+                 * one's layout, where a caller's calls in a row find it warm. Below 32
+                 * rows the same calls as the timing's: one call of 16 rows left rapid's
+                 * pair layout half warm (msn-lgb-1000x64 at 16 rows: rapid timed 1.04-
+                 * 1.14x slower than trees-simd, where bench measures it 1.1-1.2x faster;
+                 * with the whole run 1.10-1.13x faster); larger batches one call of at
+                 * most 64 rows (not 16: rapid's calls of 16 rows take its pair layout,
+                 * not the groups of 64 lanes that larger calls read) */
+                const size_t warm_rows = rows < 64 ? rows : 64;
+                if (time_call_at(&c[i], x, warm_rows, avail, width, out, threads, rows < 32 ? min_rows : 1, start) < 0)
+                    continue;
                 double t = time_call_at(&c[i], x, rows, avail, width, out, threads, min_rows, start);
                 if (t < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
                 else c[i].times[c[i].n_times++] = per[i][r] = t;
