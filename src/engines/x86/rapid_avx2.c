@@ -1,6 +1,7 @@
 /* rapid_avx2.c: the rapid kernels for AVX2: 32 documents per register of bytes, codes stored sign-flipped for signed byte compares. */
 #define TS_ISA_FILE /* built with -mavx2 -mbmi -mbmi2 -mlzcnt -mpopcnt: see CMakeLists.txt */
 #include "engines/rapid.h"
+#include "engines/x86/rapid_rows256.h"
 #include "platform/fpenv.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -34,15 +35,8 @@ static inline rs_v rs_update8(const rsl *L, rs_v row, const uint8_t *codes, rs_k
 static inline rs_v rs_zeros(void) { return _mm256_setzero_si256(); }
 static inline rs_kv rs_z(const rs_skip *s) { return _mm256_set1_epi32((int)s->z4); }
 
-/* The lane's leaves of row j below its skip, t = skip - 8 j (saturated), cleared: 0xFF << t
- * from a table, t + 0x70 (saturated) as its index so that t >= 16 sets bit 7 (vpshufb
- * gives 0) and t = 8 .. 15 read zeros. */
-static inline rs_v rs_row_start(rs_v skip, uint32_t j) {
-    const __m256i below = _mm256_broadcastsi128_si256(
-        _mm_setr_epi8(-1, -2, -4, -8, -16, -32, -64, -128, 0, 0, 0, 0, 0, 0, 0, 0));
-    __m256i t = _mm256_subs_epu8(skip, _mm256_set1_epi8((char)(8 * j)));
-    return _mm256_shuffle_epi8(below, _mm256_adds_epu8(t, _mm256_set1_epi8(0x70)));
-}
+/* rs_row_start: rapid_rows256.h */
+static inline rs_v rs_row_start(rs_v skip, uint32_t j) { return rs256_row_start(skip, j); }
 
 static inline void rs_update_skip(const rsl *L, rs_v *row, rs_v *skip, const uint8_t *codes, rs_kv k1, rs_mv m,
                                   rs_kv z) {
@@ -52,36 +46,11 @@ static inline void rs_update_skip(const rsl *L, rs_v *row, rs_v *skip, const uin
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, z));
 }
 
-typedef struct rs_exit {
-    __m256i idx, byt, left;
-} rs_exit;
-
-static inline void rs_exit_init(rs_exit *x) {
-    x->idx = x->byt = _mm256_setzero_si256();
-    x->left = _mm256_set1_epi8(-1);
-}
-
-static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) {
-    __m256i now = _mm256_andnot_si256(_mm256_cmpeq_epi8(row, _mm256_setzero_si256()), x->left);
-    x->idx = _mm256_blendv_epi8(x->idx, _mm256_set1_epi8((char)(j * 8)), now);
-    x->byt = _mm256_blendv_epi8(x->byt, row, now);
-    x->left = _mm256_andnot_si256(now, x->left);
-    return _mm256_testz_si256(x->left, x->left);
-}
-
-/* Each lane's exit leaf: 8 * row + the lowest set bit of its byte (two vpshufb lookups on
- * nibbles). */
-static inline __m256i exit_leaves(const rs_exit *x) {
-    const __m256i lut_lo = _mm256_setr_epi8(0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 3,
-                                            0, 0, 0, 0, 0, 0, 0);
-    const __m256i lut_hi = _mm256_setr_epi8(0, 4, 5, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 4, 5, 0, 6, 0, 0, 0, 7,
-                                            0, 0, 0, 0, 0, 0, 0);
-    const __m256i nib = _mm256_set1_epi8(0x0F);
-    __m256i low = _mm256_and_si256(x->byt, _mm256_sub_epi8(_mm256_setzero_si256(), x->byt));
-    __m256i bit = _mm256_or_si256(_mm256_shuffle_epi8(lut_lo, _mm256_and_si256(low, nib)),
-                                  _mm256_shuffle_epi8(lut_hi, _mm256_and_si256(_mm256_srli_epi16(low, 4), nib)));
-    return _mm256_add_epi8(x->idx, bit);
-}
+/* Exits: rapid_rows256.h. */
+typedef rs256_exit rs_exit;
+static inline void rs_exit_init(rs_exit *x) { rs256_exit_init(x); }
+static inline int rs_exit_row(rs_exit *x, rs_v row, uint32_t j) { return rs256_exit_row(x, row, j); }
+static inline __m256i exit_leaves(const rs_exit *x) { return rs256_exit_leaves(x); }
 
 /* Four leaf values, from lv at ix[0 .. 3]. */
 static inline __m256d leaves4(const double *lv, const uint8_t *ix) {
@@ -129,48 +98,25 @@ static inline void rs_leaves_flush(const double *const *lv, const uint8_t *ix, s
 typedef __m256i rs_pv;
 
 static inline rs_pv rs_pv_zeros(void) { return _mm256_setzero_si256(); }
-static inline rs_pv rs_pv_start(rs_pv skip, uint32_t j) { return rs_row_start(skip, j); }
-
-static inline __m256i pair_codes(const uint8_t *pc, const rs_pair *p) {
-    return _mm256_or_si256(_mm256_load_si256((const __m256i *)(pc + p->off[0])),
-                           _mm256_load_si256((const __m256i *)(pc + p->off[1])));
-}
+static inline rs_pv rs_pv_start(rs_pv skip, uint32_t j) { return rs256_row_start(skip, j); }
 
 static inline rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p) {
-    __m256i pass = _mm256_cmpgt_epi8(_mm256_set1_epi32((int)p->k), pair_codes(pc, p));
-    return _mm256_and_si256(row, _mm256_or_si256(pass, _mm256_set1_epi32((int)p->m)));
+    return _mm256_and_si256(row, _mm256_or_si256(rs256_pair_pass(pc, p), _mm256_set1_epi32((int)p->m)));
 }
 
 static inline void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc, const rs_pair_skip *s) {
-    __m256i pass = _mm256_cmpgt_epi8(_mm256_set1_epi32((int)s->e.k), pair_codes(pc, &s->e));
+    const __m256i pass = rs256_pair_pass(pc, &s->e);
     *row = _mm256_and_si256(*row, _mm256_or_si256(pass, _mm256_set1_epi32((int)s->e.m)));
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, _mm256_set1_epi32((int)s->z)));
 }
 
-typedef rs_exit rs_pexit;
-static inline void rs_pexit_init(rs_pexit *x) { rs_exit_init(x); }
-static inline int rs_pexit_row(rs_pexit *x, rs_pv row, uint32_t j) { return rs_exit_row(x, row, j); }
+typedef rs256_exit rs_pexit;
+static inline void rs_pexit_init(rs_pexit *x) { rs256_exit_init(x); }
+static inline int rs_pexit_row(rs_pexit *x, rs_pv row, uint32_t j) { return rs256_exit_row(x, row, j); }
+static inline void rs_pexit_store(const rs_pexit *x, uint8_t *ix) { rs256_pair_exit_store(x, ix); }
 
-/* The exit leaves, A's (the even bytes) then B's. */
-static inline void rs_pexit_store(const rs_pexit *x, uint8_t *ix) {
-    const __m128i odd_even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    const __m256i v = _mm256_shuffle_epi8(exit_leaves(x), _mm256_broadcastsi128_si256(odd_even));
-    _mm256_store_si256((__m256i *)ix, _mm256_permute4x64_epi64(v, 0xD8)); /* qwords 0, 2, 1, 3 */
-}
-
-/* A group's codes (16 lanes of each slot) into the pair codes: each slot's 16 codes in
- * both halves, spread to the even bytes and to the odd ones. */
 static inline void rs_pair_codes(const uint8_t *codes, uint32_t n_slots, uint32_t x80, uint8_t *pc) {
-    const __m256i flip = _mm256_set1_epi8((char)x80);
-    const __m256i ev = _mm256_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 4, -1, 5, -1, 6, -1, 7, -1, 8, -1, 9, -1, 10, -1,
-                                        11, -1, 12, -1, 13, -1, 14, -1, 15, -1);
-    const __m256i od = _mm256_setr_epi8(-1, 0, -1, 1, -1, 2, -1, 3, -1, 4, -1, 5, -1, 6, -1, 7, -1, 8, -1, 9, -1, 10,
-                                        -1, 11, -1, 12, -1, 13, -1, 14, -1, 15);
-    for (uint32_t s = 0; s < n_slots; s++) {
-        const __m256i v = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)(codes + 32 * s))), flip);
-        _mm256_store_si256((__m256i *)(pc + RS_PAIR_SLOT * s), _mm256_shuffle_epi8(v, ev));
-        _mm256_store_si256((__m256i *)(pc + RS_PAIR_SLOT * s + 32), _mm256_shuffle_epi8(v, od));
-    }
+    rs256_pair_codes(codes, 32, n_slots, x80, pc);
 }
 
 #define RS_PAIRS 1
