@@ -95,11 +95,7 @@ static inline void rs_leaves_flush(const double *const *lv, const uint8_t *ix, s
  * its k and m words broadcast by loads, a compare, a vpor and a vpand: four vector
  * instructions for two trees, where the earlier layout (A in the low 16 lanes, B in the
  * high 16) took six (two vpshufb spreading one word, a vinserti128). */
-typedef __m256i rs_pv;
-
-static inline rs_pv rs_pv_zeros(void) { return _mm256_setzero_si256(); }
-static inline rs_pv rs_pv_start(rs_pv skip, uint32_t j) { return rs256_row_start(skip, j); }
-
+/* rs_pv, its start and its exits: rapid_rows256.h */
 static inline rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p) {
     return _mm256_and_si256(row, _mm256_or_si256(rs256_pair_pass(pc, p), _mm256_set1_epi32((int)p->m)));
 }
@@ -109,11 +105,6 @@ static inline void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *p
     *row = _mm256_and_si256(*row, _mm256_or_si256(pass, _mm256_set1_epi32((int)s->e.m)));
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, _mm256_set1_epi32((int)s->z)));
 }
-
-typedef rs256_exit rs_pexit;
-static inline void rs_pexit_init(rs_pexit *x) { rs256_exit_init(x); }
-static inline int rs_pexit_row(rs_pexit *x, rs_pv row, uint32_t j) { return rs256_exit_row(x, row, j); }
-static inline void rs_pexit_store(const rs_pexit *x, uint8_t *ix) { rs256_pair_exit_store(x, ix); }
 
 static inline void rs_pair_codes(const uint8_t *codes, uint32_t n_slots, uint32_t x80, uint8_t *pc) {
     rs256_pair_codes(codes, 32, n_slots, x80, pc);

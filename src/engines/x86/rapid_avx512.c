@@ -171,11 +171,9 @@ static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, r
  * two trees, on the three vector ports that 256-bit instructions have (512-bit ones have
  * two), where the 64 lanes of the kernel above take two or three on two ports for one tree
  * whatever the count of documents. */
-typedef __m256i rs_pv;
-
-static inline rs_pv rs_pv_zeros(void) { return _mm256_setzero_si256(); }
-static inline rs_pv rs_pv_start(rs_pv skip, uint32_t j) { return rs256_row_start(skip, j); }
-
+/* rs_pv, its start and its exits: rapid_rows256.h (the exits by vector masks: at 16 rows
+ * 6-10% faster here than by mask registers and masked moves, dev 1.96 -> 1.78 us/doc,
+ * msn-lgb-1000x64 3.92 -> 3.67) */
 static inline rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p) {
     return _mm256_ternarylogic_epi32(row, rs256_pair_pass(pc, p), _mm256_set1_epi32((int)p->m), 0xE0); /* a & (b | c) */
 }
@@ -185,13 +183,6 @@ static inline void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *p
     *row = _mm256_ternarylogic_epi32(*row, pass, _mm256_set1_epi32((int)s->e.m), 0xE0);
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, _mm256_set1_epi32((int)s->z)));
 }
-
-/* the exits by vector masks (rapid_rows256.h): at 16 rows 6-10% faster than by mask
- * registers and masked moves (dev 1.96 -> 1.78 us/doc, msn-lgb-1000x64 3.92 -> 3.67) */
-typedef rs256_exit rs_pexit;
-static inline void rs_pexit_init(rs_pexit *x) { rs256_exit_init(x); }
-static inline int rs_pexit_row(rs_pexit *x, rs_pv row, uint32_t j) { return rs256_exit_row(x, row, j); }
-static inline void rs_pexit_store(const rs_pexit *x, uint8_t *ix) { rs256_pair_exit_store(x, ix); }
 
 static inline void rs_pair_codes(const uint8_t *codes, uint32_t n_slots, uint32_t x80, uint8_t *pc) {
     rs256_pair_codes(codes, 64, n_slots, x80, pc);

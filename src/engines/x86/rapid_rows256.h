@@ -87,4 +87,14 @@ static inline void rs256_pair_codes(const uint8_t *codes, size_t lanes, uint32_t
     }
 }
 
+/* The pair rows as rapid_template.h's RS_PAIRS takes them (each kernel file adds its
+ * rs_pair_update, rs_pair_update_skip and rs_pair_codes). */
+typedef __m256i rs_pv;
+static inline rs_pv rs_pv_zeros(void) { return _mm256_setzero_si256(); }
+static inline rs_pv rs_pv_start(rs_pv skip, uint32_t j) { return rs256_row_start(skip, j); }
+typedef rs256_exit rs_pexit;
+static inline void rs_pexit_init(rs_pexit *x) { rs256_exit_init(x); }
+static inline int rs_pexit_row(rs_pexit *x, rs_pv row, uint32_t j) { return rs256_exit_row(x, row, j); }
+static inline void rs_pexit_store(const rs_pexit *x, uint8_t *ix) { rs256_pair_exit_store(x, ix); }
+
 #endif /* TS_ENGINES_X86_RAPID_ROWS256_H */
