@@ -588,13 +588,20 @@ typedef struct prepared_set {
     tsp_prepared e[32];
 } prepared_set;
 
-static void say_range(text *t, unsigned r, unsigned batch) {
-    if (r + 1 < TSP_RANGES && tsp_range_first[r + 1] - 1 == tsp_range_first[r])
-        say(t, "range %u row%s", tsp_range_first[r], tsp_range_first[r] == 1 ? "" : "s");
-    else if (r + 1 < TSP_RANGES)
-        say(t, "range %u-%u rows", tsp_range_first[r], tsp_range_first[r + 1] - 1);
+/* Range r's rows as the report names them: "16" (a range of one batch size), "17-23", "128+". */
+static void range_name(unsigned r, char *buf, size_t size) {
+    if (r + 1 == TSP_RANGES)
+        snprintf(buf, size, "%u+", tsp_range_first[r]);
+    else if (tsp_range_first[r + 1] - 1 == tsp_range_first[r])
+        snprintf(buf, size, "%u", tsp_range_first[r]);
     else
-        say(t, "range %u+ rows", tsp_range_first[r]);
+        snprintf(buf, size, "%u-%u", tsp_range_first[r], tsp_range_first[r + 1] - 1);
+}
+
+static void say_range(text *t, unsigned r, unsigned batch) {
+    char name[32];
+    range_name(r, name, sizeof name);
+    say(t, "range %s row%s", name, strcmp(name, "1") == 0 ? "" : "s");
     say(t, " (planned at %u row%s per call)", batch, batch == 1 ? "" : "s");
 }
 
@@ -794,12 +801,7 @@ static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned t
         }
         out->pick[r] = (uint8_t)i;
         char range[32];
-        if (r + 1 == TSP_RANGES)
-            snprintf(range, sizeof range, "%u+", tsp_range_first[r]);
-        else if (tsp_range_first[r + 1] - 1 == tsp_range_first[r]) /* a range of one batch size */
-            snprintf(range, sizeof range, "%u", tsp_range_first[r]);
-        else
-            snprintf(range, sizeof range, "%u-%u", tsp_range_first[r], tsp_range_first[r + 1] - 1);
+        range_name(r, range, sizeof range);
         say(t, "  %-8s %s", range, ts_engine_name(id));
         if (r == 0 && rc[q].split) say(t, ", calls of fewer rows than threads split across trees (%u threads)", threads);
         say(t, "\n");
