@@ -52,16 +52,19 @@ typedef struct tse_engine {
      * its object is in the cache). NULL: never a candidate. tse_plan_always for an
      * engine that is always worth timing. */
     int (*plan_candidate)(const ts_model *model, const tse_config *cfg);
-    /* Optional (NULL: not offered): double rows, for a model whose library compares
-     * double inputs with double thresholds (model->compares_double: LightGBM), scored as
-     * that library decides them (tsp_f64_score_row in src/scorer/f64.c is the reference),
-     * from the caller's rows without a float copy. Rows have at least n_features readable
-     * doubles; otherwise score's rules (concurrent, no writes to state, scratch of
-     * scratch_bytes, out[r] the same bits as the reference). Returns 1 when it scored, 0
-     * (having written nothing) when this prepared state cannot: the scorer then rounds the
-     * rows to floats for score (src/scorer/f64.c). rapid: its codes computed from the
-     * double values (engines/common/quant.h "Double codes"); trees-simd: its depth steps on
-     * the same codes as keys (tsimd.c "Double keys"). */
+    /* Optional (NULL: not offered): double rows, scored as the model's library decides
+     * them, from the caller's rows without a float copy: for a model whose library
+     * compares double inputs with double thresholds (model->compares_double: LightGBM;
+     * tsp_f64_score_row in src/scorer/f64.c is the reference), or one that converts its
+     * input to float32 first (XGBoost, scikit-learn, ONNX: each value (float)v, then as
+     * score). Rows have at least n_features readable doubles; otherwise score's rules
+     * (concurrent, no writes to state, scratch of scratch_bytes, out[r] the same bits as
+     * the reference). Returns 1 when it scored, 0 (having written nothing) when this
+     * prepared state cannot: the scorer then rounds the rows to floats for score
+     * (src/scorer/f64.c). rapid: its codes computed from the double values
+     * (engines/common/quant.h "Double codes"), or from each value's nearest float on the
+     * quantizer's way (rapid.h kernel_near); trees-simd: its depth steps on the same
+     * double codes as keys (tsimd.c "Double keys"), and only those. */
     int (*score_f64)(const void *state, const double *x, size_t n_rows, size_t row_stride, double *out, void *scratch);
     /* Optional (NULL: not offered): one row's trees split across threads. The scorer
      * asks each thread for the contributions of some groups of trees and adds them

@@ -304,6 +304,7 @@ typedef struct rapid_state {
     uint32_t delta;
     rs_kernel kernel;
     rs_kernel_f64 kernel_f64;
+    rs_kernel_f64 kernel_near; /* double rows of a model that compares floats; else NULL */
 } rapid_state;
 
 static void rapid_free(void *p) {
@@ -362,6 +363,7 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
     s->delta = block_docs(cfg, k->lanes);
     s->kernel = k->kernel;
     s->kernel_f64 = k->kernel_f64;
+    s->kernel_near = m->compares_double ? NULL : k->kernel_near;
     size_t scratch = rs_scratch_parts(&s->L, s->delta, k->lanes).total;
     size_t chunk = (size_t)(1u << 22) / (s->L.n_nodes + 1) + 1;
     if (chunk < 4 * k->lanes) chunk = 4 * k->lanes; /* the kernel scores 4 groups at once */
@@ -376,12 +378,19 @@ static void rapid_score(const void *p, const float *x, size_t n_rows, size_t str
 }
 
 /* Double rows under double codes (quant.h "Double codes"): the kernel's double
- * quantizer, then the same kernel; 0 when the codes are float codes (a model that does
- * not compare doubles, or whose float thresholds are out of step with its doubles). */
+ * quantizer, then the same kernel. Double rows of a model that converts its input to
+ * float32 (XGBoost, scikit-learn, ONNX) where the ISA's kernel has kernel_near: each
+ * value converted to the nearest float in the quantizer, as the library converts it.
+ * 0 otherwise (a model comparing doubles whose float thresholds are out of step with its
+ * doubles, or the scalar kernel): the scorer rounds the rows into a buffer first. */
 static int rapid_score_f64(const void *p, const double *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     const rapid_state *s = p;
-    if (!s->L.tables.q.doubles) return 0;
-    s->kernel_f64(&s->L, s->delta, x, n_rows, stride, out, scratch);
+    if (s->L.tables.q.doubles)
+        s->kernel_f64(&s->L, s->delta, x, n_rows, stride, out, scratch);
+    else if (s->kernel_near)
+        s->kernel_near(&s->L, s->delta, x, n_rows, stride, out, scratch);
+    else
+        return 0;
     return 1;
 }
 

@@ -185,6 +185,11 @@ typedef struct rs_kernels {
     rs_kernel_f64 kernel_f64;
     uint32_t pair_lanes; /* RS_PAIR_LANES: calls of at most this many rows take the pair
                             layout ("Pairs"); 0: none */
+    rs_kernel_f64 kernel_near; /* double rows of a model that converts its input to float32
+                                  first (!ts_model.compares_double: float codes), each
+                                  value converted to the nearest float on its way into the
+                                  codes (the rows are not copied); NULL: none (the scorer
+                                  converts the rows into a buffer first) */
 } rs_kernels;
 
 /* The kernels per ISA (tse_rapid_scalar, tse_rapid_avx2, ...) and the rule that picks

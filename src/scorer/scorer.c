@@ -764,11 +764,10 @@ static size_t convert_rows(const tsp_part *p, uint32_t n_features, const double 
     return k;
 }
 
-/* Rows [begin, end) of a double batch, in sub-batches through the thread's scratch:
- * [engine scratch | float rows | scores | row indexes]. */
-/* Double rows of a model that compares doubles: the call's range engine when it reads
- * doubles itself (score_f64: rapid, trees-simd); for calls of 2 to 7 rows whose engine
- * does not, the one-row range's engine when it does, before rounding the rows to floats
+/* Double rows: the call's range engine when it reads doubles itself (score_f64: rapid
+ * for either kind of model, trees-simd for a model that compares doubles); for a model
+ * that compares doubles and calls of 2 to 7 rows whose engine does not, the one-row
+ * range's engine when it does, before rounding the rows to floats
  * for the range's engine (src/scorer/f64.c). The ranges are planned on float rows, and
  * for a few rows the rounding costs more than the gap between the two engines (dev model,
  * float64 rows, Python, 2 and 4 rows per call: 7.97 and 5.54 us/doc with the range's
@@ -778,17 +777,20 @@ static int score_f64_direct(const tsp_part *p, size_t n_call, const double *x, s
                             void *scratch) {
     const tsp_prepared *e = part_engine(p, n_call);
     if (e->engine->score_f64 && e->engine->score_f64(e->state, x, n, stride, out, scratch)) return 1;
-    if (n_call < 2 || n_call >= 8) return 0;
+    if (!p->f64 || n_call < 2 || n_call >= 8) return 0;
     e = &p->eng[p->pick[0]];
     return e->engine && e->engine->score_f64 && e->engine->score_f64(e->state, x, n, stride, out, scratch);
 }
 
+/* Rows [begin, end) of a double batch: read by an engine (score_f64_direct), or in
+ * sub-batches through the thread's scratch: [engine scratch | float rows | scores | row
+ * indexes]. */
 static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
     const tsp_part *p = &s->parts[0];
     const tsp_prepared *e = part_engine(p, j->n_call); /* as float rows: by the call's size */
-    if (p->f64) { /* an engine reads the doubles itself */
+    if (e->engine->score_f64) { /* an engine that reads the doubles itself */
         tsp_chunk_mem es;
         TS_TRY(tsp_chunk_scratch(p->layout.scratch_bytes, NULL, 0, &es));
         if (score_f64_direct(p, j->n_call, (const double *)j->x + begin * j->stride, end - begin, j->stride,

@@ -513,6 +513,130 @@ static void test_caller_fp_state(void) {
 }
 #endif
 
+/* ---- models that compare floats: double rows rounded to nearest ---------------------- */
+
+/* A model that converts its input to float32 first (XGBoost, scikit-learn, ONNX: not
+ * compares_double) scores a double row as the float row (float)x, to nearest: engines
+ * that read the doubles themselves (rapid's kernel_near) must round each value so,
+ * whatever the caller's rounding mode. Features get 3 to 300 distinct float thresholds
+ * (rapid's quantizer codes up to 4, 31, 64 and more thresholds differently); the inputs
+ * crowd where rounding decides: halfway between two adjacent floats (ties to even), a
+ * double either side of halfway, past FLT_MAX (to infinity or to FLT_MAX), below the
+ * smallest subnormal, NaN. */
+#define NEAR_FEAT 5
+static const uint32_t near_count[NEAR_FEAT] = {3, 20, 40, 100, 300};
+static float near_thr[NEAR_FEAT][300];
+
+static void near_thresholds(void) {
+    static const float base[NEAR_FEAT] = {0.75f, 12345.678f, -3.0e-39f, 3.0e38f, 1.0f};
+    for (uint32_t f = 0; f < NEAR_FEAT; f++) {
+        float t = base[f];
+        for (uint32_t i = 0; i < near_count[f]; i++) { /* runs of adjacent floats, then a jump */
+            near_thr[f][i] = t;
+            t = below(4) ? nextafterf(t, INFINITY) : t + fabsf(t) / 64.0f + 1e-40f;
+        }
+    }
+}
+
+static double near_input(uint32_t f) {
+    const float a = near_thr[f][below(near_count[f])], b = nextafterf(a, INFINITY);
+    const double mid = ((double)a + (double)b) / 2.0;
+    switch (below(12)) {
+    case 0: return NAN;
+    case 1: return (double)a;
+    case 2: return nextafter(mid, INFINITY);
+    case 3: return nextafter(mid, -INFINITY);
+    case 4: return (below(2) ? 1.0 : -1.0) * (below(2) ? 3.4028235677973366e38 : 3.40282357e38 * (1 + below(3)));
+    case 5: return (below(2) ? 1.0 : -1.0) * ldexp(1.0, -150 - (int)below(3)) * (1.0 + below(2) / 4.0);
+    default: return mid; /* ties to even: half go up, half down */
+    }
+}
+
+/* n_trees chains of up to 15 nodes on the NEAR_FEAT features, feature f on column
+ * spread * f; rows of cols values, x as doubles and xf = (float)x. */
+static ts_model *near_model(uint32_t n_trees, uint32_t spread, uint32_t n_rows, uint32_t cols, double *x, float *xf) {
+    ts_model *m = tsm_model_new(TS_FORMAT_XGBOOST_JSON);
+    ts_error err;
+    near_thresholds();
+    for (uint32_t t = 0; t < n_trees; t++) {
+        tsm_node nodes[15];
+        double leaves[16];
+        const uint32_t n = 1 + below(15);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint32_t f = below(NEAR_FEAT);
+            nodes[i] = (tsm_node){near_thr[f][below(near_count[f])], spread * f, ~(int32_t)i,
+                                  i + 1 < n ? (int32_t)(i + 1) : ~(int32_t)n, below(2) ? TSM_MISSING_LEFT : 0};
+        }
+        for (uint32_t l = 0; l <= n; l++) leaves[l] = (double)below(1000) / 8.0 - 60.0;
+        CHECK_STATUS(tsm_model_add_tree(m, n, nodes, n + 1, leaves, 1.0, &err), TS_OK);
+    }
+    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
+    CHECK(!m->compares_double);
+    for (size_t i = 0; i < (size_t)n_rows * cols; i++) {
+        x[i] = i % cols % spread == 0 && i % cols / spread < NEAR_FEAT ? near_input((uint32_t)(i % cols / spread))
+                                                                      : (double)below(100) - 50.5;
+        xf[i] = (float)x[i];
+    }
+    return m;
+}
+
+/* Every engine that reads doubles (and the default scorer) against naive on (float)x:
+ * dense columns and every third column (rapid's run and column-by-column copies), every
+ * ISA level, batches 1 to 150 and 600; and on x86 under the caller's rounding modes. */
+static void test_float_models_near(void) {
+    const uint32_t n_trees = 300, n_rows = 600;
+    for (uint32_t spread = 1; spread <= 3; spread += 2) {
+        const uint32_t cols = spread * (NEAR_FEAT - 1) + 2;
+        double *x = malloc((size_t)n_rows * cols * sizeof *x), *ref = malloc(n_rows * sizeof *ref),
+               *got = malloc(n_rows * sizeof *got), *alt = malloc(n_rows * sizeof *alt);
+        float *xf = malloc((size_t)n_rows * cols * sizeof *xf);
+        ts_model *m = near_model(n_trees, spread, n_rows, cols, x, xf);
+        ts_error err;
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = TS_ENGINE_NAIVE;
+        ts_scorer *s = NULL;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (s) CHECK_STATUS(ts_scorer_score(s, xf, n_rows, cols, cols, ref, &err), TS_OK);
+        /* the test means something only if rounding toward zero would change scores */
+        uint32_t differs = 0;
+        for (size_t i = 0; i < (size_t)n_rows * cols; i++)
+            if (fabs((double)xf[i]) > fabs(x[i])) xf[i] = nextafterf(xf[i], 0.0f);
+        if (s) CHECK_STATUS(ts_scorer_score(s, xf, n_rows, cols, cols, alt, &err), TS_OK);
+        for (uint32_t r = 0; r < n_rows; r++) differs += alt[r] != ref[r];
+        CHECK_MSG(differs > n_rows / 4, "only %u of %u rows differ when rounded toward zero", differs, n_rows);
+        ts_scorer_free(s);
+        static const ts_engine engines[] = {TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_QS, TS_ENGINE_AUTO};
+        static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+        for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++)
+            for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+                if (isas[i] > ts_cpu_isa()) continue;
+                o.engine = engines[e], o.max_isa = isas[i], o.n_threads = 1;
+                s = NULL;
+                CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+                if (!s) continue;
+                uint32_t bad = 0;
+                for (uint32_t n = 1; n <= 151; n++) { /* rows [r0, r0 + n); 151: all of them */
+                    const uint32_t len = n == 151 ? n_rows : n, r0 = (n * 7) % (n_rows - len + 1);
+                    CHECK_STATUS(ts_scorer_score_f64(s, x + (size_t)r0 * cols, len, cols, cols, got, &err), TS_OK);
+                    for (uint32_t r = 0; r < len; r++)
+                        if (memcmp(&got[r], &ref[r0 + r], sizeof *got) != 0 && bad++ < 3)
+                            fprintf(stderr, "%s %s spread %u batch %u row %u: %.17g != %.17g\n",
+                                    ts_engine_name(engines[e]), ts_isa_name(isas[i]), spread, len, r0 + r, got[r],
+                                    ref[r0 + r]);
+                }
+                CHECK_MSG(bad == 0, "%s %s spread %u: %u rows differ from (float)x's scores", ts_engine_name(engines[e]),
+                          ts_isa_name(isas[i]), spread, bad);
+                ts_scorer_free(s);
+            }
+#if defined(__x86_64__) || defined(__i386__)
+        check_fp_states(spread == 1 ? "float model, dense" : "float model, sparse", m, x, ref, n_rows, cols);
+#endif
+        ts_model_free(m);
+        free(x), free(ref), free(got), free(alt), free(xf);
+    }
+}
+
 /* XGBoost models convert double inputs to float32 first: score_f64 == score on (float)x. */
 static void test_float_models_cast(void) {
     ts_model *m = NULL;
@@ -546,6 +670,7 @@ int main(void) {
     RUN_TEST(test_double_codes_sparse);
     RUN_TEST(test_zero_range_floats);
     RUN_TEST(test_float_models_cast);
+    RUN_TEST(test_float_models_near);
 #if defined(__x86_64__) || defined(__i386__)
     RUN_TEST(test_caller_fp_state);
 #endif

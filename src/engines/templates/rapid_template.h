@@ -15,6 +15,7 @@
  *   RS_UPDATE_SKIP  as rs_update_skip below (default rs_update_skip)
  *   RS_QUANTIZE  an earlier instance's quantizer, instead of one of its own
  *   RS_QUANTIZE_F64  the same for double rows
+ *   RS_QUANTIZE_NEAR the same for double rows converted to the nearest floats
  *   RS_GROUPS    the most groups of documents that share an entry's loads (4 or 8; default
  *                4): each holds a row, a skip and an exit in registers
  *   RS_FEW       with fewer groups than this, RS_MASK_FEW, RS_UPDATE_FEW and
@@ -37,9 +38,12 @@
  *                        in the group's first row (x[lane * stride]), and optionally
  *                        RS_COLUMNS_F64 N (rs_columns_f64: N columns of the rows, rounded
  *                        up, as rs_columns16) or RS_COLUMN_F64 (rs_column_f64: one column),
- *                        and RS_ROUND_UP (uint32_t rs_round_up_begin(void), void
- *                        rs_round_up_end(uint32_t): the quantizer runs between them, so
- *                        that those copies may round up by the rounding mode)
+ *                        each with a last argument `up` (0: to the nearest float instead),
+ *                        and RS_ROUNDING (uint32_t rs_round_begin(int up), void
+ *                        rs_round_end(uint32_t): the quantizer runs between them, so
+ *                        that those copies may convert by the rounding mode); with RS_F64_UP
+ *                        the template also defines RS(quantize_near) and RS(kernel_near),
+ *                        double rows of a model that compares floats (rapid.h rs_kernels)
  *   rs_v                 a row: one byte per lane
  *   rs_v rs_ones(void), rs_v rs_zeros(void)
  *   rs_kv rs_k(const rs_entry *e), rs_mv rs_m(const rs_entry *e): an entry's k and mask,
@@ -158,15 +162,21 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
 
 #if !defined(RS_QUANTIZE_F64) && defined(RS_F64_UP)
 #define RS_QUANTIZE_F64 RS(quantize_f64)
+#define RS_QUANTIZE_NEAR RS(quantize_near)
 #define RS_TRANSPOSE (2048 / RS_LANES)
 
-/* The same for double rows, float first (quant.h "Gap floats"; an ISA with RS_F64_UP):
- * the columns are copied out as RS(quantize)'s, each value rounded up to a float on its
- * way (tsq_round_up, or with RS_COLUMNS_F64 the ISA's rs_columns_f64, RS_COLUMNS_F64 columns
- * of the rows at a time, prefetched as RS(quantize)'s: "Prefetch"), and coded by
- * rs_code_feature_f64, which reads the doubles again only for the rare lanes the floats
- * cannot code. */
-static void RS(quantize_f64_up)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+/* The same for double rows, float first (up: quant.h "Gap floats"; an ISA with
+ * RS_F64_UP): the columns are copied out as RS(quantize)'s, each value rounded up to a
+ * float on its way (tsq_round_up, or with RS_COLUMNS_F64 the ISA's rs_columns_f64,
+ * RS_COLUMNS_F64 columns of the rows at a time, prefetched as RS(quantize)'s: "Prefetch"),
+ * and coded by rs_code_feature_f64, which reads the doubles again only for the rare lanes
+ * the floats cannot code. Not up (the double rows of a model that converts its input to
+ * float32 first: XGBoost, scikit-learn, ONNX; quant.h's codes are float codes), each
+ * value converted to the nearest float, (float)v, the library's own conversion, then
+ * coded by rs_code_feature as a float row's. */
+static inline __attribute__((always_inline)) void RS(quantize_f64_cvt)(const tsq_tables *T, const double *x,
+                                                                      size_t stride, size_t nd, uint8_t *codes,
+                                                                      const int up) {
     const tsq *q = &T->q;
     float xt[RS_TRANSPOSE * RS_LANES] __attribute__((aligned(64)));
     if (q->n_used == 0) return;
@@ -179,10 +189,14 @@ static void RS(quantize_f64_up)(const tsq_tables *T, const double *x, size_t str
                 for (size_t l = 0; l < nd; l++)
                     for (uint32_t k = 0; k < RS_COLUMNS_F64; k += 8)
                         __builtin_prefetch(x + l * stride + c0 + RS_AHEAD * RS_COLUMNS_F64 + k);
-            rs_columns_f64(x, stride, nd, c0, n, xt);
-            for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++)
-                rs_code_feature_f64(T, j0, xt + (size_t)(q->f[j0].column - c0) * RS_LANES, nd, x + q->f[j0].column,
-                                    stride, codes);
+            rs_columns_f64(x, stride, nd, c0, n, xt, up);
+            for (; j0 < q->n_used && q->f[j0].column < c0 + n; j0++) {
+                const float *col = xt + (size_t)(q->f[j0].column - c0) * RS_LANES;
+                if (up)
+                    rs_code_feature_f64(T, j0, col, nd, x + q->f[j0].column, stride, codes);
+                else
+                    rs_code_feature(T, j0, col, nd, codes);
+            }
         }
         if (nd == RS_LANES) /* a full group: the next group's first runs ("Prefetch") */
             for (size_t l = 0; l < RS_LANES; l++)
@@ -195,29 +209,47 @@ static void RS(quantize_f64_up)(const tsq_tables *T, const double *x, size_t str
         const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
 #ifdef RS_COLUMN_F64
         if (stride <= INT32_MAX / 4) /* the ISA's column copy (rs_column_f64: gathers) */
-            for (uint32_t j = 0; j < nj; j++) rs_column_f64(x + q->f[j0 + j].column, stride, nd, xt + (size_t)j * RS_LANES);
+            for (uint32_t j = 0; j < nj; j++)
+                rs_column_f64(x + q->f[j0 + j].column, stride, nd, xt + (size_t)j * RS_LANES, up);
         else
 #endif
         for (size_t l = 0; l < ((nd + 15) & ~(size_t)15); l++) { /* lanes of 16-lane registers holding rows */
             const double *row = x + l * stride;
-            for (uint32_t j = 0; j < nj; j++) xt[j * RS_LANES + l] = l < nd ? tsq_round_up(row[q->f[j0 + j].column]) : -INFINITY;
+            for (uint32_t j = 0; j < nj; j++) {
+                const double v = l < nd ? row[q->f[j0 + j].column] : -INFINITY;
+                xt[j * RS_LANES + l] = up ? tsq_round_up(v) : (float)v;
+            }
         }
-        for (uint32_t j = 0; j < nj; j++)
-            rs_code_feature_f64(T, j0 + j, xt + (size_t)j * RS_LANES, nd, x + q->f[j0 + j].column, stride, codes);
+        for (uint32_t j = 0; j < nj; j++) {
+            if (up)
+                rs_code_feature_f64(T, j0 + j, xt + (size_t)j * RS_LANES, nd, x + q->f[j0 + j].column, stride, codes);
+            else
+                rs_code_feature(T, j0 + j, xt + (size_t)j * RS_LANES, nd, codes);
+        }
     }
 }
 
-/* With RS_ROUND_UP (the ISA's rs_round_up_begin / rs_round_up_end: the thread's rounding
- * set toward +inf while the group is quantized, then the caller's state back), the ISA's
- * column copies convert with a plain conversion instead of rounding each value up. */
-static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
-#ifdef RS_ROUND_UP
-    const uint32_t state = rs_round_up_begin();
-    RS(quantize_f64_up)(T, x, stride, nd, codes);
-    rs_round_up_end(state);
+/* With RS_ROUNDING (the ISA's rs_round_begin(up) / rs_round_end: the thread's rounding
+ * set toward +inf, or to nearest, while the group is quantized, then the caller's state
+ * back), the ISA's column copies convert with a plain conversion by that rounding. */
+static inline __attribute__((always_inline)) void RS(quantize_f64_round)(const tsq_tables *T, const double *x,
+                                                                        size_t stride, size_t nd, uint8_t *codes,
+                                                                        const int up) {
+#ifdef RS_ROUNDING
+    const uint32_t state = rs_round_begin(up);
+    RS(quantize_f64_cvt)(T, x, stride, nd, codes, up);
+    rs_round_end(state);
 #else
-    RS(quantize_f64_up)(T, x, stride, nd, codes);
+    RS(quantize_f64_cvt)(T, x, stride, nd, codes, up);
 #endif
+}
+
+static void RS(quantize_f64)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+    RS(quantize_f64_round)(T, x, stride, nd, codes, 1);
+}
+
+static void RS(quantize_near)(const tsq_tables *T, const double *x, size_t stride, size_t nd, uint8_t *codes) {
+    RS(quantize_f64_round)(T, x, stride, nd, codes, 0);
 }
 #undef RS_TRANSPOSE
 #endif
@@ -451,8 +483,9 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, const uint
 }
 #endif
 
-/* The kernel: per document block, quantize its groups once (float or double rows: f64
- * is a constant), then every tree block for every group, then the scores out. */
+/* The kernel: per document block, quantize its groups once (float rows, f64 0; double
+ * rows under double codes, 1; double rows converted to the nearest floats, 2: a
+ * constant), then every tree block for every group, then the scores out. */
 static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, uint32_t delta, const void *x,
                                                                   size_t n_rows, size_t stride, double *out,
                                                                   void *scratch, const int f64) {
@@ -470,9 +503,14 @@ static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, u
         size_t ng = (nd + RS_LANES - 1) / RS_LANES;
         for (size_t g = 0; g < ng; g++) {
             size_t first = g * RS_LANES, n = nd - first < RS_LANES ? nd - first : RS_LANES;
-            if (f64)
+            if (f64 == 1)
                 RS_QUANTIZE_F64(&L->tables, (const double *)x + (d0 + first) * stride, stride, n,
                                 codes + g * ns * RS_LANES);
+#ifdef RS_QUANTIZE_NEAR
+            else if (f64 == 2)
+                RS_QUANTIZE_NEAR(&L->tables, (const double *)x + (d0 + first) * stride, stride, n,
+                                 codes + g * ns * RS_LANES);
+#endif
             else
                 RS_QUANTIZE(&L->tables, (const float *)x + (d0 + first) * stride, stride, n,
                             codes + g * ns * RS_LANES);
@@ -516,6 +554,13 @@ static void RS(kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t
     RS(kernel_any)(L, delta, x, n_rows, stride, out, scratch, 1);
 }
 
+#ifdef RS_QUANTIZE_NEAR
+static void RS(kernel_near)(const rsl *L, uint32_t delta, const double *x, size_t n_rows, size_t stride, double *out,
+                            void *scratch) {
+    RS(kernel_any)(L, delta, x, n_rows, stride, out, scratch, 2);
+}
+#endif
+
 #undef RS_PAIRS
 #undef RS_PAIRS_DEFER
 #undef RS_BLOCK_DEFER
@@ -523,6 +568,7 @@ static void RS(kernel_f64)(const rsl *L, uint32_t delta, const double *x, size_t
 #undef RS_UPDATE_SKIP
 #undef RS_QUANTIZE
 #undef RS_QUANTIZE_F64
+#undef RS_QUANTIZE_NEAR
 #undef RS_AHEAD
 #undef RS_GROUPS
 #undef RS_FEW

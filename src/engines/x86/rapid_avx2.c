@@ -415,35 +415,38 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
 }
 #define RS_F64_UP 1
 
-/* Rounding toward +inf while a group is quantized (the template's RS_ROUND_UP): then
- * vcvtpd2ps alone rounds up (2 uops per 4 values instead of ~11 for a conversion to
- * nearest, its check and a step up; 9% of rapid's time on the demo model's double rows
- * at 256 rows, Zen 3), fpenv.h's canonical state otherwise (flush-to-zero
- * and denormals-are-zero off: exact as tsq_round_up; exceptions masked) even where no
- * public call set it; the caller's MXCSR, its flags included, restored after. The
- * conversions are volatile asm, so that the compiler keeps them between the two MXCSR
- * writes (it knows nothing of the rounding mode); nothing else in the quantizer rounds. */
-static inline uint32_t rs_round_up_begin(void) {
-    uint32_t old, up;
+/* The rounding of the double quantizers' conversions while a group is quantized (the
+ * template's RS_ROUNDING): toward +inf (up: then vcvtpd2ps alone rounds up, 2 uops per 4
+ * values instead of ~11 for a conversion to nearest, its check and a step up; 9% of
+ * rapid's time on the demo model's double rows at 256 rows, Zen 3), else to nearest
+ * ((float)v, for a model that converts its input to float32), in fpenv.h's canonical
+ * state otherwise (flush-to-zero and denormals-are-zero off: exact as tsq_round_up;
+ * exceptions masked) even where no public call set it; the caller's MXCSR, its flags
+ * included, restored after. The conversions are volatile asm, so that the compiler keeps
+ * them between the two MXCSR writes (it knows nothing of the rounding mode); nothing
+ * else in the quantizer rounds. */
+static inline uint32_t rs_round_begin(const int up) {
+    uint32_t old, mode;
     __asm__ volatile("vstmxcsr %0" : "=m"(old));
-    up = (old & ~(uint32_t)(TSR_MXCSR_MODE | TSR_MXCSR_FLAGS)) | TSR_MXCSR_CANON | TSR_MXCSR_ROUND_UP;
-    __asm__ volatile("vldmxcsr %0" : : "m"(up));
+    mode = (old & ~(uint32_t)(TSR_MXCSR_MODE | TSR_MXCSR_FLAGS)) | TSR_MXCSR_CANON | (up ? TSR_MXCSR_ROUND_UP : 0);
+    __asm__ volatile("vldmxcsr %0" : : "m"(mode));
     return old;
 }
-static inline void rs_round_up_end(uint32_t old) { __asm__ volatile("vldmxcsr %0" : : "m"(old)); }
-#define RS_ROUND_UP 1
+static inline void rs_round_end(uint32_t old) { __asm__ volatile("vldmxcsr %0" : : "m"(old)); }
+#define RS_ROUNDING 1
 
-/* 4 doubles rounded up to floats, between rs_round_up_begin and rs_round_up_end. */
+/* 4 doubles to floats by MXCSR's rounding, between rs_round_begin and rs_round_end. */
 static inline __m128 cvt_up4(__m256d x) {
     __m128 u;
     __asm__ volatile("vcvtpd2ps %1, %0" : "=x"(u) : "x"(x));
     return u;
 }
 
-/* One column of the group's double rows (x: its value in row 0), rounded up, into
- * out[lane], lanes nd .. up to a multiple of 16 -inf: 4 rows a gather (3 * stride fits
- * an int: rapid_template.h checks). */
-static void rs_column_f64(const double *x, size_t stride, size_t nd, float *out) {
+/* One column of the group's double rows (x: its value in row 0), converted by
+ * rs_round_begin's rounding (up: toward +inf), into out[lane], lanes nd .. up to a
+ * multiple of 16 -inf: 4 rows a gather (3 * stride fits an int: rapid_template.h checks). */
+static void rs_column_f64(const double *x, size_t stride, size_t nd, float *out, const int up) {
+    (void)up; /* MXCSR's */
     const __m128i rows = _mm_setr_epi32(0, (int)stride, 2 * (int)stride, 3 * (int)stride);
     for (size_t l = 0; l < ((nd + 15) & ~(size_t)15); l += 4) {
         __m256d v = _mm256_set1_pd(-INFINITY);
@@ -478,10 +481,13 @@ static inline void transpose8(__m256 r[8]) {
     for (int i = 0; i < 8; i++) r[i] = t[i];
 }
 
-/* Columns c0 .. c0 + n - 1 (n <= 8) of the group's double rows, rounded up, into
- * out[k * 32 + lane], lanes nd .. up to a multiple of 8 -inf, 8 rows an 8 x 8 transpose;
- * columns past n, and lanes from the next multiple of 8 on, left unwritten. */
-static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
+/* Columns c0 .. c0 + n - 1 (n <= 8) of the group's double rows, converted as
+ * rs_column_f64's, into out[k * 32 + lane], lanes nd .. up to a multiple of 8 -inf, 8 rows
+ * an 8 x 8 transpose; columns past n, and lanes from the next multiple of 8 on, left
+ * unwritten. */
+static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out,
+                           const int up) {
+    (void)up; /* MXCSR's */
     const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
     const __m256i lo = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n), lane);
     const __m256i hi = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n - 4), lane);
@@ -523,6 +529,6 @@ static void rs_columns16(const float *x, size_t stride, size_t nd, uint32_t c0, 
 #include "engines/templates/rapid_template.h"
 
 const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize, rs_avx2_kernel_f64,
-                                   RS_PAIR_LANES};
+                                   RS_PAIR_LANES, rs_avx2_kernel_near};
 
 #endif

@@ -590,23 +590,27 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *co
     store_slot_codes(q, j, nat, nan, zero, codes);
 }
 
-/* The float u at or above each of 8 doubles. */
-static inline __m256 round_up8(__m512d x) {
-    return _mm512_cvt_roundpd_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+/* 8 doubles to floats: up, the float u at or above each; else the nearest float (what
+ * a library that converts its input to float32 computes: (float)v). */
+static inline __m256 cvt8(__m512d x, const int up) {
+    return up ? _mm512_cvt_roundpd_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
+              : _mm512_cvt_roundpd_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-/* As rs_columns16, from double rows, each value rounded up to a float (u: quant.h "Gap
- * floats") on its way: columns c0 .. c0 + n - 1 (n <= 16) of the group's rows into
- * out[k * 64 + lane], lanes nd .. up to a multiple of 16 -inf; columns past n, and lanes
- * from the next multiple of 16 on, left unwritten (a single row costs one transpose). */
-static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c0, uint32_t n, float *out) {
+/* As rs_columns16, from double rows, each value converted to a float on its way (up:
+ * rounded up, u of quant.h "Gap floats"; else to nearest): columns c0 .. c0 + n - 1
+ * (n <= 16) of the group's rows into out[k * 64 + lane], lanes nd .. up to a multiple of
+ * 16 -inf; columns past n, and lanes from the next multiple of 16 on, left unwritten (a
+ * single row costs one transpose). */
+static inline __attribute__((always_inline)) void rs_columns_f64(const double *x, size_t stride, size_t nd,
+                                                                 uint32_t c0, uint32_t n, float *out, const int up) {
     const __mmask8 lo = (__mmask8)(n >= 8 ? 0xFFu : (1u << n) - 1), hi = (__mmask8)(n > 8 ? (1u << (n - 8)) - 1 : 0);
     for (size_t l0 = 0; l0 < nd; l0 += 16) {
         __m512 r[16];
         for (size_t i = 0; i < 16; i++) {
             const double *p = x + (l0 + i) * stride + c0;
-            r[i] = l0 + i < nd ? _mm512_insertf32x8(_mm512_castps256_ps512(round_up8(_mm512_maskz_loadu_pd(lo, p))),
-                                                    round_up8(_mm512_maskz_loadu_pd(hi, p + 8)), 1)
+            r[i] = l0 + i < nd ? _mm512_insertf32x8(_mm512_castps256_ps512(cvt8(_mm512_maskz_loadu_pd(lo, p), up)),
+                                                    cvt8(_mm512_maskz_loadu_pd(hi, p + 8), up), 1)
                                : _mm512_set1_ps(-INFINITY);
         }
         transpose16(r);
@@ -625,7 +629,7 @@ static void rs_columns_f64(const double *x, size_t stride, size_t nd, uint32_t c
 #undef RS
 
 const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize, rs_avx512_kernel_f64,
-                                     RS_PAIR_LANES};
+                                     RS_PAIR_LANES, rs_avx512_kernel_near};
 
 /*
  * The GFNI kernel: the same, but an entry ANDs its mask with one masked GF2P8AFFINEQB
@@ -680,6 +684,7 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS_UPDATE_SKIP rs_gf_update_skip
 #define RS_QUANTIZE rs_avx512_quantize
 #define RS_QUANTIZE_F64 rs_avx512_quantize_f64
+#define RS_QUANTIZE_NEAR rs_avx512_quantize_near
 #define RS_GROUPS 8
 /* With one or two groups (a batch of up to 128 documents) the chain of vgf2p8affineqb
  * through a row (5 cycles a link on Emerald Rapids) is the bound: those take vpandd +
@@ -695,6 +700,6 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #include "engines/templates/rapid_template.h"
 
 const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize,
-                                       rs_avx512gf_kernel_f64, RS_PAIR_LANES};
+                                       rs_avx512gf_kernel_f64, RS_PAIR_LANES, rs_avx512gf_kernel_near};
 
 #endif
