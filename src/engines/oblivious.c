@@ -154,6 +154,8 @@ typedef struct oblivious_state {
     obl L;
     uint32_t delta;
     ob_kernel kernel;
+    ob_kernel_f64 kernel_near; /* double rows where the model converts its input to float32
+                                  and the coder has quantize_near; else NULL */
 } oblivious_state;
 
 static void oblivious_free(void *p) {
@@ -192,6 +194,7 @@ static ts_status oblivious_prepare(const ts_model *m, const tse_config *cfg, voi
     }
     s->delta = block_docs(&s->L, cfg);
     s->kernel = k->kernel;
+    s->kernel_near = !m->compares_double && s->L.coder.k.quantize_near ? k->kernel_near : NULL;
     uint64_t nodes = 0;
     for (uint32_t t = 0; t < m->n_trees; t++) nodes += m->trees[t].n_nodes;
     size_t chunk = (size_t)(1u << 22) / (nodes + 1) + 1;
@@ -204,6 +207,17 @@ static ts_status oblivious_prepare(const ts_model *m, const tse_config *cfg, voi
 static void oblivious_score(const void *p, const float *x, size_t n_rows, size_t stride, double *out, void *scratch) {
     const oblivious_state *s = p;
     s->kernel(&s->L, s->delta, x, n_rows, stride, out, scratch);
+}
+
+/* Double rows of a model that converts its input to float32 (CatBoost), each value to
+ * the nearest float on its way into the codes; 0 for a model that compares doubles, or
+ * without the ISA quantizer's quantize_near (the scorer converts the rows first). */
+static int oblivious_score_f64(const void *p, const double *x, size_t n_rows, size_t stride, double *out,
+                               void *scratch) {
+    const oblivious_state *s = p;
+    if (!s->kernel_near) return 0;
+    s->kernel_near(&s->L, s->delta, x, n_rows, stride, out, scratch);
+    return 1;
 }
 
 /* The planner times it on models whose trees are all oblivious (CatBoost's default
@@ -226,5 +240,5 @@ static int oblivious_plan_candidate(const ts_model *m, const tse_config *cfg) {
 
 const tse_engine tse_engine_oblivious = {
     .id = TS_ENGINE_OBLIVIOUS, .name = "oblivious", .prepare = oblivious_prepare, .score = oblivious_score,
-    .free = oblivious_free, .plan_candidate = oblivious_plan_candidate,
+    .free = oblivious_free, .plan_candidate = oblivious_plan_candidate, .score_f64 = oblivious_score_f64,
 };

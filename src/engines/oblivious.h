@@ -93,11 +93,19 @@ static inline size_t ob_plane_bytes(uint32_t depth) { return depth <= 6 ? 64 : (
 typedef void (*ob_kernel)(const obl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
                           void *scratch);
 
+/* The same for double rows of a model that converts its input to float32 (CatBoost):
+ * each value converted to the nearest float on its way into the codes (the coder's
+ * quantize_near, which the caller checks exists; a few rows by the scalar search on
+ * (float)v). */
+typedef void (*ob_kernel_f64)(const obl *L, uint32_t delta, const double *x, size_t n_rows, size_t stride,
+                              double *out, void *scratch);
+
 typedef struct ob_kernels {
     ts_isa isa;
     uint32_t lanes;         /* must be the coder's quantizer's */
     ob_kernel kernel;
     int planes;             /* reads byte planes (obl.planes) */
+    ob_kernel_f64 kernel_near;
 } ob_kernels;
 
 typedef struct ob_scratch {

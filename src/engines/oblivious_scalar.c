@@ -29,4 +29,4 @@ static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t 
 
 #include "engines/templates/oblivious_template.h"
 
-const ob_kernels tse_oblivious_scalar = {TS_ISA_SCALAR, OB_LANES, ob_scalar_kernel, 0};
+const ob_kernels tse_oblivious_scalar = {TS_ISA_SCALAR, OB_LANES, ob_scalar_kernel, 0, ob_scalar_kernel_near};

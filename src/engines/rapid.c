@@ -338,7 +338,7 @@ const rs_kernels *rs_kernels_for(ts_isa isa) {
 /* The quantizer of rs_kernels_for(isa) (quant.h), for the coder (coder.h). */
 tsq_quantizer_kind tsq_quantizer_for(ts_isa isa) {
     const rs_kernels *k = rs_kernels_for(isa);
-    return (tsq_quantizer_kind){k->isa, k->lanes, k->flip ? 0x80u : 0, k->quantize};
+    return (tsq_quantizer_kind){k->isa, k->lanes, k->flip ? 0x80u : 0, k->quantize, k->quantize_near};
 }
 
 /* Documents per document block: 1,024 by default (the block's lists are read once per

@@ -190,6 +190,7 @@ typedef struct rs_kernels {
                                   value converted to the nearest float on its way into the
                                   codes (the rows are not copied); NULL: none (the scorer
                                   converts the rows into a buffer first) */
+    tsq_quantizer_f64 quantize_near; /* its quantizer (quant.h), also the coder's */
 } rs_kernels;
 
 /* The kernels per ISA (tse_rapid_scalar, tse_rapid_avx2, ...) and the rule that picks

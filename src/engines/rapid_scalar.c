@@ -91,4 +91,4 @@ static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const double *c
 #undef RS_UPDATE
 #undef RS_LANES
 
-const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel, rs_scalar_quantize, rs_scalar_kernel_f64, 0, NULL};
+const rs_kernels tse_rapid_scalar = {TS_ISA_SCALAR, 8, 0, rs_scalar_kernel, rs_scalar_quantize, rs_scalar_kernel_f64, 0, NULL, NULL};

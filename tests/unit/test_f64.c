@@ -459,7 +459,8 @@ static void test_zero_range_floats(void) {
 static void check_fp_states(const char *what, const ts_model *m, const double *x, const double *ref, uint32_t n_rows,
                             uint32_t cols) {
     double *got = malloc(n_rows * sizeof *got);
-    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD};
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD,
+                                        TS_ENGINE_OBLIVIOUS};
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
     static const unsigned modes[] = {0x2000u, 0x4000u, 0x6000u}; /* MXCSR RC: down, up, toward zero */
     const unsigned saved = _mm_getcsr();
@@ -552,21 +553,46 @@ static double near_input(uint32_t f) {
     }
 }
 
-/* n_trees chains of up to 15 nodes on the NEAR_FEAT features, feature f on column
- * spread * f; rows of cols values, x as doubles and xf = (float)x. */
-static ts_model *near_model(uint32_t n_trees, uint32_t spread, uint32_t n_rows, uint32_t cols, double *x, float *xf) {
-    ts_model *m = tsm_model_new(TS_FORMAT_XGBOOST_JSON);
+/* A random split on the NEAR_FEAT features, feature f on column spread * f. */
+static tsm_node near_split(uint32_t spread) {
+    const uint32_t f = below(NEAR_FEAT);
+    return (tsm_node){near_thr[f][below(near_count[f])], spread * f, 0, 0, below(2) ? TSM_MISSING_LEFT : 0};
+}
+
+/* The nodes of an oblivious tree of depth d - level (every node of a level the same
+ * split, level[i]) in preorder from nodes[*n], leaves numbered from *leaf; its root. */
+static int32_t oblivious_nodes(const tsm_node *level, uint32_t at, uint32_t d, tsm_node *nodes, uint32_t *n,
+                               uint32_t *leaf) {
+    if (at == d) return ~(int32_t)(*leaf)++;
+    const uint32_t i = (*n)++;
+    nodes[i] = level[at];
+    nodes[i].left = oblivious_nodes(level, at + 1, d, nodes, n, leaf);
+    nodes[i].right = oblivious_nodes(level, at + 1, d, nodes, n, leaf);
+    return (int32_t)i;
+}
+
+/* n_trees chains of up to 15 nodes (oblivious: CatBoost's trees of 1 to 6 levels) on the
+ * NEAR_FEAT features, feature f on column spread * f; rows of cols values, x as doubles
+ * and xf = (float)x. */
+static ts_model *near_model(uint32_t n_trees, int oblivious, uint32_t spread, uint32_t n_rows, uint32_t cols, double *x,
+                            float *xf) {
+    ts_model *m = tsm_model_new(oblivious ? TS_FORMAT_CATBOOST : TS_FORMAT_XGBOOST_JSON);
     ts_error err;
     near_thresholds();
     for (uint32_t t = 0; t < n_trees; t++) {
-        tsm_node nodes[15];
-        double leaves[16];
-        const uint32_t n = 1 + below(15);
-        for (uint32_t i = 0; i < n; i++) {
-            const uint32_t f = below(NEAR_FEAT);
-            nodes[i] = (tsm_node){near_thr[f][below(near_count[f])], spread * f, ~(int32_t)i,
-                                  i + 1 < n ? (int32_t)(i + 1) : ~(int32_t)n, below(2) ? TSM_MISSING_LEFT : 0};
-        }
+        tsm_node nodes[63], level[6];
+        double leaves[64];
+        uint32_t n = 1 + below(15), leaf = 0;
+        if (oblivious) {
+            const uint32_t d = 1 + below(6);
+            for (uint32_t i = 0; i < d; i++) level[i] = near_split(spread);
+            n = 0;
+            oblivious_nodes(level, 0, d, nodes, &n, &leaf);
+        } else
+            for (uint32_t i = 0; i < n; i++) {
+                nodes[i] = near_split(spread);
+                nodes[i].left = ~(int32_t)i, nodes[i].right = i + 1 < n ? (int32_t)(i + 1) : ~(int32_t)n;
+            }
         for (uint32_t l = 0; l <= n; l++) leaves[l] = (double)below(1000) / 8.0 - 60.0;
         CHECK_STATUS(tsm_model_add_tree(m, n, nodes, n + 1, leaves, 1.0, &err), TS_OK);
     }
@@ -582,15 +608,17 @@ static ts_model *near_model(uint32_t n_trees, uint32_t spread, uint32_t n_rows, 
 
 /* Every engine that reads doubles (and the default scorer) against naive on (float)x:
  * dense columns and every third column (rapid's run and column-by-column copies), every
- * ISA level, batches 1 to 150 and 600; and on x86 under the caller's rounding modes. */
+ * ISA level, batches 1 to 150 and 600; and on x86 under the caller's rounding modes.
+ * Chains (rapid) and oblivious trees (the oblivious engine, through the coder). */
 static void test_float_models_near(void) {
     const uint32_t n_trees = 300, n_rows = 600;
-    for (uint32_t spread = 1; spread <= 3; spread += 2) {
-        const uint32_t cols = spread * (NEAR_FEAT - 1) + 2;
+    for (uint32_t v = 0; v < 4; v++) {
+        const int oblivious = v >= 2;
+        const uint32_t spread = v % 2 ? 3 : 1, cols = spread * (NEAR_FEAT - 1) + 2;
         double *x = malloc((size_t)n_rows * cols * sizeof *x), *ref = malloc(n_rows * sizeof *ref),
                *got = malloc(n_rows * sizeof *got), *alt = malloc(n_rows * sizeof *alt);
         float *xf = malloc((size_t)n_rows * cols * sizeof *xf);
-        ts_model *m = near_model(n_trees, spread, n_rows, cols, x, xf);
+        ts_model *m = near_model(n_trees, oblivious, spread, n_rows, cols, x, xf);
         ts_error err;
         ts_scorer_options o;
         ts_scorer_options_init(&o);
@@ -606,11 +634,12 @@ static void test_float_models_near(void) {
         for (uint32_t r = 0; r < n_rows; r++) differs += alt[r] != ref[r];
         CHECK_MSG(differs > n_rows / 4, "only %u of %u rows differ when rounded toward zero", differs, n_rows);
         ts_scorer_free(s);
-        static const ts_engine engines[] = {TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_QS, TS_ENGINE_AUTO};
+        static const ts_engine engines[] = {TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_QS, TS_ENGINE_AUTO,
+                                            TS_ENGINE_OBLIVIOUS};
         static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
         for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++)
             for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
-                if (isas[i] > ts_cpu_isa()) continue;
+                if (isas[i] > ts_cpu_isa() || (engines[e] == TS_ENGINE_OBLIVIOUS && !oblivious)) continue;
                 o.engine = engines[e], o.max_isa = isas[i], o.n_threads = 1;
                 s = NULL;
                 CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
@@ -621,16 +650,18 @@ static void test_float_models_near(void) {
                     CHECK_STATUS(ts_scorer_score_f64(s, x + (size_t)r0 * cols, len, cols, cols, got, &err), TS_OK);
                     for (uint32_t r = 0; r < len; r++)
                         if (memcmp(&got[r], &ref[r0 + r], sizeof *got) != 0 && bad++ < 3)
-                            fprintf(stderr, "%s %s spread %u batch %u row %u: %.17g != %.17g\n",
-                                    ts_engine_name(engines[e]), ts_isa_name(isas[i]), spread, len, r0 + r, got[r],
+                            fprintf(stderr, "%s %s case %u batch %u row %u: %.17g != %.17g\n",
+                                    ts_engine_name(engines[e]), ts_isa_name(isas[i]), v, len, r0 + r, got[r],
                                     ref[r0 + r]);
                 }
-                CHECK_MSG(bad == 0, "%s %s spread %u: %u rows differ from (float)x's scores", ts_engine_name(engines[e]),
-                          ts_isa_name(isas[i]), spread, bad);
+                CHECK_MSG(bad == 0, "%s %s case %u: %u rows differ from (float)x's scores", ts_engine_name(engines[e]),
+                          ts_isa_name(isas[i]), v, bad);
                 ts_scorer_free(s);
             }
 #if defined(__x86_64__) || defined(__i386__)
-        check_fp_states(spread == 1 ? "float model, dense" : "float model, sparse", m, x, ref, n_rows, cols);
+        static const char *const what[] = {"float chains, dense", "float chains, sparse", "oblivious, dense",
+                                           "oblivious, sparse"};
+        check_fp_states(what[v], m, x, ref, n_rows, cols);
 #endif
         ts_model_free(m);
         free(x), free(ref), free(got), free(alt), free(xf);

@@ -331,6 +331,7 @@ typedef struct tsq_tables {
 } tsq_tables;
 
 typedef void (*tsq_quantizer)(const tsq_tables *t, const float *x, size_t stride, size_t nd, uint8_t *codes);
+typedef void (*tsq_quantizer_f64)(const tsq_tables *t, const double *x, size_t stride, size_t nd, uint8_t *codes);
 
 /* A quantizer with what its caller must know of it. */
 typedef struct tsq_quantizer_kind {
@@ -338,6 +339,10 @@ typedef struct tsq_quantizer_kind {
     uint32_t lanes;      /* documents per group */
     uint32_t flip;       /* the flip its tables must carry (0 or 0x80) */
     tsq_quantizer quantize;
+    tsq_quantizer_f64 quantize_near; /* double rows, each value converted to the nearest
+                                        float ((float)v, whatever the caller's rounding:
+                                        a model that converts its input to float32), then
+                                        coded as quantize codes; NULL: none */
 } tsq_quantizer_kind;
 
 /* The quantizer of the best level up to isa: rapid's kernel's there (defined in rapid.c,

@@ -17,17 +17,23 @@
 /* A group of nd <= OB_LANES rows into its codes: the quantizer of the ISA kernels for a
  * group of at least a quarter of the lanes, else lane by lane with the scalar search
  * (a single row costs its own features, not a group's); lanes past nd are left as
- * they are (their scores are never read; any byte is a valid code). */
-static void OB(code_group)(const obl *L, const float *x, size_t stride, size_t nd, uint8_t *codes) {
+ * they are (their scores are never read; any byte is a valid code). Double rows (f64, a
+ * constant) by the quantizer's quantize_near, or the scalar search on (float)v. */
+static inline __attribute__((always_inline)) void OB(code_group)(const obl *L, const void *x, size_t stride, size_t nd,
+                                                                  uint8_t *codes, const int f64) {
     if (4 * nd >= OB_LANES) {
-        L->coder.k.quantize(&L->coder.t, x, stride, nd, codes);
+        if (f64)
+            L->coder.k.quantize_near(&L->coder.t, (const double *)x, stride, nd, codes);
+        else
+            L->coder.k.quantize(&L->coder.t, (const float *)x, stride, nd, codes);
         return;
     }
     const tsq *q = &L->coder.t.q;
     const uint8_t flip = (uint8_t)L->flip;
     for (size_t l = 0; l < nd; l++)
         for (uint32_t j = 0; j < q->n_used; j++) {
-            const float v = x[l * stride + q->f[j].column];
+            const size_t at = l * stride + q->f[j].column;
+            const float v = f64 ? (float)((const double *)x)[at] : ((const float *)x)[at];
             for (uint32_t s = q->slot_first[j]; s < q->slot_first[j + 1]; s++)
                 codes[(size_t)s * OB_LANES + l] = (uint8_t)(tsq_slot_code(q, s, v) ^ flip);
         }
@@ -48,10 +54,13 @@ static void OB(walk)(const obl *L, const ob_tree *T, const uint8_t *codes, size_
     }
 }
 
-/* The kernel: per document block, its groups coded once, then every tree in order for
- * every group (the scores of a document are added tree after tree), then the scores out. */
-static void OB(kernel)(const obl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
-                       void *scratch) {
+/* The kernel: per document block, its groups coded once (float rows, or double rows:
+ * f64, a constant), then every tree in order for every group (the scores of a document
+ * are added tree after tree), then the scores out. */
+static inline __attribute__((always_inline)) void OB(kernel_any)(const obl *L, uint32_t delta, const void *x,
+                                                                  size_t n_rows, size_t stride, double *out,
+                                                                  void *scratch, const int f64) {
+    const size_t width = f64 ? sizeof(double) : sizeof(float);
     const ob_scratch sp = ob_scratch_parts(L, delta);
     char *s = scratch;
     uint8_t *codes = (uint8_t *)(s + sp.codes);
@@ -61,7 +70,7 @@ static void OB(kernel)(const obl *L, uint32_t delta, const float *x, size_t n_ro
         const size_t nd = n_rows - d0 < delta ? n_rows - d0 : delta, ng = (nd + OB_LANES - 1) / OB_LANES;
         for (size_t g = 0; g < ng; g++) {
             const size_t first = g * OB_LANES, n = nd - first < OB_LANES ? nd - first : OB_LANES;
-            OB(code_group)(L, x + (d0 + first) * stride, stride, n, codes + g * step);
+            OB(code_group)(L, (const char *)x + (d0 + first) * stride * width, stride, n, codes + g * step, f64);
         }
         for (size_t d = 0; d < ng * OB_LANES; d++) acc[d] = L->base_score;
         for (uint32_t t = 0; t < L->n_trees; t++) {
@@ -84,4 +93,14 @@ static void OB(kernel)(const obl *L, uint32_t delta, const float *x, size_t n_ro
         }
         memcpy(out + d0, acc, nd * sizeof *out);
     }
+}
+
+static void OB(kernel)(const obl *L, uint32_t delta, const float *x, size_t n_rows, size_t stride, double *out,
+                       void *scratch) {
+    OB(kernel_any)(L, delta, x, n_rows, stride, out, scratch, 0);
+}
+
+static void OB(kernel_near)(const obl *L, uint32_t delta, const double *x, size_t n_rows, size_t stride, double *out,
+                            void *scratch) {
+    OB(kernel_any)(L, delta, x, n_rows, stride, out, scratch, 1);
 }

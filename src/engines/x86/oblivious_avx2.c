@@ -58,6 +58,6 @@ static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t 
 
 #include "engines/templates/oblivious_template.h"
 
-const ob_kernels tse_oblivious_avx2 = {TS_ISA_AVX2, OB_LANES, ob_avx2_kernel, 0};
+const ob_kernels tse_oblivious_avx2 = {TS_ISA_AVX2, OB_LANES, ob_avx2_kernel, 0, ob_avx2_kernel_near};
 
 #endif

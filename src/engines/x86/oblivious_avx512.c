@@ -201,9 +201,9 @@ static void ob_sym(const obl *L, const ob_tree *T, const uint8_t *codes, size_t 
 #include "engines/templates/oblivious_template.h"
 
 #ifdef OB_VBMI
-const ob_kernels tse_oblivious_avx512vbmi = {TS_ISA_AVX512, OB_LANES, ob_avx512vbmi_kernel, 1};
+const ob_kernels tse_oblivious_avx512vbmi = {TS_ISA_AVX512, OB_LANES, ob_avx512vbmi_kernel, 1, ob_avx512vbmi_kernel_near};
 #else
-const ob_kernels tse_oblivious_avx512 = {TS_ISA_AVX512, OB_LANES, ob_avx512_kernel, 0};
+const ob_kernels tse_oblivious_avx512 = {TS_ISA_AVX512, OB_LANES, ob_avx512_kernel, 0, ob_avx512_kernel_near};
 #endif
 
 #endif

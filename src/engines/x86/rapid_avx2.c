@@ -529,6 +529,6 @@ static void rs_columns16(const float *x, size_t stride, size_t nd, uint32_t c0, 
 #include "engines/templates/rapid_template.h"
 
 const rs_kernels tse_rapid_avx2 = {TS_ISA_AVX2, 32, 1, rs_avx2_kernel, rs_avx2_quantize, rs_avx2_kernel_f64,
-                                   RS_PAIR_LANES, rs_avx2_kernel_near};
+                                   RS_PAIR_LANES, rs_avx2_kernel_near, rs_avx2_quantize_near};
 
 #endif

@@ -629,7 +629,7 @@ static inline __attribute__((always_inline)) void rs_columns_f64(const double *x
 #undef RS
 
 const rs_kernels tse_rapid_avx512 = {TS_ISA_AVX512, 64, 0, rs_avx512_kernel, rs_avx512_quantize, rs_avx512_kernel_f64,
-                                     RS_PAIR_LANES, rs_avx512_kernel_near};
+                                     RS_PAIR_LANES, rs_avx512_kernel_near, rs_avx512_quantize_near};
 
 /*
  * The GFNI kernel: the same, but an entry ANDs its mask with one masked GF2P8AFFINEQB
@@ -700,6 +700,7 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #include "engines/templates/rapid_template.h"
 
 const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize,
-                                       rs_avx512gf_kernel_f64, RS_PAIR_LANES, rs_avx512gf_kernel_near};
+                                       rs_avx512gf_kernel_f64, RS_PAIR_LANES, rs_avx512gf_kernel_near,
+                                       rs_avx512_quantize_near};
 
 #endif
