@@ -459,8 +459,8 @@ static void test_zero_range_floats(void) {
 static void check_fp_states(const char *what, const ts_model *m, const double *x, const double *ref, uint32_t n_rows,
                             uint32_t cols) {
     double *got = malloc(n_rows * sizeof *got);
-    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS, TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD,
-                                        TS_ENGINE_OBLIVIOUS};
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_QS,        TS_ENGINE_RAPID,
+                                        TS_ENGINE_TREES_SIMD, TS_ENGINE_OBLIVIOUS, TS_ENGINE_DEEP};
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
     static const unsigned modes[] = {0x2000u, 0x4000u, 0x6000u}; /* MXCSR RC: down, up, toward zero */
     const unsigned saved = _mm_getcsr();
@@ -609,7 +609,7 @@ static ts_model *near_model(uint32_t n_trees, int oblivious, uint32_t spread, ui
 /* Every engine that reads doubles (and the default scorer) against naive on (float)x:
  * dense columns and every third column (rapid's run and column-by-column copies), every
  * ISA level, batches 1 to 150 and 600; and on x86 under the caller's rounding modes.
- * Chains (rapid) and oblivious trees (the oblivious engine, through the coder). */
+ * Chains (rapid, deep) and oblivious trees (the oblivious engine, through the coder). */
 static void test_float_models_near(void) {
     const uint32_t n_trees = 300, n_rows = 600;
     for (uint32_t v = 0; v < 4; v++) {
@@ -635,7 +635,7 @@ static void test_float_models_near(void) {
         CHECK_MSG(differs > n_rows / 4, "only %u of %u rows differ when rounded toward zero", differs, n_rows);
         ts_scorer_free(s);
         static const ts_engine engines[] = {TS_ENGINE_RAPID, TS_ENGINE_TREES_SIMD, TS_ENGINE_QS, TS_ENGINE_AUTO,
-                                            TS_ENGINE_OBLIVIOUS};
+                                            TS_ENGINE_OBLIVIOUS, TS_ENGINE_DEEP};
         static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
         for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++)
             for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {

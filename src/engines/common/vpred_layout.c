@@ -211,15 +211,19 @@ ts_status vpl_build(vpl *L, const ts_model *m, uint32_t lanes, const char *engin
 
 size_t vpl_row_bytes(const vpl *L) { return (size_t)(L->n_cols ? L->n_cols : 1) * sizeof(uint32_t); }
 
-void vpl_keys(const vpl *L, const float *x, size_t n_rows, size_t stride, uint32_t *keys) {
+/* vpl_keys of float rows, or of double rows (f64, a constant) each value converted to
+ * the nearest float. */
+static inline __attribute__((always_inline)) void keys_any(const vpl *L, const void *x, size_t n_rows, size_t stride,
+                                                            uint32_t *keys, const int f64) {
     const uint32_t lanes = L->lanes, n_cols = L->n_cols, padded = vpl_padded(L, (uint32_t)n_rows);
     const vpl_column *cols = L->cols;
     for (size_t j = 0; j < n_rows; j++) {
-        const float *row = x + j * stride;
+        const float *row = (const float *)x + j * stride;
+        const double *row_d = (const double *)x + j * stride;
         uint32_t *dst = keys + j;
         for (uint32_t c = 0; c < n_cols; c++, dst += lanes) {
             const vpl_column *col = &cols[c];
-            float v = row[col->feature];
+            float v = f64 ? (float)row_d[col->feature] : row[col->feature];
             uint32_t k = key_of(v);
             /* all ones when v is missing for this column (no branch: NaN may be common) */
             uint32_t missing = 0u - ((uint32_t)(v != v) | (uint32_t)(k - col->zero_lo < col->zero_span));
@@ -229,6 +233,14 @@ void vpl_keys(const vpl *L, const float *x, size_t n_rows, size_t stride, uint32
     /* Lanes scored only to be dropped (see vpl_run) get lane 0's keys. */
     for (uint32_t j = (uint32_t)n_rows; j < padded; j++)
         for (uint32_t c = 0; c < L->n_cols; c++) keys[(size_t)c * lanes + j] = keys[(size_t)c * lanes];
+}
+
+void vpl_keys(const vpl *L, const float *x, size_t n_rows, size_t stride, uint32_t *keys) {
+    keys_any(L, x, n_rows, stride, keys, 0);
+}
+
+void vpl_keys_f64(const vpl *L, const double *x, size_t n_rows, size_t stride, uint32_t *keys) {
+    keys_any(L, x, n_rows, stride, keys, 1);
 }
 
 /* ---- the kernel ------------------------------------------------------------------- */

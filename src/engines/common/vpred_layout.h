@@ -110,6 +110,11 @@ size_t vpl_row_bytes(const vpl *L);
  * lanes n_rows .. vpl_padded(n_rows) - 1 get copies of lane 0 (see vpl_run). */
 void vpl_keys(const vpl *L, const float *x, size_t n_rows, size_t stride, uint32_t *keys);
 
+/* The same from double rows of a model that converts its input to float32 (XGBoost,
+ * scikit-learn, ONNX): each value (float)v, to nearest under the scorer's floating-point
+ * state (platform/fpenv.h). */
+void vpl_keys_f64(const vpl *L, const double *x, size_t n_rows, size_t stride, uint32_t *keys);
+
 /* For the n (1 .. lanes) documents of one key group: out[j] += the leaves of trees
  * [t0, t1), tree by tree in order. n = lanes runs one kernel instance of n lanes (for
  * v = 1, 2, 4, ..., 32 an unrolled one); a partial group runs unrolled instances of
