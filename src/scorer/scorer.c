@@ -680,8 +680,10 @@ static ts_status score_f64_expand_chunk(void *ctx, size_t begin, size_t end) {
     double *part = mem.part[2];
     uint32_t *idx = mem.part[3];
     const double *x = j->x;
-    /* Columns no split reads are never written by the rounding: zero them, for tidiness. */
-    memset(fbuf, 0, per * W * sizeof *fbuf);
+    /* Columns no split reads are never written by the rounding: zero them, for tidiness
+     * (the rows this chunk uses: all of a block's, up to 1 MiB, cost a small call more
+     * than its scoring; the float conversion writes every column) */
+    if (s->compares_double) memset(fbuf, 0, (end - begin < per ? end - begin : per) * W * sizeof *fbuf);
     for (size_t r0 = begin; r0 < end; r0 += per) {
         size_t n = end - r0 < per ? end - r0 : per;
         double *out = j->out + r0 * s->n_outputs;
