@@ -253,16 +253,19 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
     ts_scorer *vqs = make_scorer(m, TS_ENGINE_VQS, (ts_isa)(1 + rng_next(&s) % (TS_ISA_COUNT - 1)),
                                  (uint32_t)(rng_next(&s) % 4), (uint32_t)(rng_next(&s) % 40));
     /* The walks of the other papers, with random lanes and blocks, and rapid at a random
-     * ISA level with random blocks. */
-    enum { N_WALKS = 4 };
-    static const ts_engine walk_ids[N_WALKS] = {TS_ENGINE_VPRED, TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED,
-                                                TS_ENGINE_RAPID};
+     * ISA level with random blocks; trees-simd, deep and oblivious at a random ISA level
+     * with their own lanes (they score any model: oblivious walks the trees that are not). */
+    enum { N_WALKS = 7, FIRST_ANY_ISA = 3, FIRST_OWN_LANES = 4 }; /* indexes into walk_ids */
+    static const ts_engine walk_ids[N_WALKS] = {TS_ENGINE_VPRED,      TS_ENGINE_BLOCK_NAIVE, TS_ENGINE_BLOCK_VPRED,
+                                                TS_ENGINE_RAPID,      TS_ENGINE_TREES_SIMD,  TS_ENGINE_DEEP,
+                                                TS_ENGINE_OBLIVIOUS};
     ts_scorer *walks[N_WALKS];
     int walks_ok = 1;
     for (int w = 0; w < N_WALKS; w++) {
-        ts_isa isa = walk_ids[w] == TS_ENGINE_RAPID ? (ts_isa)(1 + rng_next(&s) % (TS_ISA_COUNT - 1)) : TS_ISA_AUTO;
-        walks[w] = make_scorer_l(m, walk_ids[w], isa, (uint32_t)(rng_next(&s) % 4),
-                                 (uint32_t)(rng_next(&s) % 40), (uint32_t)(rng_next(&s) % 34));
+        const int own_lanes = w >= FIRST_OWN_LANES, any_isa = w >= FIRST_ANY_ISA;
+        ts_isa isa = any_isa ? (ts_isa)(1 + rng_next(&s) % (TS_ISA_COUNT - 1)) : TS_ISA_AUTO;
+        walks[w] = make_scorer_l(m, walk_ids[w], isa, (uint32_t)(rng_next(&s) % 4), (uint32_t)(rng_next(&s) % 40),
+                                 own_lanes ? 0 : (uint32_t)(rng_next(&s) % 34));
         walks_ok &= walks[w] != NULL;
     }
     const uint32_t K = m->n_outputs; /* scores per row, row-major */
@@ -298,6 +301,15 @@ static void differential(const ts_model *m, const uint8_t *data, size_t size) {
                 double ref = reference_score_f64(m, xd + (i / K) * stride, tmp, n_cols, (uint32_t)(i % K));
                 if (!same_bits(a[i], ref)) report_diff("naive f64 and double reference scores", i, a[i], ref);
                 if (!same_bits(a[i], b[i])) report_diff("naive and qs f64 scores", i, a[i], b[i]);
+            }
+            /* every other engine's double rows (rapid, deep, oblivious and trees-simd read
+             * them in place: engine.h score_f64) */
+            for (int w = 0; w <= N_WALKS; w++) {
+                if (ts_scorer_score_f64(w < N_WALKS ? walks[w] : vqs, xd, n_rows, n_cols, stride, b, &err) != TS_OK)
+                    fuzz_die("ts_scorer_score_f64 failed on a valid batch", &err);
+                for (size_t i = 0; i < n_rows * K; i++)
+                    if (!same_bits(a[i], b[i]))
+                        report_diff(w < N_WALKS ? ts_engine_name(walk_ids[w]) : "vqs f64", i, a[i], b[i]);
             }
         }
         free(xd);
