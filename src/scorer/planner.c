@@ -35,6 +35,13 @@
 #define LARGE_PRUNE_FACTOR 16.0
 #define MIN_ROUNDS 3
 #define MAX_ROUNDS 9
+/* A contested range, whose two fastest candidates are within CONTEST_GAP of each other
+ * after MAX_ROUNDS rounds, takes more rounds, up to CONTEST_ROUNDS, while its budget
+ * lasts: at 16 rows rapid and trees-simd are often 5-15% apart, where nine rounds of four
+ * 16-row calls each (40-80 ms) moved the pick between them from plan to plan
+ * (msn-xgb-1000x64: trees-simd timed 0.88-1.16x rapid in three plans, bench 1.07-1.12x). */
+#define CONTEST_ROUNDS 27
+#define CONTEST_GAP 1.15
 #define MAX_SAMPLE_ROWS 4096u
 /* The sample has at least this many distinct rows, even for tiny batches, and one timing
  * of fewer than 32 rows a call covers at least MIN_TIMED_ROWS rows (32-63 rows: one
@@ -217,7 +224,7 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
 /* The engines' generation in the wisdom key's CPU field: answers timed by another
  * release, or before an engine's speed changed much (bump the date then), are not
  * reused: a stale pick would stay the plan of every later scorer of the model. */
-#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 10 ranges timed warm (small batches after a run of the same calls), trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk, pairs interleaved by byte and on AVX-512"
+#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-28, planner 10 ranges timed warm (small batches after a run of the same calls), trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk, pairs interleaved by byte and on AVX-512, warm-ups on other rows, contested ranges timed longer"
 
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config and threads, for
  * any batch: the model's hash and the candidates (ifelse's asks for a SHA-256 of the
@@ -324,7 +331,7 @@ typedef struct candidate {
     void *state;
     tse_layout layout;
     double prepare_ms;
-    double times[MAX_ROUNDS];   /* seconds per call, this range */
+    double times[CONTEST_ROUNDS]; /* seconds per call, this range */
     int n_times;
     double median_us;           /* per document, this range */
     char skipped[160];          /* why it was not timed (this range, or not prepared); empty when it was */
@@ -482,8 +489,8 @@ static void prune_first_round(candidate *c, int n, size_t rows) {
  * (the demo model at one row: qs's least of 9 rounds of 16 rows was 2.8 us/doc, 4.0 over
  * the whole file, where trees-simd's 2.9 held; the plan took qs, 1.4x slower). per[i][r]:
  * candidate i's time in round r, < 0 where it was not timed. */
-static void rank_by_rounds(candidate *c, int n, double per[][MAX_ROUNDS], int rounds, size_t rows) {
-    double best[MAX_ROUNDS], fast[MAX_ROUNDS];
+static void rank_by_rounds(candidate *c, int n, double per[][CONTEST_ROUNDS], int rounds, size_t rows) {
+    double best[CONTEST_ROUNDS], fast[CONTEST_ROUNDS];
     int n_fast = 0;
     for (int r = 0; r < rounds; r++) {
         best[r] = -1;
@@ -495,7 +502,7 @@ static void rank_by_rounds(candidate *c, int n, double per[][MAX_ROUNDS], int ro
     const double scale = median(fast, n_fast);
     for (int i = 0; i < n; i++) {
         if (c[i].skipped[0]) continue;
-        double rel[MAX_ROUNDS];
+        double rel[CONTEST_ROUNDS];
         int k = 0;
         for (int r = 0; r < rounds; r++)
             if (per[i][r] > 0 && best[r] > 0) rel[k++] = per[i][r] / best[r];
@@ -505,10 +512,24 @@ static void rank_by_rounds(candidate *c, int n, double per[][MAX_ROUNDS], int ro
 
 /* relative: rank by rank_by_rounds instead of the median time (batches below 32 rows,
  * whose short timings one preemption on a busy machine can spoil). */
+/* Whether the two fastest candidates so far are within CONTEST_GAP (their medians per
+ * call, or against each round's fastest: relative). */
+static int contested(candidate *c, int n, double per[][CONTEST_ROUNDS], int rounds, size_t rows, int relative) {
+    double a = 0, b = 0; /* the fastest and the second */
+    if (relative) rank_by_rounds(c, n, per, rounds, rows);
+    for (int i = 0; i < n; i++) {
+        if (c[i].skipped[0] || c[i].n_times == 0) continue;
+        double us = relative ? c[i].median_us : median(c[i].times, c[i].n_times); /* (sorts them) */
+        if (a == 0 || us < a) b = a, a = us;
+        else if (b == 0 || us < b) b = us;
+    }
+    return a > 0 && b > 0 && b < CONTEST_GAP * a;
+}
+
 static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t avail, size_t width, double *out,
                         unsigned threads, double budget, size_t min_rows, int relative, int prune_first) {
     double t0 = tsr_now();
-    double per[MAX_CANDIDATES][MAX_ROUNDS];
+    double per[MAX_CANDIDATES][CONTEST_ROUNDS];
     int rounds = 0;
     /* Each round times the next rows of the sample (every candidate the same ones): the
      * same few rows round after round favour the engines whose branches learn them
@@ -516,8 +537,9 @@ static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t
      * on the first 81 rows of the data, 1.17-1.34x over 3,000, and took the 24-31 range
      * where rapid was 1.15x faster). */
     const size_t per_round = rows > min_rows ? rows : min_rows;
-    for (int r = 0; r < MAX_ROUNDS; r++) {
+    for (int r = 0; r < CONTEST_ROUNDS; r++) {
         if (r >= MIN_ROUNDS && tsr_now() - t0 > budget) break;
+        if (r >= MAX_ROUNDS && !contested(c, n, per, r, rows, relative)) break;
         const size_t start = (size_t)r * per_round;
         for (int i = 0; i < n; i++) {
             per[i][r] = -1;
@@ -529,9 +551,14 @@ static void time_rounds(candidate *c, int n, const float *x, size_t rows, size_t
                  * 1.14x slower than trees-simd, where bench measures it 1.1-1.2x faster;
                  * with the whole run 1.10-1.13x faster); larger batches one call of at
                  * most 64 rows (not 16: rapid's calls of 16 rows take its pair layout,
-                 * not the groups of 64 lanes that larger calls read) */
+                 * not the groups of 64 lanes that larger calls read). On other rows than
+                 * the timing's (half the sample on): the same rows just before would
+                 * have taught the branch predictor trees-simd's steps on them (at 16
+                 * rows it then timed 0.88-1.16x rapid on msn-xgb-1000x64, picked in 6
+                 * plans of 6, where bench measures 1.07-1.12x on the same rows) */
                 const size_t warm_rows = rows < 64 ? rows : 64;
-                if (time_call_at(&c[i], x, warm_rows, avail, width, out, threads, rows < 32 ? min_rows : 1, start) < 0)
+                if (time_call_at(&c[i], x, warm_rows, avail, width, out, threads, rows < 32 ? min_rows : 1,
+                                 start + avail / 2) < 0)
                     continue;
                 double t = time_call_at(&c[i], x, rows, avail, width, out, threads, min_rows, start);
                 if (t < 0) snprintf(c[i].skipped, sizeof c[i].skipped, "out of scratch memory");
