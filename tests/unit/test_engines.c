@@ -811,7 +811,7 @@ static void test_scorer_api(void) {
     ts_scorer_options_init(&rule);
     rule.plan = TS_PLAN_RULE;
     CHECK_STATUS(ts_scorer_create(m, &rule, &s, &err), TS_OK);
-    CHECK(ts_scorer_engine(s) == (ts_cpu_isa() > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS));
+    CHECK(ts_scorer_engine(s) == (ts_cpu_isa() >= TS_ISA_AVX2 ? TS_ENGINE_VQS : TS_ENGINE_VPRED)); /* the rule below AVX2: vpred */
     CHECK(ts_scorer_n_features(s) == m->n_features);
     CHECK_STATUS(ts_scorer_score(s, row, 1, 1, 1, out, &err), TS_ERR_SHAPE);
     CHECK(strstr(err.message, "columns") != NULL);

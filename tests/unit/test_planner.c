@@ -72,7 +72,7 @@ static size_t count_lines(const char *path) {
 static void test_rule(const ts_model *m) {
     ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_RULE, 0);
     CHECK(strstr(ts_scorer_plan_report(s), "rule of thumb") != NULL);
-    CHECK(ts_scorer_engine(s) == (ts_cpu_isa() > TS_ISA_SCALAR ? TS_ENGINE_VQS : TS_ENGINE_QS));
+    CHECK(ts_scorer_engine(s) == (ts_cpu_isa() >= TS_ISA_AVX2 ? TS_ENGINE_VQS : TS_ENGINE_VPRED)); /* the rule below AVX2: vpred */
     ts_scorer_free(s);
     CHECK(count_lines(wisdom) == 0);
 }
