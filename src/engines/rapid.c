@@ -22,6 +22,7 @@ static void rsl_free(rsl *L) {
     free(L->skips);
     free(L->leaves);
     free(L->leaf_offset);
+    free(L->leaves_f);
     free(L->pairs.block_first);
     free(L->pairs.trees);
     free(L->pairs.row_first);
@@ -122,6 +123,19 @@ static void count_tree(const tsm_tree *tr, uint32_t *lo, uint32_t *hi, uint64_t 
     }
 }
 
+/* Float leaves: a copy of the n leaf values (and 64 more that kernels may read) as floats
+ * where each is exactly a float (XGBoost's leaves, ONNX's weights: double(float(v)) == v,
+ * NaN excepted), so that a kernel may look 16 of them up in registers and widen them to
+ * the same doubles; else NULL (LightGBM's and scikit-learn's leaves are doubles). */
+static float *float_leaves(const double *v, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++)
+        if ((double)(float)v[i] != v[i]) return NULL;
+    float *f = calloc((size_t)n + 64, sizeof *f);
+    if (f)
+        for (uint64_t i = 0; i < n; i++) f[i] = (float)v[i];
+    return f;
+}
+
 static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, const rs_kernels *k, ts_error *err) {
     memset(L, 0, sizeof *L);
     uint32_t max_leaves = 1, max_nodes = 0;
@@ -181,6 +195,7 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
             L->blocks[b].n_trees = m->n_trees - b * L->tau < L->tau ? m->n_trees - b * L->tau : L->tau;
         }
         tsm_model_weighted_leaves(m, L->leaves, L->leaf_offset);
+        if (max_leaves <= 64) L->leaves_f = float_leaves(L->leaves, n_leaves);
     }
     free(lo);
     free(hi);

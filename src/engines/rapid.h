@@ -152,6 +152,10 @@ typedef struct rsl {
     rs_skip *skips;
     double *leaves;                 /* weight * leaf value, tree t's at leaf_offset[t] */
     uint32_t *leaf_offset;
+    float *leaves_f;                /* the same values as floats, where every one is a
+                                       float exactly and no tree has more than 64 leaves
+                                       (XGBoost's leaves are floats, ONNX's weights):
+                                       "Float leaves"; else NULL */
     uint64_t n_nodes, n_entries, n_skips;
     rs_pairs pairs;                 /* "Pairs": built for a kernel with pair_lanes, else
                                        all NULL */

@@ -1,4 +1,5 @@
 /* test_engines.c: every engine equals the IR reference bit for bit on random forests and rows. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 #include "platform/config.h"
 #include "platform/cpu.h"
 #include "treescore.h"
+
+#include <xmmintrin.h>
 
 /* Rows are N_FEATURES wide: random_forest.h's default feature count. */
 #define N_FEATURES 12
@@ -290,6 +293,100 @@ static void test_rapid_pairs(void) {
         free(x);
         ts_model_free(m);
     }
+}
+
+/* A forest of weight-1 trees of 1 to max_leaves leaves whose values are floats (random_tree's
+ * k / 1024 - 976, an eighth of them replaced by +-0, +-FLT_MAX, +-FLT_MIN, 2^-60 or 3e30f),
+ * and with odd (unless 0) as one leaf of the middle tree; base score base. */
+static ts_model *float_leaf_model(uint32_t n_trees, uint32_t max_leaves, double odd, double base) {
+    static const double specials[] = {0.0, -0.0, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 0x1p-60, (double)3.0e30f};
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    tsm_node *nodes = malloc(max_leaves * sizeof *nodes);
+    double *leaves = malloc(max_leaves * sizeof *leaves);
+    ts_error err;
+    for (uint32_t t = 0; t < n_trees; t++) {
+        const uint32_t L = 1 + rnd_below(max_leaves);
+        random_tree(L, t % 5 == 0, nodes, leaves);
+        for (uint32_t j = 0; j < L; j++)
+            if (rnd_below(8) == 0) leaves[j] = specials[rnd_below(8)];
+        if (t == n_trees / 2 && odd != 0) leaves[0] = odd;
+        CHECK_STATUS(tsm_model_add_tree(m, L - 1, nodes, L, leaves, 1.0, &err), TS_OK);
+    }
+    m->base_score = base;
+    CHECK_STATUS(tsm_model_finish(m, &err), TS_OK);
+    free(nodes);
+    free(leaves);
+    return m;
+}
+
+/* rapid at every ISA level, one thread, one call of rows [0, n) (n <= 700) under MXCSR mxcsr (0: the
+ * caller's), against ref. */
+static void check_rapid_rows(const ts_model *m, const float *x, size_t n, size_t cols, size_t stride,
+                             const double *ref, unsigned mxcsr, const char *what) {
+    static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
+    double got[700];
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (isas[i] > ts_cpu_isa()) continue;
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = TS_ENGINE_RAPID, o.max_isa = isas[i], o.n_threads = 1;
+        ts_scorer *s = NULL;
+        ts_error err;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (!s) continue;
+        const unsigned saved = _mm_getcsr();
+        _mm_setcsr(mxcsr ? mxcsr : saved);
+        const ts_status st = ts_scorer_score(s, x, n, cols, stride, got, &err);
+        _mm_setcsr(saved);
+        CHECK_STATUS(st, TS_OK);
+        size_t bad = 0;
+        for (size_t r = 0; r < n; r++) bad += memcmp(&got[r], &ref[r], sizeof got[r]) != 0;
+        CHECK_MSG(bad == 0, "%s: rapid isa %s, %zu rows: %zu differ", what, ts_isa_name(ts_scorer_isa(s)), n, bad);
+        ts_scorer_free(s);
+    }
+}
+
+/*
+ * rapid's float leaves (rapid.h leaves_f): a forest whose every leaf value is a float
+ * (weights 1: XGBoost's leaves, ONNX's weights) and whose trees have at most 64 leaves
+ * takes its deferred leaf values from floats in registers (the GFNI kernel, Intel's: 2
+ * groups or more, and the pairs at 16 rows or fewer), widened exactly; a forest with one
+ * leaf that is not a float (0.1) keeps the doubles. Every batch 1-70 and calls of 128,
+ * 129, 300 and 700 rows, every ISA level, against the reference; and a forest of tiny
+ * values (base 0, leaves 0 and 2^-128: a subnormal float, a normal double) under the
+ * caller's FTZ and DAZ, which the call does not take (platform/fpenv.h: under DAZ the
+ * widening would make them 0).
+ */
+static void test_float_leaves(void) {
+    const size_t n_rows = 700, cols = N_FEATURES + 3, stride = cols;
+    static const double odd[] = {0.0, 0.1};
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double *ref = malloc(n_rows * sizeof *ref);
+    for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
+    for (size_t v = 0; v < sizeof odd / sizeof odd[0]; v++) {
+        ts_model *m = float_leaf_model(v == 0 ? 150 : 40, 64, odd[v], 0.5);
+        for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+        check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, 0, 70);
+        static const size_t big[] = {128, 129, 300, 700};
+        for (size_t b = 0; b < sizeof big / sizeof big[0]; b++)
+            check_rapid_rows(m, x, big[b], cols, stride, ref, 0, odd[v] == 0 ? "float leaves" : "one leaf not");
+        ts_model_free(m);
+    }
+    /* DAZ: leaves 0 or 2^-128 (FLT_MIN / 4), base 0 */
+    ts_model *m = float_leaf_model(60, 64, 0.0, 0.0);
+    for (uint32_t t = 0; t < m->n_trees; t++)
+        for (uint32_t j = 0; j < m->trees[t].n_leaves; j++)
+            m->trees[t].leaf_values[j] = rnd_below(3) ? 0.0 : 0x1p-128;
+    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+    size_t tiny = 0;
+    for (size_t r = 0; r < n_rows; r++) tiny += ref[r] != 0;
+    CHECK(tiny > n_rows / 2);
+    const unsigned daz = _mm_getcsr() | 0x8040u; /* FTZ and DAZ */
+    check_rapid_rows(m, x, 16, cols, stride, ref, daz, "subnormal float leaves, DAZ");
+    check_rapid_rows(m, x, 700, cols, stride, ref, daz, "subnormal float leaves, DAZ");
+    ts_model_free(m);
+    free(x);
+    free(ref);
 }
 
 static void check_rapid_on_grid(const ts_model *m, size_t n_rows, uint32_t grid_size) {
@@ -929,6 +1026,7 @@ static void run_forest_tests(void) {
     RUN_TEST(test_bucket_thresholds);
     RUN_TEST(test_sparse_columns);
     RUN_TEST(test_rapid_pairs);
+    RUN_TEST(test_float_leaves);
     if (!only_rapid) RUN_TEST(test_trees_simd_batches);
     if (!only_rapid) RUN_TEST(test_trees_simd_negative_zero);
     if (!only_rapid) RUN_TEST(test_trees_simd_top);

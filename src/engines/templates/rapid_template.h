@@ -69,6 +69,9 @@
  *                        double *acc, uint32_t lanes): for trees q < n in order, acc[l] +=
  *                        lv[q][ix[q * step + l]] for l < lanes (at least those, as
  *                        rs_exit_add)
+ *   and optionally RS_FLUSH_FLOAT: void rs_leaves_flush_f(const float *const *lv, ...) as
+ *                        rs_leaves_flush, from the float copy (rapid.h leaves_f: trees of at
+ *                        most 64 leaves; lv[q][0 .. 64) may always be read)
  * and optionally RS_PAIRS (calls of at most RS_PAIR_LANES rows by the pair layout,
  * rapid.h "Pairs"), with
  *   void rs_pair_codes(const uint8_t *codes, uint32_t n_slots, uint32_t x80, uint8_t *pc):
@@ -322,8 +325,19 @@ static void RS(wide_tree)(const rsl *L, uint32_t t, const uint8_t *codes, uint8_
  * through those trees, the sums in a register): tree order, so naive's bits, and no load
  * and store of the sums per tree. AVX2 on Zen 3, 1,000 rows: 2-15% faster (dev 1.23 ->
  * 1.05 us/doc, msn-xgb-1000x64 1.87 -> 1.75; docs/benchmarks.md "Seventeenth session"). */
-static inline void RS(exits_flush)(const double *const *lv, const uint8_t (*ix)[RS_GROUPS][RS_LANES], uint32_t n,
-                                   double *acc, uint32_t lanes_last, int G) {
+static inline void RS(exits_flush)(const double *const *lv, const float *const *lf,
+                                   const uint8_t (*ix)[RS_GROUPS][RS_LANES], uint32_t n, double *acc,
+                                   uint32_t lanes_last, int G) {
+#ifdef RS_FLUSH_FLOAT
+    if (lf[0]) {
+        for (int g = 0; g < G; g++)
+            rs_leaves_flush_f(lf, &ix[0][g][0], sizeof ix[0], n, acc + (size_t)g * RS_LANES,
+                              g == G - 1 ? lanes_last : RS_LANES);
+        return;
+    }
+#else
+    (void)lf;
+#endif
     for (int g = 0; g < G; g++)
         rs_leaves_flush(lv, &ix[0][g][0], sizeof ix[0], n, acc + (size_t)g * RS_LANES,
                         g == G - 1 ? lanes_last : RS_LANES);
@@ -348,13 +362,14 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
     const int defer = G >= 2; /* (one group: 2-3% slower deferred at 32 rows) */
     uint8_t dix[RS_BLOCK_DEFER][RS_GROUPS][RS_LANES] __attribute__((aligned(64)));
     const double *dlv[RS_BLOCK_DEFER];
+    const float *dlf[RS_BLOCK_DEFER];
     uint32_t nq = 0;
 #endif
     for (uint32_t t = blk->first_tree; t < blk->first_tree + blk->n_trees; t++) {
         const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
         if (nr > 32) {
 #ifdef RS_BLOCK_DEFER
-            if (nq) RS(exits_flush)(dlv, dix, nq, acc, lanes_last, G), nq = 0;
+            if (nq) RS(exits_flush)(dlv, dlf, dix, nq, acc, lanes_last, G), nq = 0;
 #endif
             for (int g = 0; g < G; g++)
                 RS(wide_tree)(L, t, codes + (size_t)g * codes_step, rows, acc + (size_t)g * RS_LANES);
@@ -397,8 +412,9 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
 #ifdef RS_BLOCK_DEFER
         if (defer) {
             for (int g = 0; g < G; g++) rs_exit_store(&x[g], dix[nq][g]);
+            dlf[nq] = L->leaves_f ? L->leaves_f + L->leaf_offset[t] : NULL;
             dlv[nq++] = leaves;
-            if (nq == RS_BLOCK_DEFER) RS(exits_flush)(dlv, dix, nq, acc, lanes_last, G), nq = 0;
+            if (nq == RS_BLOCK_DEFER) RS(exits_flush)(dlv, dlf, dix, nq, acc, lanes_last, G), nq = 0;
             continue;
         }
 #endif
@@ -406,7 +422,7 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             rs_exit_add(&x[g], leaves, nr, acc + (size_t)g * RS_LANES, g == G - 1 ? lanes_last : RS_LANES);
     }
 #ifdef RS_BLOCK_DEFER
-    if (nq) RS(exits_flush)(dlv, dix, nq, acc, lanes_last, G);
+    if (nq) RS(exits_flush)(dlv, dlf, dix, nq, acc, lanes_last, G);
 #endif
 }
 
@@ -440,6 +456,20 @@ static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, 
  * leaves added at its exit (Zen 3). */
 #define RS_PAIRS_DEFER 32u
 
+/* The deferred pairs' leaf values: n trees (lv, or lf where the values are floats). */
+static inline void RS(pairs_flush)(const double *const *lv, const float *const *lf, const uint8_t *ix, uint32_t n,
+                                   double *acc, uint32_t nd) {
+#ifdef RS_FLUSH_FLOAT
+    if (lf[0]) {
+        rs_leaves_flush_f(lf, ix, RS_PAIR_LANES, n, acc, nd);
+        return;
+    }
+#else
+    (void)lf;
+#endif
+    rs_leaves_flush(lv, ix, RS_PAIR_LANES, n, acc, nd);
+}
+
 /* Tree block b for one group of at most RS_PAIR_LANES documents (nd), two trees per
  * register (rapid.h "Pairs"; the ISA's pair functions) on the pair codes pc, a single
  * tree by block1 on the group's codes. */
@@ -450,11 +480,12 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, const uint
      * 2q + 1 of rs_leaves_flush, RS_PAIR_LANES bytes apart, their values lv[2q], lv[2q + 1] */
     uint8_t ix[RS_PAIRS_DEFER][2 * RS_PAIR_LANES] __attribute__((aligned(64)));
     const double *lv[2 * RS_PAIRS_DEFER];
+    const float *lf[2 * RS_PAIRS_DEFER];
     uint32_t nq = 0;
     for (uint32_t p = P->block_first[b]; p < P->block_first[b + 1]; p++) {
         const rs_ptree *pt = &P->trees[p];
         if (!pt->n_rows) {
-            if (nq) rs_leaves_flush(lv, &ix[0][0], RS_PAIR_LANES, 2 * nq, acc, nd), nq = 0;
+            if (nq) RS(pairs_flush)(lv, lf, &ix[0][0], 2 * nq, acc, nd), nq = 0;
             const rs_block one = {pt->tree, pt->n_trees};
             RS(block1)(L, &one, codes, 0, acc, rows, nd);
             continue;
@@ -477,9 +508,11 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, const uint
         rs_pexit_store(&x, ix[nq]);
         lv[2 * nq] = L->leaves + L->leaf_offset[pt->tree];
         lv[2 * nq + 1] = L->leaves + L->leaf_offset[pt->tree + 1];
-        if (++nq == RS_PAIRS_DEFER) rs_leaves_flush(lv, &ix[0][0], RS_PAIR_LANES, 2 * nq, acc, nd), nq = 0;
+        lf[2 * nq] = L->leaves_f ? L->leaves_f + L->leaf_offset[pt->tree] : NULL;
+        lf[2 * nq + 1] = L->leaves_f ? L->leaves_f + L->leaf_offset[pt->tree + 1] : NULL;
+        if (++nq == RS_PAIRS_DEFER) RS(pairs_flush)(lv, lf, &ix[0][0], 2 * nq, acc, nd), nq = 0;
     }
-    if (nq) rs_leaves_flush(lv, &ix[0][0], RS_PAIR_LANES, 2 * nq, acc, nd);
+    if (nq) RS(pairs_flush)(lv, lf, &ix[0][0], 2 * nq, acc, nd);
 }
 #endif
 
@@ -564,6 +597,7 @@ static void RS(kernel_near)(const rsl *L, uint32_t delta, const double *x, size_
 #undef RS_PAIRS
 #undef RS_PAIRS_DEFER
 #undef RS_BLOCK_DEFER
+#undef RS_FLUSH_FLOAT
 #undef RS_MASK
 #undef RS_UPDATE_SKIP
 #undef RS_QUANTIZE

@@ -163,6 +163,31 @@ static inline void rs_leaves_flush(const double *const *lv, const uint8_t *ix, s
     }
 }
 
+/* Float leaves (rapid.h leaves_f: every value a float, at most 64 leaves a tree): tree by
+ * tree, its 64 values in four registers, 16 documents' values by two vpermt2ps and a blend
+ * on bit 5 of the index, widened to doubles (exactly: they were doubles of floats) and
+ * added to the sums in memory, so each document's sum takes the trees in order as
+ * rs_leaves_flush's (naive's bits). */
+static inline void rs_leaves_flush_f(const float *const *lv, const uint8_t *ix, size_t step, uint32_t n, double *acc,
+                                     uint32_t lanes) {
+    const __m512i b5 = _mm512_set1_epi32(32);
+    for (uint32_t q = 0; q < n; q++) {
+        const float *t = lv[q];
+        const __m512 t0 = _mm512_loadu_ps(t), t1 = _mm512_loadu_ps(t + 16), t2 = _mm512_loadu_ps(t + 32),
+                     t3 = _mm512_loadu_ps(t + 48);
+        const uint8_t *x = ix + q * step;
+        for (uint32_t l = 0; l < lanes; l += 16) {
+            const __m512i i = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + l)));
+            const __m512 v = _mm512_mask_blend_ps(_mm512_test_epi32_mask(i, b5), _mm512_permutex2var_ps(t0, i, t1),
+                                                  _mm512_permutex2var_ps(t2, i, t3));
+            const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+            const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+            _mm512_store_pd(acc + l, _mm512_add_pd(_mm512_load_pd(acc + l), lo));
+            _mm512_store_pd(acc + l + 8, _mm512_add_pd(_mm512_load_pd(acc + l + 8), hi));
+        }
+    }
+}
+
 static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, row); }
 
 /* Pairs (rapid.h "Pairs") in 32-byte registers, byte 2i tree A's document i, 2i + 1 tree
@@ -695,6 +720,7 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS_UPDATE_FEW rs_update8
 #define RS_UPDATE_SKIP_FEW rs_update_skip
 #define RS_BLOCK_DEFER 16 /* "Deferred exits" above */
+#define RS_FLUSH_FLOAT 1
 #define RS_PAIRS 1
 #define RS(name) rs_avx512gf_##name
 #include "engines/templates/rapid_template.h"
