@@ -43,6 +43,10 @@ static inline simde__m512 _mm512_maskz_loadu_ps(simde__mmask16 k, const void *p)
     float r[16]; for (int i = 0; i < 16; i++) if (k >> i & 1) memcpy(&r[i], (const char *)p + 4 * i, 4); else r[i] = 0;
     simde__m512 o; memcpy(&o, r, 64); return o;
 }
+static inline simde__m512d _mm512_cvtps_pd(simde__m256 a) {
+    float x[8]; double r[8]; memcpy(x, &a, 32); for (int i = 0; i < 8; i++) r[i] = (double)x[i];
+    simde__m512d o; memcpy(&o, r, 64); return o;
+}
 static inline simde__m512i _mm512_cvtepu8_epi64(simde__m128i a) {
     uint8_t x[16]; int64_t r[8]; memcpy(x, &a, 16); for (int i = 0; i < 8; i++) r[i] = x[i];
     simde__m512i o; memcpy(&o, r, 64); return o;
