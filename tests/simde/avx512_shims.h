@@ -47,6 +47,15 @@ static inline simde__m512d _mm512_cvtps_pd(simde__m256 a) {
     float x[8]; double r[8]; memcpy(x, &a, 32); for (int i = 0; i < 8; i++) r[i] = (double)x[i];
     simde__m512d o; memcpy(&o, r, 64); return o;
 }
+/* SIMDe 0.7.4's _mm256_testz_si256 (through _mm_testz_si128, in a build without AVX)
+ * answers wrong in about half of the cases where a lane is non-zero: Intel's definition. */
+static inline int ts_shim_mm256_testz_si256(simde__m256i a, simde__m256i b) {
+    uint64_t x[4], y[4], r = 0; memcpy(x, &a, 32); memcpy(y, &b, 32);
+    for (int i = 0; i < 4; i++) r |= x[i] & y[i];
+    return r == 0;
+}
+#undef _mm256_testz_si256
+#define _mm256_testz_si256(a, b) ts_shim_mm256_testz_si256(a, b)
 static inline simde__m512i _mm512_cvtepu8_epi64(simde__m128i a) {
     uint8_t x[16]; int64_t r[8]; memcpy(x, &a, 16); for (int i = 0; i < 8; i++) r[i] = x[i];
     simde__m512i o; memcpy(&o, r, 64); return o;
