@@ -125,8 +125,8 @@ static void count_tree(const tsm_tree *tr, uint32_t *lo, uint32_t *hi, uint64_t 
 
 /* Float leaves: a copy of the n leaf values (and 64 more that kernels may read) as floats
  * where each is exactly a float (XGBoost's leaves, ONNX's weights: double(float(v)) == v,
- * NaN excepted), so that a kernel may look 16 of them up in registers and widen them to
- * the same doubles; else NULL (LightGBM's and scikit-learn's leaves are doubles). */
+ * which a NaN leaf fails), so that a kernel may look 16 of them up in registers and widen
+ * them to the same doubles; else NULL (LightGBM's and scikit-learn's leaves are doubles). */
 static float *float_leaves(const double *v, uint64_t n) {
     for (uint64_t i = 0; i < n; i++)
         if ((double)(float)v[i] != v[i]) return NULL;

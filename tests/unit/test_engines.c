@@ -296,9 +296,10 @@ static void test_rapid_pairs(void) {
 }
 
 /* A forest of weight-1 trees of 1 to max_leaves leaves whose values are floats (random_tree's
- * k / 1024 - 976, an eighth of them replaced by +-0, +-FLT_MAX, +-FLT_MIN, 2^-60 or 3e30f),
- * and with odd (unless 0) as one leaf of the middle tree; base score base. */
-static ts_model *float_leaf_model(uint32_t n_trees, uint32_t max_leaves, double odd, double base) {
+ * k / 1024 - 976, an eighth of them replaced by +-0, +-FLT_MAX, +-FLT_MIN, 2^-60 or 3e30f;
+ * tiny: every leaf 0 or 2^-128 instead), and with odd (unless 0) as one leaf of the middle
+ * tree; base score base. */
+static ts_model *float_leaf_model(uint32_t n_trees, uint32_t max_leaves, double odd, double base, int tiny) {
     static const double specials[] = {0.0, -0.0, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 0x1p-60, (double)3.0e30f};
     ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
     tsm_node *nodes = malloc(max_leaves * sizeof *nodes);
@@ -308,7 +309,10 @@ static ts_model *float_leaf_model(uint32_t n_trees, uint32_t max_leaves, double 
         const uint32_t L = 1 + rnd_below(max_leaves);
         random_tree(L, t % 5 == 0, nodes, leaves);
         for (uint32_t j = 0; j < L; j++)
-            if (rnd_below(8) == 0) leaves[j] = specials[rnd_below(8)];
+            if (tiny)
+                leaves[j] = rnd_below(3) ? 0.0 : 0x1p-128;
+            else if (rnd_below(8) == 0)
+                leaves[j] = specials[rnd_below(8)];
         if (t == n_trees / 2 && odd != 0) leaves[0] = odd;
         CHECK_STATUS(tsm_model_add_tree(m, L - 1, nodes, L, leaves, 1.0, &err), TS_OK);
     }
@@ -364,7 +368,7 @@ static void test_float_leaves(void) {
     double *ref = malloc(n_rows * sizeof *ref);
     for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
     for (size_t v = 0; v < sizeof odd / sizeof odd[0]; v++) {
-        ts_model *m = float_leaf_model(v == 0 ? 150 : 40, 64, odd[v], 0.5);
+        ts_model *m = float_leaf_model(v == 0 ? 150 : 40, 64, odd[v], 0.5, 0);
         for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
         check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, 0, 70);
         static const size_t big[] = {128, 129, 300, 700};
@@ -373,10 +377,7 @@ static void test_float_leaves(void) {
         ts_model_free(m);
     }
     /* DAZ: leaves 0 or 2^-128 (FLT_MIN / 4), base 0 */
-    ts_model *m = float_leaf_model(60, 64, 0.0, 0.0);
-    for (uint32_t t = 0; t < m->n_trees; t++)
-        for (uint32_t j = 0; j < m->trees[t].n_leaves; j++)
-            m->trees[t].leaf_values[j] = rnd_below(3) ? 0.0 : 0x1p-128;
+    ts_model *m = float_leaf_model(60, 64, 0.0, 0.0, 1);
     for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
     size_t tiny = 0;
     for (size_t r = 0; r < n_rows; r++) tiny += ref[r] != 0;

@@ -58,8 +58,8 @@ static void top_avx512(const uint32_t *ck, const uint32_t *col, const uint32_t *
  * gathers wait while the other's run (one register: 1.6x slower; three or four: no
  * faster on Zen 4, 1.16x slower on Intel Emerald Rapids; slots carrying their children's
  * columns, so that a step's two gathers overlap: 1.25x slower there, docs/benchmarks.md
- * "Twenty-third session"). While 32 documents or more are left to start, every lane walks and the steps
- * take no masks ("full"); the walk's end masks the lanes without a document (and steps
+ * "Twenty-third session"). While 32 documents or more are left to start, every lane
+ * walks and the steps take no masks ("full"); the walk's end masks the lanes without a document (and steps
  * no register whose lanes are all done: 1.07-1.09x on msn-srf-500x4096). After the
  * walk, each document's leaf value is added to its sum (every document is on the leaf
  * list once: the sums stay naive's, tree by tree).
