@@ -12,6 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# The trainers (LightGBM, XGBoost: OpenMP) run beside another pytest worker on few cores:
+# OpenMP's default spin-waiting then starves both (a 1,000-tree XGBoost fit took 128 s
+# instead of 5 under `-n 2` on 2 cores). Passive waiting, set before any trainer loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 if "TREESCORE_CACHE_DIR" not in os.environ:
     os.environ["TREESCORE_CACHE_DIR"] = tempfile.mkdtemp(prefix="treescore-pytest-")
 

@@ -5,6 +5,11 @@ import pytest
 
 from cli_helpers import MODELS, Treescore, binary_path
 
+# The trainers (LightGBM, XGBoost: OpenMP) run beside another pytest worker on few cores:
+# OpenMP's default spin-waiting then starves both (a 1,000-tree XGBoost fit took 128 s
+# instead of 5 under `-n 2` on 2 cores). Passive waiting, set before any trainer loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 @pytest.fixture(scope="session")
 def ts():
