@@ -1019,28 +1019,43 @@ static void test_thresholds(void) {
     CHECK(tsm_threshold_lightgbm(0.5) == 0.5f);
 }
 
+/* `test_engines PART/PARTS` (ctest runs 1/2 and 2/2 at once: the suite is the longest of
+ * make test's unit and ASan stages): the forest tests by position, the k-th run by part
+ * k % PARTS + 1, in both passes (the others run in part 1). No argument: every test. */
+static unsigned part = 1, parts = 1, forest_test_no;
+#define RUN_FOREST_TEST(fn)                                                                 \
+    do {                                                                                    \
+        if (forest_test_no++ % parts == part - 1) RUN_TEST(fn);                             \
+    } while (0)
+
 /* The tests that score forests with every configuration (only rapid's with only_rapid). */
 static void run_forest_tests(void) {
-    RUN_TEST(test_one_leaf_trees);
-    RUN_TEST(test_row_counts_and_words);
-    RUN_TEST(test_small_forests);
-    RUN_TEST(test_64_and_65_leaves);
-    RUN_TEST(test_wide_trees);
-    RUN_TEST(test_many_blocks);
-    RUN_TEST(test_many_thresholds);
-    RUN_TEST(test_block_thresholds);
-    RUN_TEST(test_chunk_thresholds);
-    RUN_TEST(test_bucket_thresholds);
-    RUN_TEST(test_sparse_columns);
-    RUN_TEST(test_rapid_pairs);
-    RUN_TEST(test_float_leaves);
-    if (!only_rapid) RUN_TEST(test_trees_simd_batches);
-    if (!only_rapid) RUN_TEST(test_trees_simd_negative_zero);
-    if (!only_rapid) RUN_TEST(test_trees_simd_top);
-    if (!only_rapid) RUN_TEST(test_oblivious_forests);
+    forest_test_no = 0;
+    RUN_FOREST_TEST(test_one_leaf_trees);
+    RUN_FOREST_TEST(test_row_counts_and_words);
+    RUN_FOREST_TEST(test_small_forests);
+    RUN_FOREST_TEST(test_64_and_65_leaves);
+    RUN_FOREST_TEST(test_wide_trees);
+    RUN_FOREST_TEST(test_many_blocks);
+    RUN_FOREST_TEST(test_many_thresholds);
+    RUN_FOREST_TEST(test_block_thresholds);
+    RUN_FOREST_TEST(test_chunk_thresholds);
+    RUN_FOREST_TEST(test_bucket_thresholds);
+    RUN_FOREST_TEST(test_sparse_columns);
+    RUN_FOREST_TEST(test_rapid_pairs);
+    RUN_FOREST_TEST(test_float_leaves);
+    if (only_rapid) return;
+    RUN_FOREST_TEST(test_trees_simd_batches);
+    RUN_FOREST_TEST(test_trees_simd_negative_zero);
+    RUN_FOREST_TEST(test_trees_simd_top);
+    RUN_FOREST_TEST(test_oblivious_forests);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1 && (sscanf(argv[1], "%u/%u", &part, &parts) != 2 || parts == 0 || part == 0 || part > parts)) {
+        fprintf(stderr, "usage: test_engines [PART/PARTS], e.g. 1/2\n");
+        return 2;
+    }
     /* ifelse compiles every model: into the build tree unless told otherwise */
     setenv("TREESCORE_CACHE_DIR", "cache", 0);
     tsr_config_reload();
@@ -1051,9 +1066,11 @@ int main(void) {
     /* Chunks of 5 rows, so that the thread counts of `configs` really split batches. */
     setenv("TREESCORE_CHUNK_ROWS", "5", 1);
     tsr_config_reload();
-    RUN_TEST(test_thresholds);
-    RUN_TEST(test_invalid_trees);
-    RUN_TEST(test_scorer_api);
+    if (part == 1) {
+        RUN_TEST(test_thresholds);
+        RUN_TEST(test_invalid_trees);
+        RUN_TEST(test_scorer_api);
+    }
     run_forest_tests();
     /* rapid has two AVX-512 kernels (rapid_avx512.c: the GFNI update, picked on Intel, and
      * vpandd + vmovdqu8): where the CPU can run both, rapid's tests again with the other. */
