@@ -287,18 +287,33 @@ static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows
  * default), every batch 1 .. 20, float and double rows, every ISA level. */
 static void test_rapid_pairs(void) {
     static const uint32_t taus[] = {0, 1, 3, 7};
+    /* the pair rows as the model says, padded wherever the trees allow, never padded
+     * (rapid.h "Padded rows"; trees of at most 64 leaves allow it) */
+    static const char *const pad[] = {NULL, "1", "2"};
     const size_t n_rows = 120, cols = N_FEATURES + 3, stride = cols + 1;
-    for (int rep = 0; rep < 4; rep++) { /* rep 3: 150 trees, more pairs in a block than the kernel defers */
-        ts_model *m = random_model(rep == 0 ? 37 : rep == 3 ? 150 : 20 + rnd_below(30), 1, rep >= 2 ? 64 : 300, 5);
-        float *x = malloc(n_rows * stride * sizeof *x);
-        double ref[120];
-        for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
-        for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
-        for (size_t t = 0; t < sizeof taus / sizeof taus[0]; t++)
-            check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, taus[t], 20);
-        free(x);
-        ts_model_free(m);
+    for (size_t p = 0; p < sizeof pad / sizeof pad[0]; p++) {
+        if (pad[p])
+            setenv("TREESCORE_RAPID_PAIR_ROWS", pad[p], 1);
+        else
+            unsetenv("TREESCORE_RAPID_PAIR_ROWS");
+        tsr_config_reload();
+        for (int rep = 0; rep < 5; rep++) { /* rep 3: 150 trees, more pairs in a block than the
+                                               kernel defers; rep 4: trees of 64 leaves */
+            ts_model *m = rep == 4 ? random_model(60, 10, 64, 64)
+                                   : random_model(rep == 0 ? 37 : rep == 3 ? 150 : 20 + rnd_below(30), 1,
+                                                  rep >= 2 ? 64 : 300, 5);
+            float *x = malloc(n_rows * stride * sizeof *x);
+            double ref[120];
+            for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
+            for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+            for (size_t t = 0; t < sizeof taus / sizeof taus[0]; t++)
+                check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, taus[t], 20);
+            free(x);
+            ts_model_free(m);
+        }
     }
+    unsetenv("TREESCORE_RAPID_PAIR_ROWS");
+    tsr_config_reload();
 }
 
 /* A forest of weight-1 trees of 1 to max_leaves leaves whose values are floats (random_tree's

@@ -473,8 +473,9 @@ static inline void RS(pairs_flush)(const double *const *lv, const float *const *
 /* Tree block b for one group of at most RS_PAIR_LANES documents (nd), two trees per
  * register (rapid.h "Pairs"; the ISA's pair functions) on the pair codes pc, a single
  * tree by block1 on the group's codes. */
-static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, const uint8_t *pc, double *acc, uint8_t *rows,
-                      uint32_t nd) {
+static inline __attribute__((always_inline)) void RS(pairs_r)(const rsl *L, uint32_t b, const uint8_t *codes,
+                                                               const uint8_t *pc, double *acc, uint8_t *rows,
+                                                               uint32_t nd, const int padded) {
     const rs_pairs *P = &L->pairs;
     /* pair q's exits: A's at ix[q][0 ..), B's at ix[q][RS_PAIR_LANES ..): as trees 2q and
      * 2q + 1 of rs_leaves_flush, RS_PAIR_LANES bytes apart, their values lv[2q], lv[2q + 1] */
@@ -501,7 +502,15 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, const uint
         const uint32_t *row_end = P->row_first + pt->row + 1, *skip_end = P->skip_first + pt->row + 1;
         for (uint32_t j = 0; j < pt->n_rows; j++) {
             rs_pv row = rs_pv_start(skip, j);
-            for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, pc, e);
+            if (padded) {
+                for (uint32_t i = 0; i < RS_PAIR_ROW_ENTRIES; i++) row = rs_pair_update(row, pc, e + i);
+                e += RS_PAIR_ROW_ENTRIES;
+            } else
+                for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, pc, e);
+            if (padded) {
+                for (uint32_t i = 0; i < RS_PAIR_ROW_SKIPS; i++) rs_pair_update_skip(&row, &skip, pc, s + i);
+                s += RS_PAIR_ROW_SKIPS;
+            }
             for (const rs_pair_skip *end = P->skips + skip_end[j]; s < end; s++) rs_pair_update_skip(&row, &skip, pc, s);
             if (rs_pexit_row(&x, row, j)) break;
         }
@@ -513,6 +522,14 @@ static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, const uint
         if (++nq == RS_PAIRS_DEFER) RS(pairs_flush)(lv, lf, &ix[0][0], 2 * nq, acc, nd), nq = 0;
     }
     if (nq) RS(pairs_flush)(lv, lf, &ix[0][0], 2 * nq, acc, nd);
+}
+
+static void RS(pairs)(const rsl *L, uint32_t b, const uint8_t *codes, const uint8_t *pc, double *acc, uint8_t *rows,
+                      uint32_t nd) {
+    if (L->pairs.padded) /* (rapid.h "Padded rows": the rows' loops, or none) */
+        RS(pairs_r)(L, b, codes, pc, acc, rows, nd, 1);
+    else
+        RS(pairs_r)(L, b, codes, pc, acc, rows, nd, 0);
 }
 #endif
 
