@@ -80,8 +80,9 @@
  *   rs_pv                a pair row: 32 byte lanes (tree A's document i in byte 2i, B's in
  *                        2i + 1); rs_pv rs_pv_zeros(void); rs_pv rs_pv_start(rs_pv skip,
  *                        uint32_t j) as rs_row_start
- *   rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p),
- *   void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc, const rs_pair_skip *s)
+ *   rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p, const int one_load),
+ *   void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc, const rs_pair_skip *s,
+ *                            const int one_load) (one_load: a hint, the unrolled padded rows' 1)
  *                        as RS_UPDATE and rs_update_skip, on the pair codes
  *   rs_pexit             as rs_exit for a pair row: rs_pexit_init(&x), int rs_pexit_row(&x,
  *                        row, j), void rs_pexit_store(&x, ix): A's 16 exit leaves at ix,
@@ -503,15 +504,15 @@ static inline __attribute__((always_inline)) void RS(pairs_r)(const rsl *L, uint
         for (uint32_t j = 0; j < pt->n_rows; j++) {
             rs_pv row = rs_pv_start(skip, j);
             if (padded) {
-                for (uint32_t i = 0; i < RS_PAIR_ROW_ENTRIES; i++) row = rs_pair_update(row, pc, e + i);
+                for (uint32_t i = 0; i < RS_PAIR_ROW_ENTRIES; i++) row = rs_pair_update(row, pc, e + i, 1);
                 e += RS_PAIR_ROW_ENTRIES;
             } else
-                for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, pc, e);
+                for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, pc, e, 0);
             if (padded) {
-                for (uint32_t i = 0; i < RS_PAIR_ROW_SKIPS; i++) rs_pair_update_skip(&row, &skip, pc, s + i);
+                for (uint32_t i = 0; i < RS_PAIR_ROW_SKIPS; i++) rs_pair_update_skip(&row, &skip, pc, s + i, 1);
                 s += RS_PAIR_ROW_SKIPS;
             }
-            for (const rs_pair_skip *end = P->skips + skip_end[j]; s < end; s++) rs_pair_update_skip(&row, &skip, pc, s);
+            for (const rs_pair_skip *end = P->skips + skip_end[j]; s < end; s++) rs_pair_update_skip(&row, &skip, pc, s, 0);
             if (rs_pexit_row(&x, row, j)) break;
         }
         rs_pexit_store(&x, ix[nq]);

@@ -96,12 +96,14 @@ static inline void rs_leaves_flush(const double *const *lv, const uint8_t *ix, s
  * instructions for two trees, where the earlier layout (A in the low 16 lanes, B in the
  * high 16) took six (two vpshufb spreading one word, a vinserti128). */
 /* rs_pv, its start and its exits: rapid_rows256.h */
-static inline rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p) {
-    return _mm256_and_si256(row, _mm256_or_si256(rs256_pair_pass(pc, p), _mm256_set1_epi32((int)p->m)));
+static inline __attribute__((always_inline)) rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p,
+                                                                   const int one_load) {
+    return _mm256_and_si256(row, _mm256_or_si256(rs256_pair_pass(pc, p, one_load), _mm256_set1_epi32((int)p->m)));
 }
 
-static inline void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc, const rs_pair_skip *s) {
-    const __m256i pass = rs256_pair_pass(pc, &s->e);
+static inline __attribute__((always_inline)) void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc,
+                                                                      const rs_pair_skip *s, const int one_load) {
+    const __m256i pass = rs256_pair_pass(pc, &s->e, one_load);
     *row = _mm256_and_si256(*row, _mm256_or_si256(pass, _mm256_set1_epi32((int)s->e.m)));
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, _mm256_set1_epi32((int)s->z)));
 }

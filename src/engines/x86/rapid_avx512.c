@@ -199,12 +199,14 @@ static inline void rs_store_row(uint8_t *p, rs_v row) { _mm512_storeu_si512(p, r
 /* rs_pv, its start and its exits: rapid_rows256.h (the exits by vector masks: at 16 rows
  * 6-10% faster here than by mask registers and masked moves, dev 1.96 -> 1.78 us/doc,
  * msn-lgb-1000x64 3.92 -> 3.67) */
-static inline rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p) {
-    return _mm256_ternarylogic_epi32(row, rs256_pair_pass(pc, p), _mm256_set1_epi32((int)p->m), 0xE0); /* a & (b | c) */
+static inline __attribute__((always_inline)) rs_pv rs_pair_update(rs_pv row, const uint8_t *pc, const rs_pair *p,
+                                                                   const int one_load) {
+    return _mm256_ternarylogic_epi32(row, rs256_pair_pass(pc, p, one_load), _mm256_set1_epi32((int)p->m), 0xE0); /* a & (b | c) */
 }
 
-static inline void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc, const rs_pair_skip *s) {
-    const __m256i pass = rs256_pair_pass(pc, &s->e);
+static inline __attribute__((always_inline)) void rs_pair_update_skip(rs_pv *row, rs_pv *skip, const uint8_t *pc,
+                                                                      const rs_pair_skip *s, const int one_load) {
+    const __m256i pass = rs256_pair_pass(pc, &s->e, one_load);
     *row = _mm256_ternarylogic_epi32(*row, pass, _mm256_set1_epi32((int)s->e.m), 0xE0);
     *skip = _mm256_max_epu8(*skip, _mm256_andnot_si256(pass, _mm256_set1_epi32((int)s->z)));
 }
