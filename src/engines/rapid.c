@@ -29,6 +29,9 @@ static void rsl_free(rsl *L) {
     free(L->pairs.skip_first);
     free(L->pairs.entries);
     free(L->pairs.skips);
+    free(L->pad.entries);
+    free(L->pad.skips);
+    free(L->pad.skip_first);
     memset(L, 0, sizeof *L);
 }
 
@@ -245,7 +248,7 @@ static const rs_pair pair_noop = {{0, RS_PAIR_SLOT / 2}, 0, 0xFFFFFFFFu};
 
 /* Pair p's rows from pair row `row`, entry *at and skip *at_skip on (count: 1 counts;
  * *row_max, when not NULL, gets the most entries of a row before padding). With
- * P->padded, every row has RS_PAIR_ROW_ENTRIES entries and at least RS_PAIR_ROW_SKIPS
+ * P->padded, every row has RS_PAD_ENTRIES entries and at least RS_PAD_SKIPS
  * skips, the no-ops last. */
 static void fill_pair(rsl *L, const rs_ptree *p, uint64_t *at, uint64_t *at_skip, int count, uint32_t *row_max) {
     rs_pairs *P = &L->pairs;
@@ -257,8 +260,8 @@ static void fill_pair(rsl *L, const rs_ptree *p, uint64_t *at, uint64_t *at_skip
         tree_row_span(L, L->skip_first, ta, j, &s0, &s1);
         tree_row_span(L, L->skip_first, tb, j, &u0, &u1);
         const uint32_t ne0 = max_u32(a1 - a0, b1 - b0), ns0 = max_u32(s1 - s0, u1 - u0);
-        const uint32_t ne = P->padded ? RS_PAIR_ROW_ENTRIES : ne0;
-        const uint32_t ns = P->padded ? max_u32(ns0, RS_PAIR_ROW_SKIPS) : ns0;
+        const uint32_t ne = P->padded ? RS_PAD_ENTRIES : ne0;
+        const uint32_t ns = P->padded ? max_u32(ns0, RS_PAD_SKIPS) : ns0;
         if (row_max) *row_max = max_u32(*row_max, ne0);
         if (!count) {
             P->row_first[p->row + j] = (uint32_t)*at;
@@ -294,14 +297,15 @@ static void count_pairs(rsl *L, uint64_t *n_trees, uint64_t *n_rows, uint64_t *n
         }
 }
 
-/* Whether the pair rows are padded (rapid.h "Pairs"): where no row has more than
- * RS_PAIR_ROW_ENTRIES entries and the rows hold RS_PAIR_ROW_MEAN entries or more on
+/* Whether the pair rows, or the one-tree rows, are padded (rapid.h "Padded rows"; of
+ * n_rows rows holding n_entries entries, at most row_max each): where no row has more than
+ * RS_PAD_ENTRIES entries and the rows hold RS_PAD_MEAN entries or more on
  * average (padding costs a third more entries at most; XGBoost's depth-wise trees, rows
- * of 5.3 entries on average, measured no faster padded); TREESCORE_RAPID_PAIR_ROWS
+ * of 5.3 entries on average, measured no faster padded); TREESCORE_RAPID_PAD_ROWS
  * (tests) 1 forces it where the rows allow, 2 forbids it. */
 static int pad_pair_rows(uint64_t n_rows, uint64_t n_entries, uint32_t row_max) {
-    if (!n_entries || row_max > RS_PAIR_ROW_ENTRIES || tsr_config_get()->rapid_pair_rows == 2) return 0;
-    return tsr_config_get()->rapid_pair_rows == 1 || n_entries >= (uint64_t)RS_PAIR_ROW_MEAN * n_rows;
+    if (!n_entries || row_max > RS_PAD_ENTRIES || tsr_config_get()->rapid_pad_rows == 2) return 0;
+    return tsr_config_get()->rapid_pad_rows == 1 || n_entries >= (uint64_t)RS_PAD_MEAN * n_rows;
 }
 
 /* The pair layout from the built one (rapid.h "Pairs"): counted, then filled. A failed
@@ -345,6 +349,53 @@ static void rsl_build_pairs(rsl *L) {
     P->block_first[L->n_blocks] = np;
     P->row_first[row] = (uint32_t)at;
     P->skip_first[row] = (uint32_t)at_skip;
+}
+
+/* The one-tree rows padded (rapid.h rs_padded), from the built layout, where
+ * pad_pair_rows says so of its rows (those of trees of at most RS_SKIP_ROWS rows). A
+ * failed allocation leaves none and reports nothing. */
+static void rsl_build_padded(rsl *L) {
+    uint64_t n_rows = 0, n_entries = 0, n_skips = 0;
+    uint32_t row_max = 0;
+    for (uint32_t t = 0; t < L->n_trees; t++) {
+        const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
+        if (nr > RS_SKIP_ROWS) continue;
+        for (uint32_t r = r0; r < r0 + nr; r++) {
+            const uint32_t ne = L->row_first[r + 1] - L->row_first[r], ns = L->skip_first[r + 1] - L->skip_first[r];
+            row_max = max_u32(row_max, ne);
+            n_entries += ne;
+            n_skips += max_u32(ns, RS_PAD_SKIPS);
+            n_rows++;
+        }
+    }
+    const uint64_t all_rows = L->tree_row[L->n_trees];
+    if (!pad_pair_rows(n_rows, n_entries, row_max) || all_rows * RS_PAD_ENTRIES >= UINT32_MAX || n_skips >= UINT32_MAX)
+        return;
+    rs_padded *D = &L->pad;
+    D->entries = malloc((size_t)(all_rows * RS_PAD_ENTRIES + 1) * sizeof *D->entries);
+    D->skips = malloc((size_t)(n_skips + 1) * sizeof *D->skips);
+    D->skip_first = malloc((size_t)(all_rows + 1) * sizeof *D->skip_first);
+    if (!D->entries || !D->skips || !D->skip_first) {
+        free(D->entries), free(D->skips), free(D->skip_first);
+        memset(D, 0, sizeof *D);
+        return;
+    }
+    const rs_entry noop = {0, 0, 0xFFFFFFFFu};
+    uint32_t at_skip = 0;
+    for (uint32_t t = 0; t < L->n_trees; t++) {
+        const uint32_t r0 = L->tree_row[t], nr = L->tree_row[t + 1] - r0;
+        for (uint32_t r = r0; r < r0 + nr; r++) {
+            D->skip_first[r] = at_skip;
+            const uint32_t e0 = L->row_first[r], ne = L->row_first[r + 1] - e0;
+            const uint32_t s0 = L->skip_first[r], ns = L->skip_first[r + 1] - s0;
+            for (uint32_t i = 0; i < RS_PAD_ENTRIES; i++)
+                D->entries[(size_t)r * RS_PAD_ENTRIES + i] = nr <= RS_SKIP_ROWS && i < ne ? L->entries[e0 + i] : noop;
+            if (nr > RS_SKIP_ROWS) continue; /* (the wide path's rows: empty here) */
+            for (uint32_t i = 0; i < max_u32(ns, RS_PAD_SKIPS); i++)
+                D->skips[at_skip++] = i < ns ? L->skips[s0 + i] : (rs_skip){noop, 0};
+        }
+    }
+    D->skip_first[all_rows] = at_skip;
 }
 
 /* ---- the engine ------------------------------------------------------------------------- */
@@ -414,6 +465,7 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
         return st;
     }
     if (k->pair_lanes) rsl_build_pairs(&s->L);
+    rsl_build_padded(&s->L);
     s->delta = block_docs(cfg, k->lanes);
     s->kernel = k->kernel;
     s->kernel_f64 = k->kernel_f64;

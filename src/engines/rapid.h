@@ -140,16 +140,30 @@ typedef struct rs_pairs {
 /* Padded rows: each pair row's entries run in a loop whose count changes from row to row
  * (LightGBM's leaf-wise trees: 4 to 8 entries and 0 to 9 skips), and on models of 1,000
  * trees and more the branch predictor no longer learns the counts: a mispredicted loop
- * end or two per row. Where every row has at most RS_PAIR_ROW_ENTRIES entries and the
- * rows RS_PAIR_ROW_MEAN or more on average, each row gets exactly RS_PAIR_ROW_ENTRIES
- * (unrolled, no loop) and at least RS_PAIR_ROW_SKIPS skips (unrolled, then a loop for the
+ * end or two per row. Where every row has at most RS_PAD_ENTRIES entries and the
+ * rows RS_PAD_MEAN or more on average, each row gets exactly RS_PAD_ENTRIES
+ * (unrolled, no loop) and at least RS_PAD_SKIPS skips (unrolled, then a loop for the
  * rest), padded with no-ops (mask 0xFF, z 0; slot 0's codes). Intel Emerald Rapids,
  * libs_ab, 16 rows: msn-lgb-1000x64 1.13-1.18x faster, msn-lgb-1000x256 1.37x; the dev
  * model (500 trees: predicted already) within noise; XGBoost's depth-wise trees (rows of
  * 5.3 entries on average) are left unpadded (padded: 4-13% slower). */
-#define RS_PAIR_ROW_ENTRIES 8u
-#define RS_PAIR_ROW_SKIPS 3u
-#define RS_PAIR_ROW_MEAN 6u
+#define RS_PAD_ENTRIES 8u
+#define RS_PAD_SKIPS 3u
+#define RS_PAD_MEAN 6u
+
+/* The one-tree rows padded the same way (a copy of entries and skips), for calls of one
+ * group of documents (block1: 1-64 rows where the pairs do not take them, a call's last
+ * group, a pair block's single trees), where a loop end costs as much as the row's
+ * entries: msn-lgb-1000x64, 32 rows 1.08x, 64 rows 1.13x (eight groups at once share each
+ * entry, and padded they measured 1.33x slower at 1,000 rows: they keep the loops). Row r
+ * of a tree of at most RS_SKIP_ROWS rows has its entries at entries + RS_PAD_ENTRIES r,
+ * its skips [skip_first[r], skip_first[r + 1]); wider trees' rows are empty (the kernels'
+ * wide path reads the unpadded layout). */
+typedef struct rs_padded {
+    rs_entry *entries;       /* RS_PAD_ENTRIES per row; NULL: not padded */
+    rs_skip *skips;
+    uint32_t *skip_first;    /* rows + 1 */
+} rs_padded;
 
 typedef struct rsl {
     tsq_tables tables;              /* the codes, and the flip (0 or 0x80) that codes and
@@ -174,6 +188,7 @@ typedef struct rsl {
     uint64_t n_nodes, n_entries, n_skips;
     rs_pairs pairs;                 /* "Pairs": built for a kernel with pair_lanes, else
                                        all NULL */
+    rs_padded pad;                  /* the one-tree rows padded (rs_padded), or all NULL */
 } rsl;
 
 /*

@@ -102,7 +102,7 @@ static void load(void) {
     c.chunk_rows = (size_t)positive("TREESCORE_CHUNK_ROWS");
     c.ifelse_file_nodes = (uint64_t)positive("TREESCORE_IFELSE_FILE_NODES");
     c.split_trees = (unsigned)positive("TREESCORE_SPLIT_TREES");
-    c.rapid_pair_rows = (unsigned)positive("TREESCORE_RAPID_PAIR_ROWS");
+    c.rapid_pad_rows = (unsigned)positive("TREESCORE_RAPID_PAD_ROWS");
     c.gpu_threads = (unsigned)positive("TREESCORE_GPU_THREADS");
     c.gpu_block_nodes = (unsigned)positive("TREESCORE_GPU_BLOCK_NODES");
     c.gpu_slice_rows = (size_t)positive("TREESCORE_GPU_SLICE_ROWS");

@@ -67,9 +67,10 @@ typedef struct tsr_config {
     unsigned split_trees;       /* TREESCORE_SPLIT_TREES: 1: a call of fewer rows than threads
                                    is split across trees whenever its engine can (tests);
                                    2: never; else the planner's or the rule's choice */
-    unsigned rapid_pair_rows;   /* TREESCORE_RAPID_PAIR_ROWS: 1: rapid's pair rows padded
-                                   (rapid.h "Pairs") whenever the trees allow it; 2: never;
-                                   else by the model (rapid.c pad_pair_rows) */
+    unsigned rapid_pad_rows;    /* TREESCORE_RAPID_PAD_ROWS: 1: rapid's pair rows and
+                                   one-tree rows padded (rapid.h "Padded rows") whenever
+                                   the trees allow it; 2: never; else by the model
+                                   (rapid.c pad_pair_rows) */
     int deep_top;               /* TREESCORE_DEEP_TOP: the levels deep decides before its
                                    walk, 0 (none) to 8; -1 (unset, or anything else): deep's
                                    default */

@@ -287,15 +287,17 @@ static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows
  * default), every batch 1 .. 20, float and double rows, every ISA level. */
 static void test_rapid_pairs(void) {
     static const uint32_t taus[] = {0, 1, 3, 7};
-    /* the pair rows as the model says, padded wherever the trees allow, never padded
-     * (rapid.h "Padded rows"; trees of at most 64 leaves allow it) */
+    /* the pair rows and the one-tree rows as the model says, padded wherever the trees
+     * allow, never padded (rapid.h "Padded rows", rs_padded; trees of at most 64 leaves
+     * allow it); padded, every batch up to 70 (the one-tree rows: one group, 17-64 rows,
+     * and a call's last group) */
     static const char *const pad[] = {NULL, "1", "2"};
     const size_t n_rows = 120, cols = N_FEATURES + 3, stride = cols + 1;
     for (size_t p = 0; p < sizeof pad / sizeof pad[0]; p++) {
         if (pad[p])
-            setenv("TREESCORE_RAPID_PAIR_ROWS", pad[p], 1);
+            setenv("TREESCORE_RAPID_PAD_ROWS", pad[p], 1);
         else
-            unsetenv("TREESCORE_RAPID_PAIR_ROWS");
+            unsetenv("TREESCORE_RAPID_PAD_ROWS");
         tsr_config_reload();
         for (int rep = 0; rep < 5; rep++) { /* rep 3: 150 trees, more pairs in a block than the
                                                kernel defers; rep 4: trees of 64 leaves */
@@ -307,12 +309,12 @@ static void test_rapid_pairs(void) {
             for (size_t i = 0; i < n_rows * stride; i++) x[i] = random_value();
             for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
             for (size_t t = 0; t < sizeof taus / sizeof taus[0]; t++)
-                check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, taus[t], 20);
+                check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, taus[t], p == 1 ? 70 : 20);
             free(x);
             ts_model_free(m);
         }
     }
-    unsetenv("TREESCORE_RAPID_PAIR_ROWS");
+    unsetenv("TREESCORE_RAPID_PAD_ROWS");
     tsr_config_reload();
 }
 

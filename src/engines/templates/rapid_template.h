@@ -355,10 +355,11 @@ static inline void RS(exits_flush)(const double *const *lv, const float *const *
 static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, const rs_block *blk,
                                                                const uint8_t *codes, size_t codes_step,
                                                                double *acc, uint8_t *rows, uint32_t lanes_last,
-                                                               const int G) {
-    const rs_entry *E = L->entries;
-    const uint32_t *row_first = L->row_first, *skip_first = L->skip_first;
-    const rs_skip *S = L->skips;
+                                                               const int G, const int padded) {
+    /* padded (a constant, one group only): the padded copy of the rows (rapid.h rs_padded) */
+    const rs_entry *E = padded ? L->pad.entries : L->entries;
+    const uint32_t *row_first = L->row_first, *skip_first = padded ? L->pad.skip_first : L->skip_first;
+    const rs_skip *S = padded ? L->pad.skips : L->skips;
 #ifdef RS_BLOCK_DEFER
     const int defer = G >= 2; /* (one group: 2-3% slower deferred at 32 rows) */
     uint8_t dix[RS_BLOCK_DEFER][RS_GROUPS][RS_LANES] __attribute__((aligned(64)));
@@ -382,12 +383,30 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
         /* the tree's rows are consecutive, so are their entries and skips: one pointer
          * each runs through them, a row's end the next row's first (fewer instructions
          * per row than both ends indexed: Zen 3, 32 rows 11% faster, 1,000 rows 1-4%) */
-        const rs_entry *e = E + row_first[r0];
+        const rs_entry *e = E + (padded ? (size_t)r0 * RS_PAD_ENTRIES : row_first[r0]);
         const rs_skip *sk = S + skip_first[r0];
         for (uint32_t j = 0; j < nr; j++) {
             rs_v row[RS_GROUPS];
             for (int g = 0; g < G; g++) row[g] = rs_row_start(skip[g], j);
-            for (const rs_entry *end = E + row_first[r0 + j + 1]; e < end; e++) {
+            if (padded) { /* RS_PAD_ENTRIES entries and the first RS_PAD_SKIPS skips, unrolled */
+                for (uint32_t i = 0; i < RS_PAD_ENTRIES; i++) {
+                    const rs_kv k = rs_k(e + i);
+                    const rs_mv m = G < RS_FEW ? RS_MASK_FEW(e + i) : RS_MASK(e + i);
+                    row[0] = G < RS_FEW ? RS_UPDATE_FEW(L, row[0], codes + e[i].off, k, m)
+                                        : RS_UPDATE(L, row[0], codes + e[i].off, k, m);
+                }
+                e += RS_PAD_ENTRIES;
+                for (uint32_t i = 0; i < RS_PAD_SKIPS; i++) {
+                    const rs_kv k = rs_k(&sk[i].e), z = rs_z(&sk[i]);
+                    const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&sk[i].e) : RS_MASK(&sk[i].e);
+                    if (G < RS_FEW)
+                        RS_UPDATE_SKIP_FEW(L, &row[0], &skip[0], codes + sk[i].e.off, k, m, z);
+                    else
+                        RS_UPDATE_SKIP(L, &row[0], &skip[0], codes + sk[i].e.off, k, m, z);
+                }
+                sk += RS_PAD_SKIPS;
+            }
+            for (const rs_entry *end = padded ? e : E + row_first[r0 + j + 1]; e < end; e++) {
                 const rs_kv k = rs_k(e);
                 const rs_mv m = G < RS_FEW ? RS_MASK_FEW(e) : RS_MASK(e);
                 const uint8_t *c = codes + e->off;
@@ -429,24 +448,27 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
 
 static void RS(block1)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
                        uint8_t *rows, uint32_t lanes_last) {
-    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 1);
+    if (L->pad.entries)
+        RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 1, 1);
+    else
+        RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 1, 0);
 }
 
 static void RS(block2)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
                        uint8_t *rows, uint32_t lanes_last) {
-    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 2);
+    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 2, 0);
 }
 
 #if RS_GROUPS >= 8
 static void RS(block8)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
                        uint8_t *rows, uint32_t lanes_last) {
-    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 8);
+    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 8, 0);
 }
 #endif
 
 static void RS(block4)(const rsl *L, const rs_block *blk, const uint8_t *codes, size_t step, double *acc,
                        uint8_t *rows, uint32_t lanes_last) {
-    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 4);
+    RS(block_g)(L, blk, codes, step, acc, rows, lanes_last, 4, 0);
 }
 
 #ifdef RS_PAIRS
@@ -504,13 +526,13 @@ static inline __attribute__((always_inline)) void RS(pairs_r)(const rsl *L, uint
         for (uint32_t j = 0; j < pt->n_rows; j++) {
             rs_pv row = rs_pv_start(skip, j);
             if (padded) {
-                for (uint32_t i = 0; i < RS_PAIR_ROW_ENTRIES; i++) row = rs_pair_update(row, pc, e + i, 1);
-                e += RS_PAIR_ROW_ENTRIES;
+                for (uint32_t i = 0; i < RS_PAD_ENTRIES; i++) row = rs_pair_update(row, pc, e + i, 1);
+                e += RS_PAD_ENTRIES;
             } else
                 for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, pc, e, 0);
             if (padded) {
-                for (uint32_t i = 0; i < RS_PAIR_ROW_SKIPS; i++) rs_pair_update_skip(&row, &skip, pc, s + i, 1);
-                s += RS_PAIR_ROW_SKIPS;
+                for (uint32_t i = 0; i < RS_PAD_SKIPS; i++) rs_pair_update_skip(&row, &skip, pc, s + i, 1);
+                s += RS_PAD_SKIPS;
             }
             for (const rs_pair_skip *end = P->skips + skip_end[j]; s < end; s++) rs_pair_update_skip(&row, &skip, pc, s, 0);
             if (rs_pexit_row(&x, row, j)) break;
