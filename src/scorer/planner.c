@@ -224,7 +224,7 @@ static ts_plan plan_mode(const ts_scorer_options *o) {
 /* The engines' generation in the wisdom key's CPU field: answers timed by another
  * release, or before an engine's speed changed much (bump the date then), are not
  * reused: a stale pick would stay the plan of every later scorer of the model. */
-#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-29, planner 10 ranges timed warm (small batches after a run of the same calls), trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk, pairs interleaved by byte and on AVX-512, warm-ups on other rows, contested ranges timed longer, float leaves in registers, padded pair rows"
+#define WISDOM_ENGINES "treescore " TS_VERSION_STRING " engines 2026-11-29, planner 10 ranges timed warm (small batches after a run of the same calls), trees-simd in tree order with early exits, deep gathered, rapid 16-row groups coded in one register, AVX2 block and chunk tables skipped by range tests, AVX2 bucket tables, AVX2 pairs of trees for calls of at most 16 rows, rapid rows by running pointers and pair sums in bulk, pairs interleaved by byte and on AVX-512, warm-ups on other rows, contested ranges timed longer, float leaves in registers, padded pair and one-tree rows"
 
 /* The wisdom key (scorer/wisdom.h) of an answer for this model, config and threads, for
  * any batch: the model's hash and the candidates (ifelse's asks for a SHA-256 of the
