@@ -303,7 +303,7 @@ static void count_pairs(rsl *L, uint64_t *n_trees, uint64_t *n_rows, uint64_t *n
  * average (padding costs a third more entries at most; XGBoost's depth-wise trees, rows
  * of 5.3 entries on average, measured no faster padded); TREESCORE_RAPID_PAD_ROWS
  * (tests) 1 forces it where the rows allow, 2 forbids it. */
-static int pad_pair_rows(uint64_t n_rows, uint64_t n_entries, uint32_t row_max) {
+static int pad_rows(uint64_t n_rows, uint64_t n_entries, uint32_t row_max) {
     if (!n_entries || row_max > RS_PAD_ENTRIES || tsr_config_get()->rapid_pad_rows == 2) return 0;
     return tsr_config_get()->rapid_pad_rows == 1 || n_entries >= (uint64_t)RS_PAD_MEAN * n_rows;
 }
@@ -315,7 +315,7 @@ static void rsl_build_pairs(rsl *L) {
     uint64_t n_trees, n_rows, n_entries, n_skips;
     uint32_t row_max = 0;
     count_pairs(L, &n_trees, &n_rows, &n_entries, &n_skips, &row_max);
-    if (pad_pair_rows(n_rows, n_entries, row_max)) {
+    if (pad_rows(n_rows, n_entries, row_max)) {
         P->padded = 1;
         count_pairs(L, &n_trees, &n_rows, &n_entries, &n_skips, NULL);
     }
@@ -352,7 +352,7 @@ static void rsl_build_pairs(rsl *L) {
 }
 
 /* The one-tree rows padded (rapid.h rs_padded), from the built layout, where
- * pad_pair_rows says so of its rows (those of trees of at most RS_SKIP_ROWS rows). A
+ * pad_rows says so of its rows (those of trees of at most RS_SKIP_ROWS rows). A
  * failed allocation leaves none and reports nothing. */
 static void rsl_build_padded(rsl *L) {
     uint64_t n_rows = 0, n_entries = 0, n_skips = 0;
@@ -369,7 +369,7 @@ static void rsl_build_padded(rsl *L) {
         }
     }
     const uint64_t all_rows = L->tree_row[L->n_trees];
-    if (!pad_pair_rows(n_rows, n_entries, row_max) || all_rows * RS_PAD_ENTRIES >= UINT32_MAX || n_skips >= UINT32_MAX)
+    if (!pad_rows(n_rows, n_entries, row_max) || all_rows * RS_PAD_ENTRIES >= UINT32_MAX || n_skips >= UINT32_MAX)
         return;
     rs_padded *D = &L->pad;
     D->entries = malloc((size_t)(all_rows * RS_PAD_ENTRIES + 1) * sizeof *D->entries);

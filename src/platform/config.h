@@ -70,7 +70,7 @@ typedef struct tsr_config {
     unsigned rapid_pad_rows;    /* TREESCORE_RAPID_PAD_ROWS: 1: rapid's pair rows and
                                    one-tree rows padded (rapid.h "Padded rows") whenever
                                    the trees allow it; 2: never; else by the model
-                                   (rapid.c pad_pair_rows) */
+                                   (rapid.c pad_rows) */
     int deep_top;               /* TREESCORE_DEEP_TOP: the levels deep decides before its
                                    walk, 0 (none) to 8; -1 (unset, or anything else): deep's
                                    default */

@@ -345,6 +345,30 @@ static inline void RS(exits_flush)(const double *const *lv, const float *const *
 }
 #endif
 
+/* One entry, and one skip, on the rows of G groups (block_g's loops and its padded rows'
+ * unrolled ones): the entry's k and mask loaded once for all of them. */
+static inline __attribute__((always_inline)) void RS(entry_g)(const rsl *L, const rs_entry *e, const uint8_t *codes,
+                                                               size_t codes_step, rs_v *row, const int G) {
+    const rs_kv k = rs_k(e);
+    const rs_mv m = G < RS_FEW ? RS_MASK_FEW(e) : RS_MASK(e);
+    const uint8_t *c = codes + e->off;
+    for (int g = 0; g < G; g++)
+        row[g] = G < RS_FEW ? RS_UPDATE_FEW(L, row[g], c + (size_t)g * codes_step, k, m)
+                            : RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
+}
+
+static inline __attribute__((always_inline)) void RS(skip_g)(const rsl *L, const rs_skip *sk, const uint8_t *codes,
+                                                              size_t codes_step, rs_v *row, rs_v *skip, const int G) {
+    const rs_kv k = rs_k(&sk->e), z = rs_z(sk);
+    const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&sk->e) : RS_MASK(&sk->e);
+    const uint8_t *c = codes + sk->e.off;
+    for (int g = 0; g < G; g++)
+        if (G < RS_FEW)
+            RS_UPDATE_SKIP_FEW(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
+        else
+            RS_UPDATE_SKIP(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
+}
+
 /* One tree block for G groups at once (G = 1, 2, 4 or 8, at most RS_GROUPS: an entry's k
  * and mask are loaded and broadcast once for all of them): each tree's rows in order
  * until every lane of the G groups has met its first non-zero row, then the exit
@@ -389,41 +413,14 @@ static inline __attribute__((always_inline)) void RS(block_g)(const rsl *L, cons
             rs_v row[RS_GROUPS];
             for (int g = 0; g < G; g++) row[g] = rs_row_start(skip[g], j);
             if (padded) { /* RS_PAD_ENTRIES entries and the first RS_PAD_SKIPS skips, unrolled */
-                for (uint32_t i = 0; i < RS_PAD_ENTRIES; i++) {
-                    const rs_kv k = rs_k(e + i);
-                    const rs_mv m = G < RS_FEW ? RS_MASK_FEW(e + i) : RS_MASK(e + i);
-                    row[0] = G < RS_FEW ? RS_UPDATE_FEW(L, row[0], codes + e[i].off, k, m)
-                                        : RS_UPDATE(L, row[0], codes + e[i].off, k, m);
-                }
-                e += RS_PAD_ENTRIES;
-                for (uint32_t i = 0; i < RS_PAD_SKIPS; i++) {
-                    const rs_kv k = rs_k(&sk[i].e), z = rs_z(&sk[i]);
-                    const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&sk[i].e) : RS_MASK(&sk[i].e);
-                    if (G < RS_FEW)
-                        RS_UPDATE_SKIP_FEW(L, &row[0], &skip[0], codes + sk[i].e.off, k, m, z);
-                    else
-                        RS_UPDATE_SKIP(L, &row[0], &skip[0], codes + sk[i].e.off, k, m, z);
-                }
-                sk += RS_PAD_SKIPS;
-            }
-            for (const rs_entry *end = padded ? e : E + row_first[r0 + j + 1]; e < end; e++) {
-                const rs_kv k = rs_k(e);
-                const rs_mv m = G < RS_FEW ? RS_MASK_FEW(e) : RS_MASK(e);
-                const uint8_t *c = codes + e->off;
-                for (int g = 0; g < G; g++)
-                    row[g] = G < RS_FEW ? RS_UPDATE_FEW(L, row[g], c + (size_t)g * codes_step, k, m)
-                                        : RS_UPDATE(L, row[g], c + (size_t)g * codes_step, k, m);
-            }
-            for (const rs_skip *end = S + skip_first[r0 + j + 1]; sk < end; sk++) {
-                const rs_kv k = rs_k(&sk->e), z = rs_z(sk);
-                const rs_mv m = G < RS_FEW ? RS_MASK_FEW(&sk->e) : RS_MASK(&sk->e);
-                const uint8_t *c = codes + sk->e.off;
-                for (int g = 0; g < G; g++)
-                    if (G < RS_FEW)
-                        RS_UPDATE_SKIP_FEW(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
-                    else
-                        RS_UPDATE_SKIP(L, &row[g], &skip[g], c + (size_t)g * codes_step, k, m, z);
-            }
+                for (uint32_t i = 0; i < RS_PAD_ENTRIES; i++) RS(entry_g)(L, e + i, codes, codes_step, row, G);
+                for (uint32_t i = 0; i < RS_PAD_SKIPS; i++) RS(skip_g)(L, sk + i, codes, codes_step, row, skip, G);
+                e += RS_PAD_ENTRIES, sk += RS_PAD_SKIPS;
+            } else
+                for (const rs_entry *end = E + row_first[r0 + j + 1]; e < end; e++)
+                    RS(entry_g)(L, e, codes, codes_step, row, G);
+            for (const rs_skip *end = S + skip_first[r0 + j + 1]; sk < end; sk++)
+                RS(skip_g)(L, sk, codes, codes_step, row, skip, G);
             int done = 1;
             for (int g = 0; g < G; g++) done &= rs_exit_row(&x[g], row[g], j);
             if (done) break;
@@ -525,15 +522,12 @@ static inline __attribute__((always_inline)) void RS(pairs_r)(const rsl *L, uint
         const uint32_t *row_end = P->row_first + pt->row + 1, *skip_end = P->skip_first + pt->row + 1;
         for (uint32_t j = 0; j < pt->n_rows; j++) {
             rs_pv row = rs_pv_start(skip, j);
-            if (padded) {
+            if (padded) { /* RS_PAD_ENTRIES entries and the first RS_PAD_SKIPS skips, unrolled */
                 for (uint32_t i = 0; i < RS_PAD_ENTRIES; i++) row = rs_pair_update(row, pc, e + i, 1);
-                e += RS_PAD_ENTRIES;
+                for (uint32_t i = 0; i < RS_PAD_SKIPS; i++) rs_pair_update_skip(&row, &skip, pc, s + i, 1);
+                e += RS_PAD_ENTRIES, s += RS_PAD_SKIPS;
             } else
                 for (const rs_pair *end = P->entries + row_end[j]; e < end; e++) row = rs_pair_update(row, pc, e, 0);
-            if (padded) {
-                for (uint32_t i = 0; i < RS_PAD_SKIPS; i++) rs_pair_update_skip(&row, &skip, pc, s + i, 1);
-                s += RS_PAD_SKIPS;
-            }
             for (const rs_pair_skip *end = P->skips + skip_end[j]; s < end; s++) rs_pair_update_skip(&row, &skip, pc, s, 0);
             if (rs_pexit_row(&x, row, j)) break;
         }
