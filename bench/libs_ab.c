@@ -18,7 +18,9 @@
  * neighbours), "DIFFERENT" where its scores are not those of the first pair bit for
  * bit, and the first pair's speedup over the fastest of the others. `both` instead of
  * f32|f64 runs every pair on both, interleaved ("LABEL/f64": float64 rows' speed against
- * float32's in one process; bits checked against the first pair of the same rows). Linux only.
+ * float32's in one process; bits checked against the first pair of the same rows). For
+ * an auto pair, the engine its calls of BATCH rows take after the run (a contested
+ * range's trial may have chosen it: scorer/trial.h) ends the output. Linux only.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -37,6 +39,8 @@ typedef ts_status (*create_fn)(const ts_model *, const ts_scorer_options *, ts_s
 typedef ts_status (*score_fn)(const ts_scorer *, const float *, size_t, size_t, size_t, double *, ts_error *);
 typedef ts_status (*score_f64_fn)(const ts_scorer *, const double *, size_t, size_t, size_t, double *, ts_error *);
 typedef ts_status (*engine_fn)(const char *, ts_engine *);
+typedef ts_engine (*engine_for_fn)(const ts_scorer *, size_t);
+typedef const char *(*engine_name_fn)(ts_engine);
 
 typedef struct pair {
     char label[64];
@@ -44,6 +48,9 @@ typedef struct pair {
     score_fn score;
     score_f64_fn score_f64;
     int f64; /* float64 rows (ts_scorer_score_f64) */
+    int is_auto;
+    engine_for_fn engine_for;
+    engine_name_fn engine_name;
     double best;
     double *out;
 } pair;
@@ -104,6 +111,9 @@ static int open_pair(const char *spec, const char *model_path, pair *p) {
     engine_fn by_name = (engine_fn)dlsym(h, "ts_engine_from_name");
     p->score = (score_fn)dlsym(h, "ts_scorer_score");
     p->score_f64 = (score_f64_fn)dlsym(h, "ts_scorer_score_f64");
+    p->engine_for = (engine_for_fn)dlsym(h, "ts_scorer_engine_for");
+    p->engine_name = (engine_name_fn)dlsym(h, "ts_engine_name");
+    p->is_auto = strcmp(engine, "auto") == 0;
     if (!load || !init || !create || !by_name || !p->score || !p->score_f64)
         return fprintf(stderr, "libs_ab: %s: not a treescore library\n", s), 0;
     ts_error err;
@@ -173,5 +183,9 @@ int main(int argc, char **argv) {
     if (n > 1)
         printf("%s: %.2fx the fastest of the others (%s), minima of %d repetitions, %zu rows in calls of %zu\n",
                p[0].label, p[fastest].best / p[0].best, p[fastest].label, reps, rows, batch);
+    for (int i = 0; i < n; i++) /* auto: its engine for these calls after them (a trial may have chosen it) */
+        if (p[i].is_auto && p[i].engine_for && p[i].engine_name)
+            printf("%s: engine for calls of %zu rows: %s\n", p[i].label, batch,
+                   p[i].engine_name(p[i].engine_for(p[i].scorer, batch)));
     return 0;
 }

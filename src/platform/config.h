@@ -71,6 +71,9 @@ typedef struct tsr_config {
                                    one-tree rows padded (rapid.h "Padded rows") whenever
                                    the trees allow it; 2: never; else by the model
                                    (rapid.c pad_rows) */
+    unsigned plan_trial;        /* TREESCORE_PLAN_TRIAL: 1: every range timed on synthetic
+                                   rows with a runner-up is contested (scorer/trial.h), however
+                                   far behind; 2: none is; else by TSP_TRIAL_RATIO */
     int deep_top;               /* TREESCORE_DEEP_TOP: the levels deep decides before its
                                    walk, 0 (none) to 8; -1 (unset, or anything else): deep's
                                    default */

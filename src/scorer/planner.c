@@ -18,6 +18,7 @@
 #include "platform/notes.h"
 #include "platform/pool.h"
 #include "scorer/chunk.h"
+#include "scorer/trial.h"
 #include "scorer/wisdom.h"
 
 /* Rows per call the planner optimizes the range of large batches for. */
@@ -580,6 +581,20 @@ static int fastest(const candidate *c, int n) {
     return best;
 }
 
+/* On synthetic rows, the candidate (not best) that the range's first calls try against
+ * best on the caller's rows (scorer/trial.h): the second fastest where it timed within
+ * TSP_TRIAL_RATIO of best (TREESCORE_PLAN_TRIAL=1: however far; 2: none), else -1. */
+static int runner_up(const candidate *c, int n, int best) {
+    const unsigned knob = tsr_config_get()->plan_trial;
+    int second = -1;
+    for (int i = 0; i < n; i++)
+        if (i != best && !c[i].skipped[0] && c[i].median_us > 0 &&
+            (second < 0 || c[i].median_us < c[second].median_us))
+            second = i;
+    if (knob == 2 || second < 0 || best < 0) return -1;
+    return knob == 1 || c[second].median_us <= TSP_TRIAL_RATIO * c[best].median_us ? second : -1;
+}
+
 static void report_table(text *t, const candidate *c, int n, int best) {
     say(t, "  %-12s %12s %12s\n", "candidate", "us/doc", "prepare ms");
     for (int i = 0; i < n; i++) {
@@ -605,6 +620,8 @@ typedef struct range_choice {
     int planned;        /* this range is in the plan */
     unsigned batch;     /* rows per call it is planned (and keyed) for */
     ts_engine engine;   /* TS_ENGINE_AUTO while unknown */
+    ts_engine alt;      /* the runner-up a trial decides against (scorer/trial.h), else
+                           TS_ENGINE_AUTO */
     int split;
     double us;
     tsp_wisdom_key key;
@@ -765,12 +782,17 @@ static ts_status time_ranges(const ts_model *m, const ts_scorer_options *opts, c
         rc[r].split = r == 0 && decide_split(m, c, n, &best, x, avail, width, scores, threads, rows_timed, t);
         rc[r].engine = c[best].engine->id;
         rc[r].us = c[best].median_us;
-        if (can_store && tsp_wisdom_store(&rc[r].key, &wf, rc[r].engine, rc[r].split, rc[r].us) == 0)
+        const int second = data || rc[r].split ? -1 : runner_up(c, n, best);
+        rc[r].alt = second >= 0 ? c[second].engine->id : TS_ENGINE_AUTO;
+        if (can_store && tsp_wisdom_store(&rc[r].key, &wf, rc[r].engine, rc[r].alt, rc[r].split, rc[r].us) == 0)
             say(t, "choice: %s%s (remembered in %s/%s)\n", c[best].engine->name, rc[r].split ? ", split" : "",
                 wf.dir.path, wf.name);
         else
             say(t, "choice: %s%s (not remembered: no writable, trusted wisdom file)\n", c[best].engine->name,
                 rc[r].split ? ", split" : "");
+        if (second >= 0)
+            say(t, "trial: %s within %.2fx on synthetic rows: the range's first %u calls decide between them on the "
+                   "caller's rows\n", c[second].engine->name, c[second].median_us / c[best].median_us, TSP_TRIAL_CALLS);
     }
     report_ifelse(t, k0->ids, k0->n_ids);
     if (can_store) tsr_cache_close(&wf.dir);
@@ -804,8 +826,25 @@ static ts_status ensure(const ts_model *m, const tse_config *cfg, ts_engine id, 
     return TS_OK;
 }
 
-/* Moves the chosen engines from `have` into out (each once, in range order), frees the
- * others, and appends the table. */
+/* Engine id's index in out->eng, moved there from `have` the first time. */
+static uint8_t take_engine(tsp_plan *out, prepared_set *have, ts_engine id) {
+    unsigned i = 0;
+    while (i < out->n_eng && out->eng[i].engine->id != id) i++;
+    if (i == out->n_eng) {
+        out->eng[out->n_eng++] = have->e[id];
+        have->e[id].engine = NULL;
+    }
+    return (uint8_t)i;
+}
+
+static int have_engine(const tsp_plan *out, const prepared_set *have, ts_engine id) {
+    for (unsigned i = 0; i < out->n_eng; i++)
+        if (out->eng[i].engine->id == id) return 1;
+    return (unsigned)id < 32 && have->e[id].engine != NULL;
+}
+
+/* Moves the chosen engines (picks and runners-up) from `have` into out (each once, in
+ * range order), frees the others, and appends the table. */
 static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned threads, tsp_plan *out, text *t) {
     int first = -1, n_planned = 0;
     for (unsigned r = 0; r < TSP_RANGES; r++)
@@ -819,17 +858,13 @@ static ts_status assemble(const range_choice *rc, prepared_set *have, unsigned t
         /* a range outside the plan uses the engine of the nearest planned range */
         unsigned q = r;
         if (!rc[q].planned) q = (unsigned)first;
-        ts_engine id = rc[q].engine;
-        unsigned i = 0;
-        while (i < out->n_eng && out->eng[i].engine->id != id) i++;
-        if (i == out->n_eng) {
-            out->eng[out->n_eng++] = have->e[id];
-            have->e[id].engine = NULL;
-        }
-        out->pick[r] = (uint8_t)i;
+        out->pick[r] = take_engine(out, have, rc[q].engine);
+        out->alt[r] = rc[q].alt != TS_ENGINE_AUTO && have_engine(out, have, rc[q].alt) ? take_engine(out, have, rc[q].alt)
+                                                                                         : TSP_NO_ALT;
         char range[32];
         range_name(r, range, sizeof range);
-        say(t, "  %-8s %s", range, ts_engine_name(id));
+        say(t, "  %-8s %s", range, ts_engine_name(rc[q].engine));
+        if (out->alt[r] != TSP_NO_ALT) say(t, " or %s (its first calls decide)", ts_engine_name(rc[q].alt));
         if (r == 0 && rc[q].split) say(t, ", calls of fewer rows than threads split across trees (%u threads)", threads);
         say(t, "\n");
     }
@@ -843,10 +878,11 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
     text t = {.len = 0};
     t.buf[0] = '\0';
     memset(out, 0, sizeof *out);
+    memset(out->alt, TSP_NO_ALT, sizeof out->alt);
     range_choice rc[TSP_RANGES];
     memset(rc, 0, sizeof rc);
     for (unsigned r = 0; r < TSP_RANGES; r++) {
-        rc[r].engine = TS_ENGINE_AUTO;
+        rc[r].engine = rc[r].alt = TS_ENGINE_AUTO;
         rc[r].planned = opts->batch_hint == 0;
         rc[r].batch = tsp_range_batch[r];
     }
@@ -897,19 +933,25 @@ static ts_status plan(const ts_model *m, const ts_scorer_options *opts, const ts
         rc[r].key = key;
         rc[r].key.batch = rc[r].batch;
         if (opts->sample) rc[r].key.rows = "data";
-        ts_engine e;
+        ts_engine e, alt;
         double us;
         int split = 0;
-        if (!open_ok || !tsp_wisdom_lookup(&rc[r].key, &wf, &e, &us, &split)) continue;
+        if (!open_ok || !tsp_wisdom_lookup(&rc[r].key, &wf, &e, &alt, &us, &split)) continue;
         ts_error ignored;
         if (ensure(m, cfg, e, &have, &ignored) != TS_OK) continue; /* say, a rebuilt library without it: measure */
+        if (alt != TS_ENGINE_AUTO && (tsr_config_get()->plan_trial == 2 || ensure(m, cfg, alt, &have, &ignored) != TS_OK))
+            alt = TS_ENGINE_AUTO;
         const tsp_prepared *p = &have.e[e];
         rc[r].engine = e;
+        rc[r].alt = alt;
         rc[r].us = us;
         rc[r].split = r == 0 && split && n_threads > 1 && tsp_can_split(p->engine, p->state);
         say(&t, "wisdom: %s/%s measured %s%s fastest (%.4f us/doc) for this model, batch %u, %u threads, isa %s, "
                 "this CPU\n", wf.dir.path, wf.name, ts_engine_name(e), rc[r].split ? " (split)" : "", us,
             rc[r].batch, n_threads, ts_isa_name(cfg->isa));
+        if (alt != TS_ENGINE_AUTO)
+            say(&t, "trial: %s, the runner-up on synthetic rows: the range's first %u calls decide between them on "
+                    "the caller's rows\n", ts_engine_name(alt), TSP_TRIAL_CALLS);
     }
     if (open_ok) tsr_cache_close(&wf.dir);
     st = time_ranges(m, opts, cfg, rc, n_threads, &have, &t, err);
@@ -926,6 +968,24 @@ done:
         return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory for the planner's report");
     }
     return TS_OK;
+}
+
+void tsp_plan_drop_alts(tsp_plan *p) {
+    int used[TSP_MAX_ENG] = {0};
+    uint8_t to[TSP_MAX_ENG];
+    for (unsigned r = 0; r < TSP_RANGES; r++) used[p->pick[r]] = 1, p->alt[r] = TSP_NO_ALT;
+    unsigned n = 0;
+    for (unsigned i = 0; i < p->n_eng; i++) {
+        if (!used[i]) {
+            if (p->eng[i].engine) p->eng[i].engine->free(p->eng[i].state);
+            continue;
+        }
+        to[i] = (uint8_t)n;
+        p->eng[n++] = p->eng[i];
+    }
+    for (unsigned i = n; i < p->n_eng; i++) memset(&p->eng[i], 0, sizeof p->eng[i]);
+    p->n_eng = n;
+    for (unsigned r = 0; r < TSP_RANGES; r++) p->pick[r] = to[p->pick[r]];
 }
 
 void tsp_plan_free(tsp_plan *p) {

@@ -52,11 +52,18 @@ typedef struct tsp_prepared {
     tse_layout layout;
 } tsp_prepared;
 
+/* Distinct engines a plan may hold: the ranges' picks and their runners-up. */
+#define TSP_MAX_ENG 16u
+_Static_assert(TS_ENGINE_COUNT <= TSP_MAX_ENG, "a plan can hold every engine");
+#define TSP_NO_ALT 0xFFu
+
 /* What the planner hands the scorer: the engines chosen, already prepared, each once. */
 typedef struct tsp_plan {
-    tsp_prepared eng[TSP_RANGES];  /* n_eng distinct engines */
+    tsp_prepared eng[TSP_MAX_ENG]; /* n_eng distinct engines */
     unsigned n_eng;
     uint8_t pick[TSP_RANGES];      /* range -> index into eng */
+    uint8_t alt[TSP_RANGES];       /* a contested range's runner-up (index into eng; the range's
+                                      first calls decide: scorer/trial.h), else TSP_NO_ALT */
     int split;          /* 1: calls of fewer rows than threads split one row's trees
                            across threads (the one-row range's engine can) */
     char *report;       /* malloc'd text: why (ts_scorer_plan_report) */
@@ -64,6 +71,10 @@ typedef struct tsp_plan {
 
 /* Frees the engines' states and the report. */
 void tsp_plan_free(tsp_plan *p);
+
+/* Makes no range contested: frees the engines only runners-up used (a scorer that
+ * cannot run trials: several outputs, categorical splits). */
+void tsp_plan_drop_alts(tsp_plan *p);
 
 /* The rule for splitting one row's trees across n_threads threads: the engine can, and
  * a row has enough work (internal nodes) to pay the pool's hand-off; trees-simd, 4-5x
@@ -92,7 +103,9 @@ int tsp_split_rule(const ts_model *m, const tse_engine *e, const void *state, un
  *     call of the same candidate: warm, as a caller's calls in a row); a probe first drops candidates
  *     PRUNE_FACTOR times slower than the best; ranges of small batches get a smaller
  *     budget and time fewer rows. The fastest median wins and is appended to the wisdom
- *     file (one line per range). With n_threads > 1, the one-row range's winner is also
+ *     file (one line per range); on synthetic rows a runner-up within TSP_TRIAL_RATIO
+ *     of it is kept too (alt, in the wisdom line as well), and the range's first calls
+ *     decide between the two on the caller's rows (scorer/trial.h). With n_threads > 1, the one-row range's winner is also
  *     timed splitting the row's trees across threads (chunk.h), and that wins when
  *     faster.
  * Candidates: every registered engine whose plan_candidate says so, for every range

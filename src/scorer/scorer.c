@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "engines/engine.h"
 #include "model/derived.h"
+#include "platform/clock.h"
 #include "platform/config.h"
 #include "platform/fpenv.h"
 #include "platform/notes.h"
@@ -16,6 +17,7 @@
 #include "scorer/chunk.h"
 #include "scorer/f64.h"
 #include "scorer/planner.h"
+#include "scorer/trial.h"
 
 /* One output's prepared engines: a model with K outputs has K parts. A part holds an
  * engine per batch-size range (planner.h: tsp_range_of), each distinct engine prepared
@@ -26,17 +28,36 @@ typedef struct tsp_part {
     void *state;                 /* the engine's read-only layout */
     tse_layout layout;           /* what the engine chose: ISA, blocks, scratch, chunk size */
     tsp_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
-    tsp_prepared eng[TSP_RANGES];/* n_eng distinct engines (owned) */
+    tsp_prepared eng[TSP_MAX_ENG];/* n_eng distinct engines (owned) */
     unsigned n_eng;
-    uint8_t pick[TSP_RANGES];    /* range -> eng index */
+    uint8_t pick[TSP_RANGES];    /* range -> eng index, as planned */
+    tsp_trials *trials;          /* contested ranges (scorer/trial.h; owned): their engine now
+                                    is trials->pick[r]; NULL: none, pick[] is every range's */
     int split;                   /* calls of fewer rows than threads: one row's trees split
                                     across threads (eng[pick[0]] offers tree_values) */
     double base;                 /* the base score the split adds the trees to */
 } tsp_part;
 
+/* The engine of range r now (a trial may have changed it since the plan). */
+static inline const tsp_prepared *range_engine(const tsp_part *p, unsigned r) {
+    return &p->eng[p->trials ? atomic_load_explicit(&p->trials->pick[r], memory_order_relaxed) : p->pick[r]];
+}
+
 /* The engine of a call of n rows. */
 static inline const tsp_prepared *part_engine(const tsp_part *p, size_t n_rows) {
-    return &p->eng[p->pick[tsp_range_of(n_rows)]];
+    return range_engine(p, tsp_range_of(n_rows));
+}
+
+/* The engine of a call of n rows that may take part in its range's trial: *slot >= 0
+ * when the call is to be timed (trial_done). */
+static inline const tsp_prepared *call_engine(const tsp_part *p, size_t n_rows, int *slot) {
+    *slot = -1;
+    if (!p->trials) return &p->eng[p->pick[tsp_range_of(n_rows)]];
+    return &p->eng[tsp_trial_engine(p->trials, tsp_range_of(n_rows), slot)];
+}
+
+static inline void trial_done(const tsp_part *p, size_t n_rows, int slot, double t0) {
+    if (slot >= 0) tsp_trial_record(p->trials, tsp_range_of(n_rows), slot, tsr_now() - t0, n_rows);
 }
 
 /* Immutable after ts_scorer_create: ts_scorer_score only reads it, which is what makes
@@ -291,7 +312,7 @@ static int split_setting(const tsp_part *p, unsigned n_threads, int decided) {
  * the requested engine (like != NULL: the engines and range table of another part);
  * then its double-input tables. */
 static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, ts_engine engine, unsigned n_threads,
-                              const tsp_part *like, tsp_part *p, char **report, ts_error *err) {
+                              const tsp_part *like, int trials, tsp_part *p, char **report, ts_error *err) {
     tse_config cfg = {.isa = tsr_isa_resolve(opts->max_isa), .tau = opts->tau, .delta = opts->delta, .lanes = opts->lanes};
     ts_status st = TS_OK;
     p->base = m->base_score;
@@ -309,6 +330,9 @@ static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, 
         tsp_plan plan;
         st = tsp_plan_engine(m, opts, &cfg, n_threads, &plan, err);
         if (st == TS_OK) {
+            /* contested ranges (trial.h) where this scorer can run their trials */
+            if (trials) p->trials = tsp_trials_new(plan.pick, plan.alt);
+            if (!p->trials) tsp_plan_drop_alts(&plan);
             memcpy(p->eng, plan.eng, sizeof p->eng);
             p->n_eng = plan.n_eng;
             memcpy(p->pick, plan.pick, sizeof p->pick);
@@ -346,6 +370,7 @@ static void free_parts(ts_scorer *s) {
         for (unsigned i = 0; i < s->parts[k].n_eng; i++)
             if (s->parts[k].eng[i].engine) s->parts[k].eng[i].engine->free(s->parts[k].eng[i].state);
         tsp_f64_free(s->parts[k].f64);
+        free(s->parts[k].trials);
     }
     free(s->parts);
 }
@@ -411,11 +436,11 @@ static ts_status prepare_views(ts_scorer *s, const ts_model *m, const ts_scorer_
         o.sample = NULL; /* an explicit engine: no planner reads it */
     }
     if (st == TS_OK)
-        st = prepare_part(views[s->lead], &o, opts->engine, s->n_threads, NULL, &s->parts[s->lead], &s->plan_report,
+        st = prepare_part(views[s->lead], &o, opts->engine, s->n_threads, NULL, 0, &s->parts[s->lead], &s->plan_report,
                           err);
     for (uint32_t k = 0; k < s->n_outputs && st == TS_OK; k++)
         if (k != s->lead)
-            st = prepare_part(views[k], &o, TS_ENGINE_AUTO, s->n_threads, &s->parts[s->lead], &s->parts[k], NULL, err);
+            st = prepare_part(views[k], &o, TS_ENGINE_AUTO, s->n_threads, &s->parts[s->lead], 0, &s->parts[k], NULL, err);
     free(sample);
     for (uint32_t k = 0; k < s->n_outputs; k++) tsm_view_free(views[k]);
     free(views);
@@ -496,11 +521,11 @@ ts_status ts_scorer_create(const ts_model *m, const ts_scorer_options *opts, ts_
         st = tsm_model_view(m, 0, &v, err);
         if (st == TS_OK) {
             tsm_model_renumber(v, s->columns, s->n_read, m->n_features);
-            st = prepare_part(v, opts, opts->engine, s->n_threads, NULL, &s->parts[0], &s->plan_report, err);
+            st = prepare_part(v, opts, opts->engine, s->n_threads, NULL, 1, &s->parts[0], &s->plan_report, err);
         }
         tsm_view_free(v);
     } else if (st == TS_OK) {
-        st = prepare_part(m, opts, opts->engine, s->n_threads, NULL, &s->parts[0], &s->plan_report, err);
+        st = prepare_part(m, opts, opts->engine, s->n_threads, NULL, 1, &s->parts[0], &s->plan_report, err);
     }
     if (st != TS_OK) {
         ts_scorer_free(s);
@@ -527,7 +552,9 @@ void ts_scorer_free(ts_scorer *s) {
     free(s);
 }
 
-ts_engine ts_scorer_engine(const ts_scorer *s) { return s ? s->parts[s->lead].engine->id : TS_ENGINE_AUTO; }
+ts_engine ts_scorer_engine(const ts_scorer *s) {
+    return s ? range_engine(&s->parts[s->lead], TSP_RANGES - 1)->engine->id : TS_ENGINE_AUTO;
+}
 int ts_scorer_splits_trees(const ts_scorer *s, size_t n_rows) {
     return s && !s->expand && s->parts[0].split && n_rows > 0 && n_rows < s->split_threads;
 }
@@ -588,6 +615,7 @@ typedef struct score_job {
     size_t stride;
     double *out;
     size_t n_call;               /* rows of the whole call: they pick each part's engine */
+    const tsp_prepared *e;       /* one output, double rows: the call's engine (call_engine) */
 } score_job;
 
 static ts_status no_scratch(const ts_scorer *s, ts_error *err) {
@@ -718,21 +746,24 @@ static ts_status score_f32(const ts_scorer *s, const float *x, size_t n_rows, si
     if (n_rows == 0) return TS_OK;
     ts_status st = TS_OK;
     if (s->expand) {
-        score_job job = {s, x, row_stride, out, n_rows};
+        score_job job = {s, x, row_stride, out, n_rows, NULL};
         st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows), score_expand_chunk, &job);
     } else if (s->parts[0].split && n_rows < s->split_threads) {
         /* fewer rows than threads: each row's trees across the threads (chunk.h) */
         const tsp_part *p = &s->parts[0];
-        const tsp_prepared *e = &p->eng[p->pick[0]];
+        const tsp_prepared *e = range_engine(p, 0);
         for (size_t r = 0; r < n_rows && st == TS_OK; r++)
             st = tsp_score_split(e->engine, e->state, &e->layout, p->base, x + r * row_stride, s->split_threads,
                                  out + r);
     } else {
-        const tsp_prepared *e = part_engine(&s->parts[0], n_rows);
+        int slot;
+        const tsp_prepared *e = call_engine(&s->parts[0], n_rows, &slot);
+        const double t0 = slot >= 0 ? tsr_now() : 0;
         size_t min_rows = tsr_config_get()->chunk_rows ? s->rows_per_chunk : e->layout.rows_per_chunk;
         tsp_score_job job = {e->engine, e->state, e->layout.scratch_bytes, x, row_stride, out};
         st = tsr_parallel_for(s->n_threads, n_rows, tsr_grain(s->n_threads, n_rows, min_rows ? min_rows : 1),
                               tsp_score_chunk, &job);
+        trial_done(&s->parts[0], n_rows, slot, t0);
     }
     return st == TS_OK ? TS_OK : no_scratch(s, err);
 }
@@ -775,12 +806,11 @@ static size_t convert_rows(const tsp_part *p, uint32_t n_features, const double 
  * float64 rows, Python, 2 and 4 rows per call: 7.97 and 5.54 us/doc with the range's
  * vpred after rounding, 4.98 and 4.55 with trees-simd); from 8 rows on it measured
  * either way, so the rounding stays. Returns 1 when an engine scored. */
-static int score_f64_direct(const tsp_part *p, size_t n_call, const double *x, size_t n, size_t stride, double *out,
-                            void *scratch) {
-    const tsp_prepared *e = part_engine(p, n_call);
+static int score_f64_direct(const tsp_part *p, const tsp_prepared *e, size_t n_call, const double *x, size_t n,
+                            size_t stride, double *out, void *scratch) {
     if (e->engine->score_f64 && e->engine->score_f64(e->state, x, n, stride, out, scratch)) return 1;
     if (!p->f64 || n_call < 2 || n_call >= 8) return 0;
-    e = &p->eng[p->pick[0]];
+    e = range_engine(p, 0);
     return e->engine && e->engine->score_f64 && e->engine->score_f64(e->state, x, n, stride, out, scratch);
 }
 
@@ -791,11 +821,11 @@ static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
     const score_job *j = ctx;
     const ts_scorer *s = j->s;
     const tsp_part *p = &s->parts[0];
-    const tsp_prepared *e = part_engine(p, j->n_call); /* as float rows: by the call's size */
+    const tsp_prepared *e = j->e; /* as float rows: by the call's size */
     if (e->engine->score_f64) { /* an engine that reads the doubles itself */
         tsp_chunk_mem es;
         TS_TRY(tsp_chunk_scratch(p->layout.scratch_bytes, NULL, 0, &es));
-        if (score_f64_direct(p, j->n_call, (const double *)j->x + begin * j->stride, end - begin, j->stride,
+        if (score_f64_direct(p, e, j->n_call, (const double *)j->x + begin * j->stride, end - begin, j->stride,
                              j->out + begin, es.engine))
             return TS_OK;
     }
@@ -829,7 +859,7 @@ static ts_status score_f64_chunk(void *ctx, size_t begin, size_t end) {
  * exact double traversal. */
 static ts_status score_f64_split(const ts_scorer *s, const double *row, double *out) {
     const tsp_part *p = &s->parts[0];
-    const tsp_prepared *e = &p->eng[p->pick[0]];
+    const tsp_prepared *e = range_engine(p, 0);
     const size_t width = s->n_features ? s->n_features : 1, row_bytes = width * sizeof(float);
     tsp_chunk_mem mem;
     TS_TRY(tsp_chunk_scratch(tsp_split_scratch_bytes(e->engine, e->state, &e->layout), &row_bytes, 1, &mem));
@@ -849,9 +879,13 @@ static ts_status score_f64(const ts_scorer *s, const double *x, size_t n_rows, s
         for (size_t r = 0; r < n_rows && st == TS_OK; r++) st = score_f64_split(s, x + r * row_stride, out + r);
         return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
     }
-    score_job job = {s, x, row_stride, out, n_rows};
+    int slot = -1;
+    const tsp_prepared *e = s->expand ? NULL : call_engine(&s->parts[0], n_rows, &slot);
+    const double t0 = slot >= 0 ? tsr_now() : 0;
+    score_job job = {s, x, row_stride, out, n_rows, e};
     ts_status st = tsr_parallel_for(s->n_threads, n_rows, grain_for(s, n_rows),
                                     s->expand ? score_f64_expand_chunk : score_f64_chunk, &job);
+    if (!s->expand) trial_done(&s->parts[0], n_rows, slot, t0);
     return st == TS_OK ? TS_OK : ts_fail(err, st, "out of memory scoring double rows");
 }
 

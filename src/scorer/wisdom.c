@@ -47,7 +47,11 @@ int tsp_wisdom_open(tsp_wisdom_file *w, int create) {
  * (BATCH: the rows per call timed, tsp_range_batch or the caller's batch_hint; ROWS:
  * "data" when the caller gave sample rows, "synthetic" otherwise; CANDS: the
  * candidates' bit set in hex; SPLIT: 1 when one row's trees are split across threads,
- * else 0. Format 3 had no SPLIT: its lines are ignored)
+ * else 0. Format 3 had no SPLIT: its lines are ignored), optionally followed by
+ *   alt=ENGINE
+ * the runner-up of a range timed on synthetic rows within TSP_TRIAL_RATIO of ENGINE
+ * (scorer/trial.h: the range's first calls decide between the two); readers of format 4
+ * before it ignore the field.
  * The last line matching the key wins; lines that do not parse (older formats too), and
  * lines whose ENGINE is not in their CANDS set, are ignored (a line naming ifelse when
  * ifelse was no candidate would start a compile inside ts_scorer_create). */
@@ -62,19 +66,28 @@ int tsp_wisdom_open(tsp_wisdom_file *w, int create) {
 #define WISDOM_COMPACT_BYTES (64u << 10)
 
 typedef struct wisdom_line {
-    char model[33], cpu[33], isa[16], rows[16], name[32];
+    char model[33], cpu[33], isa[16], rows[16], name[32], alt_name[40];
     unsigned batch, threads, tau, delta, lanes, cands, split;
     double us;
-    ts_engine engine;
+    ts_engine engine, alt;  /* alt: TS_ENGINE_AUTO when the line names none */
 } wisdom_line;
 
-/* Parse one line (up to its '\n'); 1 when it is a valid answer. */
+/* Parse one line (up to its '\n'); 1 when it is a valid answer (an alt= field that does
+ * not name another engine of the candidate set is ignored, not the line). */
 static int wisdom_parse(const char *line, wisdom_line *w) {
-    if (sscanf(line, WISDOM_FMT, w->model, w->cpu, &w->batch, &w->threads, w->isa, &w->tau, &w->delta, &w->lanes,
-               w->rows, &w->cands, w->name, &w->split, &w->us) != 13 || w->split > 1)
+    w->alt_name[0] = '\0';
+    int got = sscanf(line, WISDOM_FMT " %39s", w->model, w->cpu, &w->batch, &w->threads, w->isa, &w->tau, &w->delta,
+                     &w->lanes, w->rows, &w->cands, w->name, &w->split, &w->us, w->alt_name);
+    if (got < 13 || w->split > 1) return 0;
+    if (!(ts_engine_from_name(w->name, &w->engine) == TS_OK && w->engine != TS_ENGINE_AUTO &&
+          (unsigned)w->engine < 32 && (w->cands >> w->engine & 1u)))
         return 0;
-    return ts_engine_from_name(w->name, &w->engine) == TS_OK && w->engine != TS_ENGINE_AUTO &&
-           (unsigned)w->engine < 32 && (w->cands >> w->engine & 1u);
+    w->alt = TS_ENGINE_AUTO;
+    ts_engine a;
+    if (got == 14 && !strncmp(w->alt_name, "alt=", 4) && ts_engine_from_name(w->alt_name + 4, &a) == TS_OK &&
+        a != TS_ENGINE_AUTO && a != w->engine && (unsigned)a < 32 && (w->cands >> a & 1u))
+        w->alt = a;
+    return 1;
 }
 
 static int wisdom_matches(const wisdom_line *w, const tsp_wisdom_key *k) {
@@ -99,7 +112,7 @@ static void each_line(char *buf, void (*fn)(const char *line, size_t len, void *
 
 typedef struct lookup_ctx {
     const tsp_wisdom_key *k;
-    ts_engine engine;
+    ts_engine engine, alt;
     double us;
     int found, split;
 } lookup_ctx;
@@ -110,6 +123,7 @@ static void lookup_line(const char *line, size_t len, void *p) {
     (void)len;
     if (wisdom_parse(line, &w) && wisdom_matches(&w, c->k)) {
         c->engine = w.engine;
+        c->alt = w.alt;
         c->us = w.us;
         c->split = (int)w.split;
         c->found = 1;
@@ -151,15 +165,17 @@ static char *wisdom_read(const tsp_wisdom_file *f, size_t *len) {
     return buf;
 }
 
-int tsp_wisdom_lookup(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine *engine, double *us, int *split) {
+int tsp_wisdom_lookup(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine *engine, ts_engine *alt,
+                      double *us, int *split) {
     size_t len;
     char *buf = wisdom_read(f, &len);
     if (!buf) return 0;
-    lookup_ctx c = {k, TS_ENGINE_AUTO, 0, 0, 0};
+    lookup_ctx c = {k, TS_ENGINE_AUTO, TS_ENGINE_AUTO, 0, 0, 0};
     each_line(buf, lookup_line, &c);
     free(buf);
     if (c.found) {
         *engine = c.engine;
+        *alt = c.alt;
         *us = c.us;
         *split = c.split;
     }
@@ -270,11 +286,14 @@ static void wisdom_compact(const tsp_wisdom_file *f) {
  * links, created 0600, checked), so that processes planning at the same time never
  * interleave parts of lines; past WISDOM_COMPACT_BYTES the file is compacted. Failure
  * is silent: the wisdom file is an optimization. */
-int tsp_wisdom_store(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine e, int split, double us) {
+int tsp_wisdom_store(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine e, ts_engine alt, int split,
+                     double us) {
     char line[513], why[TSR_WHY_SIZE]; /* one byte spare: a leading '\n' */
-    int n = snprintf(line, sizeof line - 1, "treescore-wisdom-4 %s %s %u %u %s %u %u %u %s %x %s %d %.6g\n", k->model,
+    char alt_field[48] = "";
+    if (alt != TS_ENGINE_AUTO) snprintf(alt_field, sizeof alt_field, " alt=%s", ts_engine_name(alt));
+    int n = snprintf(line, sizeof line - 1, "treescore-wisdom-4 %s %s %u %u %s %u %u %u %s %x %s %d %.6g%s\n", k->model,
                      k->cpu, k->batch, k->threads, ts_isa_name(k->isa), k->tau, k->delta, k->lanes, k->rows, k->cands,
-                     ts_engine_name(e), split ? 1 : 0, us);
+                     ts_engine_name(e), split ? 1 : 0, us, alt_field);
     if (n <= 0 || (size_t)n >= sizeof line - 1) return -1;
     int fd = tsr_open_append(f->dir.fd, f->name, WISDOM_MAGIC, why, sizeof why);
     if (fd == -2) warn_not_wisdom(f, why);

@@ -39,13 +39,16 @@ typedef struct tsp_wisdom_file {
  * directory when it is missing. Close with tsr_cache_close(&w->dir). */
 int tsp_wisdom_open(tsp_wisdom_file *w, int create);
 
-/* 1 and the newest answer for key k (engine, us per doc, split) when the file has one;
- * else 0. */
-int tsp_wisdom_lookup(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine *engine, double *us, int *split);
+/* 1 and the newest answer for key k (engine, its runner-up alt or TS_ENGINE_AUTO, us
+ * per doc, split) when the file has one; else 0. */
+int tsp_wisdom_lookup(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine *engine, ts_engine *alt,
+                      double *us, int *split);
 
-/* Appends the answer for key k (compacting the file when it has grown large); 0 when
- * the line was written, -1 otherwise (silent: the wisdom file is an optimization). */
-int tsp_wisdom_store(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine e, int split, double us);
+/* Appends the answer for key k (alt: the runner-up a trial decides against, or
+ * TS_ENGINE_AUTO), compacting the file when it has grown large; 0 when the line was
+ * written, -1 otherwise (silent: the wisdom file is an optimization). */
+int tsp_wisdom_store(const tsp_wisdom_key *k, const tsp_wisdom_file *f, ts_engine e, ts_engine alt, int split,
+                     double us);
 
 /* The wisdom file's text, for tests and tests/fuzz/fuzz_wisdom.c:
  * tsp_wisdom_line_valid: 1 when a NUL-terminated line is a valid answer (its engine in

@@ -111,6 +111,23 @@ static void test_split_trees(void) {
     ts_model_free(m);
 }
 
+/* Contested ranges (scorer/trial.h: TREESCORE_PLAN_TRIAL=1 contests every range with a
+ * runner-up): their trials run while many callers score at once (each call takes its
+ * turn by an atomic count, the last timed call decides): the same bits throughout. */
+static void test_trials(void) {
+    ts_model *m = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_model_load_file(TS_TEST_DATA_DIR "/models/lgb_small_lambdarank.txt", TS_FORMAT_AUTO, &m, &err),
+                 TS_OK);
+    if (!m) return;
+    setenv("TREESCORE_PLAN_TRIAL", "1", 1);
+    tsr_config_reload();
+    for (unsigned threads = 1; threads <= 4; threads += 3) run_engine(m, TS_ENGINE_AUTO, threads);
+    unsetenv("TREESCORE_PLAN_TRIAL");
+    tsr_config_reload();
+    ts_model_free(m);
+}
+
 int main(void) {
     setenv("TREESCORE_CHUNK_ROWS", "3", 1);
     tsr_config_reload();
@@ -119,5 +136,6 @@ int main(void) {
     tsr_config_reload();
     RUN_TEST(test_shared_scorer);
     RUN_TEST(test_split_trees);
+    RUN_TEST(test_trials);
     return check_summary("test_concurrency");
 }

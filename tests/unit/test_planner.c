@@ -1,6 +1,7 @@
 /* test_planner.c: TS_ENGINE_AUTO's planner: rule, timing, the wisdom file, and exact scores whatever it picks. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,6 +475,105 @@ static void test_wide_forest_candidates(void) {
     ts_model_free(m);
 }
 
+/* Contested ranges (scorer/trial.h), every range with a runner-up contested
+ * (TREESCORE_PLAN_TRIAL=1): the report and the wisdom line name the runner-up, a scorer
+ * planned from the wisdom file runs the trials too, every call's scores are naive's
+ * bits during and after the trials (four threads calling at once), and each range ends
+ * on one of its two engines. TREESCORE_PLAN_TRIAL=2: none. */
+typedef struct trial_job {
+    const ts_scorer *s;
+    const float *x;
+    const double *want;
+    uint32_t w, n, b;
+    int bad;
+} trial_job;
+
+static void *trial_worker(void *p) {
+    trial_job *j = p;
+    double *got = malloc(j->n * sizeof *got);
+    ts_error err;
+    for (int rep = 0; rep < 3 && got; rep++)
+        for (uint32_t i = 0; i + j->b <= j->n; i += j->b)
+            if (ts_scorer_score(j->s, j->x + (size_t)i * j->w, j->b, j->w, j->w, got + i, &err) != TS_OK ||
+                memcmp(got + i, j->want + i, j->b * sizeof *got) != 0)
+                j->bad++;
+    free(got);
+    return NULL;
+}
+
+static void test_trials(const ts_model *m) {
+    setenv("TREESCORE_PLAN_TRIAL", "1", 1);
+    tsr_config_reload();
+    ts_scorer *ref = make(m, TS_ENGINE_NAIVE, TS_PLAN_DEFAULT, 0);
+    const uint32_t w = ts_scorer_n_features(ref), n = 360;
+    float *x = rows(n, w);
+    double *want = malloc(n * sizeof *want);
+    ts_error err;
+    CHECK_STATUS(ts_scorer_score(ref, x, n, w, w, want, &err), TS_OK);
+    const uint32_t sizes[] = {1, 3, 7, 11, 16, 20, 27, 45, 90, 180};
+    for (int round = 0; round < 2; round++) { /* timed, then answered by the wisdom file */
+        ts_scorer *s = make(m, TS_ENGINE_AUTO, round == 0 ? TS_PLAN_MEASURE : TS_PLAN_DEFAULT, 0);
+        const char *r = ts_scorer_plan_report(s);
+        CHECK_MSG(strstr(r, "(its first calls decide)") != NULL, "report: %s", r);
+        CHECK_MSG(strstr(r, round == 0 ? "on synthetic rows: the range's first" : "the runner-up on synthetic rows"),
+                  "report: %s", r);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            pthread_t th[4];
+            trial_job jobs[4];
+            for (int t = 0; t < 4; t++) {
+                jobs[t] = (trial_job){s, x, want, w, n, sizes[k], 0};
+                CHECK(pthread_create(&th[t], NULL, trial_worker, &jobs[t]) == 0);
+            }
+            for (int t = 0; t < 4; t++) {
+                pthread_join(th[t], NULL);
+                CHECK_MSG(jobs[t].bad == 0, "batch %u: %d calls differ from naive", sizes[k], jobs[t].bad);
+            }
+            CHECK(ts_scorer_engine_for(s, sizes[k]) != TS_ENGINE_AUTO);
+        }
+        ts_scorer_free(s);
+    }
+    FILE *f = fopen(wisdom, "r");
+    char line[512];
+    int alts = 0;
+    while (f && fgets(line, sizeof line, f)) alts += strstr(line, " alt=") != NULL;
+    if (f) fclose(f);
+    CHECK_MSG(alts > 0, "no wisdom line names a runner-up");
+    setenv("TREESCORE_PLAN_TRIAL", "2", 1);
+    tsr_config_reload();
+    ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 0);
+    CHECK_MSG(strstr(ts_scorer_plan_report(s), "first calls decide") == NULL, "report: %s", ts_scorer_plan_report(s));
+    check_same_scores(m, s);
+    ts_scorer_free(s);
+    ts_scorer_free(ref);
+    free(x);
+    free(want);
+}
+
+/* A wisdom line's alt= field naming no other candidate engine is ignored, not the line. */
+static void test_wisdom_alt_field(const ts_model *m) {
+    FILE *f = fopen(wisdom, "r");
+    char line[512] = {0};
+    CHECK(f && fgets(line, sizeof line, f));
+    if (f) fclose(f);
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    char *alt = strstr(line, " alt=");
+    if (alt) *alt = '\0';
+    char *batch = strstr(line, " 200 1 ");
+    CHECK(batch != NULL);
+    if (!batch) return;
+    /* the same key, the engine naive (in the candidate set), then two bad alt= fields */
+    for (int i = 0; i < 3; i++) *strrchr(line, ' ') = '\0';
+    f = fopen(wisdom, "a");
+    fprintf(f, "%s naive 0 1.0 alt=warp-drive\n%s naive 0 1.0 alt=naive\n", line, line);
+    fclose(f);
+    ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 200);
+    const char *r = ts_scorer_plan_report(s);
+    CHECK_MSG(strstr(r, "wisdom:") != NULL && strstr(r, "trial:") == NULL, "report: %s", r);
+    CHECK(ts_scorer_engine(s) == TS_ENGINE_NAIVE);
+    ts_scorer_free(s);
+}
+
 int main(void) {
     test_range_table();
     test_split_capped_at_cpus();
@@ -481,6 +581,7 @@ int main(void) {
     snprintf(wisdom, sizeof wisdom, "%s/wisdom", dir);
     setenv("TREESCORE_WISDOM", wisdom, 1);
     setenv("TREESCORE_PLAN_MS", "20", 1);
+    setenv("TREESCORE_PLAN_TRIAL", "2", 1); /* wisdom lines of 14 fields, one engine per range (test_trials: 1) */
     unsetenv("TREESCORE_PLAN");
     tsr_config_reload();
     ts_model *m = NULL;
@@ -496,7 +597,11 @@ int main(void) {
         test_caller_sample(m);
         test_bad_sample_always(m);
         test_bad_plan(m);
+        setenv("TREESCORE_PLAN_TRIAL", "1", 1); /* runners-up read from the wisdom file; the ranges' calls run their trials */
+        tsr_config_reload();
+        test_wisdom_alt_field(m);
         test_ranges(m);
+        test_trials(m);
     }
     test_split_trees();
     test_split_engine_for();
