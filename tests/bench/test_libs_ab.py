@@ -56,6 +56,17 @@ def test_two_engines_agree(tool, lib, raw):
         assert "the fastest of the others (b)" in lines[2]
 
 
+def test_auto_says_its_engine(tool, lib, raw):
+    """An auto pair ends the output with the engine its calls took after the run."""
+    model = REPO / "data" / "example" / "model.txt"
+    p = subprocess.run([tool, model, raw, "4", "64", "2", "f32", f"{lib}:auto:a", f"{lib}:naive:b"],
+                       capture_output=True, text=True, env=dict(os.environ, TREESCORE_WISDOM="off"))
+    assert p.returncode == 0, p.stderr
+    last = p.stdout.splitlines()[-1]
+    assert last.startswith("a: engine for calls of 4 rows: ") and "DIFFERENT" not in p.stdout, p.stdout
+    assert last.split()[-1] != "auto", last
+
+
 @pytest.mark.parametrize("bad", ["nolib:naive", "{lib}", "{lib}:no-such-engine"])
 def test_bad_pairs_are_refused(tool, lib, raw, bad):
     p = subprocess.run([tool, REPO / "data" / "example" / "model.txt", raw, "4", "64", "1", "f32",
