@@ -486,11 +486,14 @@ typedef struct ts_scorer_options {
     ts_plan plan;         /* TS_ENGINE_AUTO only; default TS_PLAN_DEFAULT */
     uint32_t batch_hint;  /* TS_ENGINE_AUTO only: the rows per scoring call to plan for.
                              0 (default): every batch size: the planner picks an engine for
-                             each range of rows per call (1, 2-5, 6-7, 8-15, 16-23,
+                             each range of rows per call (1, 2-5, 6-7, 8-15, 16, 17-23,
                              24-31, 32-63, 64-127, 128 and more),
                              prepares each chosen engine once, and every ts_scorer_score call
                              uses its range's engine (no lock, no allocation; the same bits
-                             whichever). Nonzero: only batch_hint's range is planned, at
+                             whichever). Planned without a sample, a range whose runner-up
+                             timed within 1.5x of its winner keeps both, and the range's
+                             first 24 calls decide between them on the caller's rows.
+                             Nonzero: only batch_hint's range is planned, at
                              batch_hint rows, and its one engine scores every call (less
                              memory and planning time). ts_scorer_plan_report shows the
                              table, ts_scorer_engine_for a call's engine */
@@ -538,10 +541,12 @@ TS_API void ts_scorer_free(ts_scorer *scorer);
  * ts_scorer_options.packed_columns, rows hold exactly these columns in this order. */
 TS_API ts_status ts_scorer_columns_for(const ts_model *model, uint32_t **cols, uint32_t *n, ts_error *err);
 
-/* The engine actually used for the largest batches (never TS_ENGINE_AUTO) and the
- * columns a row must have. */
+/* The engine actually used for the largest batches now (never TS_ENGINE_AUTO; a
+ * contested range's first calls may change it: see batch_hint) and the columns a row
+ * must have. */
 TS_API ts_engine ts_scorer_engine(const ts_scorer *scorer);
-/* The engine a call of n_rows rows uses (the plan table: see batch_hint), and 1 when
+/* The engine a call of n_rows rows uses now (the plan table, or what a contested
+ * range's first calls decided: see batch_hint), and 1 when
  * such a call splits each row's trees across the scorer's threads (a call of fewer rows
  * than threads, on an engine and model where that pays: see "Threads"), else 0. A call
  * that splits runs the one-row engine, and ts_scorer_engine_for names that one. */

@@ -125,7 +125,8 @@ class Model:
     ``model_str``). ``sample``: rows of the data to be scored (any input ``predict``
     takes; the first 4,096 rows, of sparse input at most 32 MiB of dense rows, are kept
     until the engines are planned), for ``auto`` to time the engines on real rows rather
-    than synthetic ones (branchy engines run faster on real data).
+    than synthetic ones (branchy engines run faster on real data; without it, ranges whose
+    two fastest engines timed close are decided by their first ``predict`` calls).
 
     A Model is immutable and thread-safe: many Python threads may call ``predict`` at once
     (the GIL is released while scoring). It pickles as its model bytes and options; the
@@ -543,7 +544,10 @@ class Model:
         answers, ending with the table ``plan: rows per call -> engine`` (1, 2-5, 6-7, 8-15,
         16, 17-23, 24-31, 32-63, 64-127, 128+; each ``predict`` call uses the engine of its row count, with
         the same scores whichever); "engine requested" for an explicit engine. ``batch_hint=N``
-        plans only N's range and uses that engine for every call."""
+        plans only N's range and uses that engine for every call. Planned without ``sample``,
+        a range whose runner-up timed within 1.5x of its winner shows both ("its first calls
+        decide"): the range's first 24 ``predict`` calls take turns on your rows and the
+        faster keeps it."""
         return self._scorer.plan_report
 
     def __repr__(self) -> str:
