@@ -91,41 +91,38 @@ static void test_shared_scorer(void) {
     ts_model_free(m);
 }
 
-/* Calls of fewer rows than threads split each row's trees across the pool (forced by
- * the test knob), from many callers at once: the same bits as one thread. */
-static void test_split_trees(void) {
+/* The engines on each thread count, many callers at once, with test knob `knob` at 1. */
+static void run_with_knob(const char *knob, const ts_engine *engines, size_t n_engines, const unsigned *threads,
+                          size_t n_threads) {
     ts_model *m = NULL;
     ts_error err;
     CHECK_STATUS(ts_model_load_file(TS_TEST_DATA_DIR "/models/lgb_small_lambdarank.txt", TS_FORMAT_AUTO, &m, &err),
                  TS_OK);
     if (!m) return;
-    setenv("TREESCORE_SPLIT_TREES", "1", 1);
+    setenv(knob, "1", 1);
     tsr_config_reload();
-    for (unsigned threads = 2; threads <= 8; threads *= 2) {
-        run_engine(m, TS_ENGINE_NAIVE, threads);
-        run_engine(m, TS_ENGINE_VQS, threads);
-        run_engine(m, TS_ENGINE_AUTO, threads);
-    }
-    unsetenv("TREESCORE_SPLIT_TREES");
+    for (size_t t = 0; t < n_threads; t++)
+        for (size_t e = 0; e < n_engines; e++) run_engine(m, engines[e], threads[t]);
+    unsetenv(knob);
     tsr_config_reload();
     ts_model_free(m);
+}
+
+/* Calls of fewer rows than threads split each row's trees across the pool (forced by
+ * the test knob), from many callers at once: the same bits as one thread. */
+static void test_split_trees(void) {
+    static const ts_engine engines[] = {TS_ENGINE_NAIVE, TS_ENGINE_VQS, TS_ENGINE_AUTO};
+    static const unsigned threads[] = {2, 4, 8};
+    run_with_knob("TREESCORE_SPLIT_TREES", engines, 3, threads, 3);
 }
 
 /* Contested ranges (scorer/trial.h: TREESCORE_PLAN_TRIAL=1 contests every range with a
  * runner-up): their trials run while many callers score at once (each call takes its
  * turn by an atomic count, the last timed call decides): the same bits throughout. */
 static void test_trials(void) {
-    ts_model *m = NULL;
-    ts_error err;
-    CHECK_STATUS(ts_model_load_file(TS_TEST_DATA_DIR "/models/lgb_small_lambdarank.txt", TS_FORMAT_AUTO, &m, &err),
-                 TS_OK);
-    if (!m) return;
-    setenv("TREESCORE_PLAN_TRIAL", "1", 1);
-    tsr_config_reload();
-    for (unsigned threads = 1; threads <= 4; threads += 3) run_engine(m, TS_ENGINE_AUTO, threads);
-    unsetenv("TREESCORE_PLAN_TRIAL");
-    tsr_config_reload();
-    ts_model_free(m);
+    static const ts_engine engines[] = {TS_ENGINE_AUTO};
+    static const unsigned threads[] = {1, 4};
+    run_with_knob("TREESCORE_PLAN_TRIAL", engines, 1, threads, 2);
 }
 
 int main(void) {

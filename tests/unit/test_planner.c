@@ -61,6 +61,14 @@ static void check_same_scores(const ts_model *m, ts_scorer *s) {
     free(b);
 }
 
+/* The wisdom file's first line (with its newline), or "" when it has none. */
+static void first_wisdom_line(char *line, size_t size) {
+    FILE *f = fopen(wisdom, "r");
+    line[0] = '\0';
+    CHECK(f && fgets(line, (int)size, f));
+    if (f) fclose(f);
+}
+
 static size_t count_lines(const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
@@ -106,17 +114,15 @@ static void test_measure_then_wisdom(const ts_model *m) {
 /* Lines that do not parse, or name an engine that does not exist, are ignored; a valid
  * later line for the key wins over an earlier one. */
 static void test_wisdom_garbage(const ts_model *m) {
-    FILE *f = fopen(wisdom, "r");
-    char line[512] = {0};
-    CHECK(f && fgets(line, sizeof line, f));
-    if (f) fclose(f);
+    char line[512];
+    first_wisdom_line(line, sizeof line);
     char *name = strstr(line, " 200 1 ");
     CHECK(name != NULL);
     if (!name) return;
     /* replace the engine (third to last field, before SPLIT and US) with naive, then with
      * nonsense; a SPLIT other than 0 or 1 is refused too */
     for (int i = 0; i < 3; i++) *strrchr(line, ' ') = '\0';
-    f = fopen(wisdom, "a");
+    FILE *f = fopen(wisdom, "a");
     fprintf(f, "garbage line\n\ntreescore-wisdom-1 short\n%s naive 0 1.0\n%s warp-drive 0 0.1\n%s qs 7 0.1\n", line,
             line, line);
     fclose(f);
@@ -130,10 +136,8 @@ static void test_wisdom_garbage(const ts_model *m) {
  * before the engine) differs from today's, e.g. written before ifelse was compiled, is
  * not reused. */
 static void test_wisdom_candidates(const ts_model *m) {
-    FILE *f = fopen(wisdom, "r");
-    char line[512] = {0};
-    CHECK(f && fgets(line, sizeof line, f));
-    if (f) fclose(f);
+    char line[512];
+    first_wisdom_line(line, sizeof line);
     char *fields[16];
     int n = 0;
     for (char *tok = strtok(line, " \n"); tok && n < 16; tok = strtok(NULL, " \n")) fields[n++] = tok;
@@ -141,7 +145,7 @@ static void test_wisdom_candidates(const ts_model *m) {
     if (n != 14) return;
     /* batch 333: only a line of another candidate set (bit 1 << 0 alone), so it is timed;
      * batch 334: a line of today's set, so it is recalled */
-    f = fopen(wisdom, "a");
+    FILE *f = fopen(wisdom, "a");
     for (int b = 333; b <= 334; b++) {
         for (int i = 0; i < 10; i++) fprintf(f, "%s ", i == 3 ? (b == 333 ? "333" : "334") : fields[i]);
         fprintf(f, "%s naive 0 1.0\n", b == 333 ? "1" : fields[10]);
@@ -551,10 +555,8 @@ static void test_trials(const ts_model *m) {
 
 /* A wisdom line's alt= field naming no other candidate engine is ignored, not the line. */
 static void test_wisdom_alt_field(const ts_model *m) {
-    FILE *f = fopen(wisdom, "r");
-    char line[512] = {0};
-    CHECK(f && fgets(line, sizeof line, f));
-    if (f) fclose(f);
+    char line[512];
+    first_wisdom_line(line, sizeof line);
     char *nl = strchr(line, '\n');
     if (nl) *nl = '\0';
     char *alt = strstr(line, " alt=");
@@ -564,7 +566,7 @@ static void test_wisdom_alt_field(const ts_model *m) {
     if (!batch) return;
     /* the same key, the engine naive (in the candidate set), then two bad alt= fields */
     for (int i = 0; i < 3; i++) *strrchr(line, ' ') = '\0';
-    f = fopen(wisdom, "a");
+    FILE *f = fopen(wisdom, "a");
     fprintf(f, "%s naive 0 1.0 alt=warp-drive\n%s naive 0 1.0 alt=naive\n", line, line);
     fclose(f);
     ts_scorer *s = make(m, TS_ENGINE_AUTO, TS_PLAN_MEASURE, 200);
