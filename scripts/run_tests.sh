@@ -166,7 +166,9 @@ stage "ASan+UBSan build and tests"
 if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_WERROR=ON -DTS_TESTS=ON -DTS_TEST_KNOBS=ON -DCMAKE_C_FLAGS=-O1 >/dev/null &&
     cmake --build build-asan -j "$jobs" >"$results/build-asan.log" 2>&1; then
     (cd build-asan && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest-asan.xml") || fail_stage "unit tests (ASan+UBSan)"
-    TS_BIN=$root/build-asan/treescore TS_ENGINES=naive,rapid,trees-simd,auto ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider "${pyx[@]}" \
+    # TREESCORE_PLAN_TRIAL=1: every auto range with a runner-up contested (src/scorer/trial.h),
+    # so that the trials run under the sanitizers whatever the timings say
+    TS_BIN=$root/build-asan/treescore TS_ENGINES=naive,rapid,trees-simd,auto TREESCORE_PLAN_TRIAL=1 ASAN_OPTIONS=detect_leaks=1 "$py" -m pytest -q -p no:cacheprovider "${pyx[@]}" \
         tests/conformance tests/cli --junitxml="$results/pytest-asan.xml" || fail_stage "conformance/CLI tests (ASan+UBSan)"
 else
     cat "$results/build-asan.log"; fail_stage "ASan+UBSan build"

@@ -30,7 +30,7 @@ def test_info_plan_measures_then_remembers(ts, cache):
         assert e in r.stdout, r
     wisdom = (cache / "wisdom").read_text()
     assert len(wisdom.splitlines()) == 1 and wisdom.startswith("treescore-wisdom-4 "), wisdom
-    chosen = wisdom.split()[-3]
+    chosen = wisdom.split()[11]  # the ENGINE field (a line may end in alt=ENGINE: scorer/trial.h)
     r2 = ts.succeeds("info", "-m", MODEL, "--plan", "--batch", "100", "--threads", "1", env=envof(cache))
     assert "wisdom:" in r2.stdout and f"engine {chosen} (" in r2.stdout, r2
     assert "batch_hint: one engine for every call" in r2.stdout, r2
