@@ -21,12 +21,11 @@
 
 /* One output's prepared engines: a model with K outputs has K parts. A part holds an
  * engine per batch-size range (planner.h: tsp_range_of), each distinct engine prepared
- * once; engine/state/layout are the largest batches' (what ts_scorer_engine reports and
- * double rows use), with layout.scratch_bytes the most any of its engines needs. */
+ * once; layout is the planned largest batches' engine's (ts_scorer_isa,
+ * ts_scorer_blocking, rows per chunk), with layout.scratch_bytes the most any of its
+ * engines needs. */
 typedef struct tsp_part {
-    const tse_engine *engine;
-    void *state;                 /* the engine's read-only layout */
-    tse_layout layout;           /* what the engine chose: ISA, blocks, scratch, chunk size */
+    tse_layout layout;           /* what that engine chose: ISA, blocks, scratch, chunk size */
     tsp_f64 *f64;                /* double inputs of a library comparing in double; else NULL */
     tsp_prepared eng[TSP_MAX_ENG];/* n_eng distinct engines (owned) */
     unsigned n_eng;
@@ -52,16 +51,17 @@ static inline const tsp_prepared *part_engine(const tsp_part *p, size_t n_rows) 
  * when the call is to be timed (trial_done). */
 static inline const tsp_prepared *call_engine(const tsp_part *p, size_t n_rows, int *slot) {
     *slot = -1;
-    if (!p->trials) return &p->eng[p->pick[tsp_range_of(n_rows)]];
-    return &p->eng[tsp_trial_engine(p->trials, tsp_range_of(n_rows), slot)];
+    return p->trials ? &p->eng[tsp_trial_engine(p->trials, tsp_range_of(n_rows), slot)] : part_engine(p, n_rows);
 }
 
 static inline void trial_done(const tsp_part *p, size_t n_rows, int slot, double t0) {
     if (slot >= 0) tsp_trial_record(p->trials, tsp_range_of(n_rows), slot, tsr_now() - t0, n_rows);
 }
 
-/* Immutable after ts_scorer_create: ts_scorer_score only reads it, which is what makes
- * concurrent scoring on one scorer safe without locks.
+/* Immutable after ts_scorer_create but for the parts' trials (scorer/trial.h: atomic
+ * counts, each call's own time slot, a range's engine index as a relaxed atomic byte):
+ * ts_scorer_score otherwise only reads it, which is what makes concurrent scoring on one
+ * scorer safe without locks.
  *
  * Two ways through: a plain model (one output, no categorical split) is scored by
  * parts[0] straight from the caller's rows. Otherwise ("expand"), part k scores the
@@ -288,13 +288,10 @@ static ts_status copy_catsets(ts_scorer *s, const ts_model *m, ts_error *err) {
     return TS_OK;
 }
 
-/* The part's summary fields from its engines: the largest batches' engine, the most
+/* The part's summary layout: the largest batches' engine's as planned, the most
  * scratch any of them needs. */
 static void finish_part(tsp_part *p) {
-    const tsp_prepared *top = &p->eng[p->pick[TSP_RANGES - 1]];
-    p->engine = top->engine;
-    p->state = top->state;
-    p->layout = top->layout;
+    p->layout = p->eng[p->pick[TSP_RANGES - 1]].layout;
     for (unsigned i = 0; i < p->n_eng; i++)
         if (p->eng[i].layout.scratch_bytes > p->layout.scratch_bytes)
             p->layout.scratch_bytes = p->eng[i].layout.scratch_bytes;
