@@ -45,7 +45,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
             fail_stage "apt-get install ${need_apt[*]}"
     fi
 fi
-./scripts/setup_venv.sh || fail_stage "python packages (tests/requirements.txt)"
+# The pinned Python packages (downloads and unpacking, about a core) install while the
+# release build and its unit tests run (they need none of them); the Python stages wait.
+venv_t0=$SECONDS
+./scripts/setup_venv.sh >"$results/setup-venv.log" 2>&1 &
+venv_pid=$!
 py=$root/.venv/bin/python
 # pytest runs its tests on every core (pytest-xdist, tests/requirements.txt; the suites are
 # mostly one Python process each, waiting on one treescore or trainer at a time): TS_PYTEST_JOBS
@@ -53,8 +57,6 @@ py=$root/.venv/bin/python
 pyjobs=${TS_PYTEST_JOBS:-$jobs}
 case "$pyjobs" in ''|*[!0-9]*|0) pyjobs=1 ;; esac
 [ "$pyjobs" -gt 8 ] && pyjobs=8
-pyx=()
-[ "$pyjobs" -gt 1 ] && "$py" -c 'import xdist' 2>/dev/null && pyx=(-n "$pyjobs")
 # The trainers (OpenMP) beside a second pytest worker: passive waiting, or spinning threads
 # starve each other (a 1,000-tree XGBoost fit: 128 s instead of 5 on 2 cores).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
@@ -91,6 +93,14 @@ fi
 # --- the Python package: pip install . into .venv (scikit-build-core from tests/requirements.txt,
 # no build isolation, the CMake tree kept in build/python so a rebuild is incremental), before
 # the conformance stage, some of whose tests score DataFrames through it (test_catboost_ctr.py)
+if wait "$venv_pid"; then
+    printf '(python packages, beside the build and unit tests: %d s)\n' $((SECONDS - venv_t0))
+else
+    cat "$results/setup-venv.log"; fail_stage "python packages (tests/requirements.txt)"
+fi
+pyx=()
+[ "$pyjobs" -gt 1 ] && "$py" -c 'import xdist' 2>/dev/null && pyx=(-n "$pyjobs")
+
 stage "python package: pip install ."
 pkg_ok=yes
 "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
