@@ -60,10 +60,13 @@ static inline simde__m512i _mm512_cvtepu8_epi64(simde__m128i a) {
     uint8_t x[16]; int64_t r[8]; memcpy(x, &a, 16); for (int i = 0; i < 8; i++) r[i] = x[i];
     simde__m512i o; memcpy(&o, r, 64); return o;
 }
-static inline simde__m512d _mm512_i32gather_pd(simde__m256i idx, const void *base, int scale) {
-    int32_t i[8]; double r[8]; memcpy(i, &idx, 32);
-    for (int k = 0; k < 8; k++) memcpy(&r[k], (const char *)base + (int64_t)i[k] * scale, 8);
+static inline simde__m512d _mm512_mask_i32gather_pd(simde__m512d src, simde__mmask8 k, simde__m256i idx, const void *base, int scale) {
+    int32_t i[8]; double r[8]; memcpy(i, &idx, 32); memcpy(r, &src, 64);
+    for (int j = 0; j < 8; j++) if (k >> j & 1) memcpy(&r[j], (const char *)base + (int64_t)i[j] * scale, 8);
     simde__m512d o; memcpy(&o, r, 64); return o;
+}
+static inline simde__m512d _mm512_i32gather_pd(simde__m256i idx, const void *base, int scale) {
+    return _mm512_mask_i32gather_pd(simde_mm512_setzero_pd(), 0xFF, idx, base, scale);
 }
 static inline simde__m512 _mm512_mask_i32gather_ps(simde__m512 src, simde__mmask16 k, simde__m512i idx, const void *base, int scale) {
     int32_t i[16]; float r[16]; memcpy(i, &idx, 64); memcpy(r, &src, 64);

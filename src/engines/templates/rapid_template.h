@@ -37,7 +37,9 @@
  *                        -inf from nd up to the next multiple of 16), x the feature's double
  *                        in the group's first row (x[lane * stride]), and optionally
  *                        RS_COLUMNS_F64 N (rs_columns_f64: N columns of the rows, rounded
- *                        up, as rs_columns16) or RS_COLUMN_F64 (rs_column_f64: one column),
+ *                        up, as rs_columns16; RS_COLUMNS_F64_MIN: see RS(quantize_f64_cvt))
+ *                        or RS_COLUMN_F64 (rs_column_f64: one column; RS_COLUMN_F64_STRIDE
+ *                        the widest stride it takes),
  *                        each with a last argument `up` (0: to the nearest float instead),
  *                        and RS_ROUNDING (uint32_t rs_round_begin(int up), void
  *                        rs_round_end(uint32_t): the quantizer runs between them, so
@@ -166,13 +168,19 @@ static void RS(quantize)(const tsq_tables *T, const float *x, size_t stride, siz
 
 #if !defined(RS_QUANTIZE_F64) && defined(RS_F64_UP)
 #define RS_QUANTIZE_F64 RS(quantize_f64)
+#ifndef RS_COLUMNS_F64_MIN
+#define RS_COLUMNS_F64_MIN 50
+#endif
 #define RS_QUANTIZE_NEAR RS(quantize_near)
 #define RS_TRANSPOSE (2048 / RS_LANES)
 
 /* The same for double rows, float first (up: quant.h "Gap floats"; an ISA with
  * RS_F64_UP): the columns are copied out as RS(quantize)'s, each value rounded up to a
  * float on its way (tsq_round_up, or with RS_COLUMNS_F64 the ISA's rs_columns_f64,
- * RS_COLUMNS_F64 columns of the rows at a time, prefetched as RS(quantize)'s: "Prefetch"),
+ * RS_COLUMNS_F64 columns of the rows at a time, prefetched as RS(quantize)'s: "Prefetch",
+ * where the used features are at least RS_COLUMNS_F64_MIN percent of the columns they
+ * span, 50 unless the ISA says; else with RS_COLUMN_F64 the ISA's rs_column_f64, one used
+ * column at a time),
  * and coded by rs_code_feature_f64, which reads the doubles again only for the rare lanes
  * the floats cannot code. Not up (the double rows of a model that converts its input to
  * float32 first: XGBoost, scikit-learn, ONNX; quant.h's codes are float codes), each
@@ -186,7 +194,7 @@ static inline __attribute__((always_inline)) void RS(quantize_f64_cvt)(const tsq
     if (q->n_used == 0) return;
 #ifdef RS_COLUMNS_F64
     const uint32_t first = q->f[0].column, last = q->f[q->n_used - 1].column; /* rows reach last */
-    if ((uint64_t)q->n_used * 2 >= (uint64_t)last - first + 1) {
+    if ((uint64_t)q->n_used * 100 >= ((uint64_t)last - first + 1) * RS_COLUMNS_F64_MIN) {
         for (uint32_t j0 = 0; j0 < q->n_used;) {
             const uint32_t c0 = q->f[j0].column, n = last - c0 + 1 < RS_COLUMNS_F64 ? last - c0 + 1 : RS_COLUMNS_F64;
             if (c0 + RS_AHEAD * RS_COLUMNS_F64 <= last) /* as RS(quantize)'s ("Prefetch"), 64 bytes a line */
@@ -212,7 +220,7 @@ static inline __attribute__((always_inline)) void RS(quantize_f64_cvt)(const tsq
     for (uint32_t j0 = 0; j0 < q->n_used; j0 += RS_TRANSPOSE) {
         const uint32_t nj = q->n_used - j0 < RS_TRANSPOSE ? q->n_used - j0 : RS_TRANSPOSE;
 #ifdef RS_COLUMN_F64
-        if (stride <= INT32_MAX / 4) /* the ISA's column copy (rs_column_f64: gathers) */
+        if (stride <= RS_COLUMN_F64_STRIDE) /* the ISA's column copy (rs_column_f64: gathers) */
             for (uint32_t j = 0; j < nj; j++)
                 rs_column_f64(x + q->f[j0 + j].column, stride, nd, xt + (size_t)j * RS_LANES, up);
         else
@@ -637,6 +645,7 @@ static void RS(kernel_near)(const rsl *L, uint32_t delta, const double *x, size_
 #undef RS_QUANTIZE
 #undef RS_QUANTIZE_F64
 #undef RS_QUANTIZE_NEAR
+#undef RS_COLUMNS_F64_MIN
 #undef RS_AHEAD
 #undef RS_GROUPS
 #undef RS_FEW

@@ -462,6 +462,7 @@ static void rs_column_f64(const double *x, size_t stride, size_t nd, float *out,
     }
 }
 #define RS_COLUMN_F64 1
+#define RS_COLUMN_F64_STRIDE (INT32_MAX / 4)
 
 /* 8 x 8 floats transposed in registers (unpacks, shuffles, 128-bit lane swaps). */
 static inline void transpose8(__m256 r[8]) {

@@ -559,8 +559,9 @@ static void fix_lanes(const tsq *q, uint32_t j, __mmask16 fix, const double *x, 
  * features with zero-is-missing nodes (or `snap`) those at u = -Z, take their codes from
  * the doubles (rare: values in the float gap of a threshold). So a double costs a float
  * (and its rounding, in the transpose) plus about five instructions per 16 lanes. */
-static void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *col, size_t nd, const double *x,
-                                size_t stride, uint8_t *codes) {
+static inline __attribute__((always_inline)) void rs_code_feature_f64(const tsq_tables *T, uint32_t j, const float *col,
+                                                                    size_t nd, const double *x, size_t stride,
+                                                                    uint8_t *codes) {
     const tsq *q = &T->q;
     const tsq_feature *f = &q->f[j];
     const uint32_t n = f->n_thr;
@@ -647,6 +648,37 @@ static inline __attribute__((always_inline)) void rs_columns_f64(const double *x
 #define RS_COLUMNS_F64 16
 #define RS_F64_UP 1
 
+/* One column of the group's double rows (x: its value in row 0), each value converted to
+ * a float on its way (up: rounded up, else to nearest), into out[lane], lanes nd .. up to
+ * a multiple of 16 -inf: 8 rows a gather (7 * stride fits an int: RS_COLUMN_F64_STRIDE).
+ * The GFNI kernel's quantizer (Intel) takes it where the used features are less than 80%
+ * of the columns they span (RS_COLUMNS_F64_MIN), the other's (AMD) below 50%: Intel
+ * Emerald Rapids, libs_ab, rapid, double rows: the demo model (191 of 300 columns) at 768
+ * rows 0.41-0.43 -> 0.36-0.40 us/doc, at 16, 64, 256 rows 1.03 -> 0.92, 0.67 -> 0.62, 0.43
+ * -> 0.39, 38,400 rows streamed from memory 0.53 the same (a prefetch of the next run's
+ * lines, as the transposes', made it 1.13x slower in cache); inlined (rs_code_feature_f64
+ * too: a call per column measured 1.5x slower); on the msn models (135 of 135 columns)
+ * the transposes stay: gathers there measured the same in cache and up to 6% slower from
+ * memory (docs/benchmarks.md "Twenty-sixth session"). Not measured on AMD Zen 4, whose
+ * gathers are slower (about 0.7 ns per element). */
+static inline __attribute__((always_inline)) void rs_column_f64(const double *x, size_t stride, size_t nd, float *out,
+                                                              const int up) {
+    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)stride));
+    const __m512d none = _mm512_set1_pd(-INFINITY);
+    for (size_t l = 0; l < nd; l += 16) {
+        const size_t k = nd - l;
+        const __mmask8 m0 = (__mmask8)(k >= 8 ? 0xFFu : (1u << k) - 1), m1 = (__mmask8)(k >= 16 ? 0xFFu : k > 8 ? (1u << (k - 8)) - 1 : 0);
+        const __m512d a = m0 == 0xFF ? _mm512_i32gather_pd(rows, x + l * stride, 8)
+                                     : _mm512_mask_i32gather_pd(none, m0, rows, x + l * stride, 8);
+        const __m512d b = m1 == 0xFF ? _mm512_i32gather_pd(rows, x + (l + 8) * stride, 8)
+                          : m1       ? _mm512_mask_i32gather_pd(none, m1, rows, x + (l + 8) * stride, 8)
+                                     : none;
+        _mm512_store_ps(out + l, _mm512_insertf32x8(_mm512_castps256_ps512(cvt8(a, up)), cvt8(b, up), 1));
+    }
+}
+#define RS_COLUMN_F64 1
+#define RS_COLUMN_F64_STRIDE (INT32_MAX / 8)
+
 #define RS_UPDATE rs_update8
 #define RS_GROUPS 8
 #define RS_PAIRS 1
@@ -710,8 +742,7 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 #define RS_MASK rs_gf_m
 #define RS_UPDATE_SKIP rs_gf_update_skip
 #define RS_QUANTIZE rs_avx512_quantize
-#define RS_QUANTIZE_F64 rs_avx512_quantize_f64
-#define RS_QUANTIZE_NEAR rs_avx512_quantize_near
+#define RS_COLUMNS_F64_MIN 80 /* its own double quantizers: rs_column_f64 says why */
 #define RS_GROUPS 8
 /* With one or two groups (a batch of up to 128 documents) the chain of vgf2p8affineqb
  * through a row (5 cycles a link on Emerald Rapids) is the bound: those take vpandd +
@@ -729,6 +760,6 @@ static inline void rs_gf_update_skip(const rsl *L, rs_v *row, rs_v *skip, const 
 
 const rs_kernels tse_rapid_avx512gf = {TS_ISA_AVX512, 64, 0, rs_avx512gf_kernel, rs_avx512_quantize,
                                        rs_avx512gf_kernel_f64, RS_PAIR_LANES, rs_avx512gf_kernel_near,
-                                       rs_avx512_quantize_near};
+                                       rs_avx512gf_quantize_near};
 
 #endif
