@@ -59,11 +59,12 @@ for t in "${TARGETS[@]}"; do
 done
 
 # TS_FUZZ=ON instruments the library too (fuzzer-no-link, see CMakeLists.txt). A custom
-# build type keeps -O1 -g with asserts on.
+# build type keeps -O1 with asserts on; -gline-tables-only gives a crash's file:line
+# (OSS-Fuzz's choice) and builds faster than -g (three targets: 89 s against 100 s).
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ts-fuzz.XXXXXX") || die "mktemp failed"
 echo "fuzz: configuring $BUILD_DIR"
 if ! cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYPE=Fuzz \
-      -DCMAKE_C_FLAGS="-O1 -g" \
+      -DCMAKE_C_FLAGS="-O1 -gline-tables-only" \
       -DTS_FUZZ=ON -DTS_SANITIZE=ON -DTS_TESTS=OFF >"$WORK/configure.log" 2>&1; then
   cat "$WORK/configure.log" >&2
   die "cmake configure failed (log kept in $WORK)"
