@@ -20,7 +20,10 @@
  * f32|f64 runs every pair on both, interleaved ("LABEL/f64": float64 rows' speed against
  * float32's in one process; bits checked against the first pair of the same rows). For
  * an auto pair, the engine its calls of BATCH rows take after the run (a contested
- * range's trial may have chosen it: scorer/trial.h) ends the output. Linux only.
+ * range's trial may have chosen it: scorer/trial.h) ends the output. With LIBS_AB_SAMPLE=FILE
+ * (a raw file as DATA, say other rows of the same data) every pair's scorer gets FILE's
+ * first 4,096 rows as ts_scorer_options.sample (the planner's rows, and rapid's leaf
+ * order: rapid.h "Leaf order"), as the CLI and the Python package pass their callers'. Linux only.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -94,6 +97,11 @@ static double *read_raw(const char *path, uint32_t *cols, size_t *rows) {
     return x;
 }
 
+/* LIBS_AB_SAMPLE's rows (float32), or NULL. */
+static const float *sample;
+static size_t sample_rows;
+static uint32_t sample_cols;
+
 static int open_pair(const char *spec, const char *model_path, pair *p) {
     char s[512];
     snprintf(s, sizeof s, "%s", spec);
@@ -122,6 +130,7 @@ static int open_pair(const char *spec, const char *model_path, pair *p) {
     ts_scorer_options o;
     init(&o);
     o.n_threads = 1;
+    o.sample = sample, o.sample_rows = sample_rows, o.sample_stride = sample_cols;
     if (by_name(engine, &o.engine) != TS_OK) return fprintf(stderr, "libs_ab: no engine %s\n", engine), 0;
     if (load(model_path, TS_FORMAT_AUTO, &m, &err) != TS_OK || create(m, &o, &p->scorer, &err) != TS_OK)
         return fprintf(stderr, "libs_ab: %s: %s\n", spec, err.message), 0;
@@ -144,6 +153,18 @@ int main(int argc, char **argv) {
     size_t have = 0;
     double *xd = read_raw(argv[2], &cols, &have);
     if (!xd || batch == 0 || reps < 1) return fprintf(stderr, "libs_ab: %s: not a raw float32 or float64 file\n", argv[2]), 1;
+    const char *sample_path = getenv("LIBS_AB_SAMPLE");
+    if (sample_path && *sample_path) {
+        size_t n = 0;
+        double *sd = read_raw(sample_path, &sample_cols, &n);
+        if (!sd || n == 0) return fprintf(stderr, "libs_ab: LIBS_AB_SAMPLE=%s: not a raw float32 or float64 file\n", sample_path), 1;
+        sample_rows = n < 4096 ? n : 4096;
+        float *sf = malloc(sample_rows * sample_cols * sizeof *sf);
+        if (!sf) return fprintf(stderr, "libs_ab: out of memory\n"), 1;
+        for (size_t i = 0; i < sample_rows * sample_cols; i++) sf[i] = (float)sd[i];
+        free(sd);
+        sample = sf;
+    }
     rows = rows < have ? rows : have;
     rows -= rows % batch;
     if (rows == 0) return fprintf(stderr, "libs_ab: fewer rows than one batch\n"), 1;

@@ -126,7 +126,9 @@ class Model:
     takes; the first 4,096 rows, of sparse input at most 32 MiB of dense rows, are kept
     until the engines are planned), for ``auto`` to time the engines on real rows rather
     than synthetic ones (branchy engines run faster on real data; without it, ranges whose
-    two fastest engines timed close are decided by their first ``predict`` calls).
+    two fastest engines timed close are decided by their first ``predict`` calls), and for
+    ``rapid`` (chosen by ``auto`` or by name) to put the leaves these rows reach most first
+    (the same scores, 1.1-1.3x faster on LightGBM models of 64 leaves).
 
     A Model is immutable and thread-safe: many Python threads may call ``predict`` at once
     (the GIL is released while scoring). It pickles as its model bytes and options; the
@@ -207,7 +209,8 @@ class Model:
         self._onnx_post = _objectives.onnx_post_transform(self._info["objective"]) if fmt == "onnx" else None
 
     def _sample_rows(self, sample):
-        """The planner's sample as float32 rows (at most 4096); errors name ``sample``, not X."""
+        """The sample (the planner times the engines on it, rapid orders its leaves by it) as
+        float32 rows (at most 4096); errors name ``sample``, not X."""
         try:
             if _inputs.is_sparse(sample):
                 sp = _inputs.SparseRows(sample, self.num_features, self._core.absent_value())

@@ -336,7 +336,7 @@ static PyObject *model_absent_value(CoreModel *self, PyObject *unused) {
     return PyFloat_FromDouble((double)ts_model_absent_value(self->model));
 }
 
-/* The planner's sample: a C-contiguous 2-D float32 buffer with at least `n_features`
+/* The sample (ts_scorer_options.sample): a C-contiguous 2-D float32 buffer with at least `n_features`
  * columns, or None. Fills opts; 0 on success, -1 with an exception set. */
 static int set_sample(PyObject *sample, Py_buffer *buf, ts_scorer_options *opts, uint32_t n_features) {
     if (sample == Py_None) return 0;
@@ -383,8 +383,9 @@ static PyObject *model_columns_for(CoreModel *self, PyObject *unused) {
 }
 
 /* scorer(engine, isa, threads, batch_hint, sample=None, packed=False) -> Scorer. `isa`: a
- * name or "auto"; `sample`: rows for the planner to time the engines on (see set_sample);
- * `packed`: rows hold only the columns of columns_for(), in that order (the sample too). */
+ * name or "auto"; `sample`: rows for the planner to time the engines on, and for rapid to
+ * order its leaves by (see set_sample); `packed`: rows hold only the columns of
+ * columns_for(), in that order (the sample too). */
 static PyObject *model_scorer(CoreModel *self, PyObject *args) {
     const char *engine_name, *isa_name;
     Py_ssize_t threads, batch_hint;

@@ -16,6 +16,11 @@ typedef struct tse_config {
     uint32_t lanes;         /* vpred, block-vpred: documents interleaved; 0 = engine's choice */
     int no_build;           /* 1: never start a build (ifelse: load a cached object or fail
                                with TS_ERR_ENGINE_UNAVAILABLE); the planner sets it */
+    const float *sample;    /* rows of the caller's data as the engine reads rows (row r at
+                               sample + r * sample_stride, the model's columns readable), or
+                               NULL; read during prepare only. An engine may shape its layout
+                               by them (rapid: rapid.h "Leaf order"), never its scores */
+    size_t sample_rows, sample_stride;
 } tse_config;
 
 /* What the engine reports back from prepare. */

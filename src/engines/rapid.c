@@ -8,6 +8,7 @@
 #include "platform/config.h"
 #include "platform/cpu.h"
 #include "platform/cpu_caches.h"
+#include "platform/notes.h"
 
 /* ---- layout ----------------------------------------------------------------------------- */
 
@@ -32,6 +33,7 @@ static void rsl_free(rsl *L) {
     free(L->pad.entries);
     free(L->pad.skips);
     free(L->pad.skip_first);
+    free(L->comp);
     memset(L, 0, sizeof *L);
 }
 
@@ -60,7 +62,16 @@ static uint32_t node_rows(uint32_t a, uint32_t b, uint32_t B, uint32_t *ra, uint
 
 /* Tree t's rows, entries and skip entries, from row `row`, entry `*at` and skip entry
  * `*at_skip` on (rapid.h "Entries", "Skips"); count and count_skip hold B + 1 each. */
-static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, uint64_t *at_skip, uint32_t *lo,
+static uint32_t comp_slot(rsl *L, uint32_t *comp_of, uint32_t slot) {
+    if (comp_of[slot] == UINT32_MAX) {
+        comp_of[slot] = L->n_comp;
+        L->comp[L->n_comp++] = slot;
+    }
+    return L->tables.q.n_slots + comp_of[slot];
+}
+
+static void build_tree(rsl *L, const tsm_tree *tr, const tsm_tree *orig, const uint8_t *flip, uint32_t *comp_of,
+                       uint32_t row, uint64_t *at, uint64_t *at_skip, uint32_t *lo,
                        uint32_t *hi, uint32_t *count, uint32_t *count_skip) {
     const uint32_t B = (tr->n_leaves + 7) / 8;
     tsm_tree_leaf_ranges(tr, lo, hi);
@@ -83,7 +94,8 @@ static void build_tree(rsl *L, const tsm_tree *tr, uint32_t row, uint64_t *at, u
     }
     for (uint32_t i = 0; i < tr->n_nodes; i++) {
         const tsm_node *nd = &tr->nodes[i];
-        uint32_t a, b, ra, rb, k, slot = tsq_tree_node_slot(&L->tables.q, tr, i, &k);
+        uint32_t a, b, ra, rb, k, slot = tsq_tree_node_slot(&L->tables.q, orig, i, &k);
+        if (flip && flip[i]) slot = comp_slot(L, comp_of, slot), k = TSQ_SEGMENT - 1 - k;
         left_leaves(nd, lo, hi, &a, &b);
         const uint32_t z = node_rows(a, b, B, &ra, &rb);
         if (z)
@@ -139,6 +151,120 @@ static float *float_leaves(const double *v, uint64_t n) {
     return f;
 }
 
+/* ---- leaf order (rapid.h "Leaf order") ------------------------------------------------------ */
+
+/* The trees reordered by the caller's sample rows: tree t's copy, and per node whether
+ * its children were swapped (flip[node_first[t] + i]). All NULL: the model's own order. */
+typedef struct rs_order {
+    tsm_tree *trees;
+    uint8_t *flip;
+    uint64_t *node_first;
+    uint32_t rows;      /* the sample rows counted */
+    uint64_t n_flipped;
+} rs_order;
+
+static void order_free(rs_order *o, uint32_t n_trees) {
+    for (uint32_t t = 0; o->trees && t < n_trees; t++) free(o->trees[t].nodes), free(o->trees[t].leaf_values);
+    free(o->trees), free(o->flip), free(o->node_first);
+    memset(o, 0, sizeof *o);
+}
+
+/* Sample rows the order is counted on: at most RS_ORDER_ROWS, fewer on big models (rows
+ * times internal nodes at most RS_ORDER_WORK: 1,000 trees of 63 nodes count 256 rows,
+ * 20,000 trees RS_ORDER_MIN_ROWS); fewer rows than that, no order. */
+#define RS_ORDER_ROWS 256u
+#define RS_ORDER_MIN_ROWS 64u
+#define RS_ORDER_WORK (1u << 24)
+
+/* Tree tr reordered into *out (nodes and leaf values; its other fields tr's): node i's
+ * children swapped (flip[i] = 1) where its second subtree's leaves are reached more often
+ * per leaf than its first's by the rows (cnt: each leaf's count, scratch), then the
+ * leaves renumbered left to right. 0: out of memory. */
+static int order_tree(const tsm_tree *tr, const double *cnt, tsm_tree *out, uint8_t *flip) {
+    const uint32_t n = tr->n_nodes, nl = tr->n_leaves;
+    double *mass = malloc(((size_t)n + 1) * sizeof *mass), *size = malloc(((size_t)n + 1) * sizeof *size);
+    uint32_t *id = malloc((size_t)nl * sizeof *id);
+    int32_t *stack = malloc(((size_t)n + 2) * sizeof *stack);
+    *out = *tr;
+    out->nodes = malloc(((size_t)n + 1) * sizeof *out->nodes);
+    out->leaf_values = malloc((size_t)nl * sizeof *out->leaf_values);
+    out->thresholds_d = NULL; /* (the nodes' codes come from tr: the same node numbers) */
+    const int ok = mass && size && id && stack && out->nodes && out->leaf_values;
+    if (ok) {
+        /* children are numbered after their parents (canonical trees): one pass upwards */
+        for (uint32_t i = n; i-- > 0;) {
+            const tsm_node *d = &tr->nodes[i];
+            const double ma = d->left < 0 ? cnt[~d->left] : mass[d->left], na = d->left < 0 ? 1 : size[d->left];
+            const double mb = d->right < 0 ? cnt[~d->right] : mass[d->right], nb = d->right < 0 ? 1 : size[d->right];
+            mass[i] = ma + mb, size[i] = na + nb;
+            flip[i] = mb * na > ma * nb; /* mb / nb > ma / na; equal (unreached subtrees): kept */
+            out->nodes[i] = *d;
+            if (flip[i]) out->nodes[i].left = d->right, out->nodes[i].right = d->left;
+        }
+        /* the new left-to-right numbers: depth first, the first child first */
+        uint32_t next = 0, sp = 0;
+        stack[sp++] = n ? 0 : ~0;
+        while (sp) {
+            const int32_t c = stack[--sp];
+            if (c < 0) {
+                id[~c] = next++;
+                continue;
+            }
+            stack[sp++] = out->nodes[c].right;
+            stack[sp++] = out->nodes[c].left;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            tsm_node *d = &out->nodes[i];
+            if (d->left < 0) d->left = ~(int32_t)id[~d->left];
+            if (d->right < 0) d->right = ~(int32_t)id[~d->right];
+        }
+        for (uint32_t l = 0; l < nl; l++) out->leaf_values[id[l]] = tr->leaf_values[l];
+    }
+    free(mass), free(size), free(id), free(stack);
+    return ok;
+}
+
+/* The order of m's trees by cfg's sample rows (rapid.h "Leaf order"), or none (o all
+ * NULL): no sample, too few rows, or no memory (the model's order is as exact, only
+ * slower). */
+static void order_build(rs_order *o, const ts_model *m, const tse_config *cfg) {
+    memset(o, 0, sizeof *o);
+    uint64_t n_nodes = 0;
+    uint32_t max_leaves = 1;
+    for (uint32_t t = 0; t < m->n_trees; t++) {
+        n_nodes += m->trees[t].n_nodes;
+        if (m->trees[t].n_leaves > max_leaves) max_leaves = m->trees[t].n_leaves;
+    }
+    size_t rows = cfg->sample && cfg->sample_stride >= m->n_features ? cfg->sample_rows : 0;
+    const uint64_t budget = RS_ORDER_WORK / (n_nodes + 1);
+    if (rows > RS_ORDER_ROWS) rows = RS_ORDER_ROWS;
+    if (rows > budget) rows = budget > RS_ORDER_MIN_ROWS ? (size_t)budget : RS_ORDER_MIN_ROWS;
+    if (rows < RS_ORDER_MIN_ROWS || !n_nodes) return;
+    o->node_first = malloc(((size_t)m->n_trees + 1) * sizeof *o->node_first);
+    o->flip = calloc((size_t)n_nodes + 1, 1);
+    o->trees = calloc(m->n_trees, sizeof *o->trees);
+    double *cnt = malloc((size_t)max_leaves * sizeof *cnt);
+    int ok = o->node_first && o->flip && o->trees && cnt;
+    uint64_t at = 0;
+    for (uint32_t t = 0; ok && t < m->n_trees; t++) {
+        const tsm_tree *tr = &m->trees[t];
+        o->node_first[t] = at;
+        memset(cnt, 0, (size_t)tr->n_leaves * sizeof *cnt);
+        for (size_t r = 0; r < rows; r++) cnt[tsm_tree_exit_leaf(tr, cfg->sample + r * cfg->sample_stride)] += 1;
+        ok = order_tree(tr, cnt, &o->trees[t], o->flip + at);
+        for (uint32_t i = 0; ok && i < tr->n_nodes; i++) o->n_flipped += o->flip[at + i];
+        at += tr->n_nodes;
+    }
+    free(cnt);
+    o->rows = (uint32_t)rows;
+    if (!ok) order_free(o, m->n_trees);
+}
+
+/* Tree t as the layout is built from: its reordered copy, or the model's. */
+static const tsm_tree *order_tree_of(const rs_order *o, const ts_model *m, uint32_t t) {
+    return o->trees ? &o->trees[t] : &m->trees[t];
+}
+
 static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, const rs_kernels *k, ts_error *err) {
     memset(L, 0, sizeof *L);
     uint32_t max_leaves = 1, max_nodes = 0;
@@ -154,9 +280,12 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
                        max_leaves, RS_MAX_BYTES * 8);
     uint32_t *lo = malloc(((size_t)max_nodes + 1) * sizeof *lo), *hi = malloc(((size_t)max_nodes + 1) * sizeof *hi);
     const size_t max_rows = (size_t)(max_leaves + 7) / 8;
-    uint32_t *count = malloc(2 * (max_rows + 1) * sizeof *count);
+    uint32_t *count = malloc(2 * (max_rows + 1) * sizeof *count), *comp_of = NULL;
     ts_status st = lo && hi && count ? TS_OK : ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory");
-    for (uint32_t t = 0; st == TS_OK && t < m->n_trees; t++) count_tree(&m->trees[t], lo, hi, &n_rows, &n_entries, &n_skips);
+    rs_order ord;
+    order_build(&ord, m, cfg);
+    for (uint32_t t = 0; st == TS_OK && t < m->n_trees; t++)
+        count_tree(order_tree_of(&ord, m, t), lo, hi, &n_rows, &n_entries, &n_skips);
     if (st == TS_OK && (n_entries >= UINT32_MAX || n_skips >= UINT32_MAX || n_rows >= UINT32_MAX || n_leaves >= UINT32_MAX))
         st = ts_fail(err, TS_ERR_LIMIT, "rapid: the model has more than 2^32 rows, entries or leaves");
     if (st == TS_OK) st = tsq_build_f64(&L->tables.q, m, err); /* double codes where the model compares doubles */
@@ -179,15 +308,20 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
         L->skips = malloc(((size_t)n_skips + 1) * sizeof *L->skips);
         L->leaves = calloc((size_t)n_leaves + 64, sizeof *L->leaves); /* kernels may read 64 from any tree's */
         L->leaf_offset = malloc(((size_t)m->n_trees + 1) * sizeof *L->leaf_offset);
-        if (!L->blocks || !L->tree_row || !L->row_first || !L->entries || !L->skip_first || !L->skips || !L->leaves || !L->leaf_offset)
+        L->comp = malloc(((size_t)L->tables.q.n_slots + 1) * sizeof *L->comp);
+        comp_of = malloc(((size_t)L->tables.q.n_slots + 1) * sizeof *comp_of);
+        if (!L->comp || !comp_of || !L->blocks || !L->tree_row || !L->row_first || !L->entries || !L->skip_first ||
+            !L->skips || !L->leaves || !L->leaf_offset)
             st = ts_fail(err, TS_ERR_NO_MEMORY, "rapid: out of memory preparing %u trees", m->n_trees);
     }
     if (st == TS_OK) {
         uint32_t row = 0;
         uint64_t at = 0, at_skip = 0;
+        memset(comp_of, 0xFF, ((size_t)L->tables.q.n_slots + 1) * sizeof *comp_of);
         for (uint32_t t = 0; t < m->n_trees; t++) {
             L->tree_row[t] = row;
-            build_tree(L, &m->trees[t], row, &at, &at_skip, lo, hi, count, count + max_rows + 1);
+            build_tree(L, order_tree_of(&ord, m, t), &m->trees[t], ord.trees ? ord.flip + ord.node_first[t] : NULL,
+                       comp_of, row, &at, &at_skip, lo, hi, count, count + max_rows + 1);
             row += (m->trees[t].n_leaves + 7) / 8;
         }
         L->tree_row[m->n_trees] = row;
@@ -198,8 +332,15 @@ static ts_status rsl_build(rsl *L, const ts_model *m, const tse_config *cfg, con
             L->blocks[b].n_trees = m->n_trees - b * L->tau < L->tau ? m->n_trees - b * L->tau : L->tau;
         }
         tsm_model_weighted_leaves(m, L->leaves, L->leaf_offset);
+        if (ord.trees) /* the same products, in the trees' new leaf order */
+            for (uint32_t t = 0; t < m->n_trees; t++)
+                for (uint32_t l = 0; l < m->trees[t].n_leaves; l++)
+                    L->leaves[L->leaf_offset[t] + l] = ord.trees[t].weight * ord.trees[t].leaf_values[l];
         if (max_leaves <= 64) L->leaves_f = float_leaves(L->leaves, n_leaves);
+        if (ord.trees) L->order_rows = ord.rows, L->n_flipped = ord.n_flipped;
     }
+    order_free(&ord, m->n_trees);
+    free(comp_of);
     free(lo);
     free(hi);
     free(count);
@@ -466,6 +607,10 @@ static ts_status rapid_prepare(const ts_model *m, const tse_config *cfg, void **
     }
     if (k->pair_lanes) rsl_build_pairs(&s->L);
     rsl_build_padded(&s->L);
+    if (s->L.order_rows)
+        tsr_note(TSR_NOTE_INFO, "rapid: leaves ordered by %u sample rows (%llu of %llu nodes' children swapped, %u "
+                 "complement codes)", s->L.order_rows, (unsigned long long)s->L.n_flipped,
+                 (unsigned long long)s->L.n_nodes, s->L.n_comp);
     s->delta = block_docs(cfg, k->lanes);
     s->kernel = k->kernel;
     s->kernel_f64 = k->kernel_f64;

@@ -148,7 +148,7 @@ static uint32_t max_leaves(const ts_model *m) {
 ts_engine tsp_plan_rule(const ts_model *m, ts_isa isa, unsigned batch, char *why, size_t why_size) {
     uint32_t w = max_leaves(m);
     ts_engine e;
-    tse_config cfg = {isa, 0, 0, 0, 1};
+    tse_config cfg = {.isa = isa, .no_build = 1};
     const int big = tse_model_big(m);
     const int vbmi = isa >= TS_ISA_AVX512 && (tsr_cpu_features() & TSR_CPU_AVX512VBMI) != 0;
     const unsigned rapid_from = isa == TS_ISA_AVX2 ? RAPID_RULE_BATCH_AVX2 : RAPID_RULE_BATCH;

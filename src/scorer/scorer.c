@@ -310,7 +310,8 @@ static int split_setting(const tsp_part *p, unsigned n_threads, int decided) {
  * then its double-input tables. */
 static ts_status prepare_part(const ts_model *m, const ts_scorer_options *opts, ts_engine engine, unsigned n_threads,
                               const tsp_part *like, int trials, tsp_part *p, char **report, ts_error *err) {
-    tse_config cfg = {.isa = tsr_isa_resolve(opts->max_isa), .tau = opts->tau, .delta = opts->delta, .lanes = opts->lanes};
+    tse_config cfg = {.isa = tsr_isa_resolve(opts->max_isa), .tau = opts->tau, .delta = opts->delta, .lanes = opts->lanes,
+                      .sample = opts->sample, .sample_rows = opts->sample_rows, .sample_stride = opts->sample_stride};
     ts_status st = TS_OK;
     p->base = m->base_score;
     if (like) {
@@ -375,18 +376,18 @@ static void free_parts(ts_scorer *s) {
 /* At most this many sample rows are expanded for the planner (it reuses rows cyclically). */
 #define SAMPLE_MAX_ROWS 16384u
 
-/* The planner's sample rows expanded with the derived columns (NULL, TS_OK: none to
- * expand, or no planner); the caller frees it. */
+/* The sample rows (the planner's, and the engines' for their layouts: tse_config.sample)
+ * expanded with the derived columns (NULL, TS_OK: none to expand); the caller frees it. */
 static ts_status expand_sample(const ts_scorer *s, const ts_scorer_options *opts, size_t *rows, float **out,
                                ts_error *err) {
     *out = NULL;
-    if (opts->engine != TS_ENGINE_AUTO || !opts->sample || !copies_rows(s) || opts->sample_rows == 0) return TS_OK;
+    if (!opts->sample || !copies_rows(s) || opts->sample_rows == 0) return TS_OK;
     if (opts->sample_stride < s->n_features)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT, "sample stride %zu is smaller than the model's %u columns",
                        opts->sample_stride, s->n_features);
     *rows = opts->sample_rows < SAMPLE_MAX_ROWS ? opts->sample_rows : SAMPLE_MAX_ROWS;
     float *buf = malloc(*rows * s->width * sizeof *buf);
-    if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory expanding the planner's sample");
+    if (!buf) return ts_fail(err, TS_ERR_NO_MEMORY, "out of memory expanding the sample rows");
     for (size_t r = 0; r < *rows; r++) load_f32(s, buf + r * s->width, opts->sample + r * opts->sample_stride);
     derive_values(s, buf, *rows);
     *out = buf;
@@ -430,7 +431,7 @@ static ts_status prepare_views(ts_scorer *s, const ts_model *m, const ts_scorer_
         o.sample_rows = sample_rows;
         o.sample_stride = s->width;
     } else if (copies_rows(s)) {
-        o.sample = NULL; /* an explicit engine: no planner reads it */
+        o.sample = NULL; /* none given: the caller's rows are not the engines' */
     }
     if (st == TS_OK)
         st = prepare_part(views[s->lead], &o, opts->engine, s->n_threads, NULL, 0, &s->parts[s->lead], &s->plan_report,
@@ -472,15 +473,16 @@ static void size_expand(ts_scorer *s) {
     s->rows_per_chunk = chunk;
 }
 
-/* The planner's sample, checked once for every auto scorer: the planner reads it only
- * when it measures (not under TS_PLAN_RULE or TREESCORE_PLAN=rule), and the general path
- * skipped a sample of no rows, so the same bad sample would otherwise pass or fail with
- * the plan and the model's shape. s->n_features: the row width (packed or not). */
+/* The sample, checked once for every scorer that is given one: the planner reads it only
+ * when it measures (not under TS_PLAN_RULE or TREESCORE_PLAN=rule), rapid only when it
+ * is prepared, and the general path skipped a sample of no rows, so the same bad sample
+ * would otherwise pass or fail with the plan, the engine and the model's shape.
+ * s->n_features: the row width (packed or not). */
 static ts_status check_sample(const ts_scorer *s, const ts_scorer_options *o, ts_error *err) {
-    if (o->engine != TS_ENGINE_AUTO || !o->sample) return TS_OK;
+    if (!o->sample) return TS_OK;
     if (o->sample_rows == 0 || o->sample_stride < s->n_features)
         return ts_fail(err, TS_ERR_INVALID_ARGUMENT,
-                       "planner sample: %zu rows of stride %zu, but the rows have %u columns (need rows >= 1 and "
+                       "sample: %zu rows of stride %zu, but the rows have %u columns (need rows >= 1 and "
                        "stride >= columns)", o->sample_rows, o->sample_stride, s->n_features);
     return TS_OK;
 }

@@ -290,7 +290,7 @@ int main(int argc, char **argv) {
     }
     uint32_t F = m->n_features;
     size_t check = max_rows < 2000 ? max_rows : 2000;
-    tse_config cfg = {TS_ISA_SCALAR, 0, 0, 0, 0};
+    tse_config cfg = {.isa = TS_ISA_SCALAR};
     tse_layout lay;
     void *nst = NULL;
     if (tse_engine_naive.prepare(m, &cfg, &nst, &lay, &err) != TS_OK) {

@@ -104,7 +104,7 @@ static void emu_score(const ts_model *m, const emu_config *c, const float *x, si
 static void naive_score(const ts_model *m, const float *x, size_t n, size_t stride, double *out) {
     void *state = NULL;
     tse_layout lay;
-    tse_config cfg = {TS_ISA_SCALAR, 0, 0, 0, 0};
+    tse_config cfg = {.isa = TS_ISA_SCALAR};
     ts_error err;
     CHECK_STATUS(tse_engine_naive.prepare(m, &cfg, &state, &lay, &err), TS_OK);
     if (!state) return;

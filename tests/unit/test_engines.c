@@ -243,16 +243,24 @@ static float wide_grid(uint32_t i) { return (float)((double)i - 300.0) / 7.0f + 
  * of codes, rapid_avx512.c codes64, and take the AVX2 pair layout; partial groups; a full
  * group and a tail) at shifting offsets, float rows and, for a model that compares doubles,
  * the same rows as doubles: bit for bit the reference. */
+/* Every other call's scorers get sample rows (x's rows, repeated up to at least 80:
+ * rapid orders each tree's leaves by them, rapid.h "Leaf order"), the others none. */
+static unsigned rapid_sample_turn;
+
 static void check_rapid_batches_tau(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
                                     const double *ref, uint32_t tau, size_t max_batch) {
     static const ts_isa isas[] = {TS_ISA_SCALAR, TS_ISA_AVX2, TS_ISA_AVX512};
     double got[70], *xd = malloc(n_rows * stride * sizeof *xd);
     for (size_t i = 0; i < n_rows * stride; i++) xd[i] = (double)x[i];
+    const size_t n_sample = rapid_sample_turn++ % 2 ? (n_rows < 80 ? 80 : n_rows) : 0;
+    float *sample = n_sample ? malloc(n_sample * stride * sizeof *sample) : NULL;
+    for (size_t r = 0; r < n_sample; r++) memcpy(sample + r * stride, x + r % n_rows * stride, stride * sizeof *x);
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         if (isas[i] > ts_cpu_isa()) continue;
         ts_scorer_options o;
         ts_scorer_options_init(&o);
         o.engine = TS_ENGINE_RAPID, o.max_isa = isas[i], o.n_threads = 1, o.tau = tau;
+        o.sample = sample, o.sample_rows = n_sample, o.sample_stride = stride;
         ts_scorer *s = NULL;
         ts_error err;
         CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
@@ -269,11 +277,54 @@ static void check_rapid_batches_tau(const ts_model *m, const float *x, size_t n_
                 bad_d += memcmp(&got[r], &want, sizeof want) != 0;
             }
         }
-        CHECK_MSG(bad == 0 && bad_d == 0, "rapid isa %s tau %u, batches 1-%zu: %zu float and %zu double rows differ",
-                  ts_isa_name(ts_scorer_isa(s)), tau, max_batch, bad, bad_d);
+        CHECK_MSG(bad == 0 && bad_d == 0,
+                  "rapid isa %s tau %u, %zu sample rows, batches 1-%zu: %zu float and %zu double rows differ",
+                  ts_isa_name(ts_scorer_isa(s)), tau, n_sample, max_batch, bad, bad_d);
         ts_scorer_free(s);
     }
+    free(sample);
     free(xd);
+}
+
+/* rapid's leaf order (rapid.h "Leaf order"): said in the report, with children swapped,
+ * on a sample of 64 rows or more; none below, nor without a sample; every order exact
+ * (check_rapid_batches_tau, every ISA level, float and double rows). The rows make the
+ * order matter: most go down the right side of the trees (random_value's mix, then
+ * shifted up), so the reorder swaps many nodes. */
+static void test_rapid_leaf_order(void) {
+    const size_t n_rows = 150, cols = N_FEATURES + 3, stride = cols;
+    ts_model *m = random_model(40, 20, 64, 5);
+    float *x = malloc(n_rows * stride * sizeof *x);
+    double ref[150];
+    for (size_t i = 0; i < n_rows * stride; i++) x[i] = i % 3 ? random_value() + 5.0f : random_value();
+    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
+    static const size_t samples[] = {0, 63, 64, 150};
+    for (size_t k = 0; k < sizeof samples / sizeof samples[0]; k++) {
+        ts_scorer_options o;
+        ts_scorer_options_init(&o);
+        o.engine = TS_ENGINE_RAPID, o.n_threads = 1;
+        o.sample = samples[k] ? x : NULL, o.sample_rows = samples[k], o.sample_stride = stride;
+        ts_scorer *s = NULL;
+        ts_error err;
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+        if (!s) continue;
+        const char *rep = ts_scorer_plan_report(s), *at = rep ? strstr(rep, "rapid: leaves ordered by ") : NULL;
+        unsigned long long rows = 0, flipped = 0;
+        if (at) CHECK(sscanf(at, "rapid: leaves ordered by %llu sample rows (%llu of", &rows, &flipped) == 2);
+        if (samples[k] >= 64)
+            CHECK_MSG(at && rows == samples[k] && flipped > 0, "rapid, %zu sample rows: %s", samples[k],
+                      rep ? rep : "no report");
+        else
+            CHECK_MSG(!at, "rapid, %zu sample rows: ordered (%s)", samples[k], rep);
+        double got[150];
+        CHECK_STATUS(ts_scorer_score(s, x, n_rows, cols, stride, got, &err), TS_OK);
+        CHECK(memcmp(got, ref, sizeof got) == 0);
+        ts_scorer_free(s);
+    }
+    rapid_sample_turn = 1; /* the next check orders its leaves */
+    check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, 0, 70);
+    free(x);
+    ts_model_free(m);
 }
 
 static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
@@ -900,7 +951,7 @@ static void test_oblivious_forests(void) {
     const size_t n_rows = 300, cols = N_FEATURES, stride = cols + 1;
     float *x = malloc(n_rows * stride * sizeof *x);
     double *ref = malloc(n_rows * sizeof *ref), *got = malloc(n_rows * sizeof *got);
-    const tse_config cfg = {TS_ISA_AUTO, 0, 0, 0, 1};
+    const tse_config cfg = {.isa = TS_ISA_AUTO, .no_build = 1};
     for (size_t i = 0; i < sizeof depths / sizeof depths[0] + 2; i++) {
         const int mixed = i == sizeof depths / sizeof depths[0], deep = i > sizeof depths / sizeof depths[0];
         const uint32_t d = mixed ? 7 : deep ? 4 : depths[i];
@@ -1057,6 +1108,7 @@ static void run_forest_tests(void) {
     RUN_FOREST_TEST(test_bucket_thresholds);
     RUN_FOREST_TEST(test_many_thresholds);
     RUN_FOREST_TEST(test_rapid_pairs);
+    RUN_FOREST_TEST(test_rapid_leaf_order);
     RUN_FOREST_TEST(test_sparse_columns);
     RUN_FOREST_TEST(test_small_forests);
     RUN_FOREST_TEST(test_row_counts_and_words);

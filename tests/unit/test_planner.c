@@ -205,10 +205,11 @@ static void test_caller_sample(const ts_model *m) {
     free(x);
 }
 
-/* A bad sample (no rows, or rows narrower than the model) is refused by every auto
- * scorer: whatever the plan (TREESCORE_PLAN=rule once made it pass) and whatever the
- * model's shape (a model with category sets or K outputs once ignored a sample of 0
- * rows that a plain model refused). */
+/* A bad sample (no rows, or rows narrower than the model) is refused by every scorer:
+ * whatever the plan (TREESCORE_PLAN=rule once made it pass), the engine (rapid orders its
+ * leaves by the sample: an explicit engine reads it too) and the model's shape (a model
+ * with category sets or K outputs once ignored a sample of 0 rows that a plain model
+ * refused). */
 static void test_bad_sample_always(const ts_model *m) {
     ts_scorer *ref = make(m, TS_ENGINE_NAIVE, TS_PLAN_DEFAULT, 0);
     uint32_t w = ts_scorer_n_features(ref);
@@ -231,7 +232,10 @@ static void test_bad_sample_always(const ts_model *m) {
         o.sample_stride = w;
         CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
         CHECK(s == NULL && strstr(err.message, "sample") != NULL);
-        o.engine = TS_ENGINE_NAIVE; /* an explicit engine reads no sample */
+        o.engine = TS_ENGINE_NAIVE; /* an explicit engine: refused the same */
+        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_ERR_INVALID_ARGUMENT);
+        CHECK(s == NULL && strstr(err.message, "sample") != NULL);
+        o.sample_rows = 7; /* a good one: taken */
         CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
         ts_scorer_free(s);
     }

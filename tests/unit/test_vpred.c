@@ -290,7 +290,7 @@ static void test_deep_top_levels(void) {
  * the reference's bits, and the default blocks keep to their share of L2. */
 static void check_bvp_direct(const ts_model *m, uint32_t lanes, uint32_t tau, uint32_t delta, size_t n_rows) {
     const tse_engine *e = &tse_engine_block_vpred;
-    tse_config cfg = {TS_ISA_SCALAR, tau, delta, lanes, 0};
+    tse_config cfg = {.isa = TS_ISA_SCALAR, .tau = tau, .delta = delta, .lanes = lanes};
     void *state = NULL;
     tse_layout lay;
     ts_error err;

@@ -572,7 +572,7 @@ static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, u
 #ifdef RS_PAIRS
     uint8_t *pcodes = (uint8_t *)(s + sp.pcodes);
 #endif
-    const size_t ns = L->tables.q.n_slots ? L->tables.q.n_slots : 1;
+    const size_t ns = rs_code_slots(L);
     for (size_t d0 = 0; d0 < n_rows; d0 += delta) {
         size_t nd = n_rows - d0 < delta ? n_rows - d0 : delta;
         size_t ng = (nd + RS_LANES - 1) / RS_LANES;
@@ -589,6 +589,7 @@ static inline __attribute__((always_inline)) void RS(kernel_any)(const rsl *L, u
             else
                 RS_QUANTIZE(&L->tables, (const float *)x + (d0 + first) * stride, stride, n,
                             codes + g * ns * RS_LANES);
+            if (L->n_comp) rs_complement(L, codes + g * ns * RS_LANES, RS_LANES);
         }
         for (size_t d = 0; d < ng * RS_LANES; d++) acc[d] = L->base_score;
 #ifdef RS_PAIRS
