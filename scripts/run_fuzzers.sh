@@ -110,13 +110,15 @@ fuzz_one() {
     # (libFuzzer's merge keeps every input with a new feature, often many hundreds; the
     # committed set is the named seeds (files not named by a SHA-1, as libFuzzer names
     # what it finds) plus a greedy cover of the remaining edges, the control file's COV
-    # lines, up to 400 files: scripts/fuzz_cover.py)
+    # lines, up to 400 files or the committed corpus's count if larger: scripts/fuzz_cover.py)
     (cd "$dir/corpus" && ls | grep -Ev '^[0-9a-f]{40}$') >"$dir/seeds.txt"
+    local had=0
+    [ -d "$REPO/tests/fuzz/corpus/$t" ] && had=$(find "$REPO/tests/fuzz/corpus/$t" -maxdepth 1 -type f | wc -l)
     local merged="$dir/merged"
     mkdir -p "$merged"
     if "$BUILD_DIR/fuzz/$t" -merge=1 -merge_control_file="$dir/merge.ctl" -max_len=65536 -timeout=10 \
          -rss_limit_mb=2048 "$merged" "$dir/corpus" >"$dir/merge.txt" 2>&1 &&
-       python3 "$REPO/scripts/fuzz_cover.py" "$dir/merge.ctl" "$dir/seeds.txt" >"$dir/cover.txt" && [ -s "$dir/cover.txt" ]; then
+       python3 "$REPO/scripts/fuzz_cover.py" --keep "$had" "$dir/merge.ctl" "$dir/seeds.txt" >"$dir/cover.txt" && [ -s "$dir/cover.txt" ]; then
       local dest="$REPO/tests/fuzz/corpus/$t"
       mkdir -p "$dest"
       find "$dest" -maxdepth 1 -type f -delete
