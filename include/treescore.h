@@ -504,8 +504,8 @@ typedef struct ts_scorer_options {
                              planner times the engines on them (reused cyclically when fewer
                              than it needs), and rapid (chosen by auto or by name) orders each
                              tree's leaves by how often its first 256 rows reach them (64 or
-                             more; the same scores, faster: 1.1-1.3x on LightGBM models of
-                             64 leaves); NULL (default) = synthetic rows made from the
+                             more; the same scores, faster: up to 1.2-1.3x on LightGBM and
+                             scikit-learn models); NULL (default) = synthetic rows made from the
                              model's thresholds for the planner, the model's own leaf order.
                              Real rows matter: branchy engines (naive, ifelse) run much faster
                              on real data, whose paths the branch predictor learns */

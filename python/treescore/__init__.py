@@ -128,7 +128,7 @@ class Model:
     than synthetic ones (branchy engines run faster on real data; without it, ranges whose
     two fastest engines timed close are decided by their first ``predict`` calls), and for
     ``rapid`` (chosen by ``auto`` or by name) to put the leaves these rows reach most first
-    (the same scores, 1.1-1.3x faster on LightGBM models of 64 leaves).
+    (the same scores, up to 1.2-1.3x faster on LightGBM and scikit-learn models).
 
     A Model is immutable and thread-safe: many Python threads may call ``predict`` at once
     (the GIL is released while scoring). It pickles as its model bytes and options; the

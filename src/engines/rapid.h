@@ -72,10 +72,17 @@
  * quantizer: rs_complement) with k' = 254 - k, so that the kernels' compare "code > k"
  * stays the only one (255 - code > 254 - k is code <= k; missing values keep their
  * side, as their codes complement too). Every order gives the same exit leaf, so the
- * same bits. msn-lgb-1000x64 (its test rows, Intel Emerald Rapids): 16 rows 5.3 -> 3.4
- * rows a tree (pairs 1.22x faster), 1,000 rows 6.2 -> 5.4 (1.09x); the LightGBM
- * models' training counts (leaf_count) ordered nothing useful there (their leaves'
- * counts barely correlate with the test rows'). docs/benchmarks.md "Twenty-seventh session".
+ * same bits. A tree keeps its order unless the new one saves a group of 64 documents a
+ * quarter of a row or more (expected from the sample's exit rows), and a model keeps
+ * all of its trees' unless its rows average RS_PAD_MEAN plain entries or more (LightGBM's
+ * and scikit-learn's leaf-wise trees; msn-xgb-1000x64's, 4.8 entries and 3.1 skip
+ * entries a row, measured 1.0-1.15x slower ordered although its groups built 21% fewer
+ * rows: not understood). Intel Emerald Rapids, libs_ab, the models' test rows, 256
+ * sample rows: msn-lgb-1000x64 1.19-1.20x at 16 rows (5.3 -> 3.4 rows a tree), 1.05-1.09x
+ * at 1,000; msn-sgb-500x64 1.26x and 1.12x; msn-lgb-1000x256 1.07x and 1.03x; the dev
+ * model 1.03-1.07x at 16 rows. The LightGBM models' training counts (leaf_count)
+ * ordered no better than the file's order there: their leaves' counts barely correlate
+ * with the test rows'. docs/benchmarks.md "Twenty-seventh session".
  */
 
 #define RS_MAX_BYTES 32768u   /* bytes per tree bitvector: 262,144 leaves, as qs */

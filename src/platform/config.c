@@ -103,6 +103,7 @@ static void load(void) {
     c.ifelse_file_nodes = (uint64_t)positive("TREESCORE_IFELSE_FILE_NODES");
     c.split_trees = (unsigned)positive("TREESCORE_SPLIT_TREES");
     c.rapid_pad_rows = (unsigned)positive("TREESCORE_RAPID_PAD_ROWS");
+    c.rapid_order = (unsigned)positive("TREESCORE_RAPID_ORDER");
     c.plan_trial = (unsigned)positive("TREESCORE_PLAN_TRIAL");
     c.gpu_threads = (unsigned)positive("TREESCORE_GPU_THREADS");
     c.gpu_block_nodes = (unsigned)positive("TREESCORE_GPU_BLOCK_NODES");

@@ -71,6 +71,10 @@ typedef struct tsr_config {
                                    one-tree rows padded (rapid.h "Padded rows") whenever
                                    the trees allow it; 2: never; else by the model
                                    (rapid.c pad_rows) */
+    unsigned rapid_order;       /* TREESCORE_RAPID_ORDER: 1: rapid orders its leaves by a
+                                   sample (rapid.h "Leaf order") whatever the model's rows
+                                   and whatever a tree saves (tests: every forest); 2: never;
+                                   else by the model (rapid.c order_build) */
     unsigned plan_trial;        /* TREESCORE_PLAN_TRIAL: 1: every range timed on synthetic
                                    rows with a runner-up is contested (scorer/trial.h), however
                                    far behind; 2: none is; else by TSP_TRIAL_RATIO */

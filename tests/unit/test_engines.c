@@ -286,45 +286,108 @@ static void check_rapid_batches_tau(const ts_model *m, const float *x, size_t n_
     free(xd);
 }
 
-/* rapid's leaf order (rapid.h "Leaf order"): said in the report, with children swapped,
- * on a sample of 64 rows or more; none below, nor without a sample; every order exact
- * (check_rapid_batches_tau, every ISA level, float and double rows). The rows make the
- * order matter: most go down the right side of the trees (random_value's mix, then
- * shifted up), so the reorder swaps many nodes. */
+/* A forest of caterpillar trees (node i: leaf i on the left, node i + 1 on the right), a
+ * LightGBM-like shape whose rows hold about 8 plain entries each (rapid.h "Leaf order":
+ * the model rapid orders without the test knob). */
+static ts_model *caterpillar_model(uint32_t n_trees, uint32_t n_leaves) {
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    tsm_node *nodes = malloc(n_leaves * sizeof *nodes);
+    double *leaves = malloc(n_leaves * sizeof *leaves);
+    ts_error err;
+    for (uint32_t t = 0; t < n_trees; t++) {
+        for (uint32_t i = 0; i + 1 < n_leaves; i++) {
+            random_node(&nodes[i]);
+            nodes[i].left = ~(int32_t)i;
+            nodes[i].right = i + 2 < n_leaves ? (int32_t)(i + 1) : ~(int32_t)(i + 1);
+        }
+        for (uint32_t j = 0; j < n_leaves; j++) leaves[j] = (double)(int)rnd_below(2000001) / 1024.0 - 976.0;
+        CHECK_STATUS(tsm_model_add_tree(m, n_leaves - 1, nodes, n_leaves, leaves, 1.0, &err), TS_OK);
+    }
+    return finish_random_model(m, nodes, leaves);
+}
+
+/* caterpillar_model mirrored: node i's left child is node i + 1, its right child leaf
+ * n - 1 - i, so that nearly every node's left leaves span several rows (skip entries, about
+ * one plain entry a row: rapid.h "Leaf order" leaves such a model's order). */
+static ts_model *left_caterpillar_model(uint32_t n_trees, uint32_t n_leaves) {
+    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
+    tsm_node *nodes = malloc(n_leaves * sizeof *nodes);
+    double *leaves = malloc(n_leaves * sizeof *leaves);
+    ts_error err;
+    for (uint32_t t = 0; t < n_trees; t++) {
+        for (uint32_t i = 0; i + 1 < n_leaves; i++) {
+            random_node(&nodes[i]);
+            nodes[i].left = i + 2 < n_leaves ? (int32_t)(i + 1) : ~0;
+            nodes[i].right = ~(int32_t)(n_leaves - 1 - i);
+        }
+        for (uint32_t j = 0; j < n_leaves; j++) leaves[j] = (double)(int)rnd_below(2000001) / 1024.0 - 976.0;
+        CHECK_STATUS(tsm_model_add_tree(m, n_leaves - 1, nodes, n_leaves, leaves, 1.0, &err), TS_OK);
+    }
+    return finish_random_model(m, nodes, leaves);
+}
+
+/* Whether rapid ordered its leaves for m by `n_sample` rows of x (its report says so,
+ * with nodes swapped), and its scores, every row in one call, are ref's. */
+static int rapid_ordered(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
+                         size_t n_sample, const double *ref) {
+    ts_scorer_options o;
+    ts_scorer_options_init(&o);
+    o.engine = TS_ENGINE_RAPID, o.n_threads = 1;
+    o.sample = n_sample ? x : NULL, o.sample_rows = n_sample, o.sample_stride = stride;
+    ts_scorer *s = NULL;
+    ts_error err;
+    CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
+    if (!s) return -1;
+    const char *rep = ts_scorer_plan_report(s), *at = rep ? strstr(rep, "rapid: leaves ordered by ") : NULL;
+    unsigned long long rows = 0, flipped = 0;
+    if (at) CHECK(sscanf(at, "rapid: leaves ordered by %llu sample rows (%llu of", &rows, &flipped) == 2 &&
+                  rows == n_sample && flipped > 0);
+    double *got = malloc(n_rows * sizeof *got);
+    CHECK_STATUS(ts_scorer_score(s, x, n_rows, cols, stride, got, &err), TS_OK);
+    CHECK(memcmp(got, ref, n_rows * sizeof *got) == 0);
+    free(got);
+    ts_scorer_free(s);
+    return at != NULL;
+}
+
+/* rapid's leaf order (rapid.h "Leaf order"): by default on a model whose rows hold 6
+ * entries or more on average (caterpillars) given 64 sample rows or more, said in the
+ * report with nodes swapped; not below 64 rows, nor without a sample, nor for a model of
+ * fewer entries a row (left_caterpillar_model: skip entries), nor with
+ * TREESCORE_RAPID_ORDER=2; every order exact (every ISA level, batches 1-70, float and
+ * double rows: check_rapid_batches_tau, here and in every other forest test, which run
+ * with TREESCORE_RAPID_ORDER=1: ordered whatever the model). Most rows go down the
+ * caterpillars' right side (values shifted up), so the order swaps many nodes. */
 static void test_rapid_leaf_order(void) {
     const size_t n_rows = 150, cols = N_FEATURES + 3, stride = cols;
-    ts_model *m = random_model(40, 20, 64, 5);
+    const char *knob = getenv("TREESCORE_RAPID_ORDER");
+    char *saved = knob ? strdup(knob) : NULL;
+    unsetenv("TREESCORE_RAPID_ORDER");
+    tsr_config_reload();
+    ts_model *cat = caterpillar_model(30, 64), *bushy = left_caterpillar_model(30, 64);
     float *x = malloc(n_rows * stride * sizeof *x);
-    double ref[150];
+    double ref[150], ref_b[150];
     for (size_t i = 0; i < n_rows * stride; i++) x[i] = i % 3 ? random_value() + 5.0f : random_value();
-    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(m, x + r * stride);
-    static const size_t samples[] = {0, 63, 64, 150};
-    for (size_t k = 0; k < sizeof samples / sizeof samples[0]; k++) {
-        ts_scorer_options o;
-        ts_scorer_options_init(&o);
-        o.engine = TS_ENGINE_RAPID, o.n_threads = 1;
-        o.sample = samples[k] ? x : NULL, o.sample_rows = samples[k], o.sample_stride = stride;
-        ts_scorer *s = NULL;
-        ts_error err;
-        CHECK_STATUS(ts_scorer_create(m, &o, &s, &err), TS_OK);
-        if (!s) continue;
-        const char *rep = ts_scorer_plan_report(s), *at = rep ? strstr(rep, "rapid: leaves ordered by ") : NULL;
-        unsigned long long rows = 0, flipped = 0;
-        if (at) CHECK(sscanf(at, "rapid: leaves ordered by %llu sample rows (%llu of", &rows, &flipped) == 2);
-        if (samples[k] >= 64)
-            CHECK_MSG(at && rows == samples[k] && flipped > 0, "rapid, %zu sample rows: %s", samples[k],
-                      rep ? rep : "no report");
-        else
-            CHECK_MSG(!at, "rapid, %zu sample rows: ordered (%s)", samples[k], rep);
-        double got[150];
-        CHECK_STATUS(ts_scorer_score(s, x, n_rows, cols, stride, got, &err), TS_OK);
-        CHECK(memcmp(got, ref, sizeof got) == 0);
-        ts_scorer_free(s);
-    }
-    rapid_sample_turn = 1; /* the next check orders its leaves */
-    check_rapid_batches_tau(m, x, n_rows, cols, stride, ref, 0, 70);
+    for (size_t r = 0; r < n_rows; r++) ref[r] = reference_score(cat, x + r * stride);
+    for (size_t r = 0; r < n_rows; r++) ref_b[r] = reference_score(bushy, x + r * stride);
+    CHECK(rapid_ordered(cat, x, n_rows, cols, stride, 0, ref) == 0);
+    CHECK(rapid_ordered(cat, x, n_rows, cols, stride, 63, ref) == 0);
+    CHECK(rapid_ordered(cat, x, n_rows, cols, stride, 64, ref) == 1);
+    CHECK(rapid_ordered(cat, x, n_rows, cols, stride, 150, ref) == 1);
+    CHECK(rapid_ordered(bushy, x, n_rows, cols, stride, 150, ref_b) == 0);
+    setenv("TREESCORE_RAPID_ORDER", "2", 1);
+    tsr_config_reload();
+    CHECK(rapid_ordered(cat, x, n_rows, cols, stride, 150, ref) == 0);
+    unsetenv("TREESCORE_RAPID_ORDER");
+    tsr_config_reload();
+    rapid_sample_turn = 1; /* the next check takes a sample: ordered by default */
+    check_rapid_batches_tau(cat, x, n_rows, cols, stride, ref, 0, 70);
+    if (saved) setenv("TREESCORE_RAPID_ORDER", saved, 1);
+    tsr_config_reload();
+    free(saved);
     free(x);
-    ts_model_free(m);
+    ts_model_free(cat);
+    ts_model_free(bushy);
 }
 
 static void check_rapid_batches(const ts_model *m, const float *x, size_t n_rows, size_t cols, size_t stride,
@@ -1137,6 +1200,10 @@ int main(int argc, char **argv) {
     tsr_config_reload();
     /* Chunks of 5 rows, so that the thread counts of `configs` really split batches. */
     setenv("TREESCORE_CHUNK_ROWS", "5", 1);
+    tsr_config_reload();
+    /* rapid's leaf order for every forest given a sample (check_rapid_batches_tau: every
+     * other check), whatever its rows (rapid.h "Leaf order") */
+    setenv("TREESCORE_RAPID_ORDER", "1", 1);
     tsr_config_reload();
     if (part == 1) {
         RUN_TEST(test_thresholds);
