@@ -286,10 +286,12 @@ static void check_rapid_batches_tau(const ts_model *m, const float *x, size_t n_
     free(xd);
 }
 
-/* A forest of caterpillar trees (node i: leaf i on the left, node i + 1 on the right), a
- * LightGBM-like shape whose rows hold about 8 plain entries each (rapid.h "Leaf order":
- * the model rapid orders without the test knob). */
-static ts_model *caterpillar_model(uint32_t n_trees, uint32_t n_leaves) {
+/* A forest of caterpillar trees: node i has leaf i on its left and node i + 1 on its
+ * right, a LightGBM-like shape whose rows hold about 8 plain entries each (rapid.h "Leaf
+ * order": a model rapid orders without the test knob); mirrored, node i + 1 on the left
+ * and leaf n - 1 - i on the right, so that nearly every node's left leaves span several
+ * rows (skip entries, about one plain entry a row: a model whose order rapid keeps). */
+static ts_model *caterpillar_model(uint32_t n_trees, uint32_t n_leaves, int mirrored) {
     ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
     tsm_node *nodes = malloc(n_leaves * sizeof *nodes);
     double *leaves = malloc(n_leaves * sizeof *leaves);
@@ -297,28 +299,9 @@ static ts_model *caterpillar_model(uint32_t n_trees, uint32_t n_leaves) {
     for (uint32_t t = 0; t < n_trees; t++) {
         for (uint32_t i = 0; i + 1 < n_leaves; i++) {
             random_node(&nodes[i]);
-            nodes[i].left = ~(int32_t)i;
-            nodes[i].right = i + 2 < n_leaves ? (int32_t)(i + 1) : ~(int32_t)(i + 1);
-        }
-        for (uint32_t j = 0; j < n_leaves; j++) leaves[j] = (double)(int)rnd_below(2000001) / 1024.0 - 976.0;
-        CHECK_STATUS(tsm_model_add_tree(m, n_leaves - 1, nodes, n_leaves, leaves, 1.0, &err), TS_OK);
-    }
-    return finish_random_model(m, nodes, leaves);
-}
-
-/* caterpillar_model mirrored: node i's left child is node i + 1, its right child leaf
- * n - 1 - i, so that nearly every node's left leaves span several rows (skip entries, about
- * one plain entry a row: rapid.h "Leaf order" leaves such a model's order). */
-static ts_model *left_caterpillar_model(uint32_t n_trees, uint32_t n_leaves) {
-    ts_model *m = tsm_model_new(TS_FORMAT_LIGHTGBM);
-    tsm_node *nodes = malloc(n_leaves * sizeof *nodes);
-    double *leaves = malloc(n_leaves * sizeof *leaves);
-    ts_error err;
-    for (uint32_t t = 0; t < n_trees; t++) {
-        for (uint32_t i = 0; i + 1 < n_leaves; i++) {
-            random_node(&nodes[i]);
-            nodes[i].left = i + 2 < n_leaves ? (int32_t)(i + 1) : ~0;
-            nodes[i].right = ~(int32_t)(n_leaves - 1 - i);
+            const int32_t next = i + 2 < n_leaves ? (int32_t)(i + 1) : ~(int32_t)(mirrored ? 0 : i + 1);
+            nodes[i].left = mirrored ? next : ~(int32_t)i;
+            nodes[i].right = mirrored ? ~(int32_t)(n_leaves - 1 - i) : next;
         }
         for (uint32_t j = 0; j < n_leaves; j++) leaves[j] = (double)(int)rnd_below(2000001) / 1024.0 - 976.0;
         CHECK_STATUS(tsm_model_add_tree(m, n_leaves - 1, nodes, n_leaves, leaves, 1.0, &err), TS_OK);
@@ -353,7 +336,7 @@ static int rapid_ordered(const ts_model *m, const float *x, size_t n_rows, size_
 /* rapid's leaf order (rapid.h "Leaf order"): by default on a model whose rows hold 6
  * entries or more on average (caterpillars) given 64 sample rows or more, said in the
  * report with nodes swapped; not below 64 rows, nor without a sample, nor for a model of
- * fewer entries a row (left_caterpillar_model: skip entries), nor with
+ * fewer entries a row (mirrored caterpillars: skip entries), nor with
  * TREESCORE_RAPID_ORDER=2; every order exact (every ISA level, batches 1-70, float and
  * double rows: check_rapid_batches_tau, here and in every other forest test, which run
  * with TREESCORE_RAPID_ORDER=1: ordered whatever the model). Most rows go down the
@@ -364,7 +347,7 @@ static void test_rapid_leaf_order(void) {
     char *saved = knob ? strdup(knob) : NULL;
     unsetenv("TREESCORE_RAPID_ORDER");
     tsr_config_reload();
-    ts_model *cat = caterpillar_model(30, 64), *bushy = left_caterpillar_model(30, 64);
+    ts_model *cat = caterpillar_model(30, 64, 0), *bushy = caterpillar_model(30, 64, 1);
     float *x = malloc(n_rows * stride * sizeof *x);
     double ref[150], ref_b[150];
     for (size_t i = 0; i < n_rows * stride; i++) x[i] = i % 3 ? random_value() + 5.0f : random_value();
